@@ -1,0 +1,372 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxTermBytes bounds a keyword value, a primary key and a sparse dimension name.
+const MaxTermBytes = 1024
+
+// MaxSparseEntries bounds the entries of one sparse vector.
+const MaxSparseEntries = 65536
+
+// MaxMultiValues bounds the number of values of one multi-valued field.
+const MaxMultiValues = 65536
+
+// Document is a validated document: typed values per field ordinal, its
+// primary key and the JSON of its stored fields.
+type Document struct {
+	// PrimaryKey is the canonical text of the primary-key value; empty when
+	// the schema has no primary field.
+	PrimaryKey string
+	// Fields holds each field's values by ordinal; a zero Values when absent.
+	Fields []Values
+	// Stored is the compact JSON object of the stored fields, in schema order.
+	Stored []byte
+}
+
+// Values holds the values of one field of one document; only the slice
+// matching the field's type is used.
+type Values struct {
+	// Strings holds text and keyword values.
+	Strings []string
+	// U64 holds u64 values.
+	U64 []uint64
+	// I64 holds i64 values.
+	I64 []int64
+	// F64 holds f64 values.
+	F64 []float64
+	// Dense holds a dense vector (len == Dims) or nil.
+	Dense []float32
+	// Sparse holds a sparse vector sorted by dimension, or nil.
+	Sparse []SparseEntry
+}
+
+// Len returns the number of values held.
+func (v *Values) Len() int {
+	n := len(v.Strings) + len(v.U64) + len(v.I64) + len(v.F64) + len(v.Sparse)
+	if v.Dense != nil {
+		n++
+	}
+	return n
+}
+
+// SparseEntry is one dimension of a sparse vector.
+type SparseEntry struct {
+	// Dim names the dimension.
+	Dim string
+	// Weight is the dimension's value.
+	Weight float32
+}
+
+// DocumentError is a rejected document; Field names the offending field when
+// there is one.
+type DocumentError struct {
+	// Field is the offending field, or empty for whole-document errors.
+	Field string
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *DocumentError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("field %q: %s", e.Field, e.Reason)
+}
+
+func docErr(field, format string, args ...any) error {
+	return &DocumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ParseDocument validates one JSON object against the schema. Unknown
+// fields, duplicate fields, wrong types, a missing primary key, vectors of
+// the wrong size, invalid UTF-8 and malformed JSON are rejected with a
+// *DocumentError.
+func (s *Schema) ParseDocument(data []byte) (*Document, error) {
+	if !utf8.Valid(data) {
+		return nil, docErr("", "invalid UTF-8")
+	}
+	raw, err := splitObject(data)
+	if err != nil {
+		return nil, err
+	}
+	doc := &Document{Fields: make([]Values, len(s.Fields))}
+	for name := range raw {
+		if _, ok := s.byName[name]; !ok {
+			return nil, docErr(name, "unknown field")
+		}
+	}
+	var stored bytes.Buffer
+	stored.WriteByte('{')
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		val, present := raw[f.Name]
+		if !present || string(val) == "null" {
+			if f.Primary {
+				return nil, docErr(f.Name, "missing primary key")
+			}
+			continue
+		}
+		if err := parseValues(f, val, &doc.Fields[i]); err != nil {
+			return nil, err
+		}
+		if f.Primary {
+			doc.PrimaryKey = primaryKeyText(f, &doc.Fields[i])
+			if doc.PrimaryKey == "" {
+				return nil, docErr(f.Name, "primary key is empty")
+			}
+		}
+		if f.IsStored() {
+			if stored.Len() > 1 {
+				stored.WriteByte(',')
+			}
+			name, _ := json.Marshal(f.Name)
+			stored.Write(name)
+			stored.WriteByte(':')
+			if err := json.Compact(&stored, val); err != nil {
+				return nil, docErr(f.Name, "malformed JSON value")
+			}
+		}
+	}
+	stored.WriteByte('}')
+	doc.Stored = stored.Bytes()
+	return doc, nil
+}
+
+// splitObject reads one JSON object into raw values by key, rejecting
+// duplicates, trailing data and anything that is not an object.
+func splitObject(data []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, docErr("", "malformed JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, docErr("", "a document must be a JSON object")
+	}
+	out := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, docErr("", "malformed JSON: %v", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, docErr("", "malformed JSON object key")
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, docErr(key, "malformed JSON: %v", err)
+		}
+		if _, dup := out[key]; dup {
+			return nil, docErr(key, "field appears twice")
+		}
+		out[key] = val
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, docErr("", "malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, docErr("", "trailing data after the JSON object")
+	}
+	return out, nil
+}
+
+func parseValues(f *Field, val json.RawMessage, out *Values) error {
+	switch f.Type {
+	case DenseVector:
+		return parseDense(f, val, out)
+	case SparseVector:
+		return parseSparse(f, val, out)
+	}
+	items := []json.RawMessage{val}
+	if len(val) > 0 && val[0] == '[' {
+		if !f.Multi {
+			return docErr(f.Name, "an array is accepted only for a field declared \"multi\": true")
+		}
+		items = nil
+		if err := json.Unmarshal(val, &items); err != nil {
+			return docErr(f.Name, "malformed array")
+		}
+		if len(items) > MaxMultiValues {
+			return docErr(f.Name, "%d values, at most %d allowed", len(items), MaxMultiValues)
+		}
+	}
+	for _, it := range items {
+		if err := parseScalar(f, it, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseScalar(f *Field, it json.RawMessage, out *Values) error {
+	switch f.Type {
+	case Text, Keyword:
+		var s string
+		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+			return docErr(f.Name, "expected a string")
+		}
+		if (f.Type == Keyword || f.Primary) && len(s) > MaxTermBytes {
+			return docErr(f.Name, "value of %d bytes, at most %d allowed", len(s), MaxTermBytes)
+		}
+		out.Strings = append(out.Strings, s)
+	case U64:
+		v, err := strconv.ParseUint(string(it), 10, 64)
+		if err != nil {
+			return docErr(f.Name, "expected an unsigned 64-bit integer, got %s", clip(it))
+		}
+		out.U64 = append(out.U64, v)
+	case I64:
+		v, err := strconv.ParseInt(string(it), 10, 64)
+		if err != nil {
+			return docErr(f.Name, "expected a signed 64-bit integer, got %s", clip(it))
+		}
+		out.I64 = append(out.I64, v)
+	case F64:
+		if len(it) == 0 || (it[0] != '-' && (it[0] < '0' || it[0] > '9')) {
+			return docErr(f.Name, "expected a number, got %s", clip(it))
+		}
+		v, err := strconv.ParseFloat(string(it), 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+			return docErr(f.Name, "expected a finite number, got %s", clip(it))
+		}
+		out.F64 = append(out.F64, v)
+	}
+	return nil
+}
+
+func parseDense(f *Field, val json.RawMessage, out *Values) error {
+	var vec []float64
+	if len(val) == 0 || val[0] != '[' || json.Unmarshal(val, &vec) != nil {
+		return docErr(f.Name, "expected an array of %d numbers", f.Dims)
+	}
+	if len(vec) != f.Dims {
+		return docErr(f.Name, "vector has %d dimensions, the schema says %d", len(vec), f.Dims)
+	}
+	out.Dense = make([]float32, len(vec))
+	for i, x := range vec {
+		if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
+			return docErr(f.Name, "dimension %d is not a finite float32", i)
+		}
+		out.Dense[i] = float32(x)
+	}
+	return nil
+}
+
+func parseSparse(f *Field, val json.RawMessage, out *Values) error {
+	var m map[string]float64
+	if len(val) == 0 || val[0] != '{' || json.Unmarshal(val, &m) != nil {
+		return docErr(f.Name, "expected an object of dimension to weight")
+	}
+	if len(m) > MaxSparseEntries {
+		return docErr(f.Name, "%d dimensions, at most %d allowed", len(m), MaxSparseEntries)
+	}
+	out.Sparse = make([]SparseEntry, 0, len(m))
+	for dim, w := range m {
+		if dim == "" || len(dim) > MaxTermBytes {
+			return docErr(f.Name, "dimension names must have 1 to %d bytes", MaxTermBytes)
+		}
+		if math.IsNaN(w) || math.Abs(w) > math.MaxFloat32 {
+			return docErr(f.Name, "weight of %q is not a finite float32", dim)
+		}
+		out.Sparse = append(out.Sparse, SparseEntry{Dim: dim, Weight: float32(w)})
+	}
+	sort.Slice(out.Sparse, func(i, j int) bool { return out.Sparse[i].Dim < out.Sparse[j].Dim })
+	return nil
+}
+
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+func primaryKeyText(f *Field, v *Values) string {
+	switch f.Type {
+	case U64:
+		return strconv.FormatUint(v.U64[0], 10)
+	case I64:
+		return strconv.FormatInt(v.I64[0], 10)
+	}
+	return v.Strings[0]
+}
+
+// ExactTerms returns the exact (untokenized) index terms of a non-tokenized,
+// non-vector field's values: keywords, primary keys and numbers in their
+// canonical text.
+func (f *Field) ExactTerms(v *Values) []string {
+	var out []string
+	switch f.Type {
+	case Text, Keyword:
+		out = append(out, v.Strings...)
+	case U64:
+		for _, x := range v.U64 {
+			out = append(out, strconv.FormatUint(x, 10))
+		}
+	case I64:
+		for _, x := range v.I64 {
+			out = append(out, strconv.FormatInt(x, 10))
+		}
+	case F64:
+		for _, x := range v.F64 {
+			out = append(out, strconv.FormatFloat(x, 'g', -1, 64))
+		}
+	}
+	return out
+}
+
+// NormalizeExactTerm turns query text for a non-tokenized field into the
+// canonical term that ExactTerms indexes.
+func (f *Field) NormalizeExactTerm(s string) (string, error) {
+	switch f.Type {
+	case U64:
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("field %q expects an unsigned integer, got %q", f.Name, s)
+		}
+		return strconv.FormatUint(v, 10), nil
+	case I64:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("field %q expects an integer, got %q", f.Name, s)
+		}
+		return strconv.FormatInt(v, 10), nil
+	case F64:
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return "", fmt.Errorf("field %q expects a number, got %q", f.Name, s)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	case DenseVector, SparseVector:
+		return "", fmt.Errorf("field %q is a vector field; use a vector query", f.Name)
+	}
+	return s, nil
+}
+
+// ErrNoPrimaryKey is returned when an operation needs a primary key and the
+// schema has none.
+var ErrNoPrimaryKey = errors.New("schema has no primary field")
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
