@@ -1,0 +1,39 @@
+# Summa: a segment-based search engine and its Kubernetes operator.
+
+GO ?= go
+FUZZTIME ?= 10s
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: build
+build: ## Build every package and command into bin/.
+	$(GO) build ./...
+	@mkdir -p bin
+	@if [ -d cmd ]; then $(GO) build -o bin/ ./cmd/...; fi
+
+.PHONY: vet
+vet: ## go vet and gofmt check.
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: test
+test: vet ## Run every test (unit, rule, crash/fault harness) and a short fuzz run.
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./engine/lifecycle/ ./engine/index/
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
+	@set -e; for pkg in $$($(GO) list ./engine/...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done

@@ -1,0 +1,160 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// CommitResult describes a published generation.
+type CommitResult struct {
+	// Generation is the published metadata generation.
+	Generation uint64
+	// Documents is the live document count after the commit.
+	Documents uint64
+	// DurabilityDegraded is set when the directory fsync after the rename
+	// failed: the commit stands, crash durability is degraded (C04).
+	DurabilityDegraded bool
+}
+
+// Commit flushes the current generation and publishes it as one metadata
+// generation. Cancelling ctx before the writer lock is acquired starts
+// nothing; after that, ctx only stops the wait: the owned commit task
+// finishes publication regardless (C08, C09).
+func (idx *Index) Commit(ctx context.Context) (CommitResult, error) {
+	if idx.w == nil {
+		return CommitResult{}, ErrReadOnly
+	}
+	w := idx.w
+	select {
+	case w.guard <- struct{}{}:
+	case <-ctx.Done():
+		return CommitResult{}, fmt.Errorf("index: commit not started: %w", ctx.Err())
+	}
+	type outcome struct {
+		res CommitResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	// The task owns the writer guard and releases it when it ends (C07).
+	go func() {
+		defer func() { <-w.guard }()
+		res, err := w.runCommit()
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return CommitResult{}, fmt.Errorf("index: stopped waiting for the commit, which continues: %w", ctx.Err())
+	}
+}
+
+// runCommit seals the generation (or resumes the sealed one), waits for the
+// workers' flush within the timeout, and runs the finalizer.
+// REQUIRES: the writer guard is held.
+func (w *writer) runCommit() (CommitResult, error) {
+	job, err := w.sealOrResume()
+	if err != nil {
+		return CommitResult{}, err
+	}
+	timer := time.NewTimer(w.idx.opts.CommitFlushTimeout)
+	defer timer.Stop()
+	for _, d := range job.done {
+		select {
+		case <-d:
+		case <-timer.C:
+			// C06: stay paused on this generation; the late worker can only
+			// report into this job, which the retried Commit picks up.
+			return CommitResult{}, ErrCommitFlushTimeout
+		}
+	}
+	if err := job.gen.failure(); err != nil {
+		// C05: abandon every sibling output and the generation's earlier
+		// flushes through tracked cleanup; nothing is published.
+		abandonAll(job.takeResults())
+		abandonAll(job.gen.takePrepared())
+		w.resume()
+		w.idx.log.Error(err, "Indexing generation abandoned")
+		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
+	}
+	res, err := w.idx.publish(job)
+	if err != nil {
+		// C11: the prepared outputs stay owned by the job; workers stay
+		// paused; a retried Commit publishes the same outputs.
+		return CommitResult{}, err
+	}
+	// C09: publication and the primary-key view refresh (the new snapshot)
+	// are done; resume the workers last.
+	w.resume()
+	return res, nil
+}
+
+// sealOrResume returns the generation's flush job, creating it (and
+// asking every worker to flush) if no commit is pending.
+func (w *writer) sealOrResume() (*flushJob, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.job != nil {
+		return w.mu.job, nil
+	}
+	if w.mu.closed {
+		return nil, ErrClosed
+	}
+	job := newFlushJob(w.mu.gen, len(w.workers))
+	w.mu.job = job
+	w.mu.idle = make(chan struct{})
+	for _, wk := range w.workers {
+		wk.queue <- task{flush: job}
+	}
+	return job, nil
+}
+
+// resume starts a new generation and admits ingestion again.
+func (w *writer) resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.job = nil
+	w.mu.gen = newGeneration()
+	close(w.mu.idle)
+}
+
+// takeResults removes and returns the workers' outputs.
+func (j *flushJob) takeResults() []*prepared {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []*prepared
+	for i, p := range j.results {
+		if p != nil {
+			out = append(out, p)
+			j.results[i] = nil
+		}
+	}
+	return out
+}
+
+// outputs returns every prepared output of the job without removing them.
+func (j *flushJob) outputs() []*prepared {
+	j.gen.mu.Lock()
+	out := append([]*prepared(nil), j.gen.mu.prepared...)
+	j.gen.mu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, p := range j.results {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// IsRetryable reports whether err from Commit leaves the generation intact
+// for a retried Commit (flush timeout or publication failure before the
+// rename).
+func IsRetryable(err error) bool {
+	return errors.Is(err, ErrCommitFlushTimeout) || errors.Is(err, errPublication)
+}
+
+// errPublication marks a publication failure before the rename (C11).
+var errPublication = errors.New("index: publication failed before the commit point; retry commit")

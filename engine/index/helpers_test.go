@@ -1,0 +1,147 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
+)
+
+const testDir = "data/articles"
+
+var testSchema = schema.MustNew(
+	schema.Field{Name: "id", Type: schema.Text, Primary: true},
+	schema.Field{Name: "title", Type: schema.Text},
+	schema.Field{Name: "body", Type: schema.Text, Reorder: true},
+	schema.Field{Name: "n", Type: schema.U64},
+)
+
+// paragraphs returns n real paragraphs of Opticks.
+func paragraphs(t testing.TB, n int) []string {
+	t.Helper()
+	ps, err := corpus.Paragraphs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > len(ps) {
+		t.Fatalf("corpus has %d paragraphs, want %d", len(ps), n)
+	}
+	return ps[:n]
+}
+
+// doc builds document pk with paragraph p as body, version v in field n.
+func doc(t testing.TB, pk string, p string, v int) *schema.Document {
+	t.Helper()
+	raw := fmt.Sprintf(`{"id":%q,"title":%q,"body":%q,"n":%d}`, pk, corpus.Title(p), p, v)
+	d, err := testSchema.ParseDocument([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func docs(t testing.TB, from, to, version int) []*schema.Document {
+	ps := paragraphs(t, to)
+	var out []*schema.Document
+	for i := from; i < to; i++ {
+		out = append(out, doc(t, fmt.Sprintf("p%04d", i), ps[i], version))
+	}
+	return out
+}
+
+func testOptions() Options {
+	return Options{IndexingWorkers: 2, CommitFlushTimeout: time.Minute}
+}
+
+func createMem(t testing.TB) (*vfs.MemFS, *Index) {
+	t.Helper()
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, idx
+}
+
+func mustCommit(t testing.TB, idx *Index) CommitResult {
+	t.Helper()
+	res, err := idx.Commit(context.Background())
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	return res
+}
+
+func mustClose(t testing.TB, idx *Index) {
+	t.Helper()
+	if err := idx.Close(context.Background()); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+// visible returns primary key -> stored JSON of every live document, and
+// fails on a key visible twice.
+func visible(t testing.TB, idx *Index) map[string]string {
+	t.Helper()
+	snap, err := idx.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	out := make(map[string]string)
+	for i, seg := range snap.Segments {
+		for d := uint32(0); d < seg.Reader.NumDocs(); d++ {
+			if !snap.isLive(i, d) {
+				continue
+			}
+			pk, err := seg.Reader.PrimaryKey(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := seg.Reader.StoredDocument(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, dup := out[pk]; dup {
+				t.Fatalf("primary key %s visible twice", pk)
+			}
+			out[pk] = string(stored)
+		}
+	}
+	return out
+}
+
+// segFiles returns the IDs of every seg_ file in the index directory.
+func segFiles(t testing.TB, fs vfs.FS) map[segid.ID][]string {
+	t.Helper()
+	names, err := fs.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	out := make(map[segid.ID][]string)
+	for _, n := range names {
+		if id, suf, ok := segid.ParseFileName(n); ok {
+			out[id] = append(out[id], suf)
+		}
+	}
+	return out
+}
+
+// checkOwned fails when a seg_ file has no owner.
+func checkOwned(t testing.TB, fs vfs.FS, idx *Index) {
+	t.Helper()
+	for id, sufs := range segFiles(t, fs) {
+		if !idx.Manager().OwnersOf(id).Owned() {
+			t.Fatalf("files %v of segment %s have no owner", sufs, id)
+		}
+	}
+}
+
+func fmtSscan(pk string, i *int) (int, error) { return fmt.Sscanf(pk, "p%d", i) }

@@ -1,0 +1,50 @@
+package index
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Options tune an index. The zero value is usable.
+type Options struct {
+	// Logger receives lifecycle events.
+	Logger logr.Logger
+	// IndexingWorkers is the number of parallel indexing workers (default:
+	// GOMAXPROCS, at most 8).
+	IndexingWorkers int
+	// WorkerBufferBytes is the in-memory size at which a worker flushes a
+	// prepared segment before the commit (default 64 MiB).
+	WorkerBufferBytes int64
+	// CommitFlushTimeout bounds how long Commit waits for the workers'
+	// flush before returning ErrCommitFlushTimeout (default 5 minutes).
+	CommitFlushTimeout time.Duration
+	// Hooks are test-only fault points.
+	Hooks Hooks
+}
+
+// Hooks are fault points for tests; nil hooks do nothing.
+type Hooks struct {
+	// BeforeWorkerFlush runs in a worker before it writes a flush output;
+	// it may block or panic.
+	BeforeWorkerFlush func(worker int)
+	// BeforePublish runs in the commit finalizer before the metadata save.
+	BeforePublish func() error
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.IndexingWorkers <= 0 {
+		o.IndexingWorkers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	if o.WorkerBufferBytes <= 0 {
+		o.WorkerBufferBytes = 64 << 20
+	}
+	if o.CommitFlushTimeout <= 0 {
+		o.CommitFlushTimeout = 5 * time.Minute
+	}
+	return o
+}

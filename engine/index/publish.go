@@ -1,0 +1,237 @@
+package index
+
+import (
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/summadev/summa/engine/lifecycle"
+	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
+)
+
+// maskWrite is one new deletion-mask generation to publish.
+type maskWrite struct {
+	// deleted is the full mask (previous generation plus new rows).
+	deleted *roaring.Bitmap
+	// numDocs is the data segment's row count.
+	numDocs uint32
+	// claim owns the mask file until publication (L07, L09).
+	claim *lifecycle.Claim
+	// mask is the written mask's metadata entry.
+	mask *metadata.Mask
+}
+
+// publish is the commit finalizer (C09): it computes upsert and delete
+// visibility, writes new mask generations, saves metadata (the commit
+// point), installs the metadata owner and the new snapshot, and only then
+// releases the active claims (L03). It runs in the owned commit task, so a
+// cancelled request does not interrupt it (C03).
+func (idx *Index) publish(job *flushJob) (CommitResult, error) {
+	idx.metaMu.Lock() // C01
+	defer idx.metaMu.Unlock()
+
+	outputs := job.outputs()
+	idx.mu.Lock()
+	meta := idx.mu.meta
+	cur := idx.mu.current
+	cur.refs.Add(1)
+	idx.mu.Unlock()
+	defer cur.Close()
+
+	// S04: the primary-key and visibility scans run here, in the commit
+	// task, never on the BP pool.
+	oldMasks, newMasks, err := planVisibility(cur, job.gen.pending, outputs)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("%w: visibility scan: %v", errPublication, err)
+	}
+	var claims []*lifecycle.Claim
+	if err := idx.writeMasks(oldMasks, newMasks, &claims); err != nil {
+		lifecycle.AbandonAll(claims)
+		return CommitResult{}, fmt.Errorf("%w: %v", errPublication, err)
+	}
+	next, published := buildNext(meta, oldMasks, newMasks, outputs)
+	next.NextID = idx.mgr.NextID()
+	if h := idx.opts.Hooks.BeforePublish; h != nil {
+		if err := h(); err != nil {
+			lifecycle.AbandonAll(claims)
+			return CommitResult{}, fmt.Errorf("%w: %v", errPublication, err)
+		}
+	}
+	saveErr := metadata.Save(idx.fs, idx.dir, next)
+	if saveErr != nil && !metadata.IsDurabilityError(saveErr) {
+		// Before the rename nothing is committed: drop the masks, keep the
+		// prepared segments owned for a lossless retry (C11).
+		lifecycle.AbandonAll(claims)
+		return CommitResult{}, fmt.Errorf("%w: %v", errPublication, saveErr)
+	}
+	// The rename happened: from here on nothing may turn the commit into an
+	// apparent abort (C04, C12).
+	idx.mgr.Publish(next.IDs()) // metadata owner installed first (L03)
+	old := idx.install(next, outputs, published, oldMasks, newMasks, saveErr)
+	lifecycle.ReleaseAll(claims)
+	for _, p := range outputs {
+		if published[p.info.ID] {
+			p.claim.Release()
+		} else {
+			p.abandon() // every row superseded within the generation
+		}
+	}
+	job.takeResults()
+	job.gen.takePrepared()
+	job.published = true
+	if old != nil {
+		old.Close()
+	}
+	res := CommitResult{Generation: next.Generation, DurabilityDegraded: saveErr != nil}
+	for _, s := range next.Segments {
+		res.Documents += uint64(s.LiveDocuments())
+	}
+	if saveErr != nil {
+		idx.log.Error(saveErr, "Commit durable only after the next directory sync", "generation", next.Generation)
+	}
+	return res, nil
+}
+
+// install makes the published generation current: cached readers and masks,
+// the degraded flag and a new snapshot. It returns the previous snapshot,
+// which the caller closes outside idx.mu.
+func (idx *Index) install(next *metadata.Metadata, outputs []*prepared, published map[segid.ID]bool,
+	oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, saveErr error) *Snapshot {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	for _, p := range outputs {
+		if published[p.info.ID] {
+			idx.mu.readers[p.info.ID] = p.reader
+			p.reader = nil
+		}
+	}
+	for _, m := range oldMasks {
+		idx.mu.masks[m.mask.ID] = m.deleted
+	}
+	for _, m := range newMasks {
+		idx.mu.masks[m.mask.ID] = m.deleted
+	}
+	idx.mu.degraded = saveErr
+	idx.mu.meta = next
+	old := idx.mu.current
+	if idx.mu.closed {
+		idx.mu.current = nil
+	} else {
+		idx.mu.current = idx.newSnapshotLocked(next)
+	}
+	return old
+}
+
+// planVisibility computes the rows that the generation's upserts and
+// deletes hide: in committed segments, every live row whose primary key the
+// generation touched; in the new outputs, every row superseded by a later
+// operation on its key. Masks are keyed by segment ID (committed) and by
+// output position (new).
+func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prepared) (map[segid.ID]*maskWrite, map[int]*maskWrite, error) {
+	oldMasks := make(map[segid.ID]*maskWrite)
+	for pk := range pending {
+		for i, seg := range cur.Segments {
+			docs, err := seg.Reader.PrimaryKeyDocs(pk)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, d := range docs {
+				if !cur.isLive(i, d) {
+					continue
+				}
+				m := oldMasks[seg.Meta.ID]
+				if m == nil {
+					m = &maskWrite{numDocs: seg.Meta.Documents, deleted: roaring.New()}
+					if seg.Deleted != nil {
+						m.deleted = seg.Deleted.Clone()
+					}
+					oldMasks[seg.Meta.ID] = m
+				}
+				m.deleted.Add(d)
+			}
+		}
+	}
+	newMasks := make(map[int]*maskWrite)
+	for i, p := range outputs {
+		for doc, pk := range p.pks {
+			if pk == "" || pending[pk].opstamp == p.opstamps[doc] {
+				continue
+			}
+			m := newMasks[i]
+			if m == nil {
+				m = &maskWrite{numDocs: p.info.Documents, deleted: roaring.New()}
+				newMasks[i] = m
+			}
+			m.deleted.Add(uint32(doc))
+		}
+	}
+	return oldMasks, newMasks, nil
+}
+
+// writeMasks claims an ID for each new mask generation before writing its
+// file (L07) and records the claims for the caller to release or abandon.
+func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim) error {
+	write := func(m *maskWrite) error {
+		if m.deleted.GetCardinality() == uint64(m.numDocs) {
+			// Every row is gone: the segment is dropped, no mask needed.
+			m.mask = &metadata.Mask{Deleted: m.numDocs}
+			return nil
+		}
+		c, err := idx.mgr.Claim("deletion-mask")
+		if err != nil {
+			return fmt.Errorf("claim deletion mask: %w", err)
+		}
+		*claims = append(*claims, c)
+		fi, err := segment.WriteMask(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)
+		if err != nil {
+			return fmt.Errorf("write deletion mask %s: %w", c.ID, err)
+		}
+		m.claim = c
+		m.mask = &metadata.Mask{ID: c.ID, Deleted: uint32(m.deleted.GetCardinality()), Size: fi.Size}
+		return nil
+	}
+	for _, m := range oldMasks {
+		if err := write(m); err != nil {
+			return err
+		}
+	}
+	for _, m := range newMasks {
+		if err := write(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildNext returns the next generation: committed segments with their new
+// masks, then the new outputs; segments with no live row are left out (and
+// so retired). published lists the outputs that made it in.
+func buildNext(meta *metadata.Metadata, oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite,
+	outputs []*prepared) (*metadata.Metadata, map[segid.ID]bool) {
+	next := meta.Clone()
+	next.Generation++
+	next.Segments = next.Segments[:0]
+	for _, s := range meta.Clone().Segments {
+		if m, ok := oldMasks[s.ID]; ok {
+			if m.mask.Deleted == s.Documents {
+				continue
+			}
+			s.Deletes = m.mask
+		}
+		next.Segments = append(next.Segments, s)
+	}
+	published := make(map[segid.ID]bool)
+	for i, p := range outputs {
+		s := metadata.Segment{Info: p.info}
+		if m, ok := newMasks[i]; ok {
+			if m.mask.Deleted == s.Documents {
+				continue
+			}
+			s.Deletes = m.mask
+		}
+		next.Segments = append(next.Segments, s)
+		published[p.info.ID] = true
+	}
+	return next, published
+}

@@ -1,0 +1,223 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/summadev/summa/engine/schema"
+)
+
+// writer admits operations into the current generation and hands them to
+// the indexing workers.
+type writer struct {
+	// idx is the owning index.
+	idx *Index
+	// guard is the writer lock held by a commit task (capacity 1); the task
+	// that owns it outlives the request that started it (C07).
+	guard chan struct{}
+	// workers index documents in parallel.
+	workers []*worker
+	// workersDone is joined when the writer closes (D01 step 4).
+	workersDone sync.WaitGroup
+	// cancelWorkers stops long worker loops on close.
+	cancelWorkers context.CancelFunc
+
+	// mu guards the admission state below.
+	mu struct {
+		sync.Mutex
+		// gen is the generation accepting operations.
+		gen *generation
+		// job is the generation being committed; while set, ingestion gets
+		// ErrBackpressure (C10) and a retried Commit resumes it (C06, C11).
+		job *flushJob
+		// idle is closed when no commit holds the generation.
+		idle chan struct{}
+		// nextOpstamp orders operations.
+		nextOpstamp uint64
+		// rr picks the next worker.
+		rr int
+		// closed rejects all operations.
+		closed bool
+	}
+}
+
+func newWriter(idx *Index) *writer {
+	w := &writer{idx: idx, guard: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancelWorkers = cancel
+	w.mu.gen = newGeneration()
+	w.mu.idle = make(chan struct{})
+	close(w.mu.idle)
+	w.workers = make([]*worker, idx.opts.IndexingWorkers)
+	for i := range w.workers {
+		wk := &worker{id: i, idx: idx, queue: make(chan task, 64)}
+		wk.reset(w.mu.gen)
+		w.workers[i] = wk
+		w.workersDone.Add(1)
+		go wk.run(ctx, &w.workersDone)
+	}
+	return w
+}
+
+// admitLocked checks that the writer accepts operations.
+// REQUIRES: w.mu held.
+func (w *writer) admitLocked() error {
+	switch {
+	case w.mu.closed:
+		return ErrClosed
+	case w.mu.job != nil:
+		return ErrBackpressure
+	}
+	if err := w.mu.gen.failure(); err != nil {
+		return fmt.Errorf("%w: %v; commit to reset the writer", ErrGenerationFailed, err)
+	}
+	return nil
+}
+
+// Add accepts documents into the current generation, all or nothing: they
+// become visible and durable at the next successful Commit. A document
+// whose primary key exists replaces the old version at that commit.
+func (idx *Index) Add(docs []*schema.Document) error {
+	if idx.w == nil {
+		return ErrReadOnly
+	}
+	return idx.w.add(docs)
+}
+
+func (w *writer) add(docs []*schema.Document) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.admitLocked(); err != nil {
+		return err
+	}
+	gen := w.mu.gen
+	ops := make([]uint64, len(docs))
+	for i, d := range docs {
+		w.mu.nextOpstamp++
+		ops[i] = w.mu.nextOpstamp
+		if d.PrimaryKey != "" {
+			gen.pending[d.PrimaryKey] = pendingOp{opstamp: ops[i]}
+		}
+	}
+	gen.ops += len(docs)
+	// Split large batches across workers; enqueueing never fails, so the
+	// batch is admitted whole.
+	n := len(w.workers)
+	chunk := (len(docs) + n - 1) / n
+	if chunk < 64 {
+		chunk = 64
+	}
+	for start := 0; start < len(docs); start += chunk {
+		end := min(start+chunk, len(docs))
+		wk := w.workers[w.mu.rr%n]
+		w.mu.rr++
+		wk.queue <- task{docs: docs[start:end], ops: ops[start:end], gen: gen}
+	}
+	return nil
+}
+
+// Delete deletes the live document with primary key pk at the next
+// commit. It reports whether such a document existed (committed and not
+// deleted, or added in the current generation).
+func (idx *Index) Delete(pk string) (bool, error) {
+	if idx.w == nil {
+		return false, ErrReadOnly
+	}
+	if idx.schema.Primary() < 0 {
+		return false, ErrNoPrimaryKey
+	}
+	return idx.w.delete(pk)
+}
+
+func (w *writer) delete(pk string) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.admitLocked(); err != nil {
+		return false, err
+	}
+	gen := w.mu.gen
+	existed := false
+	if p, ok := gen.pending[pk]; ok {
+		existed = !p.deleted
+	} else {
+		snap, err := w.idx.Snapshot()
+		if err != nil {
+			return false, err
+		}
+		existed, err = snap.LookupPrimaryKey(pk)
+		snap.Close()
+		if err != nil {
+			return false, fmt.Errorf("index: look up primary key: %w", err)
+		}
+	}
+	w.mu.nextOpstamp++
+	gen.pending[pk] = pendingOp{opstamp: w.mu.nextOpstamp, deleted: true}
+	gen.ops++
+	return existed, nil
+}
+
+// uncommitted returns the number of accepted, uncommitted operations.
+func (w *writer) uncommitted() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.mu.gen.ops
+	return n
+}
+
+// Idle returns a channel closed when no commit holds the writer, for
+// callers that want to wait out ErrBackpressure.
+func (idx *Index) Idle() <-chan struct{} {
+	if idx.w == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	idx.w.mu.Lock()
+	defer idx.w.mu.Unlock()
+	return idx.w.mu.idle
+}
+
+// UncommittedDocuments returns the number of accepted, uncommitted operations.
+func (idx *Index) UncommittedDocuments() int {
+	if idx.w == nil {
+		return 0
+	}
+	return idx.w.uncommitted()
+}
+
+// close stops the writer: it waits for an accepted commit task to release
+// the writer guard (S02), rejects new operations, joins the workers (D01
+// step 4) and abandons unpublished outputs (D01 step 5).
+func (w *writer) close(ctx context.Context, deleting bool) error {
+	w.mu.Lock()
+	w.mu.closed = true
+	w.mu.Unlock()
+	if deleting {
+		w.cancelWorkers()
+	}
+	select {
+	case w.guard <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("index: waiting for the running commit: %w", ctx.Err())
+	}
+	defer func() { <-w.guard }()
+	w.cancelWorkers()
+	for _, wk := range w.workers {
+		close(wk.queue)
+	}
+	w.workersDone.Wait()
+	w.mu.Lock()
+	job, gen := w.mu.job, w.mu.gen
+	w.mu.job = nil
+	w.mu.Unlock()
+	if job != nil && !job.published {
+		abandonAll(job.takeResults())
+		abandonAll(job.gen.takePrepared())
+	}
+	abandonAll(gen.takePrepared())
+	return nil
+}

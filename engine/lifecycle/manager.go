@@ -1,0 +1,267 @@
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// ErrClosed is returned by Claim once the manager stopped admitting new
+// lifecycle claims (index deletion step 2, or shutdown).
+var ErrClosed = errors.New("lifecycle: index no longer admits new segment claims")
+
+// ErrAlreadyClaimed is returned when a rewrite tries to claim a source that
+// another operation already holds (L08).
+var ErrAlreadyClaimed = errors.New("lifecycle: segment already claimed by another operation")
+
+// Manager owns the segment IDs of one index directory.
+type Manager struct {
+	// fs and dir locate the index directory.
+	fs  vfs.FS
+	dir string
+	// log receives deletion and sweep events.
+	log logr.Logger
+	// onDelete runs just before an ID's files are removed (the index closes
+	// its cached reader there). It runs without mu held.
+	onDelete func(segid.ID)
+	// deletes counts in-flight file deletions so that index deletion can
+	// drain them (D01 step 6).
+	deletes sync.WaitGroup
+
+	// mu guards the owner sets below.
+	mu struct {
+		sync.Mutex
+		// nextID is the next ID to hand out.
+		// INVARIANT: greater than every ID in live, active, refs and on disk.
+		nextID segid.ID
+		// live is the metadata owner: IDs referenced by the published generation.
+		live map[segid.ID]struct{}
+		// active is the active-operation owner: ID -> name of the operation.
+		active map[segid.ID]string
+		// refs is the tracker's reader reference count per ID (absent = 0).
+		refs map[segid.ID]int
+		// retired is the tracker's deferred-deletion set: IDs no longer live
+		// whose files are removed once no other owner holds them.
+		retired map[segid.ID]struct{}
+		// deleting holds IDs whose files are being removed right now.
+		deleting map[segid.ID]struct{}
+		// closed stops new claims.
+		closed bool
+	}
+}
+
+// Options configures a Manager.
+type Options struct {
+	// Logger receives lifecycle events; the zero value discards them.
+	Logger logr.Logger
+	// OnDelete runs before an ID's files are removed.
+	OnDelete func(segid.ID)
+}
+
+// NewManager returns a manager whose metadata owner holds live and whose
+// next ID is nextID.
+func NewManager(fs vfs.FS, dir string, live []segid.ID, nextID segid.ID, opts Options) *Manager {
+	m := &Manager{fs: fs, dir: dir, log: opts.Logger, onDelete: opts.OnDelete}
+	if m.log.GetSink() == nil {
+		m.log = logr.Discard()
+	}
+	m.mu.nextID = nextID
+	m.mu.live = make(map[segid.ID]struct{}, len(live))
+	for _, id := range live {
+		m.mu.live[id] = struct{}{}
+		if id >= m.mu.nextID {
+			m.mu.nextID = id + 1
+		}
+	}
+	m.mu.active = make(map[segid.ID]string)
+	m.mu.refs = make(map[segid.ID]int)
+	m.mu.retired = make(map[segid.ID]struct{})
+	m.mu.deleting = make(map[segid.ID]struct{})
+	return m
+}
+
+// NextID returns the next ID the manager will hand out; metadata persists it
+// so that IDs are never reused within an index.
+func (m *Manager) NextID() segid.ID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.nextID
+}
+
+// Close stops new claims (deletion step 2 and shutdown). Existing claims,
+// references and deferred deletions continue until they are released.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.mu.closed = true
+	m.mu.Unlock()
+}
+
+// Publish installs a new metadata owner set after a successful metadata
+// rename (L03, L04). IDs that leave the live set are retired: their files
+// are deleted once no reader and no operation holds them.
+func (m *Manager) Publish(live []segid.ID) {
+	m.mu.Lock()
+	next := make(map[segid.ID]struct{}, len(live))
+	for _, id := range live {
+		next[id] = struct{}{}
+	}
+	var retired []segid.ID
+	for id := range m.mu.live {
+		if _, ok := next[id]; !ok {
+			m.mu.retired[id] = struct{}{}
+			retired = append(retired, id)
+		}
+	}
+	m.mu.live = next
+	m.mu.Unlock()
+	for _, id := range retired {
+		m.deleteIfUnowned(id)
+	}
+}
+
+// Ref adds a reader reference to each ID (tracker owner).
+func (m *Manager) Ref(ids ...segid.ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		m.mu.refs[id]++
+	}
+}
+
+// Unref drops a reader reference from each ID; the last reader of a
+// retired ID triggers its deferred deletion.
+func (m *Manager) Unref(ids ...segid.ID) {
+	var zero []segid.ID
+	m.mu.Lock()
+	for _, id := range ids {
+		n := m.mu.refs[id] - 1
+		if n < 0 {
+			m.mu.Unlock()
+			panic(fmt.Sprintf("lifecycle: unref of segment %s without a reference", id))
+		}
+		if n == 0 {
+			delete(m.mu.refs, id)
+			zero = append(zero, id)
+		} else {
+			m.mu.refs[id] = n
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range zero {
+		m.deleteIfUnowned(id)
+	}
+}
+
+// Owners describes who holds an ID; tests and diagnostics use it.
+type Owners struct {
+	// Live is true when the published metadata references the ID.
+	Live bool
+	// Active names the operation holding the ID, if any.
+	Active string
+	// Refs counts reader references.
+	Refs int
+	// Retired is true when deletion is deferred until the last reader drops.
+	Retired bool
+}
+
+// Owned reports whether any owner holds the ID.
+func (o Owners) Owned() bool { return o.Live || o.Active != "" || o.Refs > 0 }
+
+// OwnersOf returns the owners of id.
+func (m *Manager) OwnersOf(id segid.ID) Owners {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ownersLocked(id)
+}
+
+// ownersLocked REQUIRES: m.mu held.
+func (m *Manager) ownersLocked(id segid.ID) Owners {
+	_, live := m.mu.live[id]
+	_, retired := m.mu.retired[id]
+	return Owners{Live: live, Active: m.mu.active[id], Refs: m.mu.refs[id], Retired: retired}
+}
+
+// ActiveOperations returns the number of IDs held by active operations.
+func (m *Manager) ActiveOperations() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.mu.active)
+}
+
+// Retired returns the IDs whose deletion is deferred, sorted.
+func (m *Manager) Retired() []segid.ID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]segid.ID, 0, len(m.mu.retired))
+	for id := range m.mu.retired {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// WaitDeletes waits for in-flight file deletions (D01 step 6).
+func (m *Manager) WaitDeletes() { m.deletes.Wait() }
+
+// deleteIfUnowned removes every seg_<id>.* file when no owner holds id
+// (L02). It is the only path that deletes segment files.
+func (m *Manager) deleteIfUnowned(id segid.ID) {
+	m.mu.Lock()
+	if m.ownersLocked(id).Owned() {
+		m.mu.Unlock()
+		return
+	}
+	if _, busy := m.mu.deleting[id]; busy {
+		m.mu.Unlock()
+		return
+	}
+	m.mu.deleting[id] = struct{}{}
+	m.deletes.Add(1)
+	m.mu.Unlock()
+	defer m.deletes.Done()
+
+	if m.onDelete != nil {
+		m.onDelete(id)
+	}
+	err := m.removeFiles(id)
+
+	m.mu.Lock()
+	delete(m.mu.deleting, id)
+	if err == nil {
+		delete(m.mu.retired, id)
+	} else {
+		// The ID stays retired (tracker-owned) and unowned otherwise: the
+		// next sweep at exclusive open or by the optimizer removes it.
+		m.mu.retired[id] = struct{}{}
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Error(err, "Segment file deletion failed; left for the next sweep", "segment", id.String())
+		return
+	}
+	m.log.V(1).Info("Segment files deleted", "segment", id.String())
+}
+
+// removeFiles deletes every file of id, whatever its suffix (Q02).
+func (m *Manager) removeFiles(id segid.ID) error {
+	names, err := m.fs.List(m.dir)
+	if err != nil {
+		return fmt.Errorf("lifecycle: list %s: %w", m.dir, err)
+	}
+	var firstErr error
+	for _, name := range names {
+		fid, _, ok := segid.ParseFileName(name)
+		if !ok || fid != id {
+			continue
+		}
+		if err := m.fs.Remove(m.fs.PathJoin(m.dir, name)); err != nil && !isNotExist(err) && firstErr == nil {
+			firstErr = fmt.Errorf("lifecycle: remove %s: %w", name, err)
+		}
+	}
+	return firstErr
+}
