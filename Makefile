@@ -37,3 +37,9 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+##@ Run
+
+.PHONY: demo
+demo: ## Index real text into a temporary directory and query it (no cluster needed).
+	$(GO) run ./cmd/summa-demo

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/summadev/summa/internal/corpus"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/internal/corpus"
 )
 
 const testDir = "data/articles"
@@ -145,3 +145,27 @@ func checkOwned(t testing.TB, fs vfs.FS, idx *Index) {
 }
 
 func fmtSscan(pk string, i *int) (int, error) { return fmt.Sscanf(pk, "p%d", i) }
+
+// corruptFile flips one byte in the middle of a file of the index.
+func corruptFile(t testing.TB, fs vfs.FS, name string) {
+	t.Helper()
+	path := fs.PathJoin(testDir, name)
+	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	off := st.Size() / 2
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
