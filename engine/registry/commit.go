@@ -25,10 +25,12 @@ type commitTask struct {
 	done chan struct{}
 	res  index.CommitResult
 	err  error
-	// timedOut is closed at the first flush timeout, so waiters can answer
-	// CommitFlushTimeout while the task keeps going.
-	timedOut     chan struct{}
-	timedOutOnce sync.Once
+	// mu guards timedOut.
+	mu sync.Mutex
+	// timedOut is closed at the next flush timeout (and replaced), so
+	// waiters that joined before it can answer CommitFlushTimeout while the
+	// task keeps going.
+	timedOut chan struct{}
 	// started is when the task began.
 	started time.Time
 	// pending is the number of operations the commit publishes.
@@ -45,10 +47,13 @@ func (h *Handle) Commit(ctx context.Context) (index.CommitResult, error) {
 		return index.CommitResult{}, err
 	}
 	t := h.r.startCommit(h.e, idx)
+	t.mu.Lock()
+	timedOut := t.timedOut
+	t.mu.Unlock()
 	select {
 	case <-t.done:
 		return t.res, t.err
-	case <-t.timedOut:
+	case <-timedOut:
 		return index.CommitResult{}, index.ErrCommitFlushTimeout
 	case <-ctx.Done():
 		return index.CommitResult{}, ctx.Err()
@@ -73,7 +78,10 @@ func (r *Registry) startCommit(e *entry, idx *index.Index) *commitTask {
 		for {
 			res, err := idx.Commit(context.Background())
 			if errors.Is(err, index.ErrCommitFlushTimeout) {
-				t.timedOutOnce.Do(func() { close(t.timedOut) })
+				t.mu.Lock()
+				close(t.timedOut)
+				t.timedOut = make(chan struct{})
+				t.mu.Unlock()
 				r.log.Info("Commit flush timed out; waiting again on the same generation", "index", e.name)
 				continue
 			}
