@@ -32,8 +32,18 @@ type step struct {
 	deletes []string
 }
 
-// model is the expected visible state after each generation.
-type model map[uint64]map[string]string
+// record is what the client of a scenario run observed.
+type record struct {
+	// acked maps each acknowledged generation to the step whose state it shows.
+	acked map[uint64]int
+	// degraded marks acknowledged generations that were not crash-durable (C04).
+	degraded map[uint64]bool
+	// pending is the step whose state an unacknowledged generation would
+	// show: the step of the commit or maintenance operation in flight.
+	pending int
+}
+
+func newRecord() *record { return &record{acked: map[uint64]int{}, degraded: map[uint64]bool{}} }
 
 func scenarioSteps(t testing.TB) []step {
 	return []step{
@@ -72,7 +82,10 @@ type faultFS struct {
 	unsynced int
 	rng      *rand.Rand
 
-	n       atomic.Int64
+	n atomic.Int64
+	// writes marks the indexes of operations that change the disk (a crash
+	// before a read is the same image as a crash before the next write).
+	writes  sync.Map
 	mu      sync.Mutex
 	image   *vfs.MemFS
 	crashed bool
@@ -80,6 +93,9 @@ type faultFS struct {
 
 func (f *faultFS) MaybeError(op errorfs.Op) error {
 	i := f.n.Add(1) - 1
+	if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+		f.writes.Store(i, true)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.crashed {
@@ -120,7 +136,7 @@ func harnessOptions() Options {
 // runScenario drives the steps as a client would. It records the
 // generation each acknowledged commit produced. It returns early (without
 // failing) when the filesystem "crashed".
-func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, acked map[uint64]int, degraded map[uint64]bool) {
+func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, rec *record) {
 	ctx := context.Background()
 	dead := func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.crashed }
 	open := func(create bool) *Index {
@@ -157,15 +173,11 @@ func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, acked map[ui
 			_ = idx.Close(ctx)
 			return
 		}
+		rec.pending = si
 		for attempt := 0; ; attempt++ {
 			res, err := idx.Commit(ctx)
 			if err == nil {
-				acked[res.Generation] = si
-				if res.DurabilityDegraded {
-					// C04: the commit stands but is not crash-durable yet; a
-					// crash image may show the generation before it.
-					degraded[res.Generation] = true
-				}
+				rec.ack(res.Generation, si, res.DurabilityDegraded)
 				break
 			}
 			if dead() {
@@ -180,30 +192,70 @@ func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, acked map[ui
 				return
 			}
 		}
+		if si == 2 {
+			// Maintenance rewrites segments without changing visibility: a
+			// merge to one segment, then a compaction of its deleted rows.
+			for _, op := range []func(context.Context) (RewriteResult, error){
+				func(ctx context.Context) (RewriteResult, error) { return idx.ForceMerge(ctx, 1) },
+				idx.Compact,
+			} {
+				res, err := op(ctx)
+				if err == nil {
+					rec.ack(res.Generation, si, res.DurabilityDegraded)
+				} else if dead() {
+					_ = idx.Close(ctx)
+					return
+				}
+			}
+		}
 	}
 	_ = idx.Close(ctx)
 }
 
+// ack records an acknowledged generation showing step si.
+func (r *record) ack(g uint64, si int, degraded bool) {
+	r.acked[g] = si
+	if degraded {
+		// C04: the generation stands but is not crash-durable yet; a crash
+		// image may show the one before it.
+		r.degraded[g] = true
+	}
+}
+
 // applyStep admits a step's operations; false when the process is dead.
+// A generation that failed under it (an early flush hit the fault) is
+// reset by a commit and the whole step is sent again, as a client would.
 func applyStep(t *testing.T, idx *Index, s step, dead func() bool) bool {
-	if err := idx.Add(s.adds); err != nil {
+	for attempt := 0; attempt < 3; attempt++ {
+		err := idx.Add(s.adds)
+		for _, pk := range s.deletes {
+			if err != nil {
+				break
+			}
+			_, err = idx.Delete(pk)
+		}
+		if err == nil {
+			return true
+		}
 		if dead() {
 			return false
 		}
-		t.Fatalf("add: %v", err)
-	}
-	for _, pk := range s.deletes {
-		if _, err := idx.Delete(pk); err != nil {
-			t.Fatalf("delete: %v", err)
+		if !errors.Is(err, ErrGenerationFailed) {
+			t.Fatalf("apply step: %v", err)
+		}
+		if _, cerr := idx.Commit(context.Background()); !errors.Is(cerr, ErrGenerationFailed) {
+			t.Fatalf("commit of a failed generation: %v", cerr)
 		}
 	}
-	return true
+	t.Fatal("apply step: generation keeps failing")
+	return false
 }
 
 // checkRecovered opens fs cleanly and checks the invariants; it returns
 // the recovered generation.
-func checkRecovered(t *testing.T, fs vfs.FS, states []map[string]string, acked map[uint64]int, degraded map[uint64]bool, label string) uint64 {
+func checkRecovered(t *testing.T, fs vfs.FS, states []map[string]string, rec *record, label string) uint64 {
 	t.Helper()
+	acked, degraded := rec.acked, rec.degraded
 	idx, err := Open(fs, testDir, harnessOptions())
 	if errors.Is(err, ErrNotFound) && len(acked) == 0 {
 		return 0 // crashed before the index existed
@@ -232,11 +284,13 @@ func checkRecovered(t *testing.T, fs vfs.FS, states []map[string]string, acked m
 			t.Fatalf("%s: generation 0 shows %d docs", label, len(vis))
 		}
 	} else {
-		// Generation g is step acked[g], or the in-flight step right after
-		// the last acknowledged one.
+		// Generation g is step acked[g], or the in-flight operation's step.
 		si, ok := acked[g]
 		if !ok {
-			si = len(acked)
+			if g > lastAcked+1 {
+				t.Fatalf("%s: recovered generation %d skips past the acknowledged %d", label, g, lastAcked)
+			}
+			si = rec.pending
 		}
 		if si >= len(states) {
 			t.Fatalf("%s: generation %d has no step", label, g)
@@ -255,12 +309,13 @@ func TestCrashAndFaultHarness(t *testing.T) {
 
 	// Count the operations of a clean run.
 	counter, fs := newFaultFS(-1, false, 0, 0)
-	acked, degraded := map[uint64]int{}, map[uint64]bool{}
-	runScenario(t, fs, counter, steps, acked, degraded)
-	if len(acked) != len(steps) || len(degraded) != 0 {
-		t.Fatalf("clean run acknowledged %d of %d commits, %d degraded", len(acked), len(steps), len(degraded))
+	rec := newRecord()
+	runScenario(t, fs, counter, steps, rec)
+	if len(rec.acked) != len(steps)+2 || len(rec.degraded) != 0 {
+		t.Fatalf("clean run acknowledged %d generations for %d steps and 2 rewrites, %d degraded",
+			len(rec.acked), len(steps), len(rec.degraded))
 	}
-	checkRecovered(t, fs, states, acked, degraded, "clean")
+	checkRecovered(t, fs, states, rec, "clean")
 	total := counter.n.Load()
 	if total < 100 {
 		t.Fatalf("scenario performed only %d filesystem operations", total)
@@ -268,22 +323,27 @@ func TestCrashAndFaultHarness(t *testing.T) {
 
 	points := 0
 	for n := int64(0); n < total; n++ {
+		_, write := counter.writes.Load(n)
 		for _, mode := range []string{"crash", "crash-torn", "error"} {
 			label := fmt.Sprintf("%s at op %d", mode, n)
 			unsynced := 0
-			if mode == "crash-torn" {
-				if n%7 != 0 { // a sample: torn images keep random unsynced data
-					continue
-				}
+			switch {
+			case mode != "error" && !write:
+				continue // same crash image as before the next write
+			case mode == "crash-torn" && n%5 != 0:
+				continue // a sample: torn images keep random unsynced data
+			case mode == "crash-torn":
 				unsynced = 50
+			case mode == "error" && !write && n%3 != 0:
+				continue // read errors: a sample
 			}
 			f, fs := newFaultFS(n, mode != "error", unsynced, n)
-			acked, degraded := map[uint64]int{}, map[uint64]bool{}
-			runScenario(t, fs, f, steps, acked, degraded)
+			rec := newRecord()
+			runScenario(t, fs, f, steps, rec)
 			if mode == "error" {
-				checkRecovered(t, f.mem, states, acked, degraded, label)
-				if len(acked) != len(steps) {
-					t.Fatalf("%s: the client could not finish the scenario (%d commits)", label, len(acked))
+				checkRecovered(t, f.mem, states, rec, label)
+				if g := checkRecovered(t, f.mem, states, rec, label); rec.acked[g] != len(steps)-1 {
+					t.Fatalf("%s: the client could not finish the scenario (generation %d)", label, g)
 				}
 			} else {
 				f.mu.Lock()
@@ -295,7 +355,7 @@ func TestCrashAndFaultHarness(t *testing.T) {
 					// clean run.
 					image = f.mem
 				}
-				checkRecovered(t, image, states, acked, degraded, label)
+				checkRecovered(t, image, states, rec, label)
 			}
 			points++
 		}

@@ -31,6 +31,9 @@ type Hooks struct {
 	BeforeWorkerFlush func(worker int)
 	// BeforePublish runs in the commit finalizer before the metadata save.
 	BeforePublish func() error
+	// BeforeRewritePublish runs after a merge or compaction output was
+	// written and validated, before its publication.
+	BeforeRewritePublish func(kind string)
 }
 
 func (o Options) withDefaults() Options {

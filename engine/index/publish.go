@@ -68,7 +68,8 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	// The rename happened: from here on nothing may turn the commit into an
 	// apparent abort (C04, C12).
 	idx.mgr.Publish(next.IDs()) // metadata owner installed first (L03)
-	old := idx.install(next, outputs, published, oldMasks, newMasks, saveErr)
+	readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
+	old := idx.install(next, readers, masks, saveErr)
 	lifecycle.ReleaseAll(claims)
 	for _, p := range outputs {
 		if published[p.info.ID] {
@@ -93,24 +94,18 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	return res, nil
 }
 
-// install makes the published generation current: cached readers and masks,
+// install makes a published generation current: cached readers and masks,
 // the degraded flag and a new snapshot. It returns the previous snapshot,
 // which the caller closes outside idx.mu.
-func (idx *Index) install(next *metadata.Metadata, outputs []*prepared, published map[segid.ID]bool,
-	oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, saveErr error) *Snapshot {
+func (idx *Index) install(next *metadata.Metadata, readers map[segid.ID]*segment.Reader,
+	masks map[segid.ID]*roaring.Bitmap, saveErr error) *Snapshot {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	for _, p := range outputs {
-		if published[p.info.ID] {
-			idx.mu.readers[p.info.ID] = p.reader
-			p.reader = nil
-		}
+	for id, r := range readers {
+		idx.mu.readers[id] = r
 	}
-	for _, m := range oldMasks {
-		idx.mu.masks[m.mask.ID] = m.deleted
-	}
-	for _, m := range newMasks {
-		idx.mu.masks[m.mask.ID] = m.deleted
+	for id, m := range masks {
+		idx.mu.masks[id] = m
 	}
 	idx.mu.degraded = saveErr
 	idx.mu.meta = next
@@ -121,6 +116,30 @@ func (idx *Index) install(next *metadata.Metadata, outputs []*prepared, publishe
 		idx.mu.current = idx.newSnapshotLocked(next)
 	}
 	return old
+}
+
+// commitCaches collects the readers and masks a commit publishes.
+func commitCaches(outputs []*prepared, published map[segid.ID]bool, oldMasks map[segid.ID]*maskWrite,
+	newMasks map[int]*maskWrite) (map[segid.ID]*segment.Reader, map[segid.ID]*roaring.Bitmap) {
+	readers := make(map[segid.ID]*segment.Reader)
+	for _, p := range outputs {
+		if published[p.info.ID] {
+			readers[p.info.ID] = p.reader
+			p.reader = nil
+		}
+	}
+	masks := make(map[segid.ID]*roaring.Bitmap)
+	for _, m := range oldMasks {
+		if m.claim != nil {
+			masks[m.mask.ID] = m.deleted
+		}
+	}
+	for _, m := range newMasks {
+		if m.claim != nil {
+			masks[m.mask.ID] = m.deleted
+		}
+	}
+	return readers, masks
 }
 
 // planVisibility computes the rows that the generation's upserts and

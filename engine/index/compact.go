@@ -1,0 +1,63 @@
+package index
+
+import (
+	"context"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// Compact rewrites the segment with the most deleted rows without them.
+// It claims source and output, snapshots the source's mask generation,
+// writes directly from the source, and publication is rejected with
+// ErrVisibilityChanged if the mask changed meanwhile (M03).
+func (idx *Index) Compact(ctx context.Context) (RewriteResult, error) {
+	if idx.readOnly {
+		return RewriteResult{}, ErrReadOnly
+	}
+	rw, err := idx.startRewrite("compact", func(s *Snapshot) []SnapshotSegment {
+		best := -1
+		for i, seg := range s.Segments {
+			if seg.Meta.Deletes == nil {
+				continue
+			}
+			if best < 0 || seg.Meta.Deletes.Deleted > s.Segments[best].Meta.Deletes.Deleted {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		return []SnapshotSegment{s.Segments[best]}
+	})
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	published := false
+	defer func() { rw.finish(published) }()
+	src := rw.sources[0]
+	captured := src.Meta.Deletes.ID
+	if err := rw.preflight(ctx); err != nil {
+		return RewriteResult{}, err
+	}
+	info, r, err := rw.build(ctx, func(_ int, doc uint32) bool { return !src.Deleted.Contains(doc) })
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	res, err := rw.publish(info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+		if maskID(cur[0]) != captured {
+			return nil, ErrVisibilityChanged
+		}
+		return nil, nil
+	})
+	published = err == nil
+	return res, err
+}
+
+func maskID(s metadata.Segment) segid.ID {
+	if s.Deletes == nil {
+		return 0
+	}
+	return s.Deletes.ID
+}

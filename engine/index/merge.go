@@ -1,0 +1,68 @@
+package index
+
+import (
+	"context"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/summadev/summa/engine/metadata"
+)
+
+// ForceMerge merges segments until at most maxSegments remain: the
+// smallest segments are merged into one. Every physical row is copied and
+// the output's mask concatenates the sources' masks as they are at
+// publication, so deletes that arrive during the merge are kept (M01).
+func (idx *Index) ForceMerge(ctx context.Context, maxSegments int) (RewriteResult, error) {
+	if idx.readOnly {
+		return RewriteResult{}, ErrReadOnly
+	}
+	if maxSegments < 1 {
+		maxSegments = 1
+	}
+	rw, err := idx.startRewrite("merge", func(s *Snapshot) []SnapshotSegment {
+		if len(s.Segments) <= maxSegments {
+			return nil
+		}
+		segs := append([]SnapshotSegment(nil), s.Segments...)
+		sort.SliceStable(segs, func(i, j int) bool { return segs[i].Meta.Documents < segs[j].Meta.Documents })
+		return segs[:len(segs)-maxSegments+1]
+	})
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	published := false
+	defer func() { rw.finish(published) }()
+	if err := rw.preflight(ctx); err != nil {
+		return RewriteResult{}, err
+	}
+	info, r, err := rw.build(ctx, func(int, uint32) bool { return true })
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	res, err := rw.publish(info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+		return rw.concatMasks(cur), nil
+	})
+	published = err == nil
+	return res, err
+}
+
+// concatMasks builds the output mask from the sources' current masks,
+// offset by each source's physical row base.
+func (rw *rewrite) concatMasks(cur []metadata.Segment) *roaring.Bitmap {
+	out := roaring.New()
+	var base uint32
+	rw.idx.mu.Lock()
+	defer rw.idx.mu.Unlock()
+	for i, s := range cur {
+		if s.Deletes != nil {
+			if m := rw.idx.mu.masks[s.Deletes.ID]; m != nil {
+				it := m.Iterator()
+				for it.HasNext() {
+					out.Add(base + it.Next())
+				}
+			}
+		}
+		base += rw.sources[i].Meta.Documents
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/summadev/summa/engine/lifecycle"
+	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
+)
+
+// ErrVisibilityChanged: deletes reached a compaction source while it ran;
+// publication is rejected so that none is lost (M03). Retry the compaction.
+var ErrVisibilityChanged = errors.New("index: source visibility changed during compaction; retry")
+
+// ErrNothingToDo: the rewrite has no eligible source.
+var ErrNothingToDo = errors.New("index: nothing to rewrite")
+
+// ErrSourceQuarantined: a rewrite source failed preflight validation and
+// was quarantined for the process lifetime (Q06).
+var ErrSourceQuarantined = errors.New("index: rewrite source quarantined")
+
+// RewriteResult describes a published replacement.
+type RewriteResult struct {
+	// Generation is the published generation.
+	Generation uint64
+	// Sources are the replaced segments.
+	Sources []segid.ID
+	// Output is the new segment.
+	Output segid.ID
+	// Documents is the output's physical row count.
+	Documents uint32
+	// DurabilityDegraded is set when the directory fsync after the rename
+	// failed (C04).
+	DurabilityDegraded bool
+}
+
+// rewrite is one claimed replacement of source segments by one output:
+// merge, compaction, and later reorder. It answers the maintainer
+// checklist: sources and output are claimed before the first write (L07,
+// L08), publication is one metadata transaction (L04), and abandoned
+// output cleanup rechecks metadata (Q08).
+type rewrite struct {
+	idx *Index
+	// kind names the operation (merge, compact).
+	kind string
+	// snap holds the sources' readers and masks as captured.
+	snap *Snapshot
+	// sources are the replaced segments, in output row order.
+	sources []SnapshotSegment
+	// srcClaims hold the sources (L08).
+	srcClaims []*lifecycle.Claim
+	// out owns the output (L07).
+	out *lifecycle.Claim
+}
+
+// startRewrite captures a snapshot, lets pick choose sources and claims
+// them and an output ID. The caller must call finish.
+func (idx *Index) startRewrite(kind string, pick func(*Snapshot) []SnapshotSegment) (*rewrite, error) {
+	snap, err := idx.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	rw := &rewrite{idx: idx, kind: kind, snap: snap, sources: pick(snap)}
+	if len(rw.sources) == 0 {
+		snap.Close()
+		return nil, ErrNothingToDo
+	}
+	ids := make([]segid.ID, len(rw.sources))
+	for i, s := range rw.sources {
+		ids[i] = s.Meta.ID
+	}
+	if rw.srcClaims, err = idx.mgr.ClaimExisting(kind, ids...); err != nil {
+		snap.Close()
+		return nil, fmt.Errorf("index: %s: %w", kind, err)
+	}
+	if rw.out, err = idx.mgr.Claim(kind); err != nil {
+		lifecycle.ReleaseAll(rw.srcClaims)
+		snap.Close()
+		return nil, fmt.Errorf("index: %s: %w", kind, err)
+	}
+	return rw, nil
+}
+
+// finish releases what the rewrite still holds. An unpublished output is
+// deleted only after rechecking under the metadata lock that it was not
+// published (Q08).
+func (rw *rewrite) finish(published bool) {
+	if !published {
+		rw.idx.metaMu.Lock()
+		live := false
+		for _, id := range rw.idx.Metadata().IDs() {
+			live = live || id == rw.out.ID
+		}
+		rw.idx.metaMu.Unlock()
+		if live {
+			rw.out.Release()
+		} else {
+			rw.out.Abandon()
+		}
+	} else {
+		rw.out.Release()
+	}
+	lifecycle.ReleaseAll(rw.srcClaims)
+	rw.snap.Close()
+}
+
+// preflight fully validates every source before costly work (Q06); a
+// deterministic failure quarantines the source for the process lifetime.
+func (rw *rewrite) preflight(ctx context.Context) error {
+	for _, s := range rw.sources {
+		err := validateSegment(ctx, rw.idx.fs, rw.idx.dir, rw.idx.Metadata(), s.Meta)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if isDeterministic(err) {
+			rw.idx.quarantine(s.Meta.ID, err.Error())
+			return fmt.Errorf("%w: %s: %v", ErrSourceQuarantined, s.Meta.ID, err)
+		}
+		return fmt.Errorf("index: %s preflight of %s: %w", rw.kind, s.Meta.ID, err)
+	}
+	return nil
+}
+
+// build writes the output from the sources' rows that keep(i, doc) accepts.
+func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool) (segment.Info, *segment.Reader, error) {
+	b := segment.NewBuilder(rw.idx.schema)
+	for i, s := range rw.sources {
+		for doc := uint32(0); doc < s.Reader.NumDocs(); doc++ {
+			if doc%256 == 0 && ctx.Err() != nil {
+				return segment.Info{}, nil, ctx.Err()
+			}
+			if !keep(i, doc) {
+				continue
+			}
+			d, err := s.Reader.Document(doc)
+			if err != nil {
+				return segment.Info{}, nil, fmt.Errorf("index: %s: read %s doc %d: %w", rw.kind, s.Meta.ID, doc, err)
+			}
+			b.Add(d)
+		}
+	}
+	info, err := b.Write(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID)
+	if err != nil {
+		return segment.Info{}, nil, fmt.Errorf("index: %s: write %s: %w", rw.kind, rw.out.ID, err)
+	}
+	// Q12: the complete output is validated, document count included,
+	// before metadata can point at it.
+	if err := segment.Validate(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info); err != nil {
+		return segment.Info{}, nil, fmt.Errorf("index: %s: validate output %s: %w", rw.kind, rw.out.ID, err)
+	}
+	r, err := segment.Open(rw.idx.fs, rw.idx.dir, rw.idx.schema, info)
+	if err != nil {
+		return segment.Info{}, nil, fmt.Errorf("index: %s: open output %s: %w", rw.kind, rw.out.ID, err)
+	}
+	return info, r, nil
+}
+
+// publish replaces the sources by the output in one metadata generation.
+// mask computes the output's deletion mask from the sources' current
+// metadata entries (under the metadata lock); it may reject publication.
+func (rw *rewrite) publish(info segment.Info, r *segment.Reader,
+	mask func(cur []metadata.Segment) (*roaring.Bitmap, error)) (RewriteResult, error) {
+	idx := rw.idx
+	if h := idx.opts.Hooks.BeforeRewritePublish; h != nil {
+		h(rw.kind)
+	}
+	idx.metaMu.Lock()
+	defer idx.metaMu.Unlock()
+	meta := idx.Metadata()
+	cur := make([]metadata.Segment, len(rw.sources))
+	pos := map[segid.ID]int{}
+	for i, s := range rw.sources {
+		pos[s.Meta.ID] = i
+	}
+	for _, s := range meta.Segments {
+		if i, ok := pos[s.ID]; ok {
+			cur[i] = s
+		}
+	}
+	deleted, err := mask(cur)
+	if err != nil {
+		r.Close()
+		return RewriteResult{}, err
+	}
+	out := metadata.Segment{Info: info}
+	var maskClaim *lifecycle.Claim
+	masks := map[segid.ID]*roaring.Bitmap{}
+	if deleted != nil && !deleted.IsEmpty() {
+		if maskClaim, err = idx.mgr.Claim(rw.kind + "-mask"); err != nil {
+			r.Close()
+			return RewriteResult{}, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
+		}
+		fi, err := segment.WriteMask(idx.fs, idx.dir, maskClaim.ID, deleted, info.Documents)
+		if err != nil {
+			maskClaim.Abandon()
+			r.Close()
+			return RewriteResult{}, fmt.Errorf("index: %s: write mask: %w", rw.kind, err)
+		}
+		out.Deletes = &metadata.Mask{ID: maskClaim.ID, Deleted: uint32(deleted.GetCardinality()), Size: fi.Size}
+		masks[maskClaim.ID] = deleted
+	}
+	next := meta.Clone()
+	next.Generation++
+	next.Segments = next.Segments[:0]
+	placed := false
+	for _, s := range meta.Segments {
+		if _, replaced := pos[s.ID]; replaced {
+			if !placed {
+				next.Segments = append(next.Segments, out)
+				placed = true
+			}
+			continue
+		}
+		next.Segments = append(next.Segments, s)
+	}
+	next.NextID = idx.mgr.NextID()
+	saveErr := metadata.Save(idx.fs, idx.dir, next)
+	if saveErr != nil && !metadata.IsDurabilityError(saveErr) {
+		if maskClaim != nil {
+			maskClaim.Abandon()
+		}
+		r.Close()
+		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, saveErr)
+	}
+	// L04: metadata(output) + tracker(retired sources), then release active.
+	idx.mgr.Publish(next.IDs())
+	old := idx.install(next, map[segid.ID]*segment.Reader{info.ID: r}, masks, saveErr)
+	if maskClaim != nil {
+		maskClaim.Release()
+	}
+	if old != nil {
+		old.Close()
+	}
+	res := RewriteResult{Generation: next.Generation, Output: info.ID, Documents: info.Documents,
+		DurabilityDegraded: saveErr != nil}
+	for _, s := range rw.sources {
+		res.Sources = append(res.Sources, s.Meta.ID)
+	}
+	idx.log.Info("Segments replaced", "kind", rw.kind, "sources", len(res.Sources), "output", info.ID.String(),
+		"generation", next.Generation)
+	return res, nil
+}
+
+// quarantine excludes a metadata-live segment from search and selection
+// for the process lifetime (Q06, Q10).
+func (idx *Index) quarantine(id segid.ID, reason string) {
+	idx.mu.Lock()
+	idx.mu.quarantine[id] = reason
+	old := idx.mu.current
+	if !idx.mu.closed {
+		idx.mu.current = idx.newSnapshotLocked(idx.mu.meta)
+	}
+	idx.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	idx.log.Error(errors.New(reason), "Segment quarantined", "segment", id.String())
+}

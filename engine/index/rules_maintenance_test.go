@@ -1,0 +1,225 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/summadev/summa/engine/lifecycle"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// threeSegments commits docs 0..30 in three generations and deletes two.
+func threeSegments(t *testing.T, opts Options) (vfs.FS, *Index) {
+	t.Helper()
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int{{0, 10}, {10, 20}, {20, 30}} {
+		if err := idx.Add(docs(t, r[0], r[1], 1)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	for _, pk := range []string{"p0002", "p0015"} {
+		if _, err := idx.Delete(pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit(t, idx)
+	return fs, idx
+}
+
+func TestM01_MergeConcatenatesMasksKeepingRowCounts(t *testing.T) {
+	fs, idx := threeSegments(t, testOptions())
+	defer mustClose(t, idx)
+	before := visible(t, idx)
+	var physical uint32
+	for _, s := range idx.Metadata().Segments {
+		physical += s.Documents
+	}
+	old, _ := idx.Snapshot()
+	res, err := idx.ForceMerge(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := idx.Metadata()
+	if len(meta.Segments) != 1 || meta.Segments[0].Documents != physical || meta.Segments[0].Deletes.Deleted != 2 {
+		t.Fatalf("merged metadata %+v", meta.Segments)
+	}
+	if !maps.Equal(visible(t, idx), before) {
+		t.Fatal("merge changed visibility")
+	}
+	// L04: sources retired, deleted after the last reader.
+	for _, src := range res.Sources {
+		if _, ok := segFiles(t, fs)[src]; !ok {
+			t.Fatalf("source %s deleted while a snapshot holds it", src)
+		}
+	}
+	old.Close()
+	for _, src := range res.Sources {
+		if _, ok := segFiles(t, fs)[src]; ok {
+			t.Fatalf("source %s kept after the last reader", src)
+		}
+	}
+	checkOwned(t, fs, idx)
+}
+
+func TestM01_DeletesDuringMergeAreKept(t *testing.T) {
+	opts := testOptions()
+	var idx *Index
+	opts.Hooks.BeforeRewritePublish = func(string) {
+		if _, err := idx.Delete("p0007"); err != nil {
+			t.Error(err)
+		}
+		if _, err := idx.Commit(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	_, idx = threeSegments(t, opts)
+	defer mustClose(t, idx)
+	if _, err := idx.ForceMerge(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	vis := visible(t, idx)
+	if _, ok := vis["p0007"]; ok || len(vis) != 27 {
+		t.Fatalf("a delete committed during the merge was lost: %d visible", len(vis))
+	}
+}
+
+func TestM03_CompactionRejectsChangedVisibility(t *testing.T) {
+	opts := testOptions()
+	var idx *Index
+	armed := true
+	opts.Hooks.BeforeRewritePublish = func(string) {
+		if !armed {
+			return
+		}
+		armed = false
+		if _, err := idx.Delete("p0003"); err != nil { // same segment as p0002
+			t.Error(err)
+		}
+		if _, err := idx.Commit(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	fs, idx := threeSegments(t, opts)
+	defer mustClose(t, idx)
+	if _, err := idx.Compact(context.Background()); !errors.Is(err, ErrVisibilityChanged) {
+		t.Fatalf("compaction over a changed mask: %v", err)
+	}
+	checkOwned(t, fs, idx)
+	if idx.Manager().ActiveOperations() != 0 {
+		t.Fatal("rejected compaction left claims")
+	}
+	res, err := idx.Compact(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Documents != 8 {
+		t.Fatalf("compacted segment has %d rows, want 8", res.Documents)
+	}
+	vis := visible(t, idx)
+	if _, ok := vis["p0003"]; ok || len(vis) != 27 {
+		t.Fatalf("after compaction %d visible", len(vis))
+	}
+}
+
+func TestL08_OverlappingRewritesRefused(t *testing.T) {
+	opts := testOptions()
+	var idx *Index
+	var inner error
+	opts.Hooks.BeforeRewritePublish = func(kind string) {
+		if kind == "merge" {
+			_, inner = idx.Compact(context.Background())
+		}
+	}
+	_, idx = threeSegments(t, opts)
+	defer mustClose(t, idx)
+	if _, err := idx.ForceMerge(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(inner, lifecycle.ErrAlreadyClaimed) {
+		t.Fatalf("compaction of a segment under merge: %v", inner)
+	}
+}
+
+func TestQ06_MergePreflightQuarantinesCorruptSource(t *testing.T) {
+	fs, idx := threeSegments(t, testOptions())
+	defer mustClose(t, idx)
+	victim := idx.Metadata().Segments[1].ID
+	corruptFile(t, fs, segid.FileName(victim, "store"))
+	_, err := idx.ForceMerge(context.Background(), 1)
+	if !errors.Is(err, ErrSourceQuarantined) {
+		t.Fatalf("merge over a corrupt source: %v", err)
+	}
+	st := idx.Status()
+	if len(st.Quarantined) != 1 || st.Quarantined[0].Segment != victim {
+		t.Fatalf("quarantine %+v", st.Quarantined)
+	}
+	// Excluded from selection: the next merge works on the other two.
+	res, err := idx.ForceMerge(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Sources {
+		if s == victim {
+			t.Fatal("a quarantined segment was selected again")
+		}
+	}
+	if !idx.Manager().OwnersOf(victim).Live {
+		t.Fatal("the quarantined segment left metadata")
+	}
+	checkOwned(t, fs, idx)
+}
+
+// failWritesOf fails every write of one file suffix when armed.
+type failWritesOf struct {
+	suffix string
+	armed  bool
+}
+
+func (f *failWritesOf) MaybeError(op errorfs.Op) error {
+	if f.armed && op.Kind == errorfs.OpFileWrite && len(op.Path) > len(f.suffix) && op.Path[len(op.Path)-len(f.suffix):] == f.suffix {
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+func (f *failWritesOf) String() string { return "failWritesOf" }
+
+func TestQ08_FailedOutputDeletedAfterRecheck(t *testing.T) {
+	inj := &failWritesOf{suffix: ".store"}
+	mem := vfs.NewMem()
+	fs := errorfs.Wrap(mem, inj)
+	idx, err := Create(fs, testDir, testSchema, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	for _, r := range [][2]int{{0, 10}, {10, 20}} {
+		if err := idx.Add(docs(t, r[0], r[1], 1)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	before := segFiles(t, mem)
+	inj.armed = true
+	if _, err := idx.ForceMerge(context.Background(), 1); err == nil {
+		t.Fatal("merge with failing writes succeeded")
+	}
+	inj.armed = false
+	if after := segFiles(t, mem); len(after) != len(before) {
+		t.Fatalf("failed merge left output files: %v", after)
+	}
+	if len(idx.Status().Quarantined) != 0 {
+		t.Fatal("a transient write failure quarantined a source")
+	}
+	if got := len(visible(t, idx)); got != 20 {
+		t.Fatalf("%d visible after a failed merge", got)
+	}
+}
