@@ -16,7 +16,7 @@ func (idx *Index) Compact(ctx context.Context) (RewriteResult, error) {
 	if idx.readOnly {
 		return RewriteResult{}, ErrReadOnly
 	}
-	rw, err := idx.startRewrite("compact", func(s *Snapshot) []SnapshotSegment {
+	return idx.compact(ctx, func(s *Snapshot) []SnapshotSegment {
 		best := -1
 		for i, seg := range s.Segments {
 			if seg.Meta.Deletes == nil {
@@ -31,6 +31,26 @@ func (idx *Index) Compact(ctx context.Context) (RewriteResult, error) {
 		}
 		return []SnapshotSegment{s.Segments[best]}
 	})
+}
+
+// CompactSegment compacts one live segment with deleted rows.
+func (idx *Index) CompactSegment(ctx context.Context, id segid.ID) (RewriteResult, error) {
+	if idx.readOnly {
+		return RewriteResult{}, ErrReadOnly
+	}
+	return idx.compact(ctx, func(s *Snapshot) []SnapshotSegment {
+		for _, seg := range s.Segments {
+			if seg.Meta.ID == id && seg.Meta.Deletes != nil {
+				return []SnapshotSegment{seg}
+			}
+		}
+		return nil
+	})
+}
+
+// compact runs one claimed compaction of the source pick chooses.
+func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSegment) (RewriteResult, error) {
+	rw, err := idx.startRewrite("compact", pick)
 	if err != nil {
 		return RewriteResult{}, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/segid"
 )
 
 // ForceMerge merges segments until at most maxSegments remain: the
@@ -19,7 +20,7 @@ func (idx *Index) ForceMerge(ctx context.Context, maxSegments int) (RewriteResul
 	if maxSegments < 1 {
 		maxSegments = 1
 	}
-	rw, err := idx.startRewrite("merge", func(s *Snapshot) []SnapshotSegment {
+	return idx.merge(ctx, func(s *Snapshot) []SnapshotSegment {
 		if len(s.Segments) <= maxSegments {
 			return nil
 		}
@@ -27,6 +28,36 @@ func (idx *Index) ForceMerge(ctx context.Context, maxSegments int) (RewriteResul
 		sort.SliceStable(segs, func(i, j int) bool { return segs[i].Meta.Documents < segs[j].Meta.Documents })
 		return segs[:len(segs)-maxSegments+1]
 	})
+}
+
+// MergeSegments merges the given live segments into one (the optimizer's
+// merge policy chooses them). Segments no longer live or quarantined are
+// skipped; fewer than two remaining is ErrNothingToDo.
+func (idx *Index) MergeSegments(ctx context.Context, ids []segid.ID) (RewriteResult, error) {
+	if idx.readOnly {
+		return RewriteResult{}, ErrReadOnly
+	}
+	want := make(map[segid.ID]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	return idx.merge(ctx, func(s *Snapshot) []SnapshotSegment {
+		var out []SnapshotSegment
+		for _, seg := range s.Segments {
+			if want[seg.Meta.ID] {
+				out = append(out, seg)
+			}
+		}
+		if len(out) < 2 {
+			return nil
+		}
+		return out
+	})
+}
+
+// merge runs one claimed merge of the sources pick chooses.
+func (idx *Index) merge(ctx context.Context, pick func(*Snapshot) []SnapshotSegment) (RewriteResult, error) {
+	rw, err := idx.startRewrite("merge", pick)
 	if err != nil {
 		return RewriteResult{}, err
 	}

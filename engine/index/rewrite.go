@@ -36,6 +36,10 @@ type RewriteResult struct {
 	// DurabilityDegraded is set when the directory fsync after the rename
 	// failed (C04).
 	DurabilityDegraded bool
+	// PostingsBytesBefore and PostingsBytesAfter measure a reorder's gain.
+	PostingsBytesBefore, PostingsBytesAfter int64
+	// BPConverged reports whether a reorder pass converged.
+	BPConverged bool
 }
 
 // rewrite is one claimed replacement of source segments by one output:
@@ -55,6 +59,9 @@ type rewrite struct {
 	srcClaims []*lifecycle.Claim
 	// out owns the output (L07).
 	out *lifecycle.Claim
+	// decorate, when set, fills the output's metadata from the sources'
+	// current entries (BP flags and counters).
+	decorate func(out *metadata.Segment, cur []metadata.Segment)
 }
 
 // startRewrite captures a snapshot, lets pick choose sources and claims
@@ -133,19 +140,43 @@ func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool)
 	b := segment.NewBuilder(rw.idx.schema)
 	for i, s := range rw.sources {
 		for doc := uint32(0); doc < s.Reader.NumDocs(); doc++ {
-			if doc%256 == 0 && ctx.Err() != nil {
-				return segment.Info{}, nil, ctx.Err()
-			}
 			if !keep(i, doc) {
 				continue
 			}
-			d, err := s.Reader.Document(doc)
-			if err != nil {
-				return segment.Info{}, nil, fmt.Errorf("index: %s: read %s doc %d: %w", rw.kind, s.Meta.ID, doc, err)
+			if err := rw.copyDoc(ctx, b, s, doc); err != nil {
+				return segment.Info{}, nil, err
 			}
-			b.Add(d)
 		}
 	}
+	return rw.writeOutput(ctx, b)
+}
+
+// buildOrdered writes the single source's rows in the given order.
+func (rw *rewrite) buildOrdered(ctx context.Context, order []uint32) (segment.Info, *segment.Reader, error) {
+	b := segment.NewBuilder(rw.idx.schema)
+	for _, doc := range order {
+		if err := rw.copyDoc(ctx, b, rw.sources[0], doc); err != nil {
+			return segment.Info{}, nil, err
+		}
+	}
+	return rw.writeOutput(ctx, b)
+}
+
+// copyDoc adds one source row to the builder, checking cancellation.
+func (rw *rewrite) copyDoc(ctx context.Context, b *segment.Builder, s SnapshotSegment, doc uint32) error {
+	if doc%256 == 0 && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	d, err := s.Reader.Document(doc)
+	if err != nil {
+		return fmt.Errorf("index: %s: read %s doc %d: %w", rw.kind, s.Meta.ID, doc, err)
+	}
+	b.Add(d)
+	return nil
+}
+
+// writeOutput writes, validates and opens the output segment.
+func (rw *rewrite) writeOutput(ctx context.Context, b *segment.Builder) (segment.Info, *segment.Reader, error) {
 	info, err := b.Write(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID)
 	if err != nil {
 		return segment.Info{}, nil, fmt.Errorf("index: %s: write %s: %w", rw.kind, rw.out.ID, err)
@@ -190,6 +221,9 @@ func (rw *rewrite) publish(info segment.Info, r *segment.Reader,
 		return RewriteResult{}, err
 	}
 	out := metadata.Segment{Info: info}
+	if rw.decorate != nil {
+		rw.decorate(&out, cur)
+	}
 	var maskClaim *lifecycle.Claim
 	masks := map[segid.ID]*roaring.Bitmap{}
 	if deleted != nil && !deleted.IsEmpty() {
@@ -262,4 +296,22 @@ func (idx *Index) quarantine(id segid.ID, reason string) {
 		old.Close()
 	}
 	idx.log.Error(errors.New(reason), "Segment quarantined", "segment", id.String())
+}
+
+// IsQuarantined reports whether a metadata-live segment is quarantined.
+func (idx *Index) IsQuarantined(id segid.ID) bool {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	_, q := idx.mu.quarantine[id]
+	return q
+}
+
+// Sweep deletes orphan segment files (Q01): the optimizer calls it between
+// passes. A read-only index never sweeps (Q03).
+func (idx *Index) Sweep() (int, error) {
+	if idx.readOnly {
+		return 0, ErrReadOnly
+	}
+	res, err := idx.mgr.Sweep()
+	return len(res.Deleted), err
 }

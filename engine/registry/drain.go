@@ -119,6 +119,7 @@ func (r *Registry) StartDrain() {
 	}
 	d.draining, d.drained, d.lastErr = true, false, nil
 	d.epoch++
+	r.opt.Pause() // no new maintenance; running BP stops between units
 	go r.drainLoop(d.epoch)
 }
 
@@ -154,6 +155,9 @@ func (r *Registry) Resume() {
 	d.epoch++
 	d.cond.Broadcast()
 	d.mu.Unlock()
+	if r.opt != nil {
+		r.opt.Resume()
+	}
 }
 
 // Draining reports whether writes are refused.
@@ -186,6 +190,15 @@ func (r *Registry) DrainStatus() DrainStatus {
 // drainRetry is the pause between drain passes after a failed commit.
 const drainRetry = time.Second
 
+// drainPoll is the pause while waiting for maintenance to come to rest.
+const drainPoll = 20 * time.Millisecond
+
+// maintenanceRunning counts running maintenance tasks, background and
+// explicit.
+func (r *Registry) maintenanceRunning() int {
+	return r.permits.InUse()
+}
+
 // drainLoop waits for admitted writes to finish, then commits every index
 // with pending writes until nothing is left, and marks the drain done.
 func (r *Registry) drainLoop(epoch int) {
@@ -206,6 +219,12 @@ func (r *Registry) drainLoop(epoch int) {
 			return
 		}
 		d.lastErr = err
+		if !pending && err == nil && r.maintenanceRunning() > 0 {
+			// Blocking maintenance is brought to rest, never abandoned.
+			d.mu.Unlock()
+			time.Sleep(drainPoll)
+			continue
+		}
 		if !pending && err == nil {
 			d.drained = true
 			d.cond.Broadcast()

@@ -2,47 +2,69 @@ package registry
 
 import (
 	"context"
-	"errors"
 
 	"github.com/summadev/summa/engine/index"
 )
 
-// ErrNotImplemented: the operation is not available in this version.
-var ErrNotImplemented = errors.New("registry: not implemented")
-
 // Merge force-merges the index down to at most maxSegments segments. Once
-// started, the operation owns its own handle and finishes even if ctx is
-// cancelled (M06); only the index's deletion cancels it, and deletion
-// waits for it to drain (S01).
+// started, the operation owns its own handle and a maintenance permit and
+// finishes even if ctx is cancelled (M06); only the index's deletion
+// cancels it, and deletion waits for it to drain (S01).
 func (h *Handle) Merge(ctx context.Context, maxSegments int) (index.RewriteResult, error) {
-	return h.maintain(ctx, func(c context.Context, idx *index.Index) (index.RewriteResult, error) {
+	return maintain(ctx, h, func(c context.Context, idx *index.Index) (index.RewriteResult, error) {
 		return idx.ForceMerge(c, maxSegments)
 	})
 }
 
 // Compact rewrites the segment with the most deleted rows without them.
 func (h *Handle) Compact(ctx context.Context) (index.RewriteResult, error) {
-	return h.maintain(ctx, func(c context.Context, idx *index.Index) (index.RewriteResult, error) {
+	return maintain(ctx, h, func(c context.Context, idx *index.Index) (index.RewriteResult, error) {
 		return idx.Compact(c)
 	})
 }
 
-// maintain runs op in an owned task holding its own handle.
-func (h *Handle) maintain(ctx context.Context, op func(context.Context, *index.Index) (index.RewriteResult, error)) (index.RewriteResult, error) {
+// Reorder runs one manual BP pass over every segment. Ingestion already
+// admitted is committed first; the writer is released before waiting for
+// maintenance capacity (D05).
+func (h *Handle) Reorder(ctx context.Context) ([]index.RewriteResult, error) {
+	if _, err := h.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return maintain(ctx, h, func(c context.Context, idx *index.Index) ([]index.RewriteResult, error) {
+		return idx.Reorder(c, h.r.opts.Reorder)
+	})
+}
+
+// maintain runs op in an owned task holding its own handle and a
+// maintenance permit (M04); waiting for the permit is cancellable (M06).
+func maintain[T any](ctx context.Context, h *Handle, op func(context.Context, *index.Index) (T, error)) (T, error) {
+	var zero T
 	idx, err := h.Index()
 	if err != nil {
-		return index.RewriteResult{}, err
+		return zero, err
+	}
+	// Admission goes through the write gate: a drain refuses new
+	// maintenance, and waits for the admitted one to hold its permit.
+	if err := h.r.beginWrite(); err != nil {
+		return zero, err
+	}
+	err = h.r.permits.Acquire(ctx)
+	h.r.endWrite()
+	if err != nil {
+		return zero, err
 	}
 	own, err := h.r.Acquire(h.e.name)
 	if err != nil {
-		return index.RewriteResult{}, err
+		h.r.permits.Release()
+		return zero, err
 	}
 	type outcome struct {
-		res index.RewriteResult
+		res T
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		defer h.r.permits.Release()
 		defer own.Release()
 		res, err := op(h.e.ctx, idx)
 		done <- outcome{res, err}
@@ -54,6 +76,6 @@ func (h *Handle) maintain(ctx context.Context, op func(context.Context, *index.I
 		}
 		return o.res, o.err
 	case <-ctx.Done():
-		return index.RewriteResult{}, ctx.Err()
+		return zero, ctx.Err()
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/optimizer"
 	"github.com/summadev/summa/engine/schema"
 )
 
@@ -29,6 +30,10 @@ type Options struct {
 	Logger logr.Logger
 	// Index are the options every index is opened with.
 	Index index.Options
+	// Optimizer configures background maintenance (Threads 0: off).
+	Optimizer optimizer.Config
+	// Reorder budgets every BP pass, background and manual.
+	Reorder index.ReorderOptions
 }
 
 // Registry is the set of indexes of one data directory.
@@ -48,6 +53,10 @@ type Registry struct {
 	stats commitStats
 	// drain is the drain state.
 	drain drainState
+	// permits bound concurrent maintenance, background and explicit (M04).
+	permits *optimizer.Permits
+	// opt is the background maintenance supervisor.
+	opt *optimizer.Optimizer
 
 	// mu guards entries and closed.
 	mu struct {
@@ -121,6 +130,12 @@ func Open(fs vfs.FS, dir string, opts Options) (*Registry, error) {
 		lock.Close()
 		return nil, err
 	}
+	if opts.Optimizer.Logger.GetSink() == nil {
+		opts.Optimizer.Logger = opts.Logger
+	}
+	r.permits = optimizer.NewPermits(opts.Optimizer.Threads)
+	r.opt = optimizer.New(opts.Optimizer, r.permits)
+	r.opt.Start(r.targets)
 	return r, nil
 }
 

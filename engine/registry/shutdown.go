@@ -24,18 +24,25 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.mu.closed = true
 	r.mu.Unlock()
+	r.opt.StopScans()
 	r.Resume() // stop a drain loop; writes are refused by closed anyway
 	var errs []error
+	// Accepted commits release their writer guards first.
 	for _, e := range r.entries() {
-		if e.deleting.Load() {
-			continue
-		}
-		if t := e.activeCommit(); t != nil {
+		if t := e.activeCommit(); t != nil && !e.deleting.Load() {
 			select {
 			case <-t.done:
 			case <-ctx.Done():
 				return fmt.Errorf("registry: waiting for the commit of %s: %w", e.name, ctx.Err())
 			}
+		}
+	}
+	// BP cancellation is signalled, then the supervisor and every running
+	// maintenance task are joined: blocking work drains (S01, S02).
+	r.opt.Shutdown()
+	for _, e := range r.entries() {
+		if e.deleting.Load() {
+			continue
 		}
 		if err := e.idx.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("registry: close %s: %w", e.name, err))

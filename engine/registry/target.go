@@ -1,0 +1,88 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/lifecycle"
+	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/optimizer"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// target adapts a handle to the optimizer.
+type target struct {
+	h *Handle
+}
+
+// targets returns a handle-backed target for every index not being deleted.
+func (r *Registry) targets() []optimizer.Target {
+	var out []optimizer.Target
+	for _, name := range r.Names() {
+		h, err := r.Acquire(name)
+		if err != nil {
+			continue
+		}
+		out = append(out, &target{h: h})
+	}
+	return out
+}
+
+func (t *target) Name() string                 { return t.h.e.name }
+func (t *target) Metadata() *metadata.Metadata { return t.h.e.idx.Metadata() }
+func (t *target) Quarantined(id segid.ID) bool { return t.h.e.idx.IsQuarantined(id) }
+func (t *target) HasReorderFields() bool       { return t.h.e.idx.Schema().HasReorderFields() }
+func (t *target) Release()                     { t.h.Release() }
+
+func (t *target) Retain() (optimizer.Target, error) {
+	h, err := t.h.r.Acquire(t.h.e.name)
+	if err != nil {
+		return nil, err
+	}
+	return &target{h: h}, nil
+}
+
+func (t *target) Sweep() error {
+	idx, err := t.h.Index()
+	if err != nil {
+		return nil
+	}
+	_, err = idx.Sweep()
+	return err
+}
+
+// Run executes a background task; the index's deletion cancels it too.
+func (t *target) Run(ctx context.Context, task optimizer.Task) error {
+	idx, err := t.h.Index()
+	if err != nil {
+		return fmt.Errorf("%w: %v", optimizer.ErrSkip, err)
+	}
+	ctx, cancel := t.h.Context(ctx)
+	defer cancel()
+	switch task.Kind {
+	case "merge":
+		_, err = idx.MergeSegments(ctx, task.Sources)
+	case "compact":
+		_, err = idx.CompactSegment(ctx, task.Sources[0])
+	case "reorder":
+		_, err = idx.ReorderSegment(ctx, task.Sources[0], t.h.r.opts.Reorder)
+	default:
+		err = fmt.Errorf("registry: unknown maintenance kind %q", task.Kind)
+	}
+	return classify(err)
+}
+
+// classify marks errors that are not failures of the sources.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, index.ErrNothingToDo), errors.Is(err, lifecycle.ErrAlreadyClaimed),
+		errors.Is(err, index.ErrSourceQuarantined), errors.Is(err, index.ErrVisibilityChanged),
+		errors.Is(err, lifecycle.ErrClosed), errors.Is(err, index.ErrClosed):
+		return fmt.Errorf("%w: %v", optimizer.ErrSkip, err)
+	}
+	return err
+}
