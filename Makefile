@@ -25,7 +25,7 @@ vet: ## go vet and gofmt check.
 .PHONY: test
 test: vet ## Run every test (unit, rule, crash/fault harness) and a short fuzz run.
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./engine/lifecycle/ ./engine/index/
+	$(GO) test -count=1 -race -short ./engine/lifecycle/ ./engine/index/ ./engine/registry/ ./engine/optimizer/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz

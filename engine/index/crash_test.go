@@ -336,6 +336,8 @@ func TestCrashAndFaultHarness(t *testing.T) {
 				unsynced = 50
 			case mode == "error" && !write && n%3 != 0:
 				continue // read errors: a sample
+			case testing.Short() && n%4 != 0:
+				continue // -short (the race run): a quarter of the points
 			}
 			f, fs := newFaultFS(n, mode != "error", unsynced, n)
 			rec := newRecord()
