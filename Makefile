@@ -1,7 +1,7 @@
 # Summa: a segment-based search engine and its Kubernetes operator.
 
 GO ?= go
-FUZZTIME ?= 10s
+FUZZTIME ?= 2000x
 
 ##@ General
 
@@ -29,12 +29,12 @@ test: vet ## Run every test (unit, rule, crash/fault harness) and a short fuzz r
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
+fuzz: ## Run every fuzz target for FUZZTIME iterations (default 2000x; count-based, see docs/testing).
 	@set -e; for pkg in $$($(GO) list ./engine/...); do \
 	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=50x $$pkg; \
 	  done; \
 	done
 

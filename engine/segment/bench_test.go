@@ -1,0 +1,104 @@
+package segment
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/analysis"
+)
+
+func BenchmarkBuilderAdd(b *testing.B) {
+	s := testSchema()
+	docs := opticksDocs(b, s, 0)
+	var bytes int64
+	for _, d := range docs {
+		bytes += int64(len(d.Stored))
+	}
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		bd := NewBuilder(s)
+		for _, d := range docs {
+			bd.Add(d)
+		}
+	}
+}
+
+func BenchmarkBuilderWrite(b *testing.B) {
+	s := testSchema()
+	docs := opticksDocs(b, s, 0)
+	bd := NewBuilder(s)
+	for _, d := range docs {
+		bd.Add(d)
+	}
+	fs := vfs.NewMem()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bd.Write(context.Background(), fs, "", 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchReader(b *testing.B) (*Reader, []string) {
+	s := testSchema()
+	docs := opticksDocs(b, s, 0)
+	fs := vfs.NewMem()
+	info := buildSegment(b, fs, "idx", s, 1, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r, analysis.Terms(docs[100].Fields[2].Strings[0])
+}
+
+func BenchmarkPostingsLookup(b *testing.B) {
+	r, words := benchReader(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if p, err := r.Postings(2, words[i%len(words)]); err != nil || p == nil {
+			b.Fatal("missing term")
+		}
+		i++
+	}
+}
+
+func BenchmarkPostingsNext(b *testing.B) {
+	r, _ := benchReader(b)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		p, _ := r.Postings(2, "the")
+		for p.Next() {
+			n++
+		}
+	}
+	b.ReportMetric(float64(n)/float64(b.N), "docs/op")
+}
+
+func BenchmarkPostingsPositions(b *testing.B) {
+	r, _ := benchReader(b)
+	b.ReportAllocs()
+	var buf []uint32
+	for b.Loop() {
+		p, _ := r.Postings(2, "the")
+		for p.Next() {
+			buf, _ = p.AppendPositions(buf[:0])
+		}
+	}
+}
+
+func BenchmarkStoredDocument(b *testing.B) {
+	r, _ := benchReader(b)
+	b.ReportAllocs()
+	i := uint32(0)
+	for b.Loop() {
+		if _, err := r.StoredDocument(i % r.NumDocs()); err != nil {
+			b.Fatal(err)
+		}
+		i += 37
+	}
+}

@@ -1,0 +1,134 @@
+// Package segment writes and reads immutable index segments.
+//
+// A segment is the set of files seg_<ID>.<suffix> in an index directory,
+// written once by a Builder and read by a Reader (memory-mapped when the
+// file system has file descriptors). A deletion-mask generation is a
+// separate file seg_<MASKID>.del with its own ID (WriteMask, ReadMask).
+// Ownership, publication and cleanup of these files belong to the index.
+//
+// # Framing (file.go)
+//
+// Every file is
+//
+//	header  "SUMMASEG" | kind [4]byte | format version uint32 | segment ID uint64   (24 bytes)
+//	payload file-kind specific
+//	footer  payload length uint64 | CRC32-C of header+payload uint32 | "SUMMAEND" (20 bytes)
+//
+// All fixed-width integers are little-endian; "uvarint" is
+// encoding/binary's unsigned varint. Every payload ends with a uint64
+// giving the offset of the payload's directory, which runs from there to
+// those last 8 bytes. Offsets are relative to the payload start. Every
+// directory starts with the document count, and Open checks it against the
+// metadata's count; directories list fields by schema ordinal in increasing
+// order and Open checks that the listed fields are exactly those the
+// schema calls for.
+//
+// Open performs the cheap check (sizes, headers, footers, directories);
+// Validate recomputes every CRC and decodes every structure.
+//
+// # terms (kind "term")
+//
+// One term dictionary per indexed text, keyword and numeric field (numbers
+// are indexed by their canonical text, schema.Field.ExactTerms). Terms are
+// sorted bytewise; a term's ordinal is its position in that order. Terms
+// are grouped in blocks of 32: each entry is uvarint(shared prefix length
+// with the previous term, 0 for a block's first), uvarint(suffix length),
+// suffix, uvarint(docFreq), uvarint(docs section length) and, for
+// tokenized fields, uvarint(positions section length). After a field's
+// blocks comes its block index: per block the block's offset within the
+// field's blocks and the postings offset of its first term within the
+// field's postings region (uint64 each), so that a lookup binary-searches
+// the blocks' first terms and scans one block; later terms' postings
+// offsets are the running sum of section lengths. Directory: numDocs,
+// nFields, per field: ordinal, numTerms, blockSize, hasPositions byte,
+// blocks offset and length, block index offset, postings region offset and
+// length in the post payload, sum of docFreqs.
+//
+// # post (kind "post")
+//
+// Per indexed field, per term in dictionary order: the docs section then
+// the positions section. Docs section, per document: uvarint(delta<<1 |
+// freqIsOne) followed by uvarint(freq) when freqIsOne is 0; delta is the
+// doc id for the first document and the gap (>= 1) from the previous doc
+// id after. Positions section (tokenized text only), per document freq
+// uvarints: first position, then gaps (>= 1). Non-phrase queries never
+// touch the positions section; Postings skips it lazily. Values of a
+// multi-valued text field are positioned 100 apart so phrases do not span
+// values. Directory: numDocs, nFields, per field: ordinal, region offset
+// and length (regions are contiguous and cover the payload).
+//
+// # norms (kind "norm")
+//
+// Per tokenized indexed field, numDocs field lengths (number of terms
+// indexed) at a fixed width of 1, 2 or 4 bytes chosen from the largest.
+// Directory: numDocs, nFields, per field: ordinal, width, offset.
+//
+// # store (kind "stor")
+//
+// Per-document records in zstd-compressed blocks of about 16 KiB. A raw
+// block is uvarint(count), count uvarint record lengths, then the records.
+// A record is a flags byte, uvarint(len) + the stored JSON object
+// (schema.Document.Stored, returned as is by StoredDocument), then the
+// values that let Document rebuild the document: per text or keyword field
+// uvarint(n) + n × (uvarint(len) + bytes) — omitted for stored fields when
+// flag 1 says they are recovered from the JSON — and per sparse vector
+// field uvarint(n) + n × (uvarint(len) + dim + float32). Numbers, dense
+// vectors and the primary key come from their columns. After the blocks:
+// the block index, 20 bytes per block (first doc uint32, offset uint64,
+// compressed length uint32, raw length uint32). Directory: numDocs,
+// numBlocks, largest raw block, index offset, per-field record kinds.
+//
+// # pk (kind "pkey")
+//
+// The primary key of every document in doc id order: key bytes, then an
+// offset table of numDocs+1 entries (4 or 8 bytes each). Directory:
+// numDocs, hasPK byte, offset width, table offset, key bytes length.
+// Schemas without a primary field write the directory only (hasPK 0).
+// PrimaryKeyDocs uses the primary field's postings.
+//
+// # num (kind "nums")
+//
+// Per u64/i64/f64 field, the values as raw 8-byte words in doc order (i64
+// two's complement, f64 IEEE bits), then, unless every document has
+// exactly one value, a table of numDocs+1 cumulative value counts.
+// Directory: numDocs, nFields, per field: ordinal, table width (0 = one
+// value per document, no table), table offset, values offset, value count.
+//
+// # fwd (kind "fwdl")
+//
+// Per indexed field with Reorder, per document the sorted distinct term
+// ordinals of that field (first absolute, then gaps, uvarint), then an
+// offset table of numDocs+1 entries. Directory: numDocs, nFields, per
+// field: ordinal, width, table offset, data offset, data length, numTerms.
+//
+// # vec (kind "vecs")
+//
+// Dense vector fields: a presence mode (none, all, or a numDocs-bit bitmap
+// of uint64 words) and the present vectors, dims float32 each, in doc
+// order; a document's vector is found by ranking its bit. Sparse vector
+// fields: an inverted map, one postings list per dimension (per document
+// uvarint doc id or gap, float32 weight) followed by a dictionary of
+// dimensions in the terms format (no positions). Directory: numDocs,
+// nDense, per dense field: ordinal, dims, mode, bitmap offset, count,
+// values offset; nSparse, per sparse field: ordinal and dictionary entry.
+//
+// # rowstats (kind "rows")
+//
+// Directory only: numDocs, nFields (all schema fields), per field: total
+// length (sum of term frequencies), number of documents with at least one
+// term, number of distinct terms. Open cross-checks the term counts with
+// the dictionaries, Validate the rest with the postings and norms.
+//
+// # del (kind "dmsk")
+//
+// A deletion-mask generation: the portable roaring serialization of the
+// deleted doc ids, then the directory: numDocs of the data segment,
+// cardinality, bitmap length. ReadMask always checks the CRC and that
+// every id is below numDocs.
+//
+// # Robustness
+//
+// Decoders never trust lengths, offsets or varints: every access is
+// bounds-checked and bad bytes yield a *CorruptionError. Allocation sizes
+// derived from file contents are bounded by the bytes that back them.
+package segment

@@ -1,0 +1,303 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	iofs "io/fs"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// File framing: every segment file is
+//
+//	header  = "SUMMASEG" | kind [4]byte | version uint32 LE | segment id uint64 LE   (24 bytes)
+//	payload = file-kind specific bytes
+//	footer  = payload length uint64 LE | CRC32-C(header+payload) uint32 LE | "SUMMAEND" (20 bytes)
+const (
+	headerSize = 24
+	footerSize = 20
+	// frameSize is the number of bytes the framing adds to a payload.
+	frameSize = headerSize + footerSize
+	// FormatVersion is the segment format version written in every header.
+	FormatVersion uint32 = 1
+	// writeBufferSize is the buffer of a fileWriter.
+	writeBufferSize = 256 << 10
+)
+
+var (
+	headerMagic = [8]byte{'S', 'U', 'M', 'M', 'A', 'S', 'E', 'G'}
+	footerMagic = [8]byte{'S', 'U', 'M', 'M', 'A', 'E', 'N', 'D'}
+	crcTable    = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// ErrMissingFile is wrapped by errors about a segment file that does not exist.
+var ErrMissingFile = errors.New("segment file does not exist")
+
+// CorruptionError reports bytes of a segment file that fail validation.
+type CorruptionError struct {
+	// Segment is the ID of the segment (or deletion mask) holding the file.
+	Segment segid.ID
+	// File is the file's name, seg_<id>.<suffix>.
+	File string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error describes the corruption.
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("segment: %s (segment %s) is corrupt: %s", e.File, e.Segment, e.Reason)
+}
+
+// corruptf returns a *CorruptionError for file suffix of segment id.
+func corruptf(id segid.ID, suffix, format string, args ...any) *CorruptionError {
+	return &CorruptionError{Segment: id, File: segid.FileName(id, suffix), Reason: fmt.Sprintf(format, args...)}
+}
+
+// isNotExist reports whether err says a file does not exist.
+func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
+
+// fileWriter streams one framed file: it writes the header on creation,
+// buffers payload writes while updating the CRC, and appends the footer,
+// syncs and closes in finish.
+type fileWriter struct {
+	f      vfs.File
+	id     segid.ID
+	suffix string
+	buf    []byte
+	crc    uint32
+	n      uint64 // payload bytes written so far
+	dirOff uint64 // payload offset of the directory (see beginDirectory)
+	err    error
+	tmp    [binary.MaxVarintLen64]byte
+}
+
+// createFile creates dir/seg_<id>.<suffix> and writes its header.
+func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter, error) {
+	kind, ok := fileKinds[suffix]
+	if !ok {
+		return nil, fmt.Errorf("segment: unknown file suffix %q", suffix)
+	}
+	path := fs.PathJoin(dir, segid.FileName(id, suffix))
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("segment: create %s: %w", path, err)
+	}
+	w := &fileWriter{f: f, id: id, suffix: suffix, buf: make([]byte, 0, writeBufferSize)}
+	var h [headerSize]byte
+	copy(h[0:8], headerMagic[:])
+	copy(h[8:12], kind[:])
+	binary.LittleEndian.PutUint32(h[12:16], FormatVersion)
+	binary.LittleEndian.PutUint64(h[16:24], uint64(id))
+	w.crc = crc32.Update(0, crcTable, h[:])
+	w.buf = append(w.buf, h[:]...)
+	return w, nil
+}
+
+// offset returns the payload offset of the next byte written.
+func (w *fileWriter) offset() uint64 { return w.n }
+
+// write appends p to the payload. The bytes are always copied into the
+// writer's own buffer (vfs.File.Write may modify the slice it is given).
+func (w *fileWriter) write(p []byte) {
+	if w.err != nil {
+		return
+	}
+	w.crc = crc32.Update(w.crc, crcTable, p)
+	w.n += uint64(len(p))
+	w.copyOut(p)
+}
+
+// copyOut buffers p without counting it in the CRC or the payload length.
+func (w *fileWriter) copyOut(p []byte) {
+	for len(p) > 0 && w.err == nil {
+		if len(w.buf) == cap(w.buf) {
+			w.flush()
+		}
+		k := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf = w.buf[:len(w.buf)+k]
+		p = p[k:]
+	}
+}
+
+func (w *fileWriter) writeString(s string) {
+	for len(s) > 0 {
+		k := min(len(s), 4096)
+		w.write([]byte(s[:k]))
+		s = s[k:]
+	}
+}
+
+func (w *fileWriter) uvarint(x uint64) {
+	k := binary.PutUvarint(w.tmp[:], x)
+	w.write(w.tmp[:k])
+}
+
+func (w *fileWriter) u8(x byte) {
+	w.tmp[0] = x
+	w.write(w.tmp[:1])
+}
+
+func (w *fileWriter) u32(x uint32) {
+	binary.LittleEndian.PutUint32(w.tmp[:4], x)
+	w.write(w.tmp[:4])
+}
+
+func (w *fileWriter) u64(x uint64) {
+	binary.LittleEndian.PutUint64(w.tmp[:8], x)
+	w.write(w.tmp[:8])
+}
+
+// flush hands the buffered bytes to the file.
+func (w *fileWriter) flush() {
+	if w.err != nil || len(w.buf) == 0 {
+		return
+	}
+	if _, err := w.f.Write(w.buf); err != nil {
+		w.err = fmt.Errorf("segment: write %s: %w", segid.FileName(w.id, w.suffix), err)
+	}
+	w.buf = w.buf[:0]
+}
+
+// beginDirectory marks the start of the payload's directory: the bytes
+// written from now on until finish.
+func (w *fileWriter) beginDirectory() { w.dirOff = w.n }
+
+// finish writes the directory offset trailer and the footer, syncs and
+// closes the file, and returns its FileInfo. On error the partial file is
+// left in place for the caller's owner-based cleanup.
+func (w *fileWriter) finish() (FileInfo, error) {
+	w.u64(w.dirOff)
+	payloadLen := w.n
+	var ft [footerSize]byte
+	binary.LittleEndian.PutUint64(ft[0:8], payloadLen)
+	binary.LittleEndian.PutUint32(ft[8:12], w.crc)
+	copy(ft[12:20], footerMagic[:])
+	// The footer is not covered by the CRC.
+	w.copyOut(ft[:])
+	w.flush()
+	name := segid.FileName(w.id, w.suffix)
+	if w.err == nil {
+		// Sync before the index may reference this file from metadata.json:
+		// without it a power loss after the metadata commit could leave a
+		// published segment whose file is empty or torn.
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("segment: sync %s: %w", name, err)
+		}
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("segment: close %s: %w", name, err)
+	}
+	if w.err != nil {
+		return FileInfo{}, w.err
+	}
+	return FileInfo{Suffix: w.suffix, Size: int64(headerSize + payloadLen + footerSize)}, nil
+}
+
+// abort closes the file after an error, leaving it for cleanup.
+func (w *fileWriter) abort() { _ = w.f.Close() }
+
+// checkFrame performs the cheap check of one file's bytes: header magic,
+// kind (unless kind is nil), version, segment id, footer magic and payload
+// length. It returns the payload.
+func checkFrame(data []byte, id segid.ID, suffix string, kind *[4]byte) ([]byte, error) {
+	if len(data) < frameSize {
+		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", len(data))
+	}
+	if [8]byte(data[0:8]) != headerMagic {
+		return nil, corruptf(id, suffix, "bad header magic")
+	}
+	if kind != nil && [4]byte(data[8:12]) != *kind {
+		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind[:])
+	}
+	if v := binary.LittleEndian.Uint32(data[12:16]); v != FormatVersion {
+		return nil, corruptf(id, suffix, "format version %d, want %d", v, FormatVersion)
+	}
+	if got := segid.ID(binary.LittleEndian.Uint64(data[16:24])); got != id {
+		return nil, corruptf(id, suffix, "header names segment %s", got)
+	}
+	ft := data[len(data)-footerSize:]
+	if [8]byte(ft[12:20]) != footerMagic {
+		return nil, corruptf(id, suffix, "bad footer magic")
+	}
+	if n := binary.LittleEndian.Uint64(ft[0:8]); n != uint64(len(data)-frameSize) {
+		return nil, corruptf(id, suffix, "footer payload length %d, file holds %d", n, len(data)-frameSize)
+	}
+	return data[headerSize : len(data)-footerSize], nil
+}
+
+// checkCRC recomputes a framed file's CRC.
+func checkCRC(data []byte, id segid.ID, suffix string) error {
+	if len(data) < frameSize {
+		return corruptf(id, suffix, "file of %d bytes is shorter than its framing", len(data))
+	}
+	ft := data[len(data)-footerSize:]
+	want := binary.LittleEndian.Uint32(ft[8:12])
+	if got := crc32.Checksum(data[:len(data)-footerSize], crcTable); got != want {
+		return corruptf(id, suffix, "CRC mismatch: computed %08x, footer says %08x", got, want)
+	}
+	return nil
+}
+
+// splitDirectory returns the directory of a payload: the last 8 bytes of
+// every payload give the directory's offset; the directory runs to them.
+func splitDirectory(payload []byte, id segid.ID, suffix string) ([]byte, error) {
+	if len(payload) < 8 {
+		return nil, corruptf(id, suffix, "payload of %d bytes has no directory offset", len(payload))
+	}
+	end := uint64(len(payload) - 8)
+	off := binary.LittleEndian.Uint64(payload[end:])
+	if off > end {
+		return nil, corruptf(id, suffix, "directory offset %d past payload end %d", off, end)
+	}
+	return payload[off:end], nil
+}
+
+// The suffixes of a data segment's files.
+const (
+	// SuffixTerms names the term dictionary file.
+	SuffixTerms = "terms"
+	// SuffixPostings names the postings file.
+	SuffixPostings = "post"
+	// SuffixNorms names the field-length file.
+	SuffixNorms = "norms"
+	// SuffixStore names the stored-document file.
+	SuffixStore = "store"
+	// SuffixPrimaryKey names the primary-key column file.
+	SuffixPrimaryKey = "pk"
+	// SuffixNumbers names the numeric column file.
+	SuffixNumbers = "num"
+	// SuffixForward names the forward term-list file used by BP reordering.
+	SuffixForward = "fwd"
+	// SuffixVectors names the dense and sparse vector file.
+	SuffixVectors = "vec"
+	// SuffixRowStats names the per-field statistics file.
+	SuffixRowStats = "rowstats"
+	// MaskSuffix names a deletion-mask generation file.
+	MaskSuffix = "del"
+)
+
+// fileKinds maps each suffix to the kind tag of its header.
+var fileKinds = map[string][4]byte{
+	SuffixTerms:      {'t', 'e', 'r', 'm'},
+	SuffixPostings:   {'p', 'o', 's', 't'},
+	SuffixNorms:      {'n', 'o', 'r', 'm'},
+	SuffixStore:      {'s', 't', 'o', 'r'},
+	SuffixPrimaryKey: {'p', 'k', 'e', 'y'},
+	SuffixNumbers:    {'n', 'u', 'm', 's'},
+	SuffixForward:    {'f', 'w', 'd', 'l'},
+	SuffixVectors:    {'v', 'e', 'c', 's'},
+	SuffixRowStats:   {'r', 'o', 'w', 's'},
+	MaskSuffix:       {'d', 'm', 's', 'k'},
+}
+
+// dataSuffixes lists a data segment's files in the order Write creates them.
+var dataSuffixes = []string{
+	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats,
+}
+
+// DataSuffixes returns the suffixes of every file of a data segment.
+func DataSuffixes() []string { return append([]string(nil), dataSuffixes...) }

@@ -1,0 +1,547 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
+	"golang.org/x/sys/unix"
+)
+
+// Reader reads one open segment. Its methods are safe for concurrent use;
+// iterators it returns are not. Neither a Reader nor its live iterators
+// (Postings, SparsePostings, TermIterator) may be used after Close: their
+// bytes may be unmapped. Values returned (strings, slices) are copies.
+type Reader struct {
+	info    Info
+	schema  *schema.Schema
+	id      segid.ID
+	numDocs uint32
+	files   map[string]*loadedFile
+	post    []byte
+	dicts   []*dict
+	norms   []normCol
+	store   *storeReader
+	pk      pkCol
+	nums    []numCol
+	fwds    []fwdCol
+	dense   []*denseCol
+	sparse  []*dict
+	stats   []fieldStat
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// loadedFile is one file's bytes, memory-mapped or read into memory.
+type loadedFile struct {
+	data    []byte
+	payload []byte
+	mapped  bool
+}
+
+// loadFile opens path, checks its size and maps (or reads) it.
+func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, fmt.Errorf("segment: open %s: %w", path, ErrMissingFile)
+		}
+		return nil, fmt.Errorf("segment: open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
+	}
+	if st.Size() != size {
+		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", st.Size(), size)
+	}
+	if size < frameSize {
+		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
+	}
+	if fd := f.Fd(); fd != vfs.InvalidFd {
+		data, err := unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+		if err == nil {
+			return &loadedFile{data: data, mapped: true}, nil
+		}
+	}
+	data := make([]byte, size)
+	if n, err := f.ReadAt(data, 0); n != len(data) && err != nil && err != io.EOF {
+		return nil, fmt.Errorf("segment: read %s: %w", path, err)
+	} else if n != len(data) {
+		return nil, corruptf(id, suffix, "read %d of %d bytes", n, size)
+	}
+	return &loadedFile{data: data}, nil
+}
+
+func (lf *loadedFile) release() error {
+	if lf.mapped {
+		lf.mapped = false
+		return unix.Munmap(lf.data)
+	}
+	return nil
+}
+
+// Open opens a segment with the cheap check only: every file of info
+// exists, has the recorded size, a valid header for the segment id and a
+// valid footer, and every file's directory agrees with the schema and the
+// document count. CRCs are not checked (see Validate).
+func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
+	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents, files: make(map[string]*loadedFile)}
+	r.info.Files = append([]FileInfo(nil), info.Files...)
+	if err := r.load(fs, dir); err != nil {
+		r.release()
+		return nil, err
+	}
+	if err := r.parse(); err != nil {
+		r.release()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) load(fs vfs.FS, dir string) error {
+	listed := make(map[string]bool, len(r.info.Files))
+	for _, fi := range r.info.Files {
+		if listed[fi.Suffix] {
+			return corruptf(r.id, fi.Suffix, "listed twice in segment metadata")
+		}
+		listed[fi.Suffix] = true
+	}
+	for _, suffix := range dataSuffixes {
+		if !listed[suffix] {
+			return corruptf(r.id, suffix, "not listed in segment metadata")
+		}
+	}
+	for _, fi := range r.info.Files {
+		path := fs.PathJoin(dir, segid.FileName(r.id, fi.Suffix))
+		lf, err := loadFile(fs, path, fi.Size, r.id, fi.Suffix)
+		if err != nil {
+			return err
+		}
+		r.files[fi.Suffix] = lf
+		var kind *[4]byte
+		if k, ok := fileKinds[fi.Suffix]; ok {
+			kind = &k
+		}
+		if lf.payload, err = checkFrame(lf.data, r.id, fi.Suffix, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parse reads every file's directory.
+func (r *Reader) parse() error {
+	s, id, n := r.schema, r.id, r.numDocs
+	var err error
+	if err = r.parseTerms(); err != nil {
+		return err
+	}
+	if r.norms, err = openNorms(id, s, r.files[SuffixNorms].payload, n); err != nil {
+		return err
+	}
+	if r.store, err = openStore(id, r.files[SuffixStore].payload, n, recordKinds(s)); err != nil {
+		return err
+	}
+	if r.pk, err = openPK(id, s, r.files[SuffixPrimaryKey].payload, n); err != nil {
+		return err
+	}
+	if r.nums, err = openNumbers(id, s, r.files[SuffixNumbers].payload, n); err != nil {
+		return err
+	}
+	if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {
+		return err
+	}
+	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
+		return err
+	}
+	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
+		return err
+	}
+	for i := range s.Fields {
+		var terms uint32
+		if r.dicts[i] != nil {
+			terms = r.dicts[i].numTerms
+		}
+		if r.stats[i].numTerms != terms {
+			return corruptf(id, SuffixRowStats, "field %d: %d terms, dictionary has %d", i, r.stats[i].numTerms, terms)
+		}
+		if r.fwds[i].ok && r.fwds[i].numTerms != terms {
+			return corruptf(id, SuffixForward, "field %d: %d terms, dictionary has %d", i, r.fwds[i].numTerms, terms)
+		}
+	}
+	return nil
+}
+
+// parseTerms reads the post and terms directories and opens dictionaries.
+func (r *Reader) parseTerms() error {
+	s, id := r.schema, r.id
+	want := func(i int) bool { return hasDict(&s.Fields[i]) }
+	post := r.files[SuffixPostings].payload
+	regions := make([]postRegion, len(s.Fields))
+	var next uint64
+	err := fieldSet(id, SuffixPostings, post, r.numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
+		regions[ord] = postRegion{off: d.uvarint(), len: d.uvarint()}
+		if d.err == nil && regions[ord].off != next {
+			return corruptf(id, SuffixPostings, "field %d postings start at %d, want %d", ord, regions[ord].off, next)
+		}
+		next += regions[ord].len
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	dirOff := binary.LittleEndian.Uint64(post[len(post)-8:])
+	if next != dirOff {
+		return corruptf(id, SuffixPostings, "field postings cover %d bytes, payload holds %d", next, dirOff)
+	}
+	r.post = post[:dirOff]
+	terms := r.files[SuffixTerms].payload
+	r.dicts = make([]*dict, len(s.Fields))
+	return fieldSet(id, SuffixTerms, terms, r.numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
+		m := decodeDictMeta(d)
+		if d.err != nil {
+			return nil
+		}
+		if m.hasPos != s.Fields[ord].IsTokenized() {
+			return corruptf(id, SuffixTerms, "field %d: positions flag does not match the schema", ord)
+		}
+		if m.postOff != regions[ord].off || m.postLen != regions[ord].len {
+			return corruptf(id, SuffixTerms, "field %d: postings region disagrees with the post file", ord)
+		}
+		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
+		r.dicts[ord] = dc
+		return err
+	})
+}
+
+func (r *Reader) release() error {
+	var first error
+	for _, lf := range r.files {
+		if err := lf.release(); err != nil && first == nil {
+			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
+		}
+	}
+	return first
+}
+
+// ID returns the segment's ID.
+func (r *Reader) ID() segid.ID { return r.id }
+
+// Info returns the segment's Info.
+func (r *Reader) Info() Info { return r.info }
+
+// NumDocs returns the number of documents (deleted ones included).
+func (r *Reader) NumDocs() uint32 { return r.numDocs }
+
+// Close releases the segment's memory maps. Calling it again is a no-op.
+func (r *Reader) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.release() })
+	return r.closeErr
+}
+
+// PostingsBytes returns the size of the post file's payload.
+func (r *Reader) PostingsBytes() int64 { return int64(len(r.files[SuffixPostings].payload)) }
+
+func (r *Reader) fieldOK(field int) bool { return field >= 0 && field < len(r.schema.Fields) }
+
+// FieldStats returns a field's total length in terms over all documents and
+// the number of documents with at least one term in it (zeros for fields
+// without terms).
+func (r *Reader) FieldStats(field int) (totalLength uint64, docsWithField uint32) {
+	if !r.fieldOK(field) {
+		return 0, 0
+	}
+	return r.stats[field].totalLen, r.stats[field].docsWith
+}
+
+// FieldLength returns a tokenized field's length in terms in doc, or 0.
+func (r *Reader) FieldLength(field int, doc uint32) uint32 {
+	if !r.fieldOK(field) || doc >= r.numDocs {
+		return 0
+	}
+	return r.norms[field].at(doc)
+}
+
+// NumTerms returns the number of distinct terms of a field.
+func (r *Reader) NumTerms(field int) uint32 {
+	if !r.fieldOK(field) || r.dicts[field] == nil {
+		return 0
+	}
+	return r.dicts[field].numTerms
+}
+
+func (r *Reader) dict(field int) (*dict, error) {
+	if !r.fieldOK(field) {
+		return nil, fmt.Errorf("segment: no field %d", field)
+	}
+	if r.dicts[field] == nil {
+		return nil, fmt.Errorf("segment: field %q has no terms", r.schema.Fields[field].Name)
+	}
+	return r.dicts[field], nil
+}
+
+// Postings returns the postings of term in field, or nil, nil when the
+// term is absent.
+func (r *Reader) Postings(field int, term string) (*Postings, error) {
+	d, err := r.dict(field)
+	if err != nil {
+		return nil, err
+	}
+	e, ok, err := d.lookup(term)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return d.postings(e), nil
+}
+
+// Terms returns an iterator over a field's terms in sorted order.
+func (r *Reader) Terms(field int) (*TermIterator, error) {
+	d, err := r.dict(field)
+	if err != nil {
+		return nil, err
+	}
+	return &TermIterator{d: d}, nil
+}
+
+// TermAt returns the term of a field with the given ordinal.
+func (r *Reader) TermAt(field int, ord uint32) (string, error) {
+	d, err := r.dict(field)
+	if err != nil {
+		return "", err
+	}
+	if ord >= d.numTerms {
+		return "", fmt.Errorf("segment: term ordinal %d out of %d", ord, d.numTerms)
+	}
+	var c blockCursor
+	if err := c.reset(d, ord/d.blockSize); err != nil {
+		return "", err
+	}
+	var term []byte
+	for {
+		var ok bool
+		term, ok, err = c.next(term)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", corruptf(r.id, SuffixTerms, "dictionary block misses ordinal %d", ord)
+		}
+		if c.e.ord == ord {
+			return string(term), nil
+		}
+	}
+}
+
+// PrimaryKeyDocs returns the doc ids holding primary key pk (normally at
+// most one; more while an upsert's older copy awaits its deletion mask).
+// pk must be canonical text (schema.Field.NormalizeExactTerm for numbers).
+func (r *Reader) PrimaryKeyDocs(pk string) ([]uint32, error) {
+	p := r.schema.Primary()
+	if p < 0 {
+		return nil, fmt.Errorf("segment: primary key lookup: %w", schema.ErrNoPrimaryKey)
+	}
+	it, err := r.Postings(p, pk)
+	if err != nil || it == nil {
+		return nil, err
+	}
+	var docs []uint32
+	for it.Next() {
+		docs = append(docs, it.Doc())
+	}
+	return docs, it.Err()
+}
+
+// PrimaryKey returns the primary key of doc.
+func (r *Reader) PrimaryKey(doc uint32) (string, error) {
+	if !r.pk.has {
+		return "", fmt.Errorf("segment: primary key of doc %d: %w", doc, schema.ErrNoPrimaryKey)
+	}
+	if doc >= r.numDocs {
+		return "", fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
+	}
+	s, e, ok := r.pk.offs.span(int(doc), uint64(len(r.pk.data)))
+	if !ok {
+		return "", corruptf(r.id, SuffixPrimaryKey, "doc %d: bad key bounds", doc)
+	}
+	return string(r.pk.data[s:e]), nil
+}
+
+// StoredDocument returns the JSON object of doc's stored fields.
+func (r *Reader) StoredDocument(doc uint32) ([]byte, error) {
+	rec, err := r.store.record(doc)
+	if err != nil {
+		return nil, err
+	}
+	return r.store.parseRecord(rec, nil, r.schema)
+}
+
+// ForwardTerms returns the sorted distinct term ordinals of doc in a
+// reorder field.
+func (r *Reader) ForwardTerms(field int, doc uint32) ([]uint32, error) {
+	if !r.fieldOK(field) || !r.fwds[field].ok {
+		return nil, fmt.Errorf("segment: field %d has no forward term lists", field)
+	}
+	if doc >= r.numDocs {
+		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
+	}
+	return r.fwds[field].decode(r.id, doc, nil)
+}
+
+// Numbers returns the raw 8-byte values of a numeric field in doc: u64 as
+// is, i64 as two's complement, f64 as IEEE-754 bits.
+func (r *Reader) Numbers(field int, doc uint32) ([]uint64, error) {
+	if !r.fieldOK(field) || !r.nums[field].ok {
+		return nil, fmt.Errorf("segment: field %d is not numeric", field)
+	}
+	if doc >= r.numDocs {
+		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
+	}
+	c := &r.nums[field]
+	s, e, ok := c.span(doc)
+	if !ok {
+		return nil, corruptf(r.id, SuffixNumbers, "field %d doc %d: bad value bounds", field, doc)
+	}
+	if s == e {
+		return nil, nil
+	}
+	out := make([]uint64, e-s)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(c.vals[8*(s+uint64(i)):])
+	}
+	return out, nil
+}
+
+// Number returns the first raw value of a numeric field in doc, or
+// ok=false when doc has none.
+func (r *Reader) Number(field int, doc uint32) (uint64, bool, error) {
+	if !r.fieldOK(field) || !r.nums[field].ok {
+		return 0, false, fmt.Errorf("segment: field %d is not numeric", field)
+	}
+	if doc >= r.numDocs {
+		return 0, false, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
+	}
+	c := &r.nums[field]
+	s, e, ok := c.span(doc)
+	if !ok {
+		return 0, false, corruptf(r.id, SuffixNumbers, "field %d doc %d: bad value bounds", field, doc)
+	}
+	if s == e {
+		return 0, false, nil
+	}
+	return binary.LittleEndian.Uint64(c.vals[8*s:]), true, nil
+}
+
+// DenseVector returns doc's vector in a dense vector field; ok is false
+// when doc has none.
+func (r *Reader) DenseVector(field int, doc uint32) ([]float32, bool, error) {
+	if !r.fieldOK(field) || r.dense[field] == nil {
+		return nil, false, fmt.Errorf("segment: field %d is not a dense vector field", field)
+	}
+	if doc >= r.numDocs {
+		return nil, false, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
+	}
+	c := r.dense[field]
+	i, ok := c.index(doc)
+	if !ok {
+		return nil, false, nil
+	}
+	if i >= c.count {
+		return nil, false, corruptf(r.id, SuffixVectors, "field %d doc %d: vector %d of %d", field, doc, i, c.count)
+	}
+	out := make([]float32, c.dims)
+	b := c.vals[uint64(i)*uint64(c.dims)*4:]
+	for k := range out {
+		out[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
+	}
+	return out, true, nil
+}
+
+// SparsePostings returns the documents having dimension dim of a sparse
+// vector field, or nil, nil when no document has it.
+func (r *Reader) SparsePostings(field int, dim string) (*SparsePostings, error) {
+	if !r.fieldOK(field) || r.sparse[field] == nil {
+		return nil, fmt.Errorf("segment: field %d is not a sparse vector field", field)
+	}
+	d := r.sparse[field]
+	e, ok, err := d.lookup(dim)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return newSparsePostings(d, e), nil
+}
+
+// SparseDims returns an iterator over a sparse vector field's dimensions.
+func (r *Reader) SparseDims(field int) (*TermIterator, error) {
+	if !r.fieldOK(field) || r.sparse[field] == nil {
+		return nil, fmt.Errorf("segment: field %d is not a sparse vector field", field)
+	}
+	return &TermIterator{d: r.sparse[field]}, nil
+}
+
+// Document rebuilds doc as a *schema.Document that can be added to a
+// Builder again (merges): strings and sparse vectors come from the store,
+// numbers, dense vectors and the primary key from their columns.
+func (r *Reader) Document(doc uint32) (*schema.Document, error) {
+	rec, err := r.store.record(doc)
+	if err != nil {
+		return nil, err
+	}
+	out := &schema.Document{Fields: make([]schema.Values, len(r.schema.Fields))}
+	if out.Stored, err = r.store.parseRecord(rec, out.Fields, r.schema); err != nil {
+		return nil, err
+	}
+	for i := range r.schema.Fields {
+		f := &r.schema.Fields[i]
+		switch {
+		case r.nums[i].ok:
+			raw, err := r.Numbers(i, doc)
+			if err != nil {
+				return nil, err
+			}
+			setNumbers(f, &out.Fields[i], raw)
+		case r.dense[i] != nil:
+			v, ok, err := r.DenseVector(i, doc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out.Fields[i].Dense = v
+			}
+		}
+	}
+	if r.pk.has {
+		if out.PrimaryKey, err = r.PrimaryKey(doc); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// setNumbers converts raw column values back to a field's typed values.
+func setNumbers(f *schema.Field, v *schema.Values, raw []uint64) {
+	if len(raw) == 0 {
+		return
+	}
+	switch f.Type {
+	case schema.U64:
+		v.U64 = raw
+	case schema.I64:
+		v.I64 = make([]int64, len(raw))
+		for i, x := range raw {
+			v.I64[i] = int64(x)
+		}
+	case schema.F64:
+		v.F64 = make([]float64, len(raw))
+		for i, x := range raw {
+			v.F64[i] = math.Float64frombits(x)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package segment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/analysis"
+)
+
+// TestDiskMmap writes a segment to a real directory and reads it through
+// memory maps.
+func TestDiskMmap(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 400)
+	dir := t.TempDir()
+	info := buildSegment(t, vfs.Default, dir, s, 0xabc, docs)
+	if err := Validate(context.Background(), vfs.Default, dir, s, info); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(vfs.Default, dir, s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for suffix, lf := range r.files {
+		if !lf.mapped {
+			t.Errorf("%s is not memory-mapped", suffix)
+		}
+	}
+	checkReader(t, r, s, docs)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := vfs.Default.Remove(vfs.Default.PathJoin(dir, "seg_abc.fwd")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(vfs.Default, dir, s, info); !errors.Is(err, ErrMissingFile) {
+		t.Fatalf("missing file on disk: %v", err)
+	}
+}
+
+// TestConcurrentReads runs every read path from many goroutines on one
+// Reader (run with -race).
+func TestConcurrentReads(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 300)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 77, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	emb, _ := s.Field("emb")
+	year, _ := s.Field("year")
+	sp, _ := s.Field("sp")
+	var words []string
+	for _, d := range docs[:40] {
+		words = append(words, analysis.Terms(d.Fields[body].Strings[0])...)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 400; i++ {
+				doc := uint32((g*131 + i*17) % len(docs))
+				d := docs[doc]
+				if st, err := r.StoredDocument(doc); err != nil || !bytes.Equal(st, d.Stored) {
+					errs <- errors.New("stored document mismatch")
+					return
+				}
+				if pk, err := r.PrimaryKey(doc); err != nil || pk != d.PrimaryKey {
+					errs <- errors.New("primary key mismatch")
+					return
+				}
+				if v, ok, err := r.DenseVector(emb, doc); err != nil || ok != (d.Fields[emb].Dense != nil) || !slices.Equal(v, d.Fields[emb].Dense) {
+					errs <- errors.New("dense vector mismatch")
+					return
+				}
+				if _, err := r.Numbers(year, doc); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := r.ForwardTerms(body, doc); err != nil {
+					errs <- err
+					return
+				}
+				p, err := r.Postings(body, words[(g+i)%len(words)])
+				if err != nil || p == nil {
+					errs <- errors.New("missing postings")
+					return
+				}
+				for p.Next() {
+					if _, err := p.Positions(); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if p.Err() != nil {
+					errs <- p.Err()
+					return
+				}
+				for _, e := range d.Fields[sp].Sparse {
+					sp, err := r.SparsePostings(sp, e.Dim)
+					if err != nil || sp == nil || !sp.Advance(doc) || sp.Doc() != doc {
+						errs <- errors.New("sparse postings mismatch")
+						return
+					}
+				}
+				if _, err := r.Document(doc); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestPostingsAdvance(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 200)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 5, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	m := buildModel(s, docs)
+	want := m.terms[body]["light"]
+	if len(want) < 10 {
+		t.Fatalf("only %d docs hold light", len(want))
+	}
+	p, _ := r.Postings(body, "light")
+	for k := 0; k < len(want); k += 3 {
+		if !p.Advance(want[k].doc) || p.Doc() != want[k].doc {
+			t.Fatalf("Advance(%d) at %d", want[k].doc, p.Doc())
+		}
+		pos, err := p.Positions()
+		if err != nil || !slices.Equal(pos, want[k].positions) {
+			t.Fatalf("doc %d: positions %v, want %v (%v)", want[k].doc, pos, want[k].positions, err)
+		}
+		if again, _ := p.Positions(); !slices.Equal(again, pos) {
+			t.Fatalf("second Positions call differs")
+		}
+	}
+	if p.Advance(uint32(len(docs))) {
+		t.Fatal("Advance past the last doc succeeded")
+	}
+	it, _ := r.Terms(body)
+	if !it.Seek("lig") || it.Term() < "lig" {
+		t.Fatalf("Seek(lig) at %q", it.Term())
+	}
+	if !it.Seek("light") || it.Term() != "light" {
+		t.Fatalf("Seek(light) at %q", it.Term())
+	}
+	if it.Seek("\xff") {
+		t.Fatal("Seek past the last term succeeded")
+	}
+}

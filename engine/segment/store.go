@@ -1,0 +1,450 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
+)
+
+const (
+	// storeBlockTarget is the uncompressed size at which a store block is
+	// compressed and a new one started.
+	storeBlockTarget = 16 << 10
+	// maxRawBlock bounds an uncompressed store block (and so one document).
+	maxRawBlock = 256 << 20
+	// storeIndexEntry is the size of a block index entry: first doc uint32,
+	// payload offset uint64, compressed length uint32, raw length uint32.
+	storeIndexEntry = 20
+)
+
+// Record field kinds: what a store record holds for a field.
+const (
+	recNone          byte = 0 // nothing (numbers and dense vectors come from columns)
+	recStrings       byte = 1 // text and keyword values of a field that is not stored
+	recStoredStrings byte = 2 // text and keyword values of a stored field
+	recSparse        byte = 3 // sparse vector entries
+)
+
+// recFromJSON is the record flag saying that the values of recStoredStrings
+// fields are not repeated in the record but recovered from the stored JSON.
+const recFromJSON = 1
+
+var (
+	zstdOnce sync.Once
+	zstdEnc  *zstd.Encoder
+	zstdDec  *zstd.Decoder
+	zstdErr  error
+	rawPool  = sync.Pool{New: func() any { return new([]byte) }}
+)
+
+// codecs returns the shared zstd encoder and decoder; their EncodeAll and
+// DecodeAll methods are safe for concurrent use.
+func codecs() (*zstd.Encoder, *zstd.Decoder, error) {
+	zstdOnce.Do(func() {
+		zstdEnc, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false))
+		if zstdErr != nil {
+			return
+		}
+		zstdDec, zstdErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderMaxMemory(maxRawBlock), zstd.WithDecodeAllCapLimit(true))
+	})
+	return zstdEnc, zstdDec, zstdErr
+}
+
+// recordKinds returns the record kind of every schema field.
+func recordKinds(s *schema.Schema) []byte {
+	kinds := make([]byte, len(s.Fields))
+	for i := range s.Fields {
+		switch s.Fields[i].Type {
+		case schema.Text, schema.Keyword:
+			kinds[i] = recStrings
+			if s.Fields[i].IsStored() {
+				kinds[i] = recStoredStrings
+			}
+		case schema.SparseVector:
+			kinds[i] = recSparse
+		}
+	}
+	return kinds
+}
+
+// storeBlock locates one compressed block.
+type storeBlock struct {
+	firstDoc uint32
+	off      uint64
+	compLen  uint32
+	rawLen   uint32
+}
+
+// storeBuilder encodes document records and compresses them in blocks as
+// documents are added.
+type storeBuilder struct {
+	kinds    []byte
+	recs     []byte   // records of the pending block
+	lens     []uint32 // record lengths of the pending block
+	firstDoc uint32
+	numDocs  uint32
+	comp     []byte // compressed blocks
+	blocks   []storeBlock
+	maxRaw   uint32
+	scratch  []byte
+	err      error
+}
+
+func (sb *storeBuilder) init(s *schema.Schema) { sb.kinds = recordKinds(s) }
+
+func (sb *storeBuilder) memBytes() int64 {
+	return int64(cap(sb.comp) + cap(sb.recs) + cap(sb.scratch) + 4*cap(sb.lens) + storeIndexEntry*cap(sb.blocks))
+}
+
+// add appends doc's record: a flags byte, uvarint(len(Stored)) Stored,
+// then per field of kind recStrings (and recStoredStrings unless the flags
+// say recFromJSON) uvarint(n) n×(uvarint(len) bytes), per field of kind
+// recSparse uvarint(n) n×(uvarint(len) dim float32 LE).
+func (sb *storeBuilder) add(doc *schema.Document, s *schema.Schema) {
+	n := len(sb.recs)
+	var flags byte
+	if storedHoldsStrings(doc, s, sb.kinds) {
+		flags = recFromJSON
+	}
+	r := append(sb.recs, flags)
+	r = binary.AppendUvarint(r, uint64(len(doc.Stored)))
+	r = append(r, doc.Stored...)
+	for i, k := range sb.kinds {
+		var v *schema.Values
+		if i < len(doc.Fields) {
+			v = &doc.Fields[i]
+		}
+		switch {
+		case k == recNone || (k == recStoredStrings && flags == recFromJSON):
+		case v == nil:
+			r = append(r, 0)
+		case k == recSparse:
+			r = binary.AppendUvarint(r, uint64(len(v.Sparse)))
+			for _, e := range v.Sparse {
+				r = binary.AppendUvarint(r, uint64(len(e.Dim)))
+				r = append(r, e.Dim...)
+				r = binary.LittleEndian.AppendUint32(r, math.Float32bits(e.Weight))
+			}
+		default:
+			r = binary.AppendUvarint(r, uint64(len(v.Strings)))
+			for _, s := range v.Strings {
+				r = binary.AppendUvarint(r, uint64(len(s)))
+				r = append(r, s...)
+			}
+		}
+	}
+	sb.recs = r
+	sb.lens = append(sb.lens, uint32(min(len(r)-n, math.MaxUint32)))
+	sb.numDocs++
+	if len(sb.recs) >= storeBlockTarget {
+		sb.flush()
+	}
+}
+
+// storedHoldsStrings reports whether doc.Stored looks like the JSON that
+// schema.ParseDocument builds, so that stored text and keyword values can be
+// recovered from it instead of being kept twice: every stored string field
+// with values must appear as a key. Hand-built documents failing this keep
+// their strings in the record.
+func storedHoldsStrings(doc *schema.Document, s *schema.Schema, kinds []byte) bool {
+	if len(doc.Stored) < 2 || doc.Stored[0] != '{' {
+		return false
+	}
+	var key [schema.MaxTermBytes]byte
+	for i, k := range kinds {
+		if k != recStoredStrings || i >= len(doc.Fields) || len(doc.Fields[i].Strings) == 0 {
+			continue
+		}
+		name := s.Fields[i].Name
+		if len(name)+3 > len(key) {
+			return false
+		}
+		kb := append(append(append(key[:0], '"'), name...), '"', ':')
+		if !bytes.Contains(doc.Stored, kb) {
+			return false
+		}
+	}
+	return true
+}
+
+// flush compresses the pending block.
+func (sb *storeBuilder) flush() {
+	if len(sb.lens) == 0 || sb.err != nil {
+		return
+	}
+	raw := binary.AppendUvarint(sb.scratch[:0], uint64(len(sb.lens)))
+	for _, l := range sb.lens {
+		raw = binary.AppendUvarint(raw, uint64(l))
+	}
+	raw = append(raw, sb.recs...)
+	sb.scratch = raw
+	if len(raw) > maxRawBlock {
+		sb.err = fmt.Errorf("segment: stored documents %d..%d need %d bytes, at most %d allowed", sb.firstDoc, sb.numDocs-1, len(raw), maxRawBlock)
+		return
+	}
+	enc, _, err := codecs()
+	if err != nil {
+		sb.err = fmt.Errorf("segment: zstd: %w", err)
+		return
+	}
+	off := len(sb.comp)
+	sb.comp = enc.EncodeAll(raw, sb.comp)
+	sb.blocks = append(sb.blocks, storeBlock{firstDoc: sb.firstDoc, off: uint64(off),
+		compLen: uint32(len(sb.comp) - off), rawLen: uint32(len(raw))})
+	sb.maxRaw = max(sb.maxRaw, uint32(len(raw)))
+	sb.recs, sb.lens = sb.recs[:0], sb.lens[:0]
+	sb.firstDoc = sb.numDocs
+}
+
+// writeStore writes the store file: the compressed blocks, the block index
+// and the directory (numDocs, numBlocks, maxRaw, indexOff, record kinds).
+func (sb *storeBuilder) write(w *fileWriter) {
+	w.write(sb.comp)
+	indexOff := w.offset()
+	var e [storeIndexEntry]byte
+	for _, b := range sb.blocks {
+		binary.LittleEndian.PutUint32(e[0:], b.firstDoc)
+		binary.LittleEndian.PutUint64(e[4:], b.off)
+		binary.LittleEndian.PutUint32(e[12:], b.compLen)
+		binary.LittleEndian.PutUint32(e[16:], b.rawLen)
+		w.write(e[:])
+	}
+	w.beginDirectory()
+	w.uvarint(uint64(sb.numDocs))
+	w.uvarint(uint64(len(sb.blocks)))
+	w.uvarint(uint64(sb.maxRaw))
+	w.uvarint(indexOff)
+	w.uvarint(uint64(len(sb.kinds)))
+	w.write(sb.kinds)
+}
+
+// storeReader reads the store file.
+type storeReader struct {
+	id        segid.ID
+	payload   []byte
+	index     []byte
+	numBlocks uint32
+	numDocs   uint32
+	maxRaw    uint32
+	kinds     []byte
+}
+
+func openStore(id segid.ID, payload []byte, numDocs uint32, kinds []byte) (*storeReader, error) {
+	dir, err := splitDirectory(payload, id, SuffixStore)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: dir}
+	sr := &storeReader{id: id, payload: payload, kinds: kinds}
+	sr.numDocs = d.u32v()
+	sr.numBlocks = d.u32v()
+	sr.maxRaw = d.u32v()
+	indexOff := d.uvarint()
+	nk := d.intv(len(dir))
+	onDisk := d.bytes(nk)
+	d.done()
+	if d.err != nil {
+		return nil, corruptf(id, SuffixStore, "directory: %v", d.err)
+	}
+	if sr.numDocs != numDocs {
+		return nil, corruptf(id, SuffixStore, "%d documents, segment has %d", sr.numDocs, numDocs)
+	}
+	if string(onDisk) != string(kinds) {
+		return nil, corruptf(id, SuffixStore, "record layout does not match the schema")
+	}
+	if sr.maxRaw > maxRawBlock || (sr.numBlocks == 0) != (numDocs == 0) || sr.numBlocks > numDocs {
+		return nil, corruptf(id, SuffixStore, "%d blocks of at most %d bytes for %d documents", sr.numBlocks, sr.maxRaw, numDocs)
+	}
+	var ok bool
+	if sr.index, ok = subslice(payload, indexOff, uint64(sr.numBlocks)*storeIndexEntry); !ok {
+		return nil, corruptf(id, SuffixStore, "block index outside payload")
+	}
+	return sr, nil
+}
+
+// blockInfo returns block b's location and document range [first, end).
+func (sr *storeReader) blockInfo(b uint32) (storeBlock, uint32, error) {
+	e := sr.index[uint64(b)*storeIndexEntry:]
+	blk := storeBlock{firstDoc: binary.LittleEndian.Uint32(e), off: binary.LittleEndian.Uint64(e[4:]),
+		compLen: binary.LittleEndian.Uint32(e[12:]), rawLen: binary.LittleEndian.Uint32(e[16:])}
+	end := sr.numDocs
+	if b+1 < sr.numBlocks {
+		end = binary.LittleEndian.Uint32(sr.index[uint64(b+1)*storeIndexEntry:])
+	}
+	if (b == 0 && blk.firstDoc != 0) || blk.firstDoc >= end || end > sr.numDocs {
+		return blk, 0, corruptf(sr.id, SuffixStore, "block %d covers documents [%d,%d) of %d", b, blk.firstDoc, end, sr.numDocs)
+	}
+	if blk.rawLen > sr.maxRaw || blk.off > uint64(len(sr.payload)) || uint64(blk.compLen) > uint64(len(sr.payload))-blk.off {
+		return blk, 0, corruptf(sr.id, SuffixStore, "block %d at [%d,+%d) of raw size %d is out of bounds", b, blk.off, blk.compLen, blk.rawLen)
+	}
+	return blk, end, nil
+}
+
+// decodeBlock decompresses block b into a pooled buffer and returns the
+// buffer (to put back in rawPool), its document range and the record
+// boundaries (n+1 offsets into raw).
+func (sr *storeReader) decodeBlock(b uint32, bounds []int) (*[]byte, uint32, []int, error) {
+	blk, end, err := sr.blockInfo(b)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	_, dec, err := codecs()
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("segment: zstd: %w", err)
+	}
+	// zstd uses its fast copy loops only with some slack past the output.
+	const slack = 64
+	buf := rawPool.Get().(*[]byte)
+	if cap(*buf) < int(blk.rawLen)+slack {
+		*buf = make([]byte, 0, int(blk.rawLen)+slack)
+	}
+	raw, err := dec.DecodeAll(sr.payload[blk.off:blk.off+uint64(blk.compLen)], (*buf)[:0:int(blk.rawLen)+slack])
+	if err != nil || len(raw) != int(blk.rawLen) {
+		rawPool.Put(buf)
+		return nil, 0, nil, corruptf(sr.id, SuffixStore, "block %d does not decompress to %d bytes (%v)", b, blk.rawLen, err)
+	}
+	*buf = raw
+	d := decoder{b: raw}
+	count := d.uvarint()
+	if d.err != nil || count != uint64(end-blk.firstDoc) {
+		rawPool.Put(buf)
+		return nil, 0, nil, corruptf(sr.id, SuffixStore, "block %d holds %d records, want %d", b, count, end-blk.firstDoc)
+	}
+	lens := d.off
+	total := uint64(0)
+	for i := uint64(0); i < count && d.err == nil; i++ {
+		total += d.uvarint()
+	}
+	if d.err != nil || total != uint64(d.remaining()) {
+		rawPool.Put(buf)
+		return nil, 0, nil, corruptf(sr.id, SuffixStore, "block %d record lengths do not add up", b)
+	}
+	bounds = append(bounds[:0], d.off)
+	d.off = lens
+	pos := uint64(len(raw)) - total
+	for i := uint64(0); i < count; i++ {
+		pos += d.uvarint()
+		bounds = append(bounds, int(pos))
+	}
+	return buf, blk.firstDoc, bounds, nil
+}
+
+// record returns a copy of doc's record.
+func (sr *storeReader) record(doc uint32) ([]byte, error) {
+	if doc >= sr.numDocs {
+		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, sr.numDocs)
+	}
+	b := uint32(sort.Search(int(sr.numBlocks), func(i int) bool {
+		return binary.LittleEndian.Uint32(sr.index[uint64(i)*storeIndexEntry:]) > doc
+	}))
+	if b == 0 {
+		return nil, corruptf(sr.id, SuffixStore, "no block holds doc %d", doc)
+	}
+	var boundsBuf [64]int
+	buf, first, bounds, err := sr.decodeBlock(b-1, boundsBuf[:0])
+	if err != nil {
+		return nil, err
+	}
+	defer rawPool.Put(buf)
+	i := doc - first
+	if int(i)+1 >= len(bounds) {
+		return nil, corruptf(sr.id, SuffixStore, "block %d does not hold doc %d", b-1, doc)
+	}
+	return append([]byte(nil), (*buf)[bounds[i]:bounds[i+1]]...), nil
+}
+
+// parseRecord decodes a record. When vals is nil only the stored JSON is
+// returned; otherwise vals (one per field) receives strings and sparse
+// entries.
+func (sr *storeReader) parseRecord(rec []byte, vals []schema.Values, s *schema.Schema) ([]byte, error) {
+	d := decoder{b: rec}
+	flags := d.u8()
+	stored := d.bytes(d.intv(len(rec)))
+	if d.err == nil && flags > recFromJSON {
+		d.fail("unknown record flags %d", flags)
+	}
+	if vals == nil || d.err != nil {
+		if d.err != nil {
+			return nil, corruptf(sr.id, SuffixStore, "record: %v", d.err)
+		}
+		return stored, nil
+	}
+	for i, k := range sr.kinds {
+		switch {
+		case k == recNone || (k == recStoredStrings && flags == recFromJSON):
+		case k == recSparse:
+			n := d.intv(d.remaining() / 5)
+			if n > 0 {
+				vals[i].Sparse = make([]schema.SparseEntry, n)
+			}
+			for j := 0; j < n && d.err == nil; j++ {
+				dim := string(d.bytes(d.intv(d.remaining())))
+				w := math.Float32frombits(d.u32())
+				vals[i].Sparse[j] = schema.SparseEntry{Dim: dim, Weight: w}
+			}
+		default:
+			n := d.intv(d.remaining())
+			if n > 0 {
+				vals[i].Strings = make([]string, n)
+			}
+			for j := 0; j < n && d.err == nil; j++ {
+				vals[i].Strings[j] = string(d.bytes(d.intv(d.remaining())))
+			}
+		}
+	}
+	d.done()
+	if d.err != nil {
+		return nil, corruptf(sr.id, SuffixStore, "record: %v", d.err)
+	}
+	if flags == recFromJSON {
+		if err := stringsFromJSON(stored, vals, s, sr.kinds); err != nil {
+			return nil, corruptf(sr.id, SuffixStore, "record: %v", err)
+		}
+	}
+	return stored, nil
+}
+
+// stringsFromJSON recovers the values of stored text and keyword fields
+// from a stored JSON object, the way schema.ParseDocument read them.
+func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kinds []byte) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(stored, &obj); err != nil {
+		return fmt.Errorf("stored JSON: %w", err)
+	}
+	for i, k := range kinds {
+		if k != recStoredStrings {
+			continue
+		}
+		raw, ok := obj[s.Fields[i].Name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		if len(raw) > 0 && raw[0] == '[' {
+			var list []string
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return fmt.Errorf("field %q: %w", s.Fields[i].Name, err)
+			}
+			if len(list) > 0 {
+				vals[i].Strings = list
+			}
+			continue
+		}
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return fmt.Errorf("field %q: %w", s.Fields[i].Name, err)
+		}
+		vals[i].Strings = []string{one}
+	}
+	return nil
+}

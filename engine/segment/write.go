@@ -1,0 +1,207 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// FileInfo is one file of a segment as recorded in metadata.json.
+type FileInfo struct {
+	Suffix string `json:"suffix"`
+	Size   int64  `json:"size"`
+}
+
+// Info describes a written segment; the index persists it in metadata.json.
+type Info struct {
+	ID        segid.ID   `json:"id"`
+	Documents uint32     `json:"documents"`
+	Files     []FileInfo `json:"files"`
+}
+
+// ctxCheckEvery is the number of loop iterations between context checks.
+const ctxCheckEvery = 4096
+
+// sortedTerms is one indexed field's terms in dictionary order.
+type sortedTerms struct {
+	order []uint32 // local ids in sorted term order
+	ordOf []uint32 // local id -> ordinal
+}
+
+// postRegion is one field's span of the post payload.
+type postRegion struct{ off, len uint64 }
+
+// hasDict reports whether field f has a term dictionary and postings.
+func hasDict(f *schema.Field) bool {
+	return f.IsIndexed() && f.Type != schema.DenseVector && f.Type != schema.SparseVector
+}
+
+// Write writes every file of the segment to dir and returns its Info. It
+// checks ctx between files and in long loops. On error it returns the error
+// and leaves any partial files in place for the caller's owner-based
+// cleanup. The builder must not receive more documents afterwards; calling
+// Write again (for example after an error) writes the same segment.
+func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	b.store.flush()
+	if b.store.err != nil {
+		return Info{}, b.store.err
+	}
+	sorted, err := b.sortTerms(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	regions := make([]postRegion, len(b.fields))
+	steps := map[string]func(w *fileWriter) error{
+		SuffixPostings:   func(w *fileWriter) error { return b.writePostings(ctx, w, sorted, regions) },
+		SuffixTerms:      func(w *fileWriter) error { return b.writeTerms(ctx, w, sorted, regions) },
+		SuffixNorms:      func(w *fileWriter) error { b.writeNorms(w); return nil },
+		SuffixStore:      func(w *fileWriter) error { b.store.write(w); return nil },
+		SuffixPrimaryKey: func(w *fileWriter) error { b.writePK(w); return nil },
+		SuffixNumbers:    func(w *fileWriter) error { b.writeNumbers(w); return nil },
+		SuffixForward:    func(w *fileWriter) error { return b.writeForward(ctx, w, sorted) },
+		SuffixVectors:    func(w *fileWriter) error { b.writeVectors(w); return nil },
+		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
+	}
+	info := Info{ID: id, Documents: b.numDocs}
+	for _, suffix := range dataSuffixes {
+		if err := ctx.Err(); err != nil {
+			return Info{}, fmt.Errorf("segment: write segment %s: %w", id, err)
+		}
+		w, err := createFile(fs, dir, id, suffix)
+		if err != nil {
+			return Info{}, err
+		}
+		if err := steps[suffix](w); err != nil {
+			w.abort()
+			return Info{}, err
+		}
+		fi, err := w.finish()
+		if err != nil {
+			return Info{}, err
+		}
+		info.Files = append(info.Files, fi)
+	}
+	// Sync the directory: without it a power loss after the index publishes
+	// metadata.json naming this segment could lose the new directory
+	// entries, leaving metadata that references missing files.
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return Info{}, fmt.Errorf("segment: open directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("segment: sync directory %s: %w", dir, err)
+	}
+	return info, nil
+}
+
+// sortTerms sorts every indexed field's terms.
+func (b *Builder) sortTerms(ctx context.Context) ([]sortedTerms, error) {
+	sorted := make([]sortedTerms, len(b.fields))
+	for i := range b.fields {
+		ix := b.fields[i].index
+		if ix == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("segment: sort terms: %w", err)
+		}
+		order := make([]uint32, len(ix.names))
+		for k := range order {
+			order[k] = uint32(k)
+		}
+		slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(ix.names[x], ix.names[y]) })
+		st := sortedTerms{order: order}
+		if ix.reorder {
+			st.ordOf = make([]uint32, len(order))
+			for ord, local := range order {
+				st.ordOf[local] = uint32(ord)
+			}
+		}
+		sorted[i] = st
+	}
+	return sorted, nil
+}
+
+// writePostings writes the post file: per indexed field, per term in
+// dictionary order, the docs section then the positions section; then the
+// directory: numDocs, nFields, nFields × (ord, offset, length).
+func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sortedTerms, regions []postRegion) error {
+	var ords []int
+	for i := range b.fields {
+		ix := b.fields[i].index
+		if ix == nil {
+			continue
+		}
+		ords = append(ords, i)
+		start := w.offset()
+		for k, local := range sorted[i].order {
+			if k%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("segment: write postings: %w", err)
+				}
+			}
+			t := &ix.terms[local]
+			w.write(t.docs)
+			w.write(t.pos)
+		}
+		regions[i] = postRegion{off: start, len: w.offset() - start}
+	}
+	w.beginDirectory()
+	w.uvarint(uint64(b.numDocs))
+	w.uvarint(uint64(len(ords)))
+	for _, i := range ords {
+		w.uvarint(uint64(i))
+		w.uvarint(regions[i].off)
+		w.uvarint(regions[i].len)
+	}
+	return w.err
+}
+
+// writeTerms writes the terms file: per indexed field its dictionary blocks
+// and block index (see terms.go); then the directory: numDocs, nFields,
+// nFields × (ord, dictMeta).
+func (b *Builder) writeTerms(ctx context.Context, w *fileWriter, sorted []sortedTerms, regions []postRegion) error {
+	type entry struct {
+		ord  int
+		meta dictMeta
+	}
+	var entries []entry
+	for i := range b.fields {
+		ix := b.fields[i].index
+		if ix == nil {
+			continue
+		}
+		dw := newDictWriter(w, ix.tokenized, regions[i].off)
+		for k, local := range sorted[i].order {
+			if k%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("segment: write terms: %w", err)
+				}
+			}
+			t := &ix.terms[local]
+			dw.add(ix.names[local], t.df, uint64(len(t.docs)), uint64(len(t.pos)))
+		}
+		m := dw.finish()
+		if m.postLen != regions[i].len {
+			return fmt.Errorf("segment: field %q: dictionary covers %d postings bytes, wrote %d", b.fields[i].field.Name, m.postLen, regions[i].len)
+		}
+		entries = append(entries, entry{i, m})
+	}
+	w.beginDirectory()
+	w.uvarint(uint64(b.numDocs))
+	w.uvarint(uint64(len(entries)))
+	for _, e := range entries {
+		w.uvarint(uint64(e.ord))
+		e.meta.encode(w)
+	}
+	return w.err
+}
