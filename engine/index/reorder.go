@@ -108,8 +108,9 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	if err != nil {
 		return RewriteResult{}, err
 	}
-	before := src.Reader.PostingsBytes()
-	after := r.PostingsBytes()
+	before, after := src.Reader.PostingsBytes(), r.PostingsBytes()
+	docsBefore, _ := src.Reader.DocPostingsBytes()
+	docsAfter, _ := r.DocPostingsBytes()
 	rw.decorate = func(out *metadata.Segment, cur []metadata.Segment) {
 		out.BPConverged = res.Converged
 		out.BPUnconvergedPasses = cur[0].BPUnconvergedPasses
@@ -125,6 +126,7 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	}
 	published = true
 	out.PostingsBytesBefore, out.PostingsBytesAfter = before, after
+	out.DocPostingsBytesBefore, out.DocPostingsBytesAfter = docsBefore, docsAfter
 	out.BPConverged = res.Converged
 	return out, nil
 }

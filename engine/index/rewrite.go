@@ -36,8 +36,12 @@ type RewriteResult struct {
 	// DurabilityDegraded is set when the directory fsync after the rename
 	// failed (C04).
 	DurabilityDegraded bool
-	// PostingsBytesBefore and PostingsBytesAfter measure a reorder's gain.
+	// PostingsBytesBefore and PostingsBytesAfter measure a reorder's gain
+	// on the whole postings file (positions included).
 	PostingsBytesBefore, PostingsBytesAfter int64
+	// DocPostingsBytesBefore and DocPostingsBytesAfter measure it on the
+	// doc-id and frequency sections only, the part reordering compresses.
+	DocPostingsBytesBefore, DocPostingsBytesAfter int64
 	// BPConverged reports whether a reorder pass converged.
 	BPConverged bool
 }

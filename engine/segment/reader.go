@@ -545,3 +545,26 @@ func setNumbers(f *schema.Field, v *schema.Values, raw []uint64) {
 		}
 	}
 }
+
+// DocPostingsBytes returns the bytes of every docs section (doc-id gaps and
+// frequencies) of every indexed field: the part of the postings that
+// docid reordering compresses. Positions are excluded.
+func (r *Reader) DocPostingsBytes() (int64, error) {
+	var n int64
+	for f := range r.schema.Fields {
+		if !r.schema.Fields[f].IsIndexed() || r.schema.Fields[f].Type == schema.DenseVector || r.schema.Fields[f].Type == schema.SparseVector {
+			continue
+		}
+		it, err := r.Terms(f)
+		if err != nil {
+			return 0, err
+		}
+		for it.Next() {
+			n += int64(it.DocsBytes())
+		}
+		if err := it.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}

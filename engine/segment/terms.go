@@ -442,3 +442,7 @@ func (it *TermIterator) Postings() *Postings { return it.d.postings(it.c.e) }
 
 // Err returns the first corruption met.
 func (it *TermIterator) Err() error { return it.err }
+
+// DocsBytes returns the size of the current term's docs section (doc ids
+// and frequencies, without positions).
+func (it *TermIterator) DocsBytes() uint64 { return it.c.e.docsLen }
