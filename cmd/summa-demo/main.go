@@ -16,9 +16,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/index"
-	"github.com/summadev/summa/internal/corpus"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/search"
+	"github.com/summadev/summa/internal/corpus"
 )
 
 const schemaJSON = `{"fields":[

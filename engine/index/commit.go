@@ -79,6 +79,11 @@ func (w *writer) runCommit() (CommitResult, error) {
 		w.idx.log.Error(err, "Indexing generation abandoned")
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
 	}
+	if len(job.outputs()) == 0 && len(job.gen.pending) == 0 {
+		// Nothing was admitted: no new generation, no fsync.
+		w.resume()
+		return w.idx.currentResult(), nil
+	}
 	res, err := w.idx.publish(job)
 	if err != nil {
 		// C11: the prepared outputs stay owned by the job; workers stay
@@ -158,3 +163,16 @@ func IsRetryable(err error) bool {
 
 // errPublication marks a publication failure before the rename (C11).
 var errPublication = errors.New("index: publication failed before the commit point; retry commit")
+
+// currentResult describes the published generation without changing it.
+func (idx *Index) currentResult() CommitResult {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	res := CommitResult{Generation: idx.mu.meta.Generation, DurabilityDegraded: idx.mu.degraded != nil}
+	for _, s := range idx.mu.meta.Segments {
+		if _, q := idx.mu.quarantine[s.ID]; !q {
+			res.Documents += uint64(s.LiveDocuments())
+		}
+	}
+	return res
+}

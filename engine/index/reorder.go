@@ -12,6 +12,10 @@ import (
 	"github.com/summadev/summa/engine/segid"
 )
 
+// ErrNoReorderFields: a manual reorder of an index whose schema has no
+// reorder field.
+var ErrNoReorderFields = errors.New(`index: no field asks for reordering (set "reorder": true on a text field)`)
+
 // ReorderOptions budget one BP pass over one segment.
 type ReorderOptions struct {
 	// TimeBudget bounds the pass's wall-clock time (0: 60 s).
@@ -39,7 +43,7 @@ func (o ReorderOptions) withDefaults() ReorderOptions {
 // documents (the explicit, manual reorder), one segment at a time.
 func (idx *Index) Reorder(ctx context.Context, opts ReorderOptions) ([]RewriteResult, error) {
 	if !idx.schema.HasReorderFields() {
-		return nil, fmt.Errorf("index: no field asks for reordering (set \"reorder\": true on a text field)")
+		return nil, ErrNoReorderFields
 	}
 	var out []RewriteResult
 	for _, s := range idx.Metadata().Segments {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
@@ -146,6 +148,9 @@ func (r *Registry) openAll() error {
 		return fmt.Errorf("registry: list %s: %w", r.dir, err)
 	}
 	sort.Strings(names)
+	if err := r.removeTrash(names); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if !ValidIndexName(name) {
 			continue
@@ -179,14 +184,38 @@ func (r *Registry) openAll() error {
 	return nil
 }
 
-// removeDir removes an index directory and makes the removal durable.
+// trashPrefix starts the name an index directory is renamed to before its
+// files are removed; it is not a valid index name.
+const trashPrefix = ".summa-trash-"
+
+// removeDir removes an index directory durably. The directory is first
+// renamed to a trash name in one atomic step, so that a crash while its
+// files are being removed can never leave a half-removed directory under
+// the index's name (which could reopen as a damaged index); leftover trash
+// is removed at the next start.
 func (r *Registry) removeDir(dir string) error {
-	if err := r.fs.RemoveAll(dir); err != nil {
+	trash := r.fs.PathJoin(r.dir, fmt.Sprintf("%s%s-%d", trashPrefix, r.fs.PathBase(dir), time.Now().UnixNano()))
+	if err := r.fs.Rename(dir, trash); err != nil {
 		return fmt.Errorf("registry: remove %s: %w", dir, err)
 	}
-	// Sync the data directory so the removal survives a crash.
+	// Sync the data directory: the index's name is gone before any file is.
 	if err := metadata.SyncDir(r.fs, r.dir); err != nil {
 		return fmt.Errorf("registry: remove %s: %w", dir, err)
+	}
+	if err := r.fs.RemoveAll(trash); err != nil {
+		return fmt.Errorf("registry: remove %s: %w", trash, err)
+	}
+	return metadata.SyncDir(r.fs, r.dir)
+}
+
+// removeTrash removes directories left by a removal that crashed.
+func (r *Registry) removeTrash(names []string) error {
+	for _, name := range names {
+		if strings.HasPrefix(name, trashPrefix) {
+			if err := r.fs.RemoveAll(r.fs.PathJoin(r.dir, name)); err != nil {
+				return fmt.Errorf("registry: remove %s: %w", name, err)
+			}
+		}
 	}
 	return nil
 }

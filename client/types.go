@@ -1,0 +1,176 @@
+package client
+
+import "encoding/json"
+
+// IndexStatus is the STATUS of an index.
+type IndexStatus struct {
+	// Name is the index name.
+	Name string `json:"name"`
+	// State is "open" or "deleting".
+	State string `json:"state"`
+	// Generation is the published metadata generation.
+	Generation uint64 `json:"generation"`
+	// Documents counts live, committed, searchable documents.
+	Documents uint64 `json:"documents"`
+	// Segments lists the metadata-live segments.
+	Segments []SegmentStatus `json:"segments"`
+	// Quarantined lists segments that failed to open.
+	Quarantined []QuarantinedSegment `json:"quarantined"`
+	// DurabilityDegraded is true after a directory fsync failed post-commit.
+	DurabilityDegraded bool `json:"durabilityDegraded"`
+	// UncommittedDocuments counts accepted operations not yet committed.
+	UncommittedDocuments int `json:"uncommittedDocuments"`
+	// ActiveOperations counts segment IDs held by active operations.
+	ActiveOperations int `json:"activeOperations"`
+}
+
+// SegmentStatus is one live segment.
+type SegmentStatus struct {
+	// ID is the segment ID in lowercase hex.
+	ID string `json:"id"`
+	// Documents counts rows, deleted ones included.
+	Documents uint32 `json:"documents"`
+	// DeletedDocuments counts rows hidden by the deletion mask.
+	DeletedDocuments uint32 `json:"deletedDocuments"`
+	// SizeBytes is the size of the segment's files and mask.
+	SizeBytes int64 `json:"sizeBytes"`
+}
+
+// QuarantinedSegment is a segment excluded from search.
+type QuarantinedSegment struct {
+	// Segment is the segment ID in lowercase hex.
+	Segment string `json:"segment"`
+	// Reason says why it failed to open.
+	Reason string `json:"reason"`
+}
+
+// CommitResult is the answer of a commit.
+type CommitResult struct {
+	// Generation is the published metadata generation.
+	Generation uint64 `json:"generation"`
+	// Documents is the live document count after the commit.
+	Documents uint64 `json:"documents"`
+	// DurabilityDegraded is set when the commit stands but crash
+	// durability is degraded.
+	DurabilityDegraded bool `json:"durabilityDegraded"`
+}
+
+// SearchRequest is one search. Query is a string in the query language,
+// a DenseQuery or SparseQuery (wrapped by VectorQuery), or any value that
+// marshals to the query's JSON (json.RawMessage included).
+type SearchRequest struct {
+	// Query is the query.
+	Query any `json:"query"`
+	// Limit is the page size; 0 lets the server choose (10).
+	Limit int `json:"limit,omitempty"`
+	// Offset skips the best hits before the page.
+	Offset int `json:"offset,omitempty"`
+}
+
+// VectorQuery is the JSON object form of a query: exactly one of Dense
+// and Sparse.
+type VectorQuery struct {
+	// Dense asks for the k nearest documents by dot product.
+	Dense *DenseQuery `json:"dense,omitempty"`
+	// Sparse asks for a sparse dot-product search.
+	Sparse *SparseQuery `json:"sparse,omitempty"`
+}
+
+// DenseQuery is {"field":F,"vector":[...],"k":K}.
+type DenseQuery struct {
+	// Field is a dense_vector field.
+	Field string `json:"field"`
+	// Vector has the field's dimension count.
+	Vector []float32 `json:"vector"`
+	// K is the number of neighbours (0: the server's default).
+	K int `json:"k,omitempty"`
+}
+
+// SparseQuery is {"field":F,"vector":{"dim":weight}}.
+type SparseQuery struct {
+	// Field is a sparse_vector field.
+	Field string `json:"field"`
+	// Vector maps dimension names to weights.
+	Vector map[string]float32 `json:"vector"`
+}
+
+// SearchResult is the answer of a search.
+type SearchResult struct {
+	// TotalHits is the number of live documents that match.
+	TotalHits int `json:"totalHits"`
+	// Hits is the page, best first.
+	Hits []Hit `json:"hits"`
+}
+
+// Hit is one returned document.
+type Hit struct {
+	// Score is BM25 for text queries, the dot product for vector queries.
+	Score float64 `json:"score"`
+	// Fields is the JSON object of the stored fields.
+	Fields json.RawMessage `json:"fields"`
+}
+
+// MergeOptions are the options of a force merge.
+type MergeOptions struct {
+	// MaxSegments is the segment count to merge down to (0: the server's
+	// default, 1).
+	MaxSegments int `json:"maxSegments,omitempty"`
+}
+
+// MaintenanceResult is the answer of merge, reorder and compact.
+type MaintenanceResult struct {
+	// Generation is the published generation (the current one when there
+	// was nothing to do).
+	Generation uint64 `json:"generation"`
+	// Published is false when there was nothing to rewrite.
+	Published bool `json:"published"`
+	// Sources are the replaced segments (lowercase hex).
+	Sources []string `json:"sources"`
+	// Output is the new segment, when published.
+	Output string `json:"output"`
+	// Documents is the index's live document count afterwards.
+	Documents uint64 `json:"documents"`
+	// DurabilityDegraded is set when the result stands but crash
+	// durability is degraded.
+	DurabilityDegraded bool `json:"durabilityDegraded"`
+	// Raw is the whole answer.
+	Raw json.RawMessage `json:"-"`
+}
+
+// DrainStatus reports drain progress.
+type DrainStatus struct {
+	// Draining is true while writes are refused.
+	Draining bool `json:"draining"`
+	// Drained is true once everything accepted is committed.
+	Drained bool `json:"drained"`
+	// UncommittedDocuments counts accepted, uncommitted operations.
+	UncommittedDocuments int `json:"uncommittedDocuments"`
+	// ActiveOperations counts active operations and running commits.
+	ActiveOperations int `json:"activeOperations"`
+	// LastError is the drain's last commit failure, if any.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Lifecycle is the drain estimate and the inputs it came from.
+type Lifecycle struct {
+	// DrainEstimateSeconds is how long a drain would take now.
+	DrainEstimateSeconds float64 `json:"drainEstimateSeconds"`
+	// UncommittedDocuments counts accepted, uncommitted operations.
+	UncommittedDocuments int `json:"uncommittedDocuments"`
+	// ActiveOperations counts active operations and running commits.
+	ActiveOperations int `json:"activeOperations"`
+	// QuarantinedSegments counts quarantined segments of all indexes.
+	QuarantinedSegments int `json:"quarantinedSegments"`
+	// DurabilityDegraded is true when any index's durability is degraded.
+	DurabilityDegraded bool `json:"durabilityDegraded"`
+	// FlushDocumentsPerSecond is the measured indexing throughput.
+	FlushDocumentsPerSecond float64 `json:"flushDocumentsPerSecond"`
+	// CommitOverheadSeconds is the measured fixed cost of one commit.
+	CommitOverheadSeconds float64 `json:"commitOverheadSeconds"`
+	// FsyncSeconds is the measured fsync latency of the data directory.
+	FsyncSeconds float64 `json:"fsyncSeconds"`
+	// IndexesWithPendingWrites counts indexes a drain must commit.
+	IndexesWithPendingWrites int `json:"indexesWithPendingWrites"`
+	// CommitsInFlight counts running commits.
+	CommitsInFlight int `json:"commitsInFlight"`
+}

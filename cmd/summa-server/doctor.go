@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
+)
+
+// doctorOutput is the doctor's JSON report.
+type doctorOutput struct {
+	// Indexes has one entry per index, sorted by name.
+	Indexes []registry.IndexDoctorReport `json:"indexes"`
+	// Error is set when the doctor could not run or finish.
+	Error string `json:"error,omitempty"`
+}
+
+// runDoctor repairs the data directory offline and prints one JSON report
+// on stdout (and to --report-file). It exits 0 when the directory is
+// consistent afterwards, 2 when another process holds it, 1 otherwise.
+func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	out := doctorOutput{Indexes: []registry.IndexDoctorReport{}}
+	code := exitOK
+	if _, err := os.Stat(cfg.DataDir); errors.Is(err, os.ErrNotExist) {
+		log.Info("Data directory does not exist; nothing to repair", "dataDir", cfg.DataDir)
+	} else if err := probeLock(cfg.DataDir); err != nil {
+		out.Error = err.Error()
+		fmt.Fprintf(stderr, "summa-server: doctor: %v; stop the server first (nothing was touched)\n", err)
+		if errors.Is(err, registry.ErrDataDirLocked) {
+			code = exitUsage
+		} else {
+			code = exitFailure
+		}
+	} else {
+		rep, err := registry.Doctor(ctx, vfs.Default, cfg.DataDir, registry.Options{
+			Logger: log.WithName("doctor"), Index: index.Options{Logger: log.WithName("doctor")},
+		})
+		if rep.Indexes != nil {
+			out.Indexes = rep.Indexes
+		}
+		switch {
+		case errors.Is(err, registry.ErrDataDirLocked):
+			out.Error = err.Error()
+			fmt.Fprintf(stderr, "summa-server: doctor: %v; stop the server first (nothing was touched)\n", err)
+			code = exitUsage
+		case err != nil:
+			out.Error = err.Error()
+			fmt.Fprintf(stderr, "summa-server: doctor: %v\n", err)
+			code = exitFailure
+		}
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: doctor: encode the report: %v\n", err)
+		return exitFailure
+	}
+	data = append(data, '\n')
+	if _, err := stdout.Write(data); err != nil {
+		return exitFailure
+	}
+	if cfg.ReportFile != "" {
+		if err := os.WriteFile(cfg.ReportFile, data, 0o644); err != nil {
+			fmt.Fprintf(stderr, "summa-server: doctor: write the report to %s: %v\n", cfg.ReportFile, err)
+			if code == exitOK {
+				code = exitFailure
+			}
+		}
+	}
+	for _, ir := range out.Indexes {
+		kv := []any{"index", ir.Name, "checkedSegments", ir.CheckedSegments,
+			"removedSegments", len(ir.RemovedSegments), "removedDocuments", ir.RemovedDocuments}
+		if ir.Error != "" {
+			kv = append(kv, "error", ir.Error)
+		}
+		log.Info("Doctor checked index", kv...)
+	}
+	return code
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole command line.
+type Config struct {
+	// DataDir is the data directory (required).
+	DataDir string
+	// Listen is the HTTP address.
+	Listen string
+	// Doctor runs the offline repair instead of serving.
+	Doctor bool
+	// ReportFile also receives the doctor's JSON report.
+	ReportFile string
+	// ShutdownDeadline bounds drain and ordered shutdown after a signal.
+	ShutdownDeadline time.Duration
+	// AutocommitInterval commits every index with uncommitted documents at
+	// this interval; 0 turns autocommit off.
+	AutocommitInterval time.Duration
+	// IndexingWorkers is the number of indexing workers per index (0: the
+	// engine's default).
+	IndexingWorkers int
+	// CommitFlushTimeout bounds one wait for the workers' flush.
+	CommitFlushTimeout time.Duration
+	// MaxRequestBytes bounds a request body.
+	MaxRequestBytes int64
+	// MaxDocumentBytes bounds one NDJSON document.
+	MaxDocumentBytes int64
+	// LogVerbosity is the logr verbosity (0 info, 1 debug, 2 trace).
+	LogVerbosity int
+	// Maintenance configures background maintenance.
+	Maintenance MaintenanceConfig
+}
+
+// MaintenanceConfig holds the tunables of background maintenance (the
+// optimizer and BP reordering). The maintenance component reads it; see
+// the engine docs for their meaning.
+type MaintenanceConfig struct {
+	// OptimizerThreads is the width of background maintenance; 0 turns off
+	// automatic merges and BP (explicit endpoints still work).
+	OptimizerThreads int
+	// OptimizerScanInterval is the time between optimizer scans.
+	OptimizerScanInterval time.Duration
+	// OptimizerBackoffMin and OptimizerBackoffMax bound the exponential
+	// backoff after a failed maintenance task.
+	OptimizerBackoffMin, OptimizerBackoffMax time.Duration
+	// OptimizerMaxUnconvergedPasses bounds successive budget-truncated BP
+	// passes of one segment lineage.
+	OptimizerMaxUnconvergedPasses int
+	// BPMemoryBudgetMB bounds the memory of one BP pass.
+	BPMemoryBudgetMB int
+	// BPTimeBudget bounds the time of one BP pass.
+	BPTimeBudget time.Duration
+}
+
+// envName is the environment variable of a flag: SUMMA_<FLAG_IN_CAPS>.
+func envName(flagName string) string {
+	return "SUMMA_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// byteSize is a flag of a byte count: 1048576, 64MiB, 512KiB, 1GiB (also
+// KB/MB/GB as powers of 1024).
+type byteSize int64
+
+// String formats the size.
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+// Set parses a size.
+func (b *byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+		{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return fmt.Errorf("invalid size %q: a positive number of bytes, optionally with KiB, MiB or GiB", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+// logLevel is the --log-level flag: info, debug, trace or a verbosity.
+type logLevel int
+
+// String formats the level.
+func (l *logLevel) String() string {
+	switch *l {
+	case 0:
+		return "info"
+	case 1:
+		return "debug"
+	case 2:
+		return "trace"
+	}
+	return strconv.Itoa(int(*l))
+}
+
+// Set parses a level.
+func (l *logLevel) Set(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "info", "":
+		*l = 0
+	case "debug":
+		*l = 1
+	case "trace":
+		*l = 2
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return fmt.Errorf("invalid log level %q: info, debug, trace or a verbosity >= 0", s)
+		}
+		*l = logLevel(n)
+	}
+	return nil
+}
+
+// errHelp is returned for --help, after the usage was printed.
+var errHelp = errors.New("help requested")
+
+// maintenanceHelp marks the flags that background maintenance reads.
+const maintenanceHelp = " (background maintenance: see docs)"
+
+// parseFlags reads the command line, then fills every flag not given there
+// from its environment variable.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	cfg := Config{MaxRequestBytes: 64 << 20, MaxDocumentBytes: 1 << 20}
+	fs := flag.NewFlagSet("summa-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  summa-server --data-dir DIR [--listen HOST:PORT] [flags]\n"+
+			"  summa-server --data-dir DIR --doctor [--report-file PATH]\n  summa-server version\n\n"+
+			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	m := &cfg.Maintenance
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory (required)")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8082", "HTTP listen address HOST:PORT")
+	fs.BoolVar(&cfg.Doctor, "doctor", false, "repair the data directory offline, print a JSON report and exit")
+	fs.StringVar(&cfg.ReportFile, "report-file", "", "with --doctor: also write the report to this file (e.g. /dev/termination-log)")
+	fs.DurationVar(&cfg.ShutdownDeadline, "shutdown-deadline", 25*time.Second, "bound of drain and ordered shutdown after SIGTERM/SIGINT")
+	fs.DurationVar(&cfg.AutocommitInterval, "autocommit-interval", 0, "commit every index with uncommitted documents at this interval (0: off)")
+	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 0, "indexing workers per index (0: GOMAXPROCS, at most 8)")
+	fs.DurationVar(&cfg.CommitFlushTimeout, "commit-flush-timeout", 5*time.Minute, "wait for the indexing workers' flush before a commit answers CommitFlushTimeout")
+	fs.Var((*byteSize)(&cfg.MaxRequestBytes), "max-request-bytes", "largest request body; larger bodies get 413 (e.g. 64MiB)")
+	fs.Var((*byteSize)(&cfg.MaxDocumentBytes), "max-document-bytes", "largest NDJSON document; larger ones get 413 (e.g. 1MiB)")
+	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	fs.IntVar(&m.OptimizerThreads, "optimizer-threads", 1, "width of background maintenance; 0 turns it off"+maintenanceHelp)
+	fs.DurationVar(&m.OptimizerScanInterval, "optimizer-scan-interval", 30*time.Second, "time between optimizer scans"+maintenanceHelp)
+	fs.DurationVar(&m.OptimizerBackoffMin, "optimizer-backoff-min", 30*time.Second, "first backoff after a failed maintenance task"+maintenanceHelp)
+	fs.DurationVar(&m.OptimizerBackoffMax, "optimizer-backoff-max", 30*time.Minute, "largest backoff after failed maintenance tasks"+maintenanceHelp)
+	fs.IntVar(&m.OptimizerMaxUnconvergedPasses, "optimizer-max-unconverged-passes", 3, "budget-truncated BP passes allowed per segment lineage"+maintenanceHelp)
+	fs.IntVar(&m.BPMemoryBudgetMB, "bp-memory-budget-mb", 256, "memory budget of one BP pass in MiB"+maintenanceHelp)
+	fs.DurationVar(&m.BPTimeBudget, "bp-time-budget", 60*time.Second, "time budget of one BP pass"+maintenanceHelp)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, errHelp
+		}
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.validate()
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, if set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		v := getenv(envName(f.Name))
+		if v == "" {
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// validate checks the values together.
+func (c *Config) validate() error {
+	m := c.Maintenance
+	switch {
+	case c.DataDir == "":
+		return errors.New("--data-dir (or SUMMA_DATA_DIR) is required")
+	case c.Listen == "" && !c.Doctor:
+		return errors.New("--listen must not be empty")
+	case c.ReportFile != "" && !c.Doctor:
+		return errors.New("--report-file applies only with --doctor")
+	case c.ShutdownDeadline <= 0:
+		return errors.New("--shutdown-deadline must be positive")
+	case c.AutocommitInterval < 0:
+		return errors.New("--autocommit-interval must not be negative")
+	case c.IndexingWorkers < 0:
+		return errors.New("--indexing-workers must not be negative")
+	case c.CommitFlushTimeout <= 0:
+		return errors.New("--commit-flush-timeout must be positive")
+	case c.MaxDocumentBytes > c.MaxRequestBytes:
+		return errors.New("--max-document-bytes must not exceed --max-request-bytes")
+	case m.OptimizerThreads < 0:
+		return errors.New("--optimizer-threads must not be negative")
+	case m.OptimizerScanInterval <= 0:
+		return errors.New("--optimizer-scan-interval must be positive")
+	case m.OptimizerBackoffMin <= 0 || m.OptimizerBackoffMax < m.OptimizerBackoffMin:
+		return errors.New("--optimizer-backoff-min must be positive and at most --optimizer-backoff-max")
+	case m.OptimizerMaxUnconvergedPasses < 0:
+		return errors.New("--optimizer-max-unconverged-passes must not be negative")
+	case m.BPMemoryBudgetMB <= 0:
+		return errors.New("--bp-memory-budget-mb must be positive")
+	case m.BPTimeBudget <= 0:
+		return errors.New("--bp-time-budget must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFlagsFromEnv: every flag can come from SUMMA_<FLAG_IN_CAPS>, and the
+// command line wins.
+func TestFlagsFromEnv(t *testing.T) {
+	env := map[string]string{
+		"SUMMA_DATA_DIR":                         "/env/data",
+		"SUMMA_LISTEN":                           "0.0.0.0:9000",
+		"SUMMA_SHUTDOWN_DEADLINE":                "40s",
+		"SUMMA_MAX_REQUEST_BYTES":                "8MiB",
+		"SUMMA_MAX_DOCUMENT_BYTES":               "512KiB",
+		"SUMMA_OPTIMIZER_THREADS":                "0",
+		"SUMMA_OPTIMIZER_MAX_UNCONVERGED_PASSES": "5",
+		"SUMMA_BP_TIME_BUDGET":                   "2m",
+		"SUMMA_LOG_LEVEL":                        "debug",
+	}
+	cfg, err := parseFlags([]string{"--listen", "127.0.0.1:1234"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{DataDir: "/env/data", Listen: "127.0.0.1:1234", ShutdownDeadline: 40 * time.Second,
+		CommitFlushTimeout: 5 * time.Minute, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
+		Maintenance: MaintenanceConfig{OptimizerThreads: 0, OptimizerScanInterval: 30 * time.Second,
+			OptimizerBackoffMin: 30 * time.Second, OptimizerBackoffMax: 30 * time.Minute,
+			OptimizerMaxUnconvergedPasses: 5, BPMemoryBudgetMB: 256, BPTimeBudget: 2 * time.Minute}}
+	if cfg != want {
+		t.Fatalf("got  %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, nil, "--data-dir"},
+		{[]string{"--data-dir", "d", "--max-request-bytes", "lots"}, nil, "invalid size"},
+		{[]string{"--data-dir", "d"}, map[string]string{"SUMMA_SHUTDOWN_DEADLINE": "soon"}, "SUMMA_SHUTDOWN_DEADLINE"},
+		{[]string{"--data-dir", "d", "--max-document-bytes", "2MiB", "--max-request-bytes", "1MiB"}, nil, "must not exceed"},
+		{[]string{"--data-dir", "d", "--optimizer-backoff-min", "1h"}, nil, "backoff"},
+		{[]string{"--data-dir", "d", "--report-file", "r"}, nil, "only with --doctor"},
+		{[]string{"--data-dir", "d", "--log-level", "loud"}, nil, "log level"},
+	} {
+		_, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %v: error %v, want %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	if got := envName("optimizer-max-unconverged-passes"); got != "SUMMA_OPTIMIZER_MAX_UNCONVERGED_PASSES" {
+		t.Fatal(got)
+	}
+}

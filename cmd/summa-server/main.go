@@ -1,0 +1,76 @@
+// Command summa-server serves the engine's HTTP API over a data directory
+// (see shared/contracts/engine.md):
+//
+//	summa-server --data-dir DIR [--listen HOST:PORT] [flags]   serve
+//	summa-server --data-dir DIR --doctor [--report-file PATH]  offline repair
+//	summa-server version
+//
+// Every flag can also come from the environment as SUMMA_<FLAG_IN_CAPS>
+// with dashes as underscores (SUMMA_SHUTDOWN_DEADLINE=30s); a flag given
+// on the command line wins.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+// Exit codes.
+const (
+	// exitOK: served and shut down in order, or the doctor left the
+	// directory consistent.
+	exitOK = 0
+	// exitFailure: a runtime failure (shutdown deadline passed, doctor
+	// could not finish, listen failed).
+	exitFailure = 1
+	// exitUsage: bad flags, or the data directory is locked by another
+	// process (nothing was touched).
+	exitUsage = 2
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is the whole command; it returns the exit code.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	}
+	cfg, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(stderr, cfg.LogVerbosity)
+	if cfg.Doctor {
+		return runDoctor(cfg, log, stdout, stderr)
+	}
+	return serve(cfg, log, stderr)
+}
+
+// versionString names the build.
+func versionString() string {
+	v := version
+	if v == "dev" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+					v = "dev-" + s.Value[:12]
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("summa-server %s %s %s/%s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/optimizer"
+	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/server"
+)
+
+// serve runs the server until SIGTERM/SIGINT, then drains and shuts down
+// in order within --shutdown-deadline.
+func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
+	// Fail fast beside another server or doctor, before binding the port.
+	if err := probeLock(cfg.DataDir); err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v; refusing to start (nothing was touched)\n", err)
+		if errors.Is(err, registry.ErrDataDirLocked) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	front, err := startFront(cfg.Listen, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitFailure
+	}
+	hs := front.hs
+	log.Info("Listening; opening the data directory", "address", front.addr(), "dataDir", cfg.DataDir)
+
+	// Background maintenance reports into the server's metrics, which exist
+	// only once the registry is open.
+	var metrics atomic.Pointer[server.Metrics]
+	opts := registryOptions(cfg, log)
+	opts.Optimizer.OnTask = func(kind, outcome string) {
+		if m := metrics.Load(); m != nil {
+			m.RecordMaintenance("", kind, outcome)
+		}
+	}
+	reg, err := registry.Open(vfs.Default, cfg.DataDir, opts)
+	if err != nil {
+		_ = hs.Close()
+		if errors.Is(err, registry.ErrDataDirLocked) {
+			fmt.Fprintf(stderr, "summa-server: %v; refusing to start (nothing was touched)\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "summa-server: open data directory %s: %v\n", cfg.DataDir, err)
+		return exitFailure
+	}
+	srv := server.New(reg, server.Options{Logger: log.WithName("http"), Limits: server.Limits{
+		MaxRequestBytes: cfg.MaxRequestBytes, MaxDocumentBytes: int(cfg.MaxDocumentBytes),
+	}})
+	metrics.Store(srv.Metrics())
+	front.set(srv)
+	autoCtx, stopAuto := context.WithCancel(context.Background())
+	autoDone := make(chan struct{})
+	go func() { defer close(autoDone); srv.RunAutoCommit(autoCtx, cfg.AutocommitInterval) }()
+	log.Info("Serving", "address", front.addr(), "indexes", len(reg.Names()),
+		"autocommitInterval", cfg.AutocommitInterval.String(), "version", version)
+
+	failed := false
+	select {
+	case sig := <-signals:
+		log.Info("Signal received; draining and shutting down", "signal", sig.String(),
+			"deadline", cfg.ShutdownDeadline.String())
+	case err := <-front.errc:
+		log.Error(err, "HTTP server failed; shutting down")
+		failed = true
+	}
+	go func() {
+		sig := <-signals
+		log.Info("Second signal; exiting now without an ordered shutdown (commits are atomic)", "signal", sig.String())
+		os.Exit(exitFailure)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownDeadline)
+	defer cancel()
+	if err := shutdown(ctx, log, srv, reg, hs, func() { stopAuto(); <-autoDone }); err != nil {
+		log.Error(err, "Shutdown did not finish in order; exiting (nothing partial was published: commits are atomic)")
+		return exitFailure
+	}
+	log.Info("Shut down")
+	if failed {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// shutdown is the ordered shutdown: not ready, drain (commit everything
+// accepted), stop serving HTTP, stop autocommit, close the registry. Each
+// step is bounded by ctx (the shutdown deadline, measured from the signal).
+func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *registry.Registry,
+	hs *http.Server, stopAutocommit func()) error {
+	srv.SetShuttingDown()
+	start := time.Now()
+	for {
+		err := reg.Drain(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			_ = hs.Close()
+			return fmt.Errorf("drain: %w (status %+v)", err, reg.DrainStatus())
+		}
+		// A resume request that raced SetShuttingDown cancelled the
+		// drain; drain again.
+		log.Info("Drain was cancelled by a resume; draining again")
+	}
+	log.Info("Drained", "duration", time.Since(start).String())
+	if err := hs.Shutdown(ctx); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("stop serving HTTP: %w", err)
+	}
+	stopAutocommit()
+	if err := reg.Close(ctx); err != nil {
+		return fmt.Errorf("close the registry: %w", err)
+	}
+	return nil
+}
+
+// registryOptions maps the command line to the registry's options.
+func registryOptions(cfg Config, log logr.Logger) registry.Options {
+	m := cfg.Maintenance
+	policy := optimizer.DefaultPolicy()
+	if m.OptimizerMaxUnconvergedPasses > 0 {
+		policy.MaxUnconvergedPasses = m.OptimizerMaxUnconvergedPasses
+	}
+	return registry.Options{
+		Logger: log.WithName("registry"),
+		Index: index.Options{
+			Logger:             log.WithName("index"),
+			IndexingWorkers:    cfg.IndexingWorkers,
+			CommitFlushTimeout: cfg.CommitFlushTimeout,
+		},
+		Optimizer: optimizer.Config{
+			Threads:      m.OptimizerThreads,
+			ScanInterval: m.OptimizerScanInterval,
+			BackoffMin:   m.OptimizerBackoffMin,
+			BackoffMax:   m.OptimizerBackoffMax,
+			Policy:       policy,
+			Logger:       log.WithName("optimizer"),
+		},
+		Reorder: index.ReorderOptions{
+			TimeBudget:        m.BPTimeBudget,
+			MemoryBudgetBytes: int64(m.BPMemoryBudgetMB) << 20,
+		},
+	}
+}
+
+// logrWriter turns the HTTP server's own log lines into structured logs.
+type logrWriter struct {
+	// log receives the lines.
+	log logr.Logger
+}
+
+// Write logs one line.
+func (w logrWriter) Write(p []byte) (int, error) {
+	w.log.Info("HTTP server message", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// front is the HTTP listener: it serves the starting handler while the
+// data directory opens, then the API.
+type front struct {
+	// hs serves ln.
+	hs *http.Server
+	// ln is the bound listener.
+	ln net.Listener
+	// handler is the current handler.
+	handler atomic.Pointer[http.Handler]
+	// errc receives the error that ended serving.
+	errc chan error
+}
+
+// startFront binds addr and serves the starting handler.
+func startFront(addr string, log logr.Logger) (*front, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	f := &front{ln: ln, errc: make(chan error, 1)}
+	f.set(server.StartingHandler())
+	f.hs = &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*f.handler.Load()).ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          stdlog.New(logrWriter{log.WithName("http")}, "", 0),
+	}
+	go func() { f.errc <- f.hs.Serve(ln) }()
+	return f, nil
+}
+
+// set switches the handler.
+func (f *front) set(h http.Handler) { f.handler.Store(&h) }
+
+// addr is the bound address.
+func (f *front) addr() string { return f.ln.Addr().String() }

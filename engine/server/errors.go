@@ -1,0 +1,228 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/search"
+)
+
+// Error codes of the API. Every error answer carries one of them in
+// {"error":{"code":...}}; clients branch on the code, never on the message.
+const (
+	// CodeIndexNotFound (404): no index of that name.
+	CodeIndexNotFound = "IndexNotFound"
+	// CodeIndexExists (409): an index of that name exists with another schema.
+	CodeIndexExists = "IndexExists"
+	// CodeIndexDeleting (409): the index is being deleted.
+	CodeIndexDeleting = "IndexDeleting"
+	// CodeInvalidSchema (400): the schema is malformed or invalid.
+	CodeInvalidSchema = "InvalidSchema"
+	// CodeInvalidDocument (400): a document of the request is invalid; the
+	// message names its NDJSON line and field. Nothing was indexed.
+	CodeInvalidDocument = "InvalidDocument"
+	// CodeInvalidQuery (400): the search request is refused.
+	CodeInvalidQuery = "InvalidQuery"
+	// CodeInvalidIndexName (400): the name is not a DNS-1123 subdomain.
+	CodeInvalidIndexName = "InvalidIndexName"
+	// CodeBadRequest (400): a malformed request body or parameter.
+	CodeBadRequest = "BadRequest"
+	// CodeNotFound (404): no such route.
+	CodeNotFound = "NotFound"
+	// CodeMethodNotAllowed (405): the route exists, the method does not.
+	CodeMethodNotAllowed = "MethodNotAllowed"
+	// CodePayloadTooLarge (413): the body or one document is over its limit.
+	CodePayloadTooLarge = "PayloadTooLarge"
+	// CodeInternal (500): a server fault.
+	CodeInternal = "Internal"
+	// CodeGenerationFailed (500, retryable): the indexing generation was
+	// abandoned; its documents must be sent again.
+	CodeGenerationFailed = "GenerationFailed"
+	// CodeVisibilityChanged (409, retryable): deletes reached a compaction
+	// source while it ran; nothing was published.
+	CodeVisibilityChanged = "VisibilityChanged"
+	// CodeSourceQuarantined (409): a rewrite source failed validation and
+	// is quarantined; the doctor repairs it.
+	CodeSourceQuarantined = "SourceQuarantined"
+	// CodeNotImplemented (501): the endpoint is not implemented yet.
+	CodeNotImplemented = "NotImplemented"
+	// CodeDraining (503, retryable): writes are refused while the server drains.
+	CodeDraining = "Draining"
+	// CodeBackpressure (503, retryable): a commit is being published.
+	CodeBackpressure = "Backpressure"
+	// CodeCommitFlushTimeout (503, retryable): the commit goes on; a retried
+	// commit request joins it.
+	CodeCommitFlushTimeout = "CommitFlushTimeout"
+	// CodeShuttingDown (503, retryable): the server is stopping.
+	CodeShuttingDown = "ShuttingDown"
+	// CodeStarting (503, retryable): the server is opening its data directory.
+	CodeStarting = "Starting"
+	// CodeNotReady (503, retryable): /readyz while starting, draining or
+	// shutting down.
+	CodeNotReady = "NotReady"
+	// CodeTimeout (503, retryable): the request's deadline passed.
+	CodeTimeout = "Timeout"
+)
+
+// Retry-After defaults of the retryable answers.
+const (
+	// retryBackpressure is the pause suggested after Backpressure: commits
+	// publish within a second or so.
+	retryBackpressure = time.Second
+	// retryDraining is the pause suggested after Draining: a drained server
+	// is usually replaced or resumed within seconds.
+	retryDraining = 5 * time.Second
+	// retryFlushTimeout is the pause before retrying a timed-out commit.
+	retryFlushTimeout = 5 * time.Second
+	// retryDefault is the pause of any other 503.
+	retryDefault = time.Second
+)
+
+// apiError is one error answer.
+type apiError struct {
+	// status is the HTTP status.
+	status int
+	// code is the API error code.
+	code string
+	// message is the human-readable text.
+	message string
+	// retryable tells the client that the same request may succeed later.
+	retryable bool
+	// retryAfter is sent as Retry-After (required on every 503).
+	retryAfter time.Duration
+	// line and field locate an invalid document.
+	line  int
+	field string
+	// cause is the error behind the answer, if any.
+	cause error
+}
+
+// Error returns the message.
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+// Unwrap returns the cause.
+func (e *apiError) Unwrap() error { return e.cause }
+
+// errorBody is the JSON of an error answer.
+type errorBody struct {
+	// Error is the error object.
+	Error errorObject `json:"error"`
+}
+
+// errorObject is the "error" member of an error answer.
+type errorObject struct {
+	// Code is the API error code.
+	Code string `json:"code"`
+	// Message explains the error to a human.
+	Message string `json:"message"`
+	// Retryable tells that the same request may succeed later.
+	Retryable bool `json:"retryable"`
+	// Line is the 1-based NDJSON line of an invalid document.
+	Line int `json:"line,omitempty"`
+	// Field is the offending field of an invalid document.
+	Field string `json:"field,omitempty"`
+}
+
+// newError builds an apiError with a formatted message.
+func newError(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
+}
+
+// unavailable builds a retryable 503.
+func unavailable(code string, after time.Duration, format string, args ...any) *apiError {
+	e := newError(http.StatusServiceUnavailable, code, format, args...)
+	e.retryable, e.retryAfter = true, after
+	return e
+}
+
+// toAPIError maps an engine error to its answer. Unknown errors are 500
+// Internal with their text (they carry context, never a panic value).
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var de *schema.DocumentError
+	var qe *search.QueryError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"request body larger than %s", describeLimit(mbe.Limit))
+	case errors.As(err, &de):
+		e := newError(http.StatusBadRequest, CodeInvalidDocument, "%s", de.Error())
+		e.field = de.Field
+		return e
+	case errors.As(err, &qe):
+		return newError(http.StatusBadRequest, CodeInvalidQuery, "%s", qe.Reason)
+	case errors.Is(err, registry.ErrIndexNotFound):
+		return newError(http.StatusNotFound, CodeIndexNotFound, "%v", err)
+	case errors.Is(err, registry.ErrIndexExists), errors.Is(err, index.ErrExists):
+		return newError(http.StatusConflict, CodeIndexExists, "%v", err)
+	case errors.Is(err, registry.ErrIndexDeleting):
+		return newError(http.StatusConflict, CodeIndexDeleting, "%v", err)
+	case errors.Is(err, registry.ErrInvalidIndexName):
+		return newError(http.StatusBadRequest, CodeInvalidIndexName, "%v", err)
+	case errors.Is(err, registry.ErrDraining):
+		return unavailable(CodeDraining, retryDraining, "%v", err)
+	case errors.Is(err, registry.ErrShuttingDown), errors.Is(err, index.ErrClosed):
+		return unavailable(CodeShuttingDown, retryDefault, "%v", err)
+	case errors.Is(err, index.ErrBackpressure):
+		return unavailable(CodeBackpressure, retryBackpressure, "%v", err)
+	case errors.Is(err, index.ErrCommitFlushTimeout):
+		return unavailable(CodeCommitFlushTimeout, retryFlushTimeout,
+			"%v; the commit goes on and a retried commit request joins it", err)
+	case errors.Is(err, index.ErrGenerationFailed):
+		e := newError(http.StatusInternalServerError, CodeGenerationFailed,
+			"%v; send the uncommitted documents again", err)
+		e.retryable = true
+		return e
+	case errors.Is(err, index.ErrNoPrimaryKey):
+		return newError(http.StatusBadRequest, CodeBadRequest, "%v", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return unavailable(CodeTimeout, retryDefault, "%v", err)
+	}
+	return newError(http.StatusInternalServerError, CodeInternal, "%v", err)
+}
+
+// writeError answers err as the contract's error body. Every 503 carries
+// Retry-After; a 413 closes the connection so that the rest of an
+// oversized body is never read.
+func writeError(w http.ResponseWriter, err error) *apiError {
+	e := toAPIError(err)
+	h := w.Header()
+	if e.status == http.StatusServiceUnavailable && e.retryAfter <= 0 {
+		e.retryAfter = retryDefault
+	}
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(max(1, int((e.retryAfter+time.Second-1)/time.Second))))
+	}
+	if e.status == http.StatusRequestEntityTooLarge {
+		h.Set("Connection", "close")
+	}
+	writeJSON(w, e.status, errorBody{Error: errorObject{
+		Code: e.code, Message: e.message, Retryable: e.retryable, Line: e.line, Field: e.field,
+	}})
+	return e
+}
+
+// writeJSON answers v as JSON with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":"Internal","message":"encoding the answer failed","retryable":false}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

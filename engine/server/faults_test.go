@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/server"
+)
+
+// TestBackpressure holds a commit in its finalizer: ingestion waits
+// BackpressureWait and answers 503 Backpressure with Retry-After; once the
+// commit ends, ingestion works again.
+func TestBackpressure(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	entered := make(chan struct{})
+	e := newEnvWith(t, server.Limits{BackpressureWait: 200 * time.Millisecond}, index.Options{
+		IndexingWorkers: 1,
+		Hooks: index.Hooks{BeforePublish: func() error {
+			once.Do(func() { close(entered) })
+			<-release
+			return nil
+		}},
+	})
+	e.create("bp")
+	e.mustAdd("bp", paragraphDocs(t, 10)...)
+	done := make(chan error, 1)
+	go func() { _, err := e.c.Commit(e.ctx, "bp"); done <- err }()
+	<-entered
+	start := time.Now()
+	_, err := e.c.AddDocuments(e.ctx, "bp", map[string]any{"id": "late"})
+	wantAPIError(t, err, 503, client.CodeBackpressure)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("backpressure answered after %v, before its wait", d)
+	}
+	_, err = e.c.DeleteDocument(e.ctx, "bp", "p0001")
+	wantAPIError(t, err, 503, client.CodeBackpressure)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	e.mustAdd("bp", map[string]any{"id": "late"})
+	if res := e.mustCommit("bp"); res.Documents != 11 {
+		t.Fatalf("documents %d", res.Documents)
+	}
+}
+
+// TestCommitFlushTimeout blocks the worker's flush past the flush timeout:
+// commit answers 503 CommitFlushTimeout (retryable, Retry-After); the
+// commit goes on and a retried commit joins it and succeeds.
+func TestCommitFlushTimeout(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	e := newEnvWith(t, server.Limits{}, index.Options{
+		IndexingWorkers:    1,
+		CommitFlushTimeout: 100 * time.Millisecond,
+		Hooks:              index.Hooks{BeforeWorkerFlush: func(int) { once.Do(func() { <-release }) }},
+	})
+	e.create("ft")
+	e.mustAdd("ft", paragraphDocs(t, 10)...)
+	_, err := e.c.Commit(e.ctx, "ft")
+	if ae := wantAPIError(t, err, 503, client.CodeCommitFlushTimeout); !ae.Retryable {
+		t.Fatalf("CommitFlushTimeout not retryable")
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := e.c.Commit(e.ctx, "ft")
+		if err == nil {
+			if res.Documents != 10 {
+				t.Fatalf("documents %d", res.Documents)
+			}
+			break
+		}
+		if !client.IsCode(err, client.CodeCommitFlushTimeout) || time.Now().After(deadline) {
+			t.Fatalf("retried commit: %v", err)
+		}
+	}
+}
+
+// TestGenerationFailed makes a worker panic during the flush: commit
+// answers 500 GenerationFailed, retryable (send the documents again), and
+// the server keeps serving.
+func TestGenerationFailed(t *testing.T) {
+	var once sync.Once
+	e := newEnvWith(t, server.Limits{}, index.Options{
+		IndexingWorkers: 1,
+		Hooks:           index.Hooks{BeforeWorkerFlush: func(int) { once.Do(func() { panic("injected worker failure") }) }},
+	})
+	e.create("gf")
+	docs := paragraphDocs(t, 10)
+	e.mustAdd("gf", docs...)
+	_, err := e.c.Commit(e.ctx, "gf")
+	if ae := wantAPIError(t, err, 500, client.CodeGenerationFailed); !ae.Retryable {
+		t.Fatalf("GenerationFailed not retryable")
+	}
+	e.mustAdd("gf", docs...)
+	if res := e.mustCommit("gf"); res.Documents != uint64(len(docs)) {
+		t.Fatalf("documents %d", res.Documents)
+	}
+}

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/schema"
+)
+
+// IndexStatus is the STATUS object of the contract.
+type IndexStatus struct {
+	// Name is the index name.
+	Name string `json:"name"`
+	// State is "open" or "deleting".
+	State string `json:"state"`
+	// Generation is the published metadata generation.
+	Generation uint64 `json:"generation"`
+	// Documents counts live, committed, searchable documents.
+	Documents uint64 `json:"documents"`
+	// Segments lists the metadata-live segments (never null).
+	Segments []SegmentStatus `json:"segments"`
+	// Quarantined lists segments that failed to open (never null).
+	Quarantined []QuarantinedSegment `json:"quarantined"`
+	// DurabilityDegraded is true after a directory fsync failed post-rename.
+	DurabilityDegraded bool `json:"durabilityDegraded"`
+	// UncommittedDocuments counts accepted operations not yet committed.
+	UncommittedDocuments int `json:"uncommittedDocuments"`
+	// ActiveOperations counts segment IDs held by active operations.
+	ActiveOperations int `json:"activeOperations"`
+}
+
+// SegmentStatus is one live segment of a STATUS.
+type SegmentStatus struct {
+	// ID is the segment ID in lowercase hex.
+	ID string `json:"id"`
+	// Documents counts the segment's rows, deleted ones included.
+	Documents uint32 `json:"documents"`
+	// DeletedDocuments counts rows hidden by the deletion mask.
+	DeletedDocuments uint32 `json:"deletedDocuments"`
+	// SizeBytes is the size of the segment's files and mask.
+	SizeBytes int64 `json:"sizeBytes"`
+}
+
+// QuarantinedSegment is one quarantined segment of a STATUS.
+type QuarantinedSegment struct {
+	// Segment is the segment ID in lowercase hex.
+	Segment string `json:"segment"`
+	// Reason says why it failed to open.
+	Reason string `json:"reason"`
+}
+
+// Index states of a STATUS.
+const (
+	// StateOpen: the index serves.
+	StateOpen = "open"
+	// StateDeleting: the ordered deletion is running.
+	StateDeleting = "deleting"
+)
+
+// toIndexStatus converts a registry status to the contract's STATUS.
+func toIndexStatus(st registry.Status) IndexStatus {
+	out := IndexStatus{
+		Name: st.Name, State: StateOpen, Generation: st.Generation, Documents: st.Documents,
+		Segments: make([]SegmentStatus, 0, len(st.Segments)), Quarantined: make([]QuarantinedSegment, 0, len(st.Quarantined)),
+		DurabilityDegraded: st.DurabilityDegraded, UncommittedDocuments: st.UncommittedDocuments,
+		ActiveOperations: st.ActiveOperations,
+	}
+	if st.Deleting {
+		out.State = StateDeleting
+	}
+	for _, s := range st.Segments {
+		out.Segments = append(out.Segments, SegmentStatus{ID: s.ID.String(), Documents: s.Documents,
+			DeletedDocuments: s.DeletedDocuments, SizeBytes: s.SizeBytes})
+	}
+	for _, q := range st.Quarantined {
+		out.Quarantined = append(out.Quarantined, QuarantinedSegment{Segment: q.Segment.String(), Reason: q.Reason})
+	}
+	return out
+}
+
+// indexName returns the {index} path value, refusing names that are not
+// DNS-1123 subdomains.
+func indexName(r *http.Request) (string, error) {
+	name := r.PathValue("index")
+	if !registry.ValidIndexName(name) {
+		return "", newError(http.StatusBadRequest, CodeInvalidIndexName,
+			"invalid index name %q: lowercase letters, digits, '-' and '.', at most 253 characters, "+
+				"each dot-separated part starting and ending with a letter or digit", clipString(name, 80))
+	}
+	return name, nil
+}
+
+// acquire validates the {index} name and issues a handle; the caller
+// releases it.
+func (s *Server) acquire(r *http.Request) (*registry.Handle, error) {
+	name, err := indexName(r)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.r.Acquire(name)
+	if err != nil {
+		return nil, fmt.Errorf("index %q: %w", name, err)
+	}
+	return h, nil
+}
+
+// createBody is the body of PUT /v1/indexes/{index}.
+type createBody struct {
+	// Schema is the index's schema.
+	Schema json.RawMessage `json:"schema"`
+}
+
+// createIndex creates an index: 201 when created, 200 when it exists with
+// the same schema, 409 IndexExists with another one. It answers the STATUS.
+func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
+	name, err := indexName(r)
+	if err != nil {
+		return err
+	}
+	sch, err := s.readSchema(w, r)
+	if err != nil {
+		return err
+	}
+	created, err := s.r.Create(r.Context(), name, sch)
+	if err != nil {
+		return fmt.Errorf("create index %q: %w", name, err)
+	}
+	h, err := s.r.Acquire(name)
+	if err != nil {
+		return fmt.Errorf("index %q: %w", name, err)
+	}
+	defer h.Release()
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, toIndexStatus(h.Status()))
+	return nil
+}
+
+// readSchema reads and validates the schema of a creation body. The
+// contract's form is {"schema":SCHEMA}; a bare SCHEMA ({"fields":[...]})
+// is accepted too.
+func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (*schema.Schema, error) {
+	var raw map[string]json.RawMessage
+	if err := decodeBody(w, r, s.limits.MaxSchemaBytes, false, &raw); err != nil {
+		return nil, err
+	}
+	body, hasSchema := raw["schema"]
+	_, hasFields := raw["fields"]
+	switch {
+	case hasSchema && len(raw) == 1:
+	case !hasSchema && hasFields:
+		body, _ = json.Marshal(raw)
+	case hasSchema:
+		return nil, newError(http.StatusBadRequest, CodeBadRequest, "the body has members other than \"schema\"")
+	default:
+		return nil, newError(http.StatusBadRequest, CodeInvalidSchema, "the body needs a \"schema\" object")
+	}
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return nil, newError(http.StatusBadRequest, CodeInvalidSchema, "the schema must be a JSON object {\"fields\":[...]}")
+	}
+	sch, err := schema.Parse(body)
+	if err != nil {
+		return nil, newError(http.StatusBadRequest, CodeInvalidSchema, "%v", err)
+	}
+	return sch, nil
+}
+
+// getIndex answers one STATUS, also while the index is being deleted.
+func (s *Server) getIndex(w http.ResponseWriter, r *http.Request) error {
+	name, err := indexName(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.status(name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// status returns the STATUS of an index, open or being deleted.
+func (s *Server) status(name string) (IndexStatus, error) {
+	h, err := s.r.Acquire(name)
+	if err == nil {
+		defer h.Release()
+		return toIndexStatus(h.Status()), nil
+	}
+	if !errors.Is(err, registry.ErrIndexDeleting) && !errors.Is(err, registry.ErrShuttingDown) {
+		return IndexStatus{}, fmt.Errorf("index %q: %w", name, err)
+	}
+	// A deleting index (or a closing registry) issues no handles; its
+	// status is still listed until the deletion ends.
+	for _, st := range s.r.Statuses() {
+		if st.Name == name {
+			return toIndexStatus(st), nil
+		}
+	}
+	return IndexStatus{}, fmt.Errorf("index %q: %w", name, registry.ErrIndexNotFound)
+}
+
+// listIndexes answers {"indexes":[STATUS...]} sorted by name.
+func (s *Server) listIndexes(w http.ResponseWriter, r *http.Request) error {
+	out := struct {
+		Indexes []IndexStatus `json:"indexes"`
+	}{Indexes: []IndexStatus{}}
+	for _, st := range s.r.Statuses() {
+		out.Indexes = append(out.Indexes, toIndexStatus(st))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// deleteIndex starts the ordered deletion and answers 202 once its marker
+// is durable; the deletion goes on after the request.
+func (s *Server) deleteIndex(w http.ResponseWriter, r *http.Request) error {
+	name, err := indexName(r)
+	if err != nil {
+		return err
+	}
+	if err := s.r.Delete(r.Context(), name); err != nil {
+		return fmt.Errorf("delete index %q: %w", name, err)
+	}
+	s.metrics.forgetIndex(name)
+	s.log.Info("Index deletion started", "index", name)
+	writeJSON(w, http.StatusAccepted, map[string]string{"name": name, "state": StateDeleting})
+	return nil
+}
+
+// clipString shortens s for messages.
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

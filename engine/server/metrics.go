@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
+)
+
+// Metrics are the server's Prometheus metrics, in a registry of their own
+// (never the global one, so that several servers can live in one test
+// process). Per-index state is collected at scrape time from the registry.
+type Metrics struct {
+	// reg is the Prometheus registry served on /metrics.
+	reg *prometheus.Registry
+	// DocumentsAccepted counts documents accepted by ingestion, by index.
+	DocumentsAccepted *prometheus.CounterVec
+	// DocumentsDeleted counts accepted deletions by primary key, by index.
+	DocumentsDeleted *prometheus.CounterVec
+	// Commits counts commit requests by index and outcome.
+	Commits *prometheus.CounterVec
+	// CommitDuration is the latency of commit requests, by index.
+	CommitDuration *prometheus.HistogramVec
+	// HTTPRequests counts answered requests by route and status code.
+	HTTPRequests *prometheus.CounterVec
+	// HTTPDuration is the latency of requests, by route.
+	HTTPDuration *prometheus.HistogramVec
+	// MaintenanceOperations counts maintenance operations (merge, reorder,
+	// compact, background passes) by index, kind and outcome. Background
+	// maintenance reports through ObserveMaintenance.
+	MaintenanceOperations *prometheus.CounterVec
+	// MaintenanceDuration is the latency of maintenance operations by kind
+	// and outcome.
+	MaintenanceDuration *prometheus.HistogramVec
+}
+
+// Outcomes of commits and maintenance operations, as metric labels.
+const (
+	// OutcomeSuccess: published.
+	OutcomeSuccess = "success"
+	// OutcomeFlushTimeout: the flush timed out; the commit goes on.
+	OutcomeFlushTimeout = "flush_timeout"
+	// OutcomeGenerationFailed: the generation was abandoned.
+	OutcomeGenerationFailed = "generation_failed"
+	// OutcomeWaitAbandoned: the requester stopped waiting; the operation goes on.
+	OutcomeWaitAbandoned = "wait_abandoned"
+	// OutcomeRefused: refused before it started (draining, deleting, closed).
+	OutcomeRefused = "refused"
+	// OutcomeError: failed.
+	OutcomeError = "error"
+)
+
+// newMetrics creates the metrics of a server of r.
+func newMetrics(r *registry.Registry) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		DocumentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "summa_documents_accepted_total", Help: "Documents accepted by ingestion (visible after a commit).",
+		}, []string{"index"}),
+		DocumentsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "summa_documents_deleted_total", Help: "Deletions by primary key accepted (visible after a commit).",
+		}, []string{"index"}),
+		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "summa_commits_total", Help: "Commits by index and outcome.",
+		}, []string{"index", "outcome"}),
+		CommitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "summa_commit_duration_seconds", Help: "Latency of commits.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}, []string{"index"}),
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "summa_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "summa_http_request_duration_seconds", Help: "Latency of HTTP requests by route.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route"}),
+		MaintenanceOperations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "summa_maintenance_operations_total", Help: "Maintenance operations by index, kind and outcome.",
+		}, []string{"index", "kind", "outcome"}),
+		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "summa_maintenance_duration_seconds", Help: "Latency of maintenance operations by kind and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 12),
+		}, []string{"kind", "outcome"}),
+	}
+	m.reg.MustRegister(m.DocumentsAccepted, m.DocumentsDeleted, m.Commits, m.CommitDuration,
+		m.HTTPRequests, m.HTTPDuration, m.MaintenanceOperations, m.MaintenanceDuration,
+		&stateCollector{r: r},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry returns the Prometheus registry, for components that add
+// metrics of their own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// handler serves the Prometheus text format.
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// observeRequest counts one answered request.
+func (m *Metrics) observeRequest(route, code string, d time.Duration) {
+	m.HTTPRequests.WithLabelValues(route, code).Inc()
+	m.HTTPDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// observeCommit counts one commit request.
+func (m *Metrics) observeCommit(name string, err error, d time.Duration) {
+	m.Commits.WithLabelValues(name, Outcome(err)).Inc()
+	if err == nil {
+		m.CommitDuration.WithLabelValues(name).Observe(d.Seconds())
+	}
+}
+
+// ObserveMaintenance records one maintenance operation of kind ("merge",
+// "reorder", "compact", "optimize", ...) on an index.
+func (m *Metrics) ObserveMaintenance(name, kind string, err error, d time.Duration) {
+	outcome := Outcome(err)
+	m.MaintenanceOperations.WithLabelValues(name, kind, outcome).Inc()
+	m.MaintenanceDuration.WithLabelValues(kind, outcome).Observe(d.Seconds())
+}
+
+// RecordMaintenance counts one maintenance operation whose outcome is
+// already classified (for hooks that report kind and outcome strings, like
+// the optimizer's). An empty index labels process-wide work.
+func (m *Metrics) RecordMaintenance(name, kind, outcome string) {
+	m.MaintenanceOperations.WithLabelValues(name, kind, outcome).Inc()
+}
+
+// forgetIndex drops the series of a deleted index.
+func (m *Metrics) forgetIndex(name string) {
+	l := prometheus.Labels{"index": name}
+	m.DocumentsAccepted.DeletePartialMatch(l)
+	m.DocumentsDeleted.DeletePartialMatch(l)
+	m.Commits.DeletePartialMatch(l)
+	m.CommitDuration.DeletePartialMatch(l)
+	m.MaintenanceOperations.DeletePartialMatch(l)
+}
+
+// Outcome classifies the error of a commit or maintenance operation as a
+// metric label.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeSuccess
+	case errors.Is(err, index.ErrCommitFlushTimeout):
+		return OutcomeFlushTimeout
+	case errors.Is(err, index.ErrGenerationFailed):
+		return OutcomeGenerationFailed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return OutcomeWaitAbandoned
+	case errors.Is(err, registry.ErrDraining), errors.Is(err, registry.ErrIndexDeleting),
+		errors.Is(err, registry.ErrShuttingDown), errors.Is(err, registry.ErrIndexNotFound),
+		errors.Is(err, index.ErrClosed):
+		return OutcomeRefused
+	}
+	return OutcomeError
+}
+
+// Descriptions of the state collected at scrape time.
+var (
+	descDocuments = prometheus.NewDesc("summa_index_documents",
+		"Live, committed, searchable documents.", []string{"index"}, nil)
+	descSegments = prometheus.NewDesc("summa_index_segments",
+		"Metadata-live segments.", []string{"index"}, nil)
+	descQuarantined = prometheus.NewDesc("summa_index_quarantined_segments",
+		"Metadata-live segments excluded from search because they failed to open.", []string{"index"}, nil)
+	descDegraded = prometheus.NewDesc("summa_index_durability_degraded",
+		"1 when a directory fsync after a commit failed: crash durability is degraded.", []string{"index"}, nil)
+	descUncommitted = prometheus.NewDesc("summa_index_uncommitted_documents",
+		"Accepted operations not yet committed.", []string{"index"}, nil)
+	descGeneration = prometheus.NewDesc("summa_index_generation",
+		"Published metadata generation.", []string{"index"}, nil)
+	descSize = prometheus.NewDesc("summa_index_size_bytes",
+		"Bytes of the live segments and their deletion masks.", []string{"index"}, nil)
+	descDeleting = prometheus.NewDesc("summa_index_deleting",
+		"1 while the index is being deleted.", []string{"index"}, nil)
+	descDraining = prometheus.NewDesc("summa_draining",
+		"1 while writes are refused for a drain.", nil, nil)
+	descDrained = prometheus.NewDesc("summa_drained",
+		"1 once a drain committed everything accepted.", nil, nil)
+	descDrainEstimate = prometheus.NewDesc("summa_drain_estimate_seconds",
+		"How long a drain would take now.", nil, nil)
+	descActiveOps = prometheus.NewDesc("summa_active_operations",
+		"Segment IDs held by active operations plus running commits.", nil, nil)
+)
+
+// stateCollector reads the registry's state at scrape time.
+type stateCollector struct {
+	// r is the observed registry.
+	r *registry.Registry
+}
+
+// Describe sends every description.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDocuments, descSegments, descQuarantined, descDegraded,
+		descUncommitted, descGeneration, descSize, descDeleting, descDraining, descDrained,
+		descDrainEstimate, descActiveOps} {
+		ch <- d
+	}
+}
+
+// Collect sends the current per-index and drain state.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, st := range c.r.Statuses() {
+		var size int64
+		for _, seg := range st.Segments {
+			size += seg.SizeBytes
+		}
+		gauge(descDocuments, float64(st.Documents), st.Name)
+		gauge(descSegments, float64(len(st.Segments)), st.Name)
+		gauge(descQuarantined, float64(len(st.Quarantined)), st.Name)
+		gauge(descDegraded, boolValue(st.DurabilityDegraded), st.Name)
+		gauge(descUncommitted, float64(st.UncommittedDocuments), st.Name)
+		gauge(descGeneration, float64(st.Generation), st.Name)
+		gauge(descSize, float64(size), st.Name)
+		gauge(descDeleting, boolValue(st.Deleting), st.Name)
+	}
+	ds := c.r.DrainStatus()
+	gauge(descDraining, boolValue(ds.Draining))
+	gauge(descDrained, boolValue(ds.Drained))
+	est := c.r.Lifecycle()
+	gauge(descDrainEstimate, est.DrainEstimateSeconds)
+	gauge(descActiveOps, float64(est.ActiveOperations))
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,190 @@
+// Package server is the HTTP API of the engine contract
+// (shared/contracts/engine.md) over a registry: index management,
+// NDJSON ingestion, commits, search, drain and lifecycle, health probes and
+// Prometheus metrics. Every error is answered as
+// {"error":{"code","message","retryable"}} with a fitting status, and every
+// 503 carries Retry-After.
+package server
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/registry"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Logger receives one line per request and every server fault.
+	Logger logr.Logger
+	// Limits bound requests; zero fields take their defaults.
+	Limits Limits
+}
+
+// Server serves the API of one registry.
+type Server struct {
+	// r is the served registry.
+	r *registry.Registry
+	// limits are the effective limits.
+	limits Limits
+	// log receives request and fault logs.
+	log logr.Logger
+	// metrics holds the Prometheus registry and the server's metrics.
+	metrics *Metrics
+	// handler is the routed and instrumented handler.
+	handler http.Handler
+	// shuttingDown is set once process shutdown began: /readyz answers 503
+	// and resume is refused.
+	shuttingDown atomic.Bool
+}
+
+// handlerFunc is an API handler; a returned error is answered with the
+// contract's error body.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// route is one registered method and path.
+type route struct {
+	method, path string
+	h            handlerFunc
+}
+
+// New returns a server of r, ready to serve: r is open.
+func New(r *registry.Registry, opts Options) *Server {
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger}
+	s.metrics = newMetrics(r)
+	s.handler = s.instrument(s.recoverPanics(s.routes()))
+	return s
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Metrics returns the server's metrics, for the hooks of other components
+// (background maintenance).
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// SetShuttingDown marks the start of process shutdown: /readyz answers 503
+// from now on and POST /v1/admin/resume is refused.
+func (s *Server) SetShuttingDown() { s.shuttingDown.Store(true) }
+
+// ShuttingDown reports whether SetShuttingDown was called.
+func (s *Server) ShuttingDown() bool { return s.shuttingDown.Load() }
+
+// Ready reports whether the server should receive traffic: not draining
+// and not shutting down.
+func (s *Server) Ready() bool { return !s.shuttingDown.Load() && !s.r.Draining() }
+
+// routes builds the router. Every path also gets a method-less pattern
+// answering 405 MethodNotAllowed with Allow, and "/" answers 404 NotFound,
+// so that no answer escapes the error format.
+func (s *Server) routes() *http.ServeMux {
+	const ix = "/v1/indexes/{index}"
+	table := []route{
+		{"GET", "/healthz", s.healthz},
+		{"GET", "/readyz", s.readyz},
+		{"GET", "/v1/indexes", s.listIndexes},
+		{"PUT", ix, s.createIndex},
+		{"GET", ix, s.getIndex},
+		{"DELETE", ix, s.deleteIndex},
+		{"POST", ix + "/documents", s.addDocuments},
+		{"DELETE", ix + "/documents/{primaryKey}", s.deleteDocument},
+		{"POST", ix + "/commit", s.commit},
+		{"POST", ix + "/search", s.search},
+		{"POST", ix + "/merge", s.merge},
+		{"POST", ix + "/reorder", s.reorder},
+		{"POST", ix + "/compact", s.compact},
+		{"POST", "/v1/admin/drain", s.startDrain},
+		{"GET", "/v1/admin/drain", s.drainStatus},
+		{"POST", "/v1/admin/resume", s.resume},
+		{"GET", "/v1/admin/lifecycle", s.lifecycle},
+	}
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	for _, rt := range table {
+		mux.Handle(rt.method+" "+rt.path, s.adapt(rt.h))
+		methods[rt.path] = append(methods[rt.path], rt.method)
+	}
+	mux.Handle("GET /metrics", s.metrics.handler())
+	methods["/metrics"] = []string{"GET"}
+	for path, ms := range methods {
+		if contains(ms, "GET") {
+			ms = append(ms, "HEAD")
+		}
+		sort.Strings(ms)
+		allow := strings.Join(ms, ", ")
+		mux.Handle(path, s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Allow", allow)
+			return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)
+		}))
+	}
+	mux.Handle("/", s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+		return newError(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
+	}))
+	return mux
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// adapt turns an API handler into an http.Handler that answers its error.
+func (s *Server) adapt(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			e := writeError(w, err)
+			if rec, ok := w.(*recorder); ok {
+				rec.errCode = e.code
+				if e.status >= 500 && e.status != http.StatusServiceUnavailable && e.status != http.StatusNotImplemented {
+					rec.err = err
+				}
+			}
+		}
+	})
+}
+
+// healthz is liveness: 200 while the process serves, also during drain
+// and long maintenance.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyz is readiness: 503 while draining or shutting down.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	switch {
+	case s.shuttingDown.Load():
+		return unavailable(CodeNotReady, retryDraining, "shutting down")
+	case s.r.Draining():
+		return unavailable(CodeNotReady, retryDraining, "draining")
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// StartingHandler serves while the data directory opens, before a Server
+// exists: /healthz answers 200, /readyz 503 NotReady and everything else
+// 503 Starting, all with Retry-After.
+func StartingHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		case "/readyz":
+			writeError(w, unavailable(CodeNotReady, retryDefault, "starting: opening the data directory"))
+		default:
+			writeError(w, unavailable(CodeStarting, retryDefault, "starting: opening the data directory"))
+		}
+	})
+}
