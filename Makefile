@@ -40,6 +40,10 @@ fuzz: ## Run every fuzz target for FUZZTIME iterations (default 2000x: count-bas
 
 ##@ Run
 
+.PHONY: run
+run: ## Start summa-server locally (no cluster), load sample text, serve until Ctrl-C.
+	hack/run-local.sh
+
 .PHONY: demo
 demo: ## Index real text into a temporary directory and query it (no cluster needed).
 	$(GO) run ./cmd/summa-demo
