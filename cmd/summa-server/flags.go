@@ -134,7 +134,7 @@ func (l *logLevel) Set(s string) error {
 var errHelp = errors.New("help requested")
 
 // maintenanceHelp marks the flags that background maintenance reads.
-const maintenanceHelp = " (background maintenance: see docs)"
+const maintenanceHelp = " (see docs/engine.md, maintenance)"
 
 // parseFlags reads the command line, then fills every flag not given there
 // from its environment variable.

@@ -5,9 +5,17 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"sync/atomic"
 
 	"github.com/summadev/summa/engine/segid"
 )
+
+// sweptTotal counts orphan IDs deleted by sweeps in this process.
+var sweptTotal atomic.Int64
+
+// SweptTotal returns the number of orphan segment IDs deleted by sweeps in
+// this process (a metric).
+func SweptTotal() int64 { return sweptTotal.Load() }
 
 // SweepResult lists what an orphan sweep found.
 type SweepResult struct {
@@ -66,6 +74,7 @@ func (m *Manager) Sweep() (SweepResult, error) {
 			res.Deleted = append(res.Deleted, id)
 		}
 	}
+	sweptTotal.Add(int64(len(res.Deleted)))
 	if len(res.Deleted) > 0 {
 		m.log.Info("Orphan segments swept", "count", len(res.Deleted))
 	}

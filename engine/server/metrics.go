@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/registry"
 )
 
@@ -190,6 +191,8 @@ var (
 		"How long a drain would take now.", nil, nil)
 	descActiveOps = prometheus.NewDesc("summa_active_operations",
 		"Segment IDs held by active operations plus running commits.", nil, nil)
+	descSwept = prometheus.NewDesc("summa_orphan_segments_swept_total",
+		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).", nil, nil)
 )
 
 // stateCollector reads the registry's state at scrape time.
@@ -202,7 +205,7 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDocuments, descSegments, descQuarantined, descDegraded,
 		descUncommitted, descGeneration, descSize, descDeleting, descDraining, descDrained,
-		descDrainEstimate, descActiveOps} {
+		descDrainEstimate, descActiveOps, descSwept} {
 		ch <- d
 	}
 }
@@ -232,6 +235,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	est := c.r.Lifecycle()
 	gauge(descDrainEstimate, est.DrainEstimateSeconds)
 	gauge(descActiveOps, float64(est.ActiveOperations))
+	ch <- prometheus.MustNewConstMetric(descSwept, prometheus.CounterValue, float64(lifecycle.SweptTotal()))
 }
 
 func boolValue(b bool) float64 {
