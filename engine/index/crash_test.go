@@ -194,10 +194,18 @@ func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, rec *record)
 		}
 		if si == 2 {
 			// Maintenance rewrites segments without changing visibility: a
-			// merge to one segment, then a compaction of its deleted rows.
+			// merge to one segment, a compaction of its deleted rows, and a
+			// BP reorder of the result.
 			for _, op := range []func(context.Context) (RewriteResult, error){
 				func(ctx context.Context) (RewriteResult, error) { return idx.ForceMerge(ctx, 1) },
 				idx.Compact,
+				func(ctx context.Context) (RewriteResult, error) {
+					segs := idx.Metadata().Segments
+					if len(segs) == 0 {
+						return RewriteResult{}, ErrNothingToDo
+					}
+					return idx.ReorderSegment(ctx, segs[0].ID, ReorderOptions{})
+				},
 			} {
 				res, err := op(ctx)
 				if err == nil {
@@ -311,8 +319,8 @@ func TestCrashAndFaultHarness(t *testing.T) {
 	counter, fs := newFaultFS(-1, false, 0, 0)
 	rec := newRecord()
 	runScenario(t, fs, counter, steps, rec)
-	if len(rec.acked) != len(steps)+2 || len(rec.degraded) != 0 {
-		t.Fatalf("clean run acknowledged %d generations for %d steps and 2 rewrites, %d degraded",
+	if len(rec.acked) != len(steps)+3 || len(rec.degraded) != 0 {
+		t.Fatalf("clean run acknowledged %d generations for %d steps and 3 rewrites, %d degraded",
 			len(rec.acked), len(steps), len(rec.degraded))
 	}
 	checkRecovered(t, fs, states, rec, "clean")
