@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	iofs "io/fs"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/segid"
@@ -169,6 +170,20 @@ func (w *fileWriter) beginDirectory() { w.dirOff = w.n }
 // closes the file, and returns its FileInfo. On error the partial file is
 // left in place for the caller's owner-based cleanup.
 func (w *fileWriter) finish() (FileInfo, error) {
+	fi, err := w.seal()
+	if err != nil {
+		w.abort()
+		return FileInfo{}, err
+	}
+	if err := w.syncClose(); err != nil {
+		return FileInfo{}, err
+	}
+	return fi, nil
+}
+
+// seal writes the directory offset and the footer and flushes the buffer,
+// leaving the file open and unsynced.
+func (w *fileWriter) seal() (FileInfo, error) {
 	w.u64(w.dirOff)
 	payloadLen := w.n
 	var ft [footerSize]byte
@@ -178,22 +193,55 @@ func (w *fileWriter) finish() (FileInfo, error) {
 	// The footer is not covered by the CRC.
 	w.copyOut(ft[:])
 	w.flush()
-	name := segid.FileName(w.id, w.suffix)
-	if w.err == nil {
-		// Sync before the index may reference this file from metadata.json:
-		// without it a power loss after the metadata commit could leave a
-		// published segment whose file is empty or torn.
-		if err := w.f.Sync(); err != nil {
-			w.err = fmt.Errorf("segment: sync %s: %w", name, err)
-		}
-	}
-	if err := w.f.Close(); err != nil && w.err == nil {
-		w.err = fmt.Errorf("segment: close %s: %w", name, err)
-	}
 	if w.err != nil {
 		return FileInfo{}, w.err
 	}
 	return FileInfo{Suffix: w.suffix, Size: int64(headerSize + payloadLen + footerSize)}, nil
+}
+
+// syncClose fsyncs and closes a sealed file.
+func (w *fileWriter) syncClose() error {
+	name := segid.FileName(w.id, w.suffix)
+	// Sync before the index may reference this file from metadata.json:
+	// without it a power loss after the metadata commit could leave a
+	// published segment whose file is empty or torn.
+	if err := w.f.Sync(); err != nil {
+		w.err = fmt.Errorf("segment: sync %s: %w", name, err)
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("segment: close %s: %w", name, err)
+	}
+	return w.err
+}
+
+// syncCloseAll fsyncs and closes sealed files. On a real disk (files with
+// descriptors) the fsyncs run concurrently, so a segment costs about one
+// fsync of latency instead of one per file; elsewhere (the in-memory test
+// filesystem) they run in order, which keeps crash tests deterministic.
+func syncCloseAll(ws []*fileWriter) error {
+	concurrent := len(ws) > 1
+	for _, w := range ws {
+		concurrent = concurrent && w.f.Fd() != vfs.InvalidFd
+	}
+	errs := make([]error, len(ws))
+	if concurrent {
+		var wg sync.WaitGroup
+		for i, w := range ws {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = w.syncClose() }()
+		}
+		wg.Wait()
+	} else {
+		for i, w := range ws {
+			errs[i] = w.syncClose()
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // abort closes the file after an error, leaving it for cleanup.

@@ -68,23 +68,38 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
 	}
 	info := Info{ID: id, Documents: b.numDocs}
+	var sealed []*fileWriter
+	abort := func() {
+		for _, w := range sealed {
+			w.abort()
+		}
+	}
 	for _, suffix := range dataSuffixes {
 		if err := ctx.Err(); err != nil {
+			abort()
 			return Info{}, fmt.Errorf("segment: write segment %s: %w", id, err)
 		}
 		w, err := createFile(fs, dir, id, suffix)
 		if err != nil {
+			abort()
 			return Info{}, err
 		}
 		if err := steps[suffix](w); err != nil {
 			w.abort()
+			abort()
 			return Info{}, err
 		}
-		fi, err := w.finish()
+		fi, err := w.seal()
 		if err != nil {
+			w.abort()
+			abort()
 			return Info{}, err
 		}
+		sealed = append(sealed, w)
 		info.Files = append(info.Files, fi)
+	}
+	if err := syncCloseAll(sealed); err != nil {
+		return Info{}, err
 	}
 	// Sync the directory: without it a power loss after the index publishes
 	// metadata.json naming this segment could lose the new directory
