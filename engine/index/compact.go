@@ -65,7 +65,7 @@ func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSe
 	if err != nil {
 		return RewriteResult{}, err
 	}
-	res, err := rw.publish(info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
 		if maskID(cur[0]) != captured {
 			return nil, ErrVisibilityChanged
 		}

@@ -70,7 +70,7 @@ func (idx *Index) merge(ctx context.Context, pick func(*Snapshot) []SnapshotSegm
 	if err != nil {
 		return RewriteResult{}, err
 	}
-	res, err := rw.publish(info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
 		return rw.concatMasks(cur), nil
 	})
 	published = err == nil

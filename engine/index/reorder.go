@@ -122,7 +122,7 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 			out.BPUnconvergedPasses++
 		}
 	}
-	out, err := rw.publish(info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+	out, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
 		return rw.permutedMask(cur[0], newPos), nil
 	})
 	if err != nil {

@@ -200,7 +200,7 @@ func (rw *rewrite) writeOutput(ctx context.Context, b *segment.Builder) (segment
 // publish replaces the sources by the output in one metadata generation.
 // mask computes the output's deletion mask from the sources' current
 // metadata entries (under the metadata lock); it may reject publication.
-func (rw *rewrite) publish(info segment.Info, r *segment.Reader,
+func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Reader,
 	mask func(cur []metadata.Segment) (*roaring.Bitmap, error)) (RewriteResult, error) {
 	idx := rw.idx
 	if h := idx.opts.Hooks.BeforeRewritePublish; h != nil {
@@ -208,6 +208,11 @@ func (rw *rewrite) publish(info segment.Info, r *segment.Reader,
 	}
 	idx.metaMu.Lock()
 	defer idx.metaMu.Unlock()
+	// A cancelled rewrite (deletion, shutdown, drain) publishes nothing.
+	if err := ctx.Err(); err != nil {
+		r.Close()
+		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, err)
+	}
 	meta := idx.Metadata()
 	cur := make([]metadata.Segment, len(rw.sources))
 	pos := map[segid.ID]int{}
