@@ -65,7 +65,7 @@
 //
 // # store (kind "stor")
 //
-// Per-document records in zstd-compressed blocks of about 16 KiB. A raw
+// Per-document records in S2-compressed blocks (klauspost/compress/s2, block format) of about 16 KiB. A raw
 // block is uvarint(count), count uvarint record lengths, then the records.
 // A record is a flags byte, uvarint(len) + the stored JSON object
 // (schema.Document.Stored, returned as is by StoredDocument), then the

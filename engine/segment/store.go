@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 )
+
+// rawPool recycles decompressed block buffers.
+var rawPool = sync.Pool{New: func() any { return new([]byte) }}
 
 const (
 	// storeBlockTarget is the uncompressed size at which a store block is
@@ -37,29 +40,6 @@ const (
 // recFromJSON is the record flag saying that the values of recStoredStrings
 // fields are not repeated in the record but recovered from the stored JSON.
 const recFromJSON = 1
-
-var (
-	zstdOnce sync.Once
-	zstdEnc  *zstd.Encoder
-	zstdDec  *zstd.Decoder
-	zstdErr  error
-	rawPool  = sync.Pool{New: func() any { return new([]byte) }}
-)
-
-// codecs returns the shared zstd encoder and decoder; their EncodeAll and
-// DecodeAll methods are safe for concurrent use.
-func codecs() (*zstd.Encoder, *zstd.Decoder, error) {
-	zstdOnce.Do(func() {
-		zstdEnc, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false))
-		if zstdErr != nil {
-			return
-		}
-		zstdDec, zstdErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
-			zstd.WithDecoderMaxMemory(maxRawBlock), zstd.WithDecodeAllCapLimit(true))
-	})
-	return zstdEnc, zstdDec, zstdErr
-}
 
 // recordKinds returns the record kind of every schema field.
 func recordKinds(s *schema.Schema) []byte {
@@ -193,13 +173,10 @@ func (sb *storeBuilder) flush() {
 		sb.err = fmt.Errorf("segment: stored documents %d..%d need %d bytes, at most %d allowed", sb.firstDoc, sb.numDocs-1, len(raw), maxRawBlock)
 		return
 	}
-	enc, _, err := codecs()
-	if err != nil {
-		sb.err = fmt.Errorf("segment: zstd: %w", err)
-		return
-	}
 	off := len(sb.comp)
-	sb.comp = enc.EncodeAll(raw, sb.comp)
+	sb.comp = slices.Grow(sb.comp, s2.MaxEncodedLen(len(raw)))
+	enc := s2.EncodeBetter(sb.comp[off:off+s2.MaxEncodedLen(len(raw))], raw)
+	sb.comp = sb.comp[:off+len(enc)]
 	sb.blocks = append(sb.blocks, storeBlock{firstDoc: sb.firstDoc, off: uint64(off),
 		compLen: uint32(len(sb.comp) - off), rawLen: uint32(len(raw))})
 	sb.maxRaw = max(sb.maxRaw, uint32(len(raw)))
@@ -299,17 +276,19 @@ func (sr *storeReader) decodeBlock(b uint32, bounds []int) (*[]byte, uint32, []i
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	_, dec, err := codecs()
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("segment: zstd: %w", err)
-	}
-	// zstd uses its fast copy loops only with some slack past the output.
-	const slack = 64
+	src := sr.payload[blk.off : blk.off+uint64(blk.compLen)]
 	buf := rawPool.Get().(*[]byte)
-	if cap(*buf) < int(blk.rawLen)+slack {
-		*buf = make([]byte, 0, int(blk.rawLen)+slack)
+	if cap(*buf) < int(blk.rawLen) {
+		*buf = make([]byte, 0, int(blk.rawLen))
 	}
-	raw, err := dec.DecodeAll(sr.payload[blk.off:blk.off+uint64(blk.compLen)], (*buf)[:0:int(blk.rawLen)+slack])
+	var raw []byte
+	n, err := s2.DecodedLen(src)
+	if err == nil && n != int(blk.rawLen) {
+		err = fmt.Errorf("decoded length %d", n)
+	}
+	if err == nil {
+		raw, err = s2.Decode((*buf)[:blk.rawLen], src)
+	}
 	if err != nil || len(raw) != int(blk.rawLen) {
 		rawPool.Put(buf)
 		return nil, 0, nil, corruptf(sr.id, SuffixStore, "block %d does not decompress to %d bytes (%v)", b, blk.rawLen, err)

@@ -101,20 +101,9 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 	if err := syncCloseAll(sealed); err != nil {
 		return Info{}, err
 	}
-	// Sync the directory: without it a power loss after the index publishes
-	// metadata.json naming this segment could lose the new directory
-	// entries, leaving metadata that references missing files.
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return Info{}, fmt.Errorf("segment: open directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return Info{}, fmt.Errorf("segment: sync directory %s: %w", dir, err)
-	}
+	// No directory sync here: the new entries become durable with the
+	// directory sync that metadata.Save performs before the rename that
+	// could reference them; an entry lost before that is an orphan anyway.
 	return info, nil
 }
 

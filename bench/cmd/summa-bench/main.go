@@ -1,0 +1,149 @@
+// Command summa-bench compares the Summa engine with Bleve v2 on the Linux
+// kernel documentation, measures the disk's physical floor, ingests
+// through summa-server over HTTP when it builds, and prints (and writes)
+// a report. Run it from the repository root:
+//
+//	go run ./bench/cmd/summa-bench [-quick] [-reps N] [-out docs/performance.md]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/summadev/summa/bench"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "use a strided sample of the corpus and fewer rounds, so the run takes a few minutes")
+	reps := flag.Int("reps", 3, "repetitions of every measurement (the report gives median and min–max)")
+	out := flag.String("out", "docs/performance.md", "write the report as Markdown to this file (\"\" for none); -quick writes nothing unless -out is given")
+	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles of the first repetition's ingest, merge and search phases to PREFIX-ENGINE-PHASE.pprof")
+	engines := flag.String("engines", "ours,bleve", "comma-separated engines to run")
+	noHTTP := flag.Bool("no-http", false, "skip the ingest through summa-server")
+	dir := flag.String("dir", "", "parent of the temporary work directory (default: $TMPDIR or /tmp)")
+	docs := flag.Int("docs", 0, "use at most this many documents (default: all; 5000 with -quick)")
+	commitEvery := flag.Int("commit-every", 0, "documents per commit (default 2000; 500 with -quick)")
+	openCommits := flag.Int("open-commits", 40, "commits of the many-segment index used for open and merge")
+	rounds := flag.Int("search-rounds", 0, "timed rounds of the query set (default 100; 30 with -quick)")
+	fallback := flag.Bool("fallback-corpus", false, "use the Go distribution corpus instead of linux-doc")
+	shuffle := flag.Bool("shuffle", false, "ingest the documents in a fixed pseudo-random order instead of path order")
+	flag.Parse()
+
+	setFlags := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	if *quick && !setFlags["out"] {
+		*out = ""
+	}
+	cfg := bench.Config{
+		Quick:        *quick,
+		CommitEvery:  2000,
+		OpenCommits:  *openCommits,
+		SearchRounds: 100,
+		SmallCommits: 20,
+		Reps:         max(1, *reps),
+		FloorSeqMB:   256,
+		FloorSyncs:   50,
+		HTTP:         !*noHTTP,
+		WorkDir:      *dir,
+		CPUProfile:   *cpuprofile,
+		Log:          os.Stderr,
+	}
+	maxDocs := *docs
+	if *quick {
+		cfg.CommitEvery, cfg.SearchRounds, cfg.SmallCommits = 500, 30, 10
+		cfg.FloorSeqMB, cfg.FloorSyncs = 64, 20
+		if maxDocs == 0 {
+			maxDocs = 5000
+		}
+	}
+	if *commitEvery > 0 {
+		cfg.CommitEvery = *commitEvery
+	}
+	if *rounds > 0 {
+		cfg.SearchRounds = *rounds
+	}
+	for _, e := range strings.Split(*engines, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			cfg.Engines = append(cfg.Engines, e)
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "summa-bench: warning:", err)
+	}
+	cfg.ModuleRoot = root
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	copts := bench.CorpusOptions{MaxDocs: maxDocs, ForceFallback: *fallback, Shuffle: *shuffle, Log: os.Stderr}
+	if err := run(ctx, cfg, copts, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "summa-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg bench.Config, copts bench.CorpusOptions, out string) error {
+	c, err := bench.PrepareCorpus(copts)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("corpus: %s: %d documents, %.2f MB, from %d files under %s\n", c.Name, len(c.Docs), c.MB(), c.Files, c.Root)
+	work, err := os.MkdirTemp(cfg.WorkDir, "summa-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	cfg.WorkDir = work
+	res, err := bench.Run(ctx, cfg, c)
+	if err != nil {
+		return err
+	}
+	command := "go run ./bench/cmd/summa-bench"
+	for _, a := range os.Args[1:] {
+		if a == "" || strings.ContainsAny(a, " \t\"'") {
+			a = strconv.Quote(a)
+		}
+		command += " " + a
+	}
+	fmt.Print("\n" + res.Text(command))
+	if out != "" {
+		p := out
+		if !filepath.IsAbs(p) && cfg.ModuleRoot != "" {
+			p = filepath.Join(cfg.ModuleRoot, p)
+		}
+		if err := res.WriteMarkdown(p, command); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %s\n", p)
+	}
+	return nil
+}
+
+// moduleRoot finds the main module's directory from the working directory.
+func moduleRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			if strings.Contains(string(b), "module github.com/summadev/summa\n") {
+				return d, nil
+			}
+			return "", fmt.Errorf("%s/go.mod is not github.com/summadev/summa; run from the repository", d)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above the working directory; run from the repository")
+		}
+		d = parent
+	}
+}

@@ -1,0 +1,479 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// metric is one reported number of an engine run.
+type metric struct {
+	// key names the metric in ratio lines.
+	key string
+	// unit and fmt print it.
+	unit string
+	prec int
+	// ratio prints a "ratio KEY ours/bleve" line.
+	ratio bool
+	// get extracts it; ok is false when the run has no value.
+	get func(r *EngineRun) (v float64, ok bool)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func always(f func(r *EngineRun) float64) func(r *EngineRun) (float64, bool) {
+	return func(r *EngineRun) (float64, bool) { return f(r), true }
+}
+
+var metrics = []metric{
+	{"ingest_docs_per_s", "docs/s", 0, true, always(func(r *EngineRun) float64 { return r.IngestDocsPerS })},
+	{"ingest_mb_per_s", "MB/s", 2, true, always(func(r *EngineRun) float64 { return r.IngestMBPerS })},
+	{"commit_p50", "ms", 2, true, always(func(r *EngineRun) float64 { return ms(r.Commit.P50) })},
+	{"commit_p99", "ms", 2, true, always(func(r *EngineRun) float64 { return ms(r.Commit.P99) })},
+	{"small_commit_p50", "ms", 2, true, always(func(r *EngineRun) float64 { return ms(r.SmallCommit.P50) })},
+	{"search_p50", "ms", 3, true, always(func(r *EngineRun) float64 { return ms(r.Search.P50) })},
+	{"search_p99", "ms", 3, true, always(func(r *EngineRun) float64 { return ms(r.Search.P99) })},
+	{"qps", "q/s", 0, true, always(func(r *EngineRun) float64 { return r.QPS })},
+	{"index_bytes", "MB", 2, true, always(func(r *EngineRun) float64 { return float64(r.IndexBytes) / 1e6 })},
+	{"index_bytes_merged", "MB", 2, true, always(func(r *EngineRun) float64 { return float64(r.MergedBytes) / 1e6 })},
+	{"open_ms", "ms", 2, true, always(func(r *EngineRun) float64 { return ms(r.Open) })},
+	{"merge_ms", "ms", 1, true, func(r *EngineRun) (float64, bool) { return ms(r.Merge), r.MergeErr == "" }},
+	{"ingest_prepare_s", "s", 2, false, always(func(r *EngineRun) float64 { return r.Prepare.Seconds() })},
+	{"ingest_cpu_s", "s", 2, true, always(func(r *EngineRun) float64 { return r.IngestCPU.Seconds() })},
+	{"merge_cpu_s", "s", 2, true, func(r *EngineRun) (float64, bool) { return r.MergeCPU.Seconds(), r.MergeErr == "" }},
+	{"search_cpu_ms", "ms/q", 3, true, always(func(r *EngineRun) float64 { return ms(r.SearchCPU) })},
+	{"ingest_alloc_mb", "MB", 0, false, always(func(r *EngineRun) float64 { return r.AllocMB })},
+	{"segments_after_ingest", "", 0, false, always(func(r *EngineRun) float64 { return float64(r.IngestSegments) })},
+	{"segments_at_open", "", 0, false, always(func(r *EngineRun) float64 { return float64(r.OpenSegments) })},
+}
+
+func metricByKey(key string) metric {
+	for _, m := range metrics {
+		if m.key == key {
+			return m
+		}
+	}
+	panic("bench: no metric " + key)
+}
+
+// spread is the median and range of one metric over the repetitions.
+type spread struct {
+	med, lo, hi float64
+	n           int
+}
+
+func newSpread(vs []float64) spread {
+	if len(vs) == 0 {
+		return spread{}
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return spread{med: med, lo: s[0], hi: s[len(s)-1], n: len(s)}
+}
+
+func (s spread) format(prec int) string {
+	if s.n == 0 {
+		return "n/a"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	if s.n == 1 {
+		return f(s.med)
+	}
+	return fmt.Sprintf("%s (%s–%s)", f(s.med), f(s.lo), f(s.hi))
+}
+
+func (res *Result) engineSpread(engine string, m metric) spread {
+	var vs []float64
+	for _, rep := range res.Reps {
+		if r := rep.Engines[engine]; r != nil {
+			if v, ok := m.get(r); ok {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return newSpread(vs)
+}
+
+func (res *Result) floorSpread(get func(Floor) float64) spread {
+	var vs []float64
+	for _, rep := range res.Reps {
+		vs = append(vs, get(rep.Floor))
+	}
+	return newSpread(vs)
+}
+
+func (res *Result) httpSpread(get func(*HTTPRun) float64) spread {
+	var vs []float64
+	for _, rep := range res.Reps {
+		if rep.HTTP != nil && rep.HTTP.Err == "" {
+			vs = append(vs, get(rep.HTTP))
+		}
+	}
+	return newSpread(vs)
+}
+
+func ratioString(a, b spread) string {
+	if a.n == 0 || b.n == 0 || b.med == 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(a.med/b.med, 'f', 2, 64)
+}
+
+// Machine describes the host.
+func Machine() string {
+	mem := "unknown memory"
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) >= 2 && fs[0] == "MemTotal:" {
+				if kb, err := strconv.ParseFloat(fs[1], 64); err == nil {
+					mem = fmt.Sprintf("%.1f GiB memory", kb/(1<<20))
+				}
+			}
+		}
+		f.Close()
+	}
+	cpu := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if i := strings.IndexByte(l, ':'); i >= 0 {
+					cpu = ", " + strings.TrimSpace(l[i+1:])
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores (GOMAXPROCS %d)%s, %s, %s %s/%s", runtime.NumCPU(), runtime.GOMAXPROCS(0), cpu, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// moduleVersion returns the version of a dependency of this binary.
+func moduleVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			if d.Replace != nil {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "(unknown version)"
+}
+
+// Text renders the report: header, table, ratio lines, per-query table,
+// hit-count check, HTTP and BP lines.
+func (res *Result) Text(command string) string {
+	var b strings.Builder
+	cfg := res.Config
+	mode := "full"
+	if cfg.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(&b, "summa-bench (%s mode, %d repetitions; %s)\n", mode, len(res.Reps), res.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "command: %s\n", command)
+	fmt.Fprintf(&b, "machine: %s\n", Machine())
+	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)\n", "this tree", bleveVersion())
+	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files\n", res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files)
+	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of %d queries; %d one-document commits\n",
+		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, len(res.Queries), cfg.SmallCommits)
+	fmt.Fprintf(&b, "disk: %s\n", cfg.WorkDir)
+	fmt.Fprintf(&b, "\nvalues: median (min–max) over the repetitions\n\n")
+
+	seq := res.floorSpread(func(f Floor) float64 { return f.SeqWriteMBps })
+	fs := res.floorSpread(func(f Floor) float64 { return ms(f.FsyncSmall.P50) })
+	fs99 := res.floorSpread(func(f Floor) float64 { return ms(f.FsyncSmall.P99) })
+	rn := res.floorSpread(func(f Floor) float64 { return ms(f.RenameDirSync.P50) })
+	cf := res.floorSpread(func(f Floor) float64 { return ms(f.CommitFloor()) })
+	fmt.Fprintf(&b, "physical floor (%d MiB sequential write; %d small fsyncs)\n", cfg.FloorSeqMB, cfg.FloorSyncs)
+	fmt.Fprintf(&b, "  %-34s %s\n", "sequential write+fsync MB/s", seq.format(0))
+	fmt.Fprintf(&b, "  %-34s %s\n", "fsync 4 KiB new file p50 ms", fs.format(3))
+	fmt.Fprintf(&b, "  %-34s %s\n", "fsync 4 KiB new file p99 ms", fs99.format(3))
+	fmt.Fprintf(&b, "  %-34s %s\n", "rename + dir fsync p50 ms", rn.format(3))
+	fmt.Fprintf(&b, "  %-34s %s\n", "fsync_floor (fsync + rename) ms", cf.format(3))
+	b.WriteString("\n")
+
+	engines := cfg.Engines
+	fmt.Fprintf(&b, "%-22s %-7s", "metric", "unit")
+	for _, e := range engines {
+		fmt.Fprintf(&b, " %-30s", e)
+	}
+	if len(engines) == 2 {
+		fmt.Fprintf(&b, " %s/%s", engines[0], engines[1])
+	}
+	b.WriteString("\n")
+	for _, m := range metrics {
+		fmt.Fprintf(&b, "%-22s %-7s", m.key, m.unit)
+		var sp []spread
+		for _, e := range engines {
+			s := res.engineSpread(e, m)
+			sp = append(sp, s)
+			fmt.Fprintf(&b, " %-30s", s.format(m.prec))
+		}
+		if len(sp) == 2 {
+			fmt.Fprintf(&b, " %s", ratioString(sp[0], sp[1]))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+
+	ours, hasOurs, hasBleve := "ours", has(engines, "ours"), has(engines, "bleve")
+	if hasOurs && hasBleve {
+		for _, m := range metrics {
+			if !m.ratio {
+				continue
+			}
+			a, c := res.engineSpread(ours, m), res.engineSpread("bleve", m)
+			r := ratioString(a, c)
+			if r == "n/a" && m.key == "merge_ms" {
+				r = "n/a (" + res.mergeErr() + ")"
+			}
+			fmt.Fprintf(&b, "ratio %s ours/bleve: %s\n", m.key, r)
+		}
+	}
+	if hasOurs {
+		c50 := res.engineSpread(ours, metricByKey("commit_p50"))
+		sc50 := res.engineSpread(ours, metricByKey("small_commit_p50"))
+		fmt.Fprintf(&b, "ratio commit_p50 ours/fsync_floor: %s\n", ratioString(c50, cf))
+		fmt.Fprintf(&b, "ratio small_commit_p50 ours/fsync_floor: %s\n", ratioString(sc50, cf))
+	}
+	b.WriteString("\n")
+
+	// Per-query latencies and hit counts.
+	fmt.Fprintf(&b, "%-26s", "query (p50 ms; totalHits)")
+	for _, e := range engines {
+		fmt.Fprintf(&b, " %-24s", e)
+	}
+	b.WriteString("\n")
+	for _, q := range res.Queries {
+		fmt.Fprintf(&b, "%-26s", q.Name)
+		for _, e := range engines {
+			var vs []float64
+			hits := -1
+			for _, rep := range res.Reps {
+				if r := rep.Engines[e]; r != nil {
+					vs = append(vs, ms(r.PerQuery[q.Name].P50))
+					hits = r.Hits[q.Name]
+				}
+			}
+			fmt.Fprintf(&b, " %-24s", fmt.Sprintf("%s; %d", newSpread(vs).format(3), hits))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	if hasOurs && hasBleve {
+		if len(res.Mismatches) == 0 {
+			fmt.Fprintf(&b, "totalHits check: ours and bleve agree on all %d queries in every repetition\n", len(res.Queries))
+		} else {
+			for _, m := range res.Mismatches {
+				fmt.Fprintf(&b, "totalHits MISMATCH: %s\n", m)
+			}
+		}
+	}
+
+	// HTTP.
+	if res.HTTPSkipped != "" {
+		fmt.Fprintf(&b, "http: skipped (%s)\n", res.HTTPSkipped)
+	} else {
+		var errs []string
+		for i, rep := range res.Reps {
+			if rep.HTTP != nil && rep.HTTP.Err != "" {
+				errs = append(errs, fmt.Sprintf("rep %d: %s", i+1, rep.HTTP.Err))
+			}
+		}
+		hd := res.httpSpread(func(h *HTTPRun) float64 { return h.IngestDocsPerS })
+		hm := res.httpSpread(func(h *HTTPRun) float64 { return h.IngestMBPerS })
+		hc := res.httpSpread(func(h *HTTPRun) float64 { return ms(h.Commit.P50) })
+		hp := res.httpSpread(func(h *HTTPRun) float64 { return ms(h.Post.P50) })
+		hs := res.httpSpread(func(h *HTTPRun) float64 { return ms(h.Search.P50) })
+		nd := res.httpSpread(func(h *HTTPRun) float64 { return h.NDJSONMB })
+		fmt.Fprintf(&b, "http (summa-server, NDJSON POST /v1/indexes/%s/documents + POST commit every %d docs, %s MB of NDJSON):\n", IndexName, cfg.CommitEvery, nd.format(2))
+		fmt.Fprintf(&b, "  %-22s %s\n", "ingest docs/s", hd.format(0))
+		fmt.Fprintf(&b, "  %-22s %s\n", "ingest MB/s", hm.format(2))
+		fmt.Fprintf(&b, "  %-22s %s\n", "POST documents p50 ms", hp.format(2))
+		fmt.Fprintf(&b, "  %-22s %s\n", "commit p50 ms", hc.format(2))
+		fmt.Fprintf(&b, "  %-22s %s\n", "search p50 ms", hs.format(3))
+		if hasOurs {
+			fmt.Fprintf(&b, "ratio ingest_docs_per_s http/ours: %s\n", ratioString(hd, res.engineSpread(ours, metricByKey("ingest_docs_per_s"))))
+		}
+		for _, e := range errs {
+			fmt.Fprintf(&b, "http error: %s\n", e)
+		}
+	}
+
+	// BP.
+	if hasOurs {
+		b.WriteString(res.bpLine())
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "elapsed: %s\n", res.Elapsed.Round(time.Second))
+	return b.String()
+}
+
+func (res *Result) mergeErr() string {
+	for _, rep := range res.Reps {
+		if r := rep.Engines["bleve"]; r != nil && r.MergeErr != "" {
+			return "bleve: " + r.MergeErr
+		}
+		if r := rep.Engines["ours"]; r != nil && r.MergeErr != "" {
+			return "ours: " + r.MergeErr
+		}
+	}
+	return "no value"
+}
+
+func (res *Result) bpLine() string {
+	var before, after, docBefore, docAfter, secs []float64
+	converged := true
+	for _, rep := range res.Reps {
+		r := rep.Engines["ours"]
+		if r == nil {
+			continue
+		}
+		if r.BPErr != "" {
+			if strings.HasPrefix(r.BPErr, "bp: not available") {
+				return "bp: not available yet"
+			}
+			return "bp: failed: " + strings.TrimPrefix(r.BPErr, "bp: ")
+		}
+		before = append(before, float64(r.BPBefore))
+		after = append(after, float64(r.BPAfter))
+		if r.BPDocBefore >= 0 {
+			docBefore = append(docBefore, float64(r.BPDocBefore))
+			docAfter = append(docAfter, float64(r.BPDocAfter))
+		}
+		converged = converged && r.BPConverged
+		secs = append(secs, r.BPTime.Seconds())
+	}
+	if len(before) == 0 {
+		return "bp: not available yet"
+	}
+	bb, aa := newSpread(before), newSpread(after)
+	line := fmt.Sprintf("bp postings bytes: before=%.0f after=%.0f\nbp details: %.1f%% smaller; Index.Reorder of the merged index took %s s",
+		bb.med, aa.med, 100*(1-aa.med/math.Max(1, bb.med)), newSpread(secs).format(1))
+	if len(docBefore) > 0 {
+		db, da := newSpread(docBefore), newSpread(docAfter)
+		line += fmt.Sprintf("; doc-id+freq sections before=%.0f after=%.0f, %.1f%% smaller", db.med, da.med, 100*(1-da.med/math.Max(1, db.med)))
+	}
+	if !converged {
+		line += "; budget-truncated"
+	}
+	return line
+}
+
+func has(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepMarker starts the hand-written part of docs/performance.md that
+// WriteMarkdown keeps when it regenerates the file.
+const KeepMarker = "<!-- summa-bench: everything below this line is kept when the file is regenerated -->"
+
+// WriteMarkdown writes the report to path, keeping whatever follows
+// KeepMarker in the existing file.
+func (res *Result) WriteMarkdown(path, command string) error {
+	kept := "\n\n## Notes\n\n(Hand-written notes go here; summa-bench keeps this part.)\n"
+	if old, err := os.ReadFile(path); err == nil {
+		if i := strings.Index(string(old), KeepMarker); i >= 0 {
+			kept = string(old[i+len(KeepMarker):])
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# Performance\n\n")
+	b.WriteString("Generated by `summa-bench` (bench/cmd/summa-bench); do not edit above the marker line.\n")
+	b.WriteString("Rerun with `make bench` (full corpus) or `make bench-quick` (subset, a few minutes).\n\n")
+	fmt.Fprintf(&b, "- command: `%s`\n", command)
+	fmt.Fprintf(&b, "- machine: %s\n", Machine())
+	fmt.Fprintf(&b, "- Go: %s; Bleve: %s\n", runtime.Version(), bleveVersion())
+	fmt.Fprintf(&b, "- date: %s\n\n", res.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	b.WriteString("## Results\n\n```\n")
+	b.WriteString(res.Text(command))
+	b.WriteString("```\n\n")
+	b.WriteString(methodology)
+	b.WriteString("\n")
+	b.WriteString(KeepMarker)
+	b.WriteString(kept)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+const methodology = `## What is measured
+
+Both engines run in the same process as libraries, one after the other
+(the order alternates between repetitions), on the same documents, in
+fresh directories under the same temporary directory, so on the same disk.
+Ratios are ours/bleve of the medians: above 1 is better for throughputs
+(docs/s, MB/s, q/s), below 1 is better for latencies, times and bytes.
+
+- **Corpus**: Debian's linux-doc-6.1 (.rst and .txt files under
+  /usr/share/doc/linux-doc-6.1/Documentation, gzipped as shipped; the
+  html/ tree is rendered copies and is skipped), one document per RST
+  section (a text line underlined by a repeated punctuation character):
+  id = path#n, title = the heading, body = the section text. MB = bytes of
+  id + title + body. -quick takes an evenly strided sample. Without the
+  package: comment blocks and testdata text of the Go distribution.
+- **Schema**: id (primary key), title (text, stored), body (text, not
+  stored, reorder). Bleve: the same fields with a custom analyzer (a
+  tokenizer of Unicode letter/digit runs, exactly ours, plus Bleve's
+  lowercase filter; no stemming, no stop words), term vectors on (Bleve
+  needs them for phrases), no _all field, no doc values, BM25 scoring.
+- **Ingest**: documents in batches of the commit cadence; ours:
+  schema.ParseDocument of each JSON line (what the server does), Add,
+  Commit; Bleve: Batch.Index of a map per document, then Index.Batch,
+  which is "safe" by default (returns once persisted: segment file and
+  root bolt fsynced). docs/s and MB/s include everything.
+  commit = the latency from handing a prepared batch over (Add+Commit,
+  Batch) until it is durable and searchable; it includes the indexing
+  work, since both engines index inside that call. small_commit = the same
+  for a one-document upsert on the ingested index: that is the number to
+  compare with the fsync floor. Bleve's background file merging is off
+  (no segment is eligible), as ours has none at the library level, so both
+  keep one segment per commit.
+- **index_bytes**: the closed index directory after the ingest;
+  index_bytes_merged: after the force merge. ingest_alloc_mb: Go heap
+  bytes allocated during the ingest (process-wide).
+- **\*_cpu**: process CPU time (user + system, getrusage) of the ingest,
+  of the merge, and per query of the sequential search rounds. On a
+  machine shared with other work these move much less than wall times.
+- **open_ms**: a new index built with the many-segment cadence is closed;
+  open_ms = Open plus the first answered query (warm page cache).
+- **merge_ms**: ours ForceMerge(ctx, 1); Bleve scorch ForceMerge with
+  mergeplan.SingleSegmentMergePlanOptions, repeated until one segment
+  remains (scorch merges at most 10 segments per task).
+- **search**: on the merged one-segment index; the top 10 hits with
+  stored fields (ours: id and title; Bleve: title and _id), a fresh
+  snapshot per query for ours. Latency: queries one at a time, each round
+  the whole query set, after 3 warm-up rounds. QPS: the same number of
+  queries from GOMAXPROCS concurrent clients. Terms are matched in title
+  or body for both (Bleve: a disjunction of per-field term queries; AND: a
+  conjunction of those; phrase: a phrase query per field). totalHits of
+  every query must agree between the engines.
+- **Floor**: write+fsync of one large file (MB/s); a new 4 KiB file
+  written and fsynced; a rename plus an fsync of the directory.
+  fsync_floor = fsync p50 + rename p50, the least an atomic durable
+  publication costs.
+- **bp**: postings bytes (segment.Reader.PostingsBytes) of the merged index
+  before and after Index.Reorder, when the engine has it.
+- **http**: summa-server built from ./cmd/summa-server on a fresh data
+  directory, the same batches as NDJSON to POST /v1/indexes/bench/documents
+  then POST /commit; its default background maintenance runs.
+`
