@@ -7,51 +7,20 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
 )
 
-// IndexStatus is the STATUS object of the contract.
-type IndexStatus struct {
-	// Name is the index name.
-	Name string `json:"name"`
-	// State is "open" or "deleting".
-	State string `json:"state"`
-	// Generation is the published metadata generation.
-	Generation uint64 `json:"generation"`
-	// Documents counts live, committed, searchable documents.
-	Documents uint64 `json:"documents"`
-	// Segments lists the metadata-live segments (never null).
-	Segments []SegmentStatus `json:"segments"`
-	// Quarantined lists segments that failed to open (never null).
-	Quarantined []QuarantinedSegment `json:"quarantined"`
-	// DurabilityDegraded is true after a directory fsync failed post-rename.
-	DurabilityDegraded bool `json:"durabilityDegraded"`
-	// UncommittedDocuments counts accepted operations not yet committed.
-	UncommittedDocuments int `json:"uncommittedDocuments"`
-	// ActiveOperations counts segment IDs held by active operations.
-	ActiveOperations int `json:"activeOperations"`
-}
+// IndexStatus is the STATUS object of the contract. The wire types are
+// defined once, in the client package, and shared here.
+type IndexStatus = client.IndexStatus
 
 // SegmentStatus is one live segment of a STATUS.
-type SegmentStatus struct {
-	// ID is the segment ID in lowercase hex.
-	ID string `json:"id"`
-	// Documents counts the segment's rows, deleted ones included.
-	Documents uint32 `json:"documents"`
-	// DeletedDocuments counts rows hidden by the deletion mask.
-	DeletedDocuments uint32 `json:"deletedDocuments"`
-	// SizeBytes is the size of the segment's files and mask.
-	SizeBytes int64 `json:"sizeBytes"`
-}
+type SegmentStatus = client.SegmentStatus
 
 // QuarantinedSegment is one quarantined segment of a STATUS.
-type QuarantinedSegment struct {
-	// Segment is the segment ID in lowercase hex.
-	Segment string `json:"segment"`
-	// Reason says why it failed to open.
-	Reason string `json:"reason"`
-}
+type QuarantinedSegment = client.QuarantinedSegment
 
 // Index states of a STATUS.
 const (
