@@ -1,0 +1,29 @@
+// Package v1 contains the API of the summa.dev/v1 group: the SummaIndex
+// resource, one search index served by one summa-server pod on its own
+// volume, reconciled by the Summa operator.
+//
+// The resource is described in shared/contracts/summaindex.md; the engine
+// schema it carries is the one of the engine contract. Validation that the
+// API server can do itself (types, enums, bounds, immutability, relations
+// between fields) is expressed here as OpenAPI and CEL markers, so that a
+// bad spec is refused at admission and never reaches the operator.
+//
+// +kubebuilder:object:generate=true
+// +groupName=summa.dev
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "summa.dev", Version: "v1"}
+
+	// SchemeBuilder registers the types of this API with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this API to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,583 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// FieldType is the value type of a schema field.
+// +kubebuilder:validation:Enum=text;keyword;u64;i64;f64;dense_vector;sparse_vector
+type FieldType string
+
+// The field types of the engine schema.
+const (
+	// FieldTypeText is tokenized text scored with BM25.
+	FieldTypeText FieldType = "text"
+	// FieldTypeKeyword is an exact, untokenized string.
+	FieldTypeKeyword FieldType = "keyword"
+	// FieldTypeU64 is an unsigned 64-bit integer.
+	FieldTypeU64 FieldType = "u64"
+	// FieldTypeI64 is a signed 64-bit integer.
+	FieldTypeI64 FieldType = "i64"
+	// FieldTypeF64 is a 64-bit float.
+	FieldTypeF64 FieldType = "f64"
+	// FieldTypeDenseVector is a dense vector of Dims float32 values.
+	FieldTypeDenseVector FieldType = "dense_vector"
+	// FieldTypeSparseVector is a sparse vector of named dimensions.
+	FieldTypeSparseVector FieldType = "sparse_vector"
+)
+
+// SchemaField is one field of the engine schema, exactly as the engine's
+// `PUT /v1/indexes/{index}` takes it. The rules below mirror the engine's
+// own schema validation, so that a schema the engine would refuse is
+// refused when the SummaIndex is created (the schema is immutable
+// afterwards).
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'dense_vector' ? has(self.dims) : !has(self.dims)",message="dims is required for a dense_vector field and allowed only there"
+// +kubebuilder:validation:XValidation:rule="!has(self.binary) || !self.binary || self.type == 'dense_vector'",message="binary applies only to dense_vector fields"
+// +kubebuilder:validation:XValidation:rule="!has(self.reorder) || !self.reorder || self.type == 'text'",message="reorder applies only to text fields"
+// +kubebuilder:validation:XValidation:rule="!has(self.multi) || !self.multi || !(self.type in ['dense_vector', 'sparse_vector'])",message="a vector field cannot be multi-valued"
+// +kubebuilder:validation:XValidation:rule="!has(self.primary) || !self.primary || self.type in ['text', 'keyword', 'u64', 'i64']",message="a primary field must be text, keyword, u64 or i64"
+// +kubebuilder:validation:XValidation:rule="!has(self.primary) || !self.primary || ((!has(self.multi) || !self.multi) && (!has(self.indexed) || self.indexed) && (!has(self.reorder) || !self.reorder))",message="a primary field must be indexed, single-valued and not a reorder field"
+type SchemaField struct {
+	// Name of the field in documents: letters, digits, '_', '.', '-',
+	// starting with a letter or '_'.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.-]*$`
+	Name string `json:"name"`
+
+	// Type of the field's values.
+	// +required
+	Type FieldType `json:"type"`
+
+	// Indexed makes the field searchable (engine default: true).
+	// +optional
+	Indexed *bool `json:"indexed,omitempty"`
+
+	// Stored keeps the value in stored documents (engine default: true for
+	// scalars and text).
+	// +optional
+	Stored *bool `json:"stored,omitempty"`
+
+	// Primary marks the primary key used for upserts and deletions; at most
+	// one field of a schema.
+	// +optional
+	Primary bool `json:"primary,omitempty"`
+
+	// Reorder makes BP document reordering use this text field.
+	// +optional
+	Reorder bool `json:"reorder,omitempty"`
+
+	// Multi accepts a JSON array of values for the field.
+	// +optional
+	Multi bool `json:"multi,omitempty"`
+
+	// Dims is the dimension count of a dense_vector field (required there,
+	// refused elsewhere).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4096
+	Dims *int32 `json:"dims,omitempty"`
+
+	// Binary asks for binary quantisation of a dense_vector field.
+	// +optional
+	Binary bool `json:"binary,omitempty"`
+}
+
+// Schema is the engine schema of the index.
+type Schema struct {
+	// Fields of the index, in order; names are unique.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.filter(f, has(f.primary) && f.primary).size() <= 1",message="at most one field may be primary"
+	Fields []SchemaField `json:"fields"`
+}
+
+// ReclaimPolicy says what happens to the data volume when its SummaIndex is
+// deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	// ReclaimRetain stops the engine and keeps the volume, without an owner
+	// reference, for a later SummaIndex of the same name or for inspection.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete deletes the index in the engine, then the pod and the
+	// volume.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// StorageSpec is the data volume of the index, mounted at /data.
+//
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).isGreaterThan(quantity('0'))",message="storage.size must be positive"
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size may grow but never shrink"
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName is immutable"
+type StorageSpec struct {
+	// Size of the volume. It may grow (when the storage class allows volume
+	// expansion) but never shrink.
+	// +required
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassName of the volume; the cluster default when empty.
+	// Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// ReclaimPolicy decides the volume's fate when the SummaIndex is
+	// deleted: Retain (default) keeps it, Delete removes the index and the
+	// volume.
+	// +optional
+	// +kubebuilder:default=Retain
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// LogLevel is the engine's log level.
+// +kubebuilder:validation:Enum=info;debug;trace
+type LogLevel string
+
+// EngineSpec holds the engine's optimizer and indexing tunables. Each one
+// set here becomes the summa-server flag of the same name; an unset one
+// keeps the engine's default. A change restarts the engine (after a drain).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.optimizerBackoffMinSeconds) || !has(self.optimizerBackoffMaxSeconds) || self.optimizerBackoffMinSeconds <= self.optimizerBackoffMaxSeconds",message="optimizerBackoffMinSeconds must not exceed optimizerBackoffMaxSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxRequestBytes) || quantity(string(self.maxRequestBytes)).isGreaterThan(quantity('0'))",message="maxRequestBytes must be positive"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxDocumentBytes) || quantity(string(self.maxDocumentBytes)).isGreaterThan(quantity('0'))",message="maxDocumentBytes must be positive"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxDocumentBytes) || !has(self.maxRequestBytes) || quantity(string(self.maxDocumentBytes)).compareTo(quantity(string(self.maxRequestBytes))) <= 0",message="maxDocumentBytes must not exceed maxRequestBytes"
+type EngineSpec struct {
+	// OptimizerThreads is the width of background maintenance (merges and
+	// BP reordering); 0 turns it off (--optimizer-threads).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=256
+	OptimizerThreads *int32 `json:"optimizerThreads,omitempty"`
+
+	// OptimizerScanIntervalSeconds is the time between optimizer scans
+	// (--optimizer-scan-interval).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	OptimizerScanIntervalSeconds *int32 `json:"optimizerScanIntervalSeconds,omitempty"`
+
+	// OptimizerBackoffMinSeconds is the first backoff after a failed
+	// maintenance task (--optimizer-backoff-min).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	OptimizerBackoffMinSeconds *int32 `json:"optimizerBackoffMinSeconds,omitempty"`
+
+	// OptimizerBackoffMaxSeconds is the largest backoff after failed
+	// maintenance tasks (--optimizer-backoff-max).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	OptimizerBackoffMaxSeconds *int32 `json:"optimizerBackoffMaxSeconds,omitempty"`
+
+	// OptimizerMaxUnconvergedPasses bounds successive budget-truncated BP
+	// passes of one segment lineage (--optimizer-max-unconverged-passes).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	OptimizerMaxUnconvergedPasses *int32 `json:"optimizerMaxUnconvergedPasses,omitempty"`
+
+	// BPTimeBudgetSeconds bounds the time of one BP pass (--bp-time-budget).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	BPTimeBudgetSeconds *int32 `json:"bpTimeBudgetSeconds,omitempty"`
+
+	// BPMemoryBudgetMB bounds the memory of one BP pass, in MiB
+	// (--bp-memory-budget-mb).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	BPMemoryBudgetMB *int32 `json:"bpMemoryBudgetMB,omitempty"`
+
+	// IndexingWorkers is the number of indexing workers per index; 0 lets
+	// the engine choose (--indexing-workers).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=256
+	IndexingWorkers *int32 `json:"indexingWorkers,omitempty"`
+
+	// CommitFlushTimeoutSeconds bounds a commit's wait for the indexing
+	// workers' flush (--commit-flush-timeout).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	CommitFlushTimeoutSeconds *int32 `json:"commitFlushTimeoutSeconds,omitempty"`
+
+	// AutocommitIntervalSeconds commits every index with uncommitted
+	// documents at this interval; 0 (the engine default) turns it off
+	// (--autocommit-interval).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AutocommitIntervalSeconds *int32 `json:"autocommitIntervalSeconds,omitempty"`
+
+	// MaxRequestBytes bounds a request body; larger ones get 413
+	// (--max-request-bytes, engine default 64Mi).
+	// +optional
+	MaxRequestBytes *resource.Quantity `json:"maxRequestBytes,omitempty"`
+
+	// MaxDocumentBytes bounds one NDJSON document; at most MaxRequestBytes
+	// (--max-document-bytes, engine default 1Mi).
+	// +optional
+	MaxDocumentBytes *resource.Quantity `json:"maxDocumentBytes,omitempty"`
+
+	// LogLevel of the engine (--log-level).
+	// +optional
+	LogLevel LogLevel `json:"logLevel,omitempty"`
+}
+
+// GracePeriodBounds clamp the engine pod's terminationGracePeriodSeconds,
+// which the operator sizes from the engine's drain estimate.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.minSeconds) || !has(self.maxSeconds) || self.minSeconds <= self.maxSeconds",message="terminationGracePeriod.minSeconds must not exceed maxSeconds"
+type GracePeriodBounds struct {
+	// MinSeconds is the smallest grace period given to the engine pod.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	MinSeconds int32 `json:"minSeconds,omitempty"`
+
+	// MaxSeconds is the largest grace period given to the engine pod.
+	// +optional
+	// +kubebuilder:default=1800
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	MaxSeconds int32 `json:"maxSeconds,omitempty"`
+}
+
+// LifecycleSpec bounds how long the engine gets to stop and to drain.
+type LifecycleSpec struct {
+	// TerminationGracePeriod bounds the sized grace period of the engine pod.
+	// +optional
+	// +kubebuilder:default={}
+	TerminationGracePeriod GracePeriodBounds `json:"terminationGracePeriod,omitempty"`
+
+	// DrainTimeoutSeconds bounds the wait for a drain before a restart; a
+	// drain that takes longer leaves the pod running and the index Degraded.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	DrainTimeoutSeconds int32 `json:"drainTimeoutSeconds,omitempty"`
+}
+
+// BackupMode says whether a doctor run first copies the data volume.
+// +kubebuilder:validation:Enum=Copy;None
+type BackupMode string
+
+const (
+	// BackupCopy copies the volume to <name>-backup-<requestId> before the
+	// doctor touches it.
+	BackupCopy BackupMode = "Copy"
+	// BackupNone runs the doctor without a copy.
+	BackupNone BackupMode = "None"
+)
+
+// DoctorSpec asks for an offline repair of the data directory.
+type DoctorSpec struct {
+	// RequestID starts one doctor run each time it is set to a new value;
+	// a value runs at most once. It is part of the backup volume's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	RequestID string `json:"requestId,omitempty"`
+
+	// Backup says whether the volume is copied first: Copy (default) or
+	// None.
+	// +optional
+	// +kubebuilder:default=Copy
+	Backup BackupMode `json:"backup,omitempty"`
+}
+
+// SummaIndexSpec is the desired state of a SummaIndex.
+type SummaIndexSpec struct {
+	// Image of the engine (summa-server); the operator's default when
+	// empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image,omitempty"`
+
+	// Schema of the index, as the engine takes it. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf && self.fields.map(f, f.name) == oldSelf.fields.map(f, f.name)",message="schema is immutable"
+	Schema Schema `json:"schema"`
+
+	// Storage is the data volume.
+	// +required
+	Storage StorageSpec `json:"storage"`
+
+	// Resources of the engine container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Engine holds optimizer and indexing tunables, passed as flags.
+	// +optional
+	Engine EngineSpec `json:"engine,omitempty"`
+
+	// Lifecycle bounds grace periods and drains.
+	// +optional
+	// +kubebuilder:default={}
+	Lifecycle LifecycleSpec `json:"lifecycle,omitempty"`
+
+	// Doctor asks for offline repairs.
+	// +optional
+	// +kubebuilder:default={}
+	Doctor DoctorSpec `json:"doctor,omitempty"`
+
+	// PodTemplate adds application containers (and pod settings) to the
+	// engine pod; with containers, the engine runs as a native sidecar that
+	// starts first and stops last. It is not validated by the CRD schema
+	// (to keep the CRD small) but by the API server when the pod is
+	// created.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
+
+	// Suspend stops the engine pod (after a drain) and keeps the volume;
+	// setting it back to false starts the engine again.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// Phase is the coarse state of a SummaIndex.
+// +kubebuilder:validation:Enum=Pending;Running;Draining;Restarting;Repairing;Suspended;Deleting;Failed
+type Phase string
+
+const (
+	// PhasePending: the volume, pod or index is being created.
+	PhasePending Phase = "Pending"
+	// PhaseRunning: the engine serves the index.
+	PhaseRunning Phase = "Running"
+	// PhaseDraining: the engine is draining before a restart, suspension
+	// or deletion.
+	PhaseDraining Phase = "Draining"
+	// PhaseRestarting: the old pod is stopping or the new one is starting.
+	PhaseRestarting Phase = "Restarting"
+	// PhaseRepairing: a doctor run is in progress.
+	PhaseRepairing Phase = "Repairing"
+	// PhaseSuspended: the engine is stopped on purpose; the volume is kept.
+	PhaseSuspended Phase = "Suspended"
+	// PhaseDeleting: the SummaIndex is being deleted.
+	PhaseDeleting Phase = "Deleting"
+	// PhaseFailed: the operator cannot make progress without help; the
+	// conditions say why.
+	PhaseFailed Phase = "Failed"
+)
+
+// Condition types of a SummaIndex.
+const (
+	// ConditionReady is True when the engine answers and the index is open.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the operator moves the index to a
+	// new desired state (creation, restart, repair, deletion).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when something needs attention, for example
+	// a drain that timed out or durability the engine reports degraded.
+	ConditionDegraded = "Degraded"
+	// ConditionDoctorRequired is True when the engine reports quarantined
+	// segments: set spec.doctor.requestId to repair them.
+	ConditionDoctorRequired = "DoctorRequired"
+)
+
+// QuarantinedSegment is a segment the engine could not open.
+type QuarantinedSegment struct {
+	// ID of the segment, in lowercase hex.
+	ID string `json:"id"`
+	// Reason the engine gave.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// Doctor run phases recorded in status.doctor.phase.
+const (
+	// DoctorPhasePending: the run was requested and nothing was done yet.
+	DoctorPhasePending = "Pending"
+	// DoctorPhaseBackingUp: the volume is being copied.
+	DoctorPhaseBackingUp = "BackingUp"
+	// DoctorPhaseDraining: the engine is draining and stopping.
+	DoctorPhaseDraining = "Draining"
+	// DoctorPhaseRunning: the doctor Job runs.
+	DoctorPhaseRunning = "Running"
+	// DoctorPhaseRestarting: the Job is done and the engine starts again.
+	DoctorPhaseRestarting = "Restarting"
+	// DoctorPhaseSucceeded: the run finished and its report is recorded.
+	DoctorPhaseSucceeded = "Succeeded"
+	// DoctorPhaseFailed: the run failed; the message says why.
+	DoctorPhaseFailed = "Failed"
+)
+
+// DoctorStatus records the last doctor run.
+type DoctorStatus struct {
+	// RequestID of the run; a requestId recorded here never runs again.
+	// +optional
+	RequestID string `json:"requestId,omitempty"`
+	// Phase of the run (Pending, BackingUp, Draining, Running, Restarting,
+	// Succeeded, Failed).
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// JobName of the doctor Job.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+	// BackupClaimName of the copy of the volume, when one was made.
+	// +optional
+	BackupClaimName string `json:"backupClaimName,omitempty"`
+	// RemovedSegments are the IDs of the segments the doctor removed.
+	// +optional
+	// +listType=atomic
+	RemovedSegments []string `json:"removedSegments,omitempty"`
+	// RemovedDocuments counts the documents lost with them.
+	// +optional
+	RemovedDocuments int64 `json:"removedDocuments,omitempty"`
+	// CheckedSegments counts the segments the doctor validated.
+	// +optional
+	CheckedSegments int64 `json:"checkedSegments,omitempty"`
+	// Message explains a failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// StartTime of the run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime of the run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// SummaIndexStatus is the observed state of a SummaIndex.
+type SummaIndexStatus struct {
+	// Phase is the coarse state; the conditions are the source of truth.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// ObservedGeneration is the spec generation the status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Progressing, Degraded, DoctorRequired.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Documents counts live, committed, searchable documents.
+	// +optional
+	Documents int64 `json:"documents,omitempty"`
+
+	// Segments counts the live segments.
+	// +optional
+	Segments int64 `json:"segments,omitempty"`
+
+	// Generation is the engine's commit generation of the index.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// UncommittedDocuments counts accepted documents not yet committed.
+	// +optional
+	UncommittedDocuments int64 `json:"uncommittedDocuments,omitempty"`
+
+	// QuarantinedSegments are the segments the engine could not open.
+	// +optional
+	// +listType=atomic
+	QuarantinedSegments []QuarantinedSegment `json:"quarantinedSegments,omitempty"`
+
+	// DurabilityDegraded is true when the engine reports that it could not
+	// make its data durable.
+	// +optional
+	DurabilityDegraded bool `json:"durabilityDegraded,omitempty"`
+
+	// TerminationGracePeriodSeconds is the grace period given to the engine
+	// pod, sized from DrainEstimateSeconds and clamped to the spec's bounds.
+	// +optional
+	TerminationGracePeriodSeconds int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
+	// ShutdownDeadlineSeconds is the engine's own --shutdown-deadline,
+	// a margin shorter than the grace period.
+	// +optional
+	ShutdownDeadlineSeconds int64 `json:"shutdownDeadlineSeconds,omitempty"`
+
+	// DrainEstimateSeconds is the engine's estimate of the time a drain
+	// takes now.
+	// +optional
+	// +kubebuilder:validation:Type=number
+	// +kubebuilder:validation:Minimum=0
+	DrainEstimateSeconds *float64 `json:"drainEstimateSeconds,omitempty"`
+
+	// PodName of the engine pod.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// PodUID of the engine pod: the operator deletes it only with this UID
+	// as a precondition.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+
+	// CurrentRevision is the revision hash of the running engine pod.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// UpdateRevision is the revision hash of the desired engine pod; it
+	// differs from CurrentRevision while a restart is pending.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// DrainStartTime is when the current drain began; empty when no drain
+	// is in progress.
+	// +optional
+	DrainStartTime *metav1.Time `json:"drainStartTime,omitempty"`
+
+	// Doctor records the last doctor run.
+	// +optional
+	Doctor *DoctorStatus `json:"doctor,omitempty"`
+}
+
+// SummaIndex is one search index: a summa-server pod, the volume holding
+// its data and a Service in front of it, managed by the Summa operator.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=summaindexes,singular=summaindex,scope=Namespaced,shortName=sidx,categories=summa
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
+// +kubebuilder:printcolumn:name="Segments",type=integer,JSONPath=`.status.segments`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Grace",type=integer,JSONPath=`.status.terminationGracePeriodSeconds`,priority=1
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): it names the engine Service"
+type SummaIndex struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	// +required
+	Spec SummaIndexSpec `json:"spec"`
+
+	// Status is the observed state.
+	// +optional
+	Status SummaIndexStatus `json:"status,omitempty"`
+}
+
+// SummaIndexList is a list of SummaIndex.
+//
+// +kubebuilder:object:root=true
+type SummaIndexList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the SummaIndexes.
+	Items []SummaIndex `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SummaIndex{}, &SummaIndexList{})
+}

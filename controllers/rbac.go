@@ -1,0 +1,30 @@
+// Package controllers holds the Summa operator's reconcilers: the
+// SummaIndex controller that owns each index's engine pod, data volume,
+// Service and doctor Jobs.
+//
+// This file carries the operator's RBAC markers; `make manifests` turns
+// them into config/rbac/role.yaml. They grant the least the operator needs:
+//
+//   - summaindexes, their status and finalizers: the resource it reconciles;
+//   - pods: it creates and deletes the engine pod itself (no StatefulSet),
+//     patches it (grace and labels) and watches it;
+//   - persistentvolumeclaims: the data volume and the doctor's backup copy;
+//     update and patch to grow the volume and to drop the owner reference of
+//     a retained one;
+//   - services: the Service in front of the engine;
+//   - jobs: the doctor and volume-copy Jobs;
+//   - events: one for every lifecycle step.
+//
+// Leader election (coordination.k8s.io leases and its events) has its own
+// namespaced Role in config/rbac/leader_election_role.yaml.
+package controllers
+
+// +kubebuilder:rbac:groups=summa.dev,resources=summaindexes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=summa.dev,resources=summaindexes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=summa.dev,resources=summaindexes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
