@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/summadev/summa/client"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,59 +18,60 @@ import (
 
 // Error codes of the API. Every error answer carries one of them in
 // {"error":{"code":...}}; clients branch on the code, never on the message.
+// The vocabulary is defined once, in the client package.
 const (
 	// CodeIndexNotFound (404): no index of that name.
-	CodeIndexNotFound = "IndexNotFound"
+	CodeIndexNotFound = client.CodeIndexNotFound
 	// CodeIndexExists (409): an index of that name exists with another schema.
-	CodeIndexExists = "IndexExists"
+	CodeIndexExists = client.CodeIndexExists
 	// CodeIndexDeleting (409): the index is being deleted.
-	CodeIndexDeleting = "IndexDeleting"
+	CodeIndexDeleting = client.CodeIndexDeleting
 	// CodeInvalidSchema (400): the schema is malformed or invalid.
-	CodeInvalidSchema = "InvalidSchema"
+	CodeInvalidSchema = client.CodeInvalidSchema
 	// CodeInvalidDocument (400): a document of the request is invalid; the
 	// message names its NDJSON line and field. Nothing was indexed.
-	CodeInvalidDocument = "InvalidDocument"
+	CodeInvalidDocument = client.CodeInvalidDocument
 	// CodeInvalidQuery (400): the search request is refused.
-	CodeInvalidQuery = "InvalidQuery"
+	CodeInvalidQuery = client.CodeInvalidQuery
 	// CodeInvalidIndexName (400): the name is not a DNS-1123 subdomain.
-	CodeInvalidIndexName = "InvalidIndexName"
+	CodeInvalidIndexName = client.CodeInvalidIndexName
 	// CodeBadRequest (400): a malformed request body or parameter.
-	CodeBadRequest = "BadRequest"
+	CodeBadRequest = client.CodeBadRequest
 	// CodeNotFound (404): no such route.
-	CodeNotFound = "NotFound"
+	CodeNotFound = client.CodeNotFound
 	// CodeMethodNotAllowed (405): the route exists, the method does not.
-	CodeMethodNotAllowed = "MethodNotAllowed"
+	CodeMethodNotAllowed = client.CodeMethodNotAllowed
 	// CodePayloadTooLarge (413): the body or one document is over its limit.
-	CodePayloadTooLarge = "PayloadTooLarge"
+	CodePayloadTooLarge = client.CodePayloadTooLarge
 	// CodeInternal (500): a server fault.
-	CodeInternal = "Internal"
+	CodeInternal = client.CodeInternal
 	// CodeGenerationFailed (500, retryable): the indexing generation was
 	// abandoned; its documents must be sent again.
-	CodeGenerationFailed = "GenerationFailed"
+	CodeGenerationFailed = client.CodeGenerationFailed
 	// CodeVisibilityChanged (409, retryable): deletes reached a compaction
 	// source while it ran; nothing was published.
-	CodeVisibilityChanged = "VisibilityChanged"
+	CodeVisibilityChanged = client.CodeVisibilityChanged
 	// CodeSourceQuarantined (409): a rewrite source failed validation and
 	// is quarantined; the doctor repairs it.
-	CodeSourceQuarantined = "SourceQuarantined"
+	CodeSourceQuarantined = client.CodeSourceQuarantined
 	// CodeNotImplemented (501): the endpoint is not implemented yet.
-	CodeNotImplemented = "NotImplemented"
+	CodeNotImplemented = client.CodeNotImplemented
 	// CodeDraining (503, retryable): writes are refused while the server drains.
-	CodeDraining = "Draining"
+	CodeDraining = client.CodeDraining
 	// CodeBackpressure (503, retryable): a commit is being published.
-	CodeBackpressure = "Backpressure"
+	CodeBackpressure = client.CodeBackpressure
 	// CodeCommitFlushTimeout (503, retryable): the commit goes on; a retried
 	// commit request joins it.
-	CodeCommitFlushTimeout = "CommitFlushTimeout"
+	CodeCommitFlushTimeout = client.CodeCommitFlushTimeout
 	// CodeShuttingDown (503, retryable): the server is stopping.
-	CodeShuttingDown = "ShuttingDown"
+	CodeShuttingDown = client.CodeShuttingDown
 	// CodeStarting (503, retryable): the server is opening its data directory.
-	CodeStarting = "Starting"
+	CodeStarting = client.CodeStarting
 	// CodeNotReady (503, retryable): /readyz while starting, draining or
 	// shutting down.
-	CodeNotReady = "NotReady"
+	CodeNotReady = client.CodeNotReady
 	// CodeTimeout (503, retryable): the request's deadline passed.
-	CodeTimeout = "Timeout"
+	CodeTimeout = client.CodeTimeout
 )
 
 // Retry-After defaults of the retryable answers.
