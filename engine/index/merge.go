@@ -78,14 +78,17 @@ func (idx *Index) merge(ctx context.Context, pick func(*Snapshot) []SnapshotSegm
 }
 
 // concatMasks builds the output mask from the sources' current masks,
-// offset by each source's physical row base.
+// offset by each source's physical row base. A source missing from the
+// current metadata (a commit deleted all its rows) is hidden whole.
 func (rw *rewrite) concatMasks(cur []metadata.Segment) *roaring.Bitmap {
 	out := roaring.New()
 	var base uint32
 	rw.idx.mu.Lock()
 	defer rw.idx.mu.Unlock()
 	for i, s := range cur {
-		if s.Deletes != nil {
+		if s.ID != rw.sources[i].Meta.ID {
+			out.AddRange(uint64(base), uint64(base)+uint64(rw.sources[i].Meta.Documents))
+		} else if s.Deletes != nil {
 			if m := rw.idx.mu.masks[s.Deletes.ID]; m != nil {
 				it := m.Iterator()
 				for it.HasNext() {

@@ -12,9 +12,11 @@ import (
 	"github.com/summadev/summa/engine/segment"
 )
 
-// ErrVisibilityChanged: deletes reached a compaction source while it ran;
-// publication is rejected so that none is lost (M03). Retry the compaction.
-var ErrVisibilityChanged = errors.New("index: source visibility changed during compaction; retry")
+// ErrVisibilityChanged: deletes reached a rewrite source while it ran (a
+// compaction source's mask changed, or a commit dropped a source whose rows
+// were all deleted); publication is rejected so that none is lost (M03).
+// Retry the rewrite.
+var ErrVisibilityChanged = errors.New("index: source visibility changed during the rewrite; retry")
 
 // ErrNothingToDo: the rewrite has no eligible source.
 var ErrNothingToDo = errors.New("index: nothing to rewrite")
@@ -219,10 +221,19 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	for i, s := range rw.sources {
 		pos[s.Meta.ID] = i
 	}
+	present := 0
 	for _, s := range meta.Segments {
 		if i, ok := pos[s.ID]; ok {
 			cur[i] = s
+			present++
 		}
+	}
+	// A commit may have dropped a source whose every row it deleted. A
+	// single-source rewrite then has nothing left to publish, and a merge
+	// must hide the dropped source's rows, never bring them back.
+	if present < len(rw.sources) && (len(rw.sources) == 1 || rw.kind != "merge" || present == 0) {
+		r.Close()
+		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, ErrVisibilityChanged)
 	}
 	deleted, err := mask(cur)
 	if err != nil {

@@ -3,6 +3,8 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"maps"
 	"testing"
 
@@ -221,5 +223,84 @@ func TestQ08_FailedOutputDeletedAfterRecheck(t *testing.T) {
 	}
 	if got := len(visible(t, idx)); got != 20 {
 		t.Fatalf("%d visible after a failed merge", got)
+	}
+}
+
+// upsertAllOf replaces every document of [from, to) and commits, so the
+// segment that held them loses its last live row and leaves metadata.
+func upsertAllOf(t *testing.T, idx *Index, from, to int) {
+	t.Helper()
+	if err := idx.Add(docs(t, from, to, 2)); err != nil {
+		t.Error(err)
+	}
+	if _, err := idx.Commit(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestM01_MergeNeverResurrectsASourceACommitDropped(t *testing.T) {
+	opts := testOptions()
+	var idx *Index
+	armed := true
+	opts.Hooks.BeforeRewritePublish = func(string) {
+		if armed {
+			armed = false
+			upsertAllOf(t, idx, 20, 30) // the third segment: no row deleted yet
+		}
+	}
+	fs, idx := threeSegments(t, opts)
+	defer mustClose(t, idx)
+	if _, err := idx.ForceMerge(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	vis := visible(t, idx) // fails on a key visible twice
+	snap, err := idx.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if len(vis) != 28 || snap.Documents() != 28 {
+		t.Fatalf("after merge: %d keys visible, %d live rows; want 28 and 28", len(vis), snap.Documents())
+	}
+	for i := 20; i < 30; i++ {
+		if pk := fmt.Sprintf("p%04d", i); !strings.Contains(vis[pk], `"n":2`) {
+			t.Fatalf("%s: the upsert's version is not the visible one: %s", pk, vis[pk])
+		}
+	}
+	checkOwned(t, fs, idx)
+}
+
+func TestM03_SingleSourceRewriteOfADroppedSourceIsRejected(t *testing.T) {
+	for _, kind := range []string{"compact", "reorder"} {
+		t.Run(kind, func(t *testing.T) {
+			opts := testOptions()
+			var idx *Index
+			armed := true
+			opts.Hooks.BeforeRewritePublish = func(string) {
+				if armed {
+					armed = false
+					upsertAllOf(t, idx, 0, 10) // the first segment, which has a deleted row
+				}
+			}
+			fs, idx := threeSegments(t, opts)
+			defer mustClose(t, idx)
+			var err error
+			first := idx.Metadata().Segments[0].ID
+			if kind == "compact" {
+				_, err = idx.CompactSegment(context.Background(), first)
+			} else {
+				_, err = idx.ReorderSegment(context.Background(), first, ReorderOptions{MaxDepth: 1})
+			}
+			if !errors.Is(err, ErrVisibilityChanged) {
+				t.Fatalf("%s of a source a commit dropped: %v", kind, err)
+			}
+			if vis := visible(t, idx); len(vis) != 29 {
+				t.Fatalf("%d keys visible, want 29", len(vis))
+			}
+			checkOwned(t, fs, idx)
+			if idx.Manager().ActiveOperations() != 0 {
+				t.Fatal("rejected rewrite left claims")
+			}
+		})
 	}
 }
