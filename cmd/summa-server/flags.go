@@ -144,7 +144,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  summa-server --data-dir DIR [--listen HOST:PORT] [flags]\n"+
-			"  summa-server --data-dir DIR --doctor [--report-file PATH]\n  summa-server version\n\n"+
+			"  summa-server --data-dir DIR --doctor [--report-file PATH]\n  "+backupUsage+" (see backup --help)\n"+
+			"  summa-server version\n\n"+
 			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

@@ -61,3 +61,32 @@ func TestEnvName(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestBackupFlags: `backup` takes --data-dir and --to in both forms, and
+// from SUMMA_DATA_DIR / SUMMA_TO; the command line wins.
+func TestBackupFlags(t *testing.T) {
+	env := map[string]string{"SUMMA_DATA_DIR": "/env/data", "SUMMA_TO": "/env/to", "SUMMA_LISTEN": "ignored:1"}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := parseBackupFlags([]string{"--to=/backup", "--report-file", "/dev/termination-log"}, getenv, io.Discard)
+	if want := (backupConfig{DataDir: "/env/data", To: "/backup", ReportFile: "/dev/termination-log"}); err != nil || cfg != want {
+		t.Fatalf("got %+v %v, want %+v", cfg, err, want)
+	}
+	cfg, err = parseBackupFlags([]string{"--data-dir=/d", "--to", "/b"}, func(string) string { return "" }, io.Discard)
+	if want := (backupConfig{DataDir: "/d", To: "/b"}); err != nil || cfg != want {
+		t.Fatalf("got %+v %v, want %+v", cfg, err, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to", "/b"}, "--data-dir"},
+		{[]string{"--data-dir", "/d"}, "--to"},
+		{[]string{"--data-dir", "/d", "--to", "/b", "extra"}, "unexpected argument"},
+		{[]string{"--data-dir", "/d", "--to", "/b", "--listen", "x"}, "not defined"},
+	} {
+		_, err := parseBackupFlags(tc.args, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

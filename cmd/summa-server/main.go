@@ -3,6 +3,8 @@
 //
 //	summa-server --data-dir DIR [--listen HOST:PORT] [flags]   serve
 //	summa-server --data-dir DIR --doctor [--report-file PATH]  offline repair
+//	summa-server backup --data-dir DIR --to DEST [--report-file PATH]
+//	                                                           offline copy
 //	summa-server version
 //
 // Every flag can also come from the environment as SUMMA_<FLAG_IN_CAPS>
@@ -28,7 +30,8 @@ const (
 	// could not finish, listen failed).
 	exitFailure = 1
 	// exitUsage: bad flags, or the data directory is locked by another
-	// process (nothing was touched).
+	// process, or a backup's destination is not empty (nothing was
+	// touched).
 	exitUsage = 2
 )
 
@@ -44,6 +47,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if len(args) > 0 && args[0] == "version" {
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
+	}
+	if len(args) > 0 && args[0] == "backup" {
+		return runBackup(args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, errHelp) {

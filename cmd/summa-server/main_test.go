@@ -327,3 +327,44 @@ func TestAutocommitAndEnv(t *testing.T) {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }
+
+// TestBackupRefusals: `backup` without --to, on a missing data directory,
+// or into a non-empty destination exits 2, says why, and creates nothing;
+// the refusal is also a JSON report with an error.
+func TestBackupRefusals(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dst, "earlier"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	absent := filepath.Join(t.TempDir(), "absent")
+	for _, tc := range []struct {
+		args   []string
+		want   string
+		report bool // flags were valid: a JSON report with an error
+	}{
+		{[]string{"backup", "--data-dir", src}, "--to", false},
+		{[]string{"backup", "--data-dir", absent, "--to", filepath.Join(t.TempDir(), "b")}, "data directory", true},
+		{[]string{"backup", "--data-dir=" + src, "--to=" + dst}, "not an empty directory", true},
+	} {
+		stdout, stderr, code := runCmd(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+		var rep struct {
+			Indexes []any  `json:"indexes"`
+			Error   string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rep); tc.report && (err != nil || rep.Error == "" || rep.Indexes == nil) {
+			t.Errorf("%q: stdout %q is not a JSON report with an error (%v)", tc.args, stdout, err)
+		}
+	}
+	if _, err := os.Stat(absent); !os.IsNotExist(err) {
+		t.Errorf("backup created the missing data directory")
+	}
+	if ents, _ := os.ReadDir(src); len(ents) != 0 {
+		t.Errorf("a refused backup wrote into the data directory: %v", ents)
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) != 1 {
+		t.Errorf("a refused backup wrote into the destination: %v", ents)
+	}
+}

@@ -142,6 +142,13 @@ func OpenReadOnly(fs vfs.FS, dir string, opts Options) (*Index, error) {
 	return idx, nil
 }
 
+// LockDir takes an index directory's single-writer OS lock (LockFileName),
+// the lock Open, Create and Doctor hold, for a tool that must read the
+// directory while no writer can change it (an offline backup). It fails
+// with ErrLocked while another writer holds it and with ErrNotFound when
+// dir does not exist.
+func LockDir(fs vfs.FS, dir string) (io.Closer, error) { return lockDir(fs, dir) }
+
 func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
 	lock, err := fs.Lock(fs.PathJoin(dir, LockFileName))
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"

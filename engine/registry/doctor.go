@@ -30,9 +30,9 @@ type IndexDoctorReport struct {
 // reported in the index's entry and in the returned error.
 func Doctor(ctx context.Context, fs vfs.FS, dir string, opts Options) (DoctorReport, error) {
 	rep := DoctorReport{Indexes: []IndexDoctorReport{}}
-	lock, err := fs.Lock(fs.PathJoin(dir, LockFileName))
+	lock, err := LockDataDir(fs, dir)
 	if err != nil {
-		return rep, fmt.Errorf("%w: %s: %v", ErrDataDirLocked, dir, err)
+		return rep, err
 	}
 	defer lock.Close()
 	names, err := fs.List(dir)

@@ -115,9 +115,9 @@ func Open(fs vfs.FS, dir string, opts Options) (*Registry, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("registry: create data directory %s: %w", dir, err)
 	}
-	lock, err := fs.Lock(fs.PathJoin(dir, LockFileName))
+	lock, err := LockDataDir(fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDataDirLocked, dir, err)
+		return nil, err
 	}
 	r := &Registry{fs: fs, dir: dir, opts: opts, log: opts.Logger, lock: lock}
 	r.mu.entries = make(map[string]*entry)
@@ -139,6 +139,18 @@ func Open(fs vfs.FS, dir string, opts Options) (*Registry, error) {
 	r.opt = optimizer.New(opts.Optimizer, r.permits)
 	r.opt.Start(r.targets)
 	return r, nil
+}
+
+// LockDataDir takes the data-directory lock (LockFileName) that the
+// server, the doctor and a backup hold for as long as they use dir. It
+// fails with ErrDataDirLocked while another process (or another holder in
+// this process) has it. The lock file is created if missing.
+func LockDataDir(fs vfs.FS, dir string) (io.Closer, error) {
+	lock, err := fs.Lock(fs.PathJoin(dir, LockFileName))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDataDirLocked, dir, err)
+	}
+	return lock, nil
 }
 
 // openAll removes marked directories and opens the others.

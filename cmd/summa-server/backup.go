@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/backup"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
+)
+
+// backupConfig is the command line of `summa-server backup`.
+type backupConfig struct {
+	// DataDir is the data directory to copy (required).
+	DataDir string
+	// To is the new backup directory: absent or empty (required).
+	To string
+	// ReportFile also receives the JSON report.
+	ReportFile string
+	// LogVerbosity is the logr verbosity.
+	LogVerbosity int
+}
+
+// backupUsage is the first line of the backup command's usage.
+const backupUsage = "summa-server backup --data-dir DIR --to DEST [--report-file PATH]"
+
+// parseBackupFlags reads the command line after "backup", then fills every
+// flag not given there from SUMMA_<FLAG_IN_CAPS>, as the server's flags.
+func parseBackupFlags(args []string, getenv func(string) string, stderr io.Writer) (backupConfig, error) {
+	var cfg backupConfig
+	fs := flag.NewFlagSet("summa-server backup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  %s\n\n"+
+			"Copies the committed state of every index of an offline data directory into DEST, which\n"+
+			"must not exist or be empty, and prints a JSON report. Fails with exit 2, touching nothing,\n"+
+			"while a server or doctor uses the data directory or when DEST is not empty.\n"+
+			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n",
+			backupUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory to copy (required; the server must be stopped)")
+	fs.StringVar(&cfg.To, "to", "", "backup directory to create; must not exist or be empty (required)")
+	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
+	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, errHelp
+		}
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("backup: unexpected argument %q (see backup --help)", fs.Arg(0))
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return cfg, err
+	}
+	switch {
+	case cfg.DataDir == "":
+		return cfg, errors.New("backup: --data-dir (or SUMMA_DATA_DIR) is required")
+	case cfg.To == "":
+		return cfg, errors.New("backup: --to (or SUMMA_TO) is required")
+	}
+	return cfg, nil
+}
+
+// backupOutput is the backup's JSON report.
+type backupOutput struct {
+	backup.Report
+	// Error is set when the backup did not complete.
+	Error string `json:"error,omitempty"`
+}
+
+// runBackup copies the data directory offline and prints one JSON report
+// on stdout (and to --report-file). It exits 0 when the copy is complete;
+// 2, touching nothing, when another process holds the data directory, the
+// data directory does not exist or the destination is not empty; 1 when
+// the copy failed (what it had written is removed).
+func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseBackupFlags(args, getenv, stderr)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(stderr, cfg.LogVerbosity)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	out := backupOutput{Report: backup.Report{Indexes: []backup.IndexReport{}}}
+	code := exitOK
+	fail := func(c int, err error, hint string) {
+		code, out.Error = c, err.Error()
+		fmt.Fprintf(stderr, "summa-server: %v%s\n", err, hint)
+	}
+	const untouched = " (nothing was touched)"
+	// Refusals first, before anything is created, locked or truncated.
+	if err := backup.CheckDestination(vfs.Default, cfg.To); err != nil {
+		fail(backupExitCode(err), err, untouched)
+	} else if st, err := os.Stat(cfg.DataDir); err != nil || !st.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", cfg.DataDir)
+		}
+		fail(exitUsage, fmt.Errorf("backup: data directory: %w", err), untouched)
+	} else if err := probeLock(cfg.DataDir); err != nil {
+		fail(backupExitCode(err), fmt.Errorf("backup: %w", err), "; stop the server first"+untouched)
+	} else {
+		rep, err := backup.Run(ctx, vfs.Default, cfg.DataDir, cfg.To, backup.Options{Logger: log.WithName("backup")})
+		out.Report = rep
+		if err != nil {
+			hint := ""
+			if backupExitCode(err) == exitUsage {
+				hint = " (nothing was copied)"
+			}
+			fail(backupExitCode(err), err, hint)
+		}
+	}
+	return writeBackupReport(out, code, cfg.ReportFile, log, stdout, stderr)
+}
+
+// backupExitCode is 2 for the refusals that touch nothing, 1 otherwise.
+func backupExitCode(err error) int {
+	if errors.Is(err, registry.ErrDataDirLocked) || errors.Is(err, index.ErrLocked) ||
+		errors.Is(err, backup.ErrDestinationNotEmpty) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// writeBackupReport prints the report and writes it to reportFile; it
+// returns the exit code.
+func writeBackupReport(out backupOutput, code int, reportFile string, log logr.Logger, stdout, stderr io.Writer) int {
+	data, err := json.Marshal(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: backup: encode the report: %v\n", err)
+		return exitFailure
+	}
+	data = append(data, '\n')
+	if _, err := stdout.Write(data); err != nil {
+		return exitFailure
+	}
+	if reportFile != "" {
+		if err := os.WriteFile(reportFile, data, 0o644); err != nil {
+			fmt.Fprintf(stderr, "summa-server: backup: write the report to %s: %v\n", reportFile, err)
+			if code == exitOK {
+				code = exitFailure
+			}
+		}
+	}
+	if code == exitOK {
+		log.Info("Backup complete", "indexes", len(out.Indexes), "bytes", out.Bytes)
+	}
+	return code
+}
