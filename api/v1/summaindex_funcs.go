@@ -59,12 +59,27 @@ func (x *SummaIndex) BackupClaimName(requestID string) string {
 	return x.Name + "-backup-" + requestID
 }
 
+// EnginePodName is the name of the engine pod. A replacement is created
+// only once the previous pod is gone, so the name is stable.
+func (x *SummaIndex) EnginePodName() string { return x.Name + "-engine" }
+
+// BackupJobName is the name of the Job that copies the data volume before
+// the doctor run requestID (shortened like DoctorJobName).
+func (x *SummaIndex) BackupJobName(requestID string) string {
+	return shortName(x.Name + "-backup-" + requestID)
+}
+
 // DoctorJobName is the name of the Job of the doctor run requestID:
 // <name>-doctor-<requestId>, shortened with a hash suffix when that would
 // exceed 63 characters. The same inputs always give the same name, so a
 // restarted operator finds the Job again.
 func (x *SummaIndex) DoctorJobName(requestID string) string {
-	name := x.Name + "-doctor-" + requestID
+	return shortName(x.Name + "-doctor-" + requestID)
+}
+
+// shortName returns name, or a prefix of it with a hash suffix when it is
+// longer than a label value may be.
+func shortName(name string) string {
 	if len(name) <= maxJobNameLength {
 		return name
 	}

@@ -532,6 +532,17 @@ type SummaIndexStatus struct {
 	// +optional
 	DrainStartTime *metav1.Time `json:"drainStartTime,omitempty"`
 
+	// DrainFailures counts the drains in a row that did not finish within
+	// spec.lifecycle.drainTimeoutSeconds; the next attempt waits an
+	// exponential backoff after LastDrainFailureTime. Reset by a drain that
+	// finishes.
+	// +optional
+	DrainFailures int32 `json:"drainFailures,omitempty"`
+
+	// LastDrainFailureTime is when the last drain timed out.
+	// +optional
+	LastDrainFailureTime *metav1.Time `json:"lastDrainFailureTime,omitempty"`
+
 	// Doctor records the last doctor run.
 	// +optional
 	Doctor *DoctorStatus `json:"doctor,omitempty"`

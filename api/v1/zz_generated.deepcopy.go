@@ -356,6 +356,10 @@ func (in *SummaIndexStatus) DeepCopyInto(out *SummaIndexStatus) {
 		in, out := &in.DrainStartTime, &out.DrainStartTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastDrainFailureTime != nil {
+		in, out := &in.LastDrainFailureTime, &out.LastDrainFailureTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Doctor != nil {
 		in, out := &in.Doctor, &out.Doctor
 		*out = new(DoctorStatus)

@@ -1,0 +1,113 @@
+// Command manager runs the Summa operator: the SummaIndex controller, with
+// leader election, health probes and Prometheus metrics.
+//
+//	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s]
+//	        [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
+//
+// It finds the cluster from KUBECONFIG or the in-cluster service account.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	summav1 "github.com/summadev/summa/api/v1"
+	"github.com/summadev/summa/controllers"
+)
+
+// leaderElectionID names the Lease the replicas compete for.
+const leaderElectionID = "summa-operator.summa.dev"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses flags and runs the manager until SIGTERM.
+func run(args []string) error {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	var (
+		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 turns it off)")
+		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		leaderElect   = fs.Bool("leader-elect", false, "hold a Lease so that only one replica reconciles")
+		engineImage   = fs.String("engine-image", envOr("SUMMA_ENGINE_IMAGE", controllers.DefaultEngineImage), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
+		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
+		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "bound of each call to an engine's API")
+	)
+	zopts := zap.Options{}
+	zopts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *resync <= 0 || *engineTimeout <= 0 {
+		return fmt.Errorf("--resync-period and --engine-timeout must be positive")
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	lg := ctrl.Log.WithName("manager")
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	if err := summav1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("find the cluster: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:        *probeAddr,
+		LeaderElection:                *leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	r := &controllers.SummaIndexReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("summa-operator"),
+		Options: controllers.Options{
+			DefaultImage:  *engineImage,
+			ResyncPeriod:  *resync,
+			EngineTimeout: *engineTimeout,
+		},
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the SummaIndex controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("ready check: %w", err)
+	}
+	lg.Info("Starting", "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+// envOr returns the environment variable k, or def when unset.
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

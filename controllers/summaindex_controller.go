@@ -1,0 +1,346 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Defaults of the reconciler's options (cmd/manager flags).
+const (
+	// DefaultEngineImage is the engine image when spec.image is empty.
+	DefaultEngineImage = "summa-server:latest"
+	// DefaultResyncPeriod is how often a running index's status is
+	// refreshed from its engine.
+	DefaultResyncPeriod = 30 * time.Second
+	// defaultEngineTimeout bounds one call to the engine's API.
+	defaultEngineTimeout = 10 * time.Second
+	// pollInterval is the requeue while something is in motion.
+	pollInterval = time.Second
+)
+
+// Options tune the SummaIndex reconciler.
+type Options struct {
+	// DefaultImage is the engine image of indexes without spec.image.
+	DefaultImage string
+	// ResyncPeriod is the status refresh period of a running index.
+	ResyncPeriod time.Duration
+	// EngineTimeout bounds each call to an engine.
+	EngineTimeout time.Duration
+	// HTTPClient talks to the engines; nil means a default one.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// DrainBackoff is the first wait after a timed-out drain (doubling up
+	// to 30 min); zero means 30 s.
+	DrainBackoff time.Duration
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+}
+
+// SummaIndexReconciler reconciles SummaIndex objects into an engine pod,
+// its data volume, a Service and doctor Jobs. It is re-entrant: every step
+// is decided from what the API server and the engine report, and the few
+// facts that cannot be observed (a drain's start, a doctor run's phase)
+// are kept in status and written before acting on them.
+type SummaIndexReconciler struct {
+	// Client reads and writes the API server (the manager's cached client).
+	client.Client
+	// Scheme knows the API types (owner references).
+	Scheme *runtime.Scheme
+	// Recorder emits an Event for every lifecycle step.
+	Recorder events.EventRecorder
+	// Options tune the reconciler.
+	Options Options
+}
+
+// defaults fills unset options.
+func (r *SummaIndexReconciler) defaults() {
+	o := &r.Options
+	if o.DefaultImage == "" {
+		o.DefaultImage = DefaultEngineImage
+	}
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = DefaultResyncPeriod
+	}
+	if o.EngineTimeout <= 0 {
+		o.EngineTimeout = defaultEngineTimeout
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: o.EngineTimeout}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DrainBackoff <= 0 {
+		o.DrainBackoff = drainBackoffMin
+	}
+}
+
+// image is x's engine image.
+func (r *SummaIndexReconciler) image(x *summav1.SummaIndex) string {
+	if x.Spec.Image != "" {
+		return x.Spec.Image
+	}
+	return r.Options.DefaultImage
+}
+
+// Reconcile runs one pass for a SummaIndex and writes its status once, at
+// the end, if it changed.
+func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	x := &summav1.SummaIndex{}
+	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	sw := newStatusWriter(r.Client, x)
+	res, err := r.reconcile(ctx, x, sw)
+	if err != nil {
+		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
+	}
+	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
+		return res, err // gone once the finalizer left
+	}
+	if werr := sw.write(ctx, x); werr != nil {
+		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
+			return reconcile.Result{Requeue: true}, err
+		}
+		return res, errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// reconcile walks the phases. Each returns early with a requeue while it
+// waits for something.
+func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
+	if x.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, x, sw)
+	}
+	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
+		patch := client.MergeFrom(x.DeepCopy())
+		controllerutil.AddFinalizer(x, summav1.Finalizer)
+		if err := r.Patch(ctx, x, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		sw.last = *x.Status.DeepCopy()
+	}
+	x.Status.ObservedGeneration = x.Generation
+	if x.Status.Phase == "" {
+		x.Status.Phase = summav1.PhasePending
+	}
+	if err := r.ensureDataClaim(ctx, x); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.ensureService(ctx, x); err != nil {
+		return reconcile.Result{}, err
+	}
+	pod, err := r.enginePod(ctx, x)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if doctorActive(x) {
+		return r.reconcileDoctor(ctx, x, pod, sw)
+	}
+	if x.Spec.Suspend {
+		return r.reconcileSuspend(ctx, x, pod)
+	}
+	return r.reconcileEngine(ctx, x, pod)
+}
+
+// enginePod returns x's engine pod, or nil when there is none.
+func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIndex) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get engine pod: %w", err)
+	}
+	if !metav1.IsControlledBy(pod, x) {
+		return nil, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s", pod.Name, x.Name)
+	}
+	return pod, nil
+}
+
+// reconcileEngine keeps the engine pod at the desired revision and the
+// status current: create the pod, wait for Ready, create the index, read
+// the engine's status, size the grace, and drain before any restart.
+func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+	if pod == nil {
+		return r.createPod(ctx, x)
+	}
+	if pod.DeletionTimestamp != nil {
+		notReady(x, summav1.PhaseRestarting, "PodTerminating", "waiting for the previous engine pod to stop", true)
+		return reconcile.Result{RequeueAfter: pollInterval}, nil
+	}
+	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
+	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
+	engineUp := false
+	if podReady(pod) {
+		err := r.observeEngine(ctx, x, pod)
+		var conflict *errSchemaConflict
+		switch {
+		case errors.As(err, &conflict):
+			x.Status.Phase = summav1.PhaseFailed
+			setCondition(x, summav1.ConditionReady, false, "SchemaConflict", err.Error())
+			setCondition(x, summav1.ConditionDegraded, true, "SchemaConflict", err.Error())
+			r.event(x, pod, corev1.EventTypeWarning, "SchemaConflict", "%v", err)
+			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+		case err != nil:
+			log.FromContext(ctx).Info("Engine not answering", "pod", pod.Name, "error", err.Error())
+			setCondition(x, summav1.ConditionDegraded, true, "EngineUnreachable", err.Error())
+		default:
+			engineUp = true
+		}
+	}
+	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
+	desired := desiredPod(x, r.image(x), grace)
+	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
+	if x.Status.UpdateRevision != x.Status.CurrentRevision {
+		if wait, ok := r.drainBackoff(x); !ok {
+			// The last drain timed out: the pod keeps running until the
+			// next attempt.
+			markRunning(x, engineUp, pod)
+			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if x.Status.TerminationGracePeriodSeconds != grace {
+			r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
+				x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
+		}
+		return r.replacePod(ctx, x, pod, purposeRestart)
+	}
+	markRunning(x, engineUp, pod)
+	if !engineUp {
+		return reconcile.Result{RequeueAfter: pollInterval}, nil
+	}
+	return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+}
+
+// markRunning sets phase and conditions of a pod at its desired revision
+// (or waiting for a restart).
+func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
+	if !engineUp {
+		reason, msg := "PodNotReady", "the engine pod "+pod.Name+" is not ready"
+		phase := summav1.PhasePending
+		if x.Status.Phase == summav1.PhaseRestarting || x.Status.Phase == summav1.PhaseDraining {
+			phase = summav1.PhaseRestarting
+		}
+		if x.Status.Phase == summav1.PhaseRunning {
+			phase = summav1.PhaseRunning
+		}
+		notReady(x, phase, reason, msg, phase != summav1.PhaseRunning)
+		return
+	}
+	x.Status.Phase = summav1.PhaseRunning
+	setCondition(x, summav1.ConditionReady, true, "EngineReady", "the engine serves index "+x.Name)
+	setCondition(x, summav1.ConditionProgressing, false, "Stable", "the engine pod runs the desired revision")
+	if x.Status.DrainFailures == 0 && !x.Status.DurabilityDegraded && !doctorFailed(x) {
+		setCondition(x, summav1.ConditionDegraded, false, "Healthy", "")
+	}
+}
+
+// createPod creates the engine pod at the desired revision, with the grace
+// the last estimate asks for.
+func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex) (reconcile.Result, error) {
+	grace := graceTarget(x, deref(x.Status.DrainEstimateSeconds))
+	pod := desiredPod(x, r.image(x), grace)
+	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
+		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
+	}
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, fmt.Errorf("create engine pod: %w", err)
+	}
+	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
+	x.Status.TerminationGracePeriodSeconds = grace
+	x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
+	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
+	x.Status.UpdateRevision = x.Status.CurrentRevision
+	phase := summav1.PhasePending
+	if x.Status.Phase != summav1.PhasePending {
+		phase = summav1.PhaseRestarting
+	}
+	notReady(x, phase, "PodCreated", "engine pod "+pod.Name+" created; waiting for it to be ready", true)
+	r.event(x, pod, corev1.EventTypeNormal, "PodCreated", "engine pod %s created (revision %s, grace %ds)",
+		pod.Name, x.Status.CurrentRevision, grace)
+	return reconcile.Result{RequeueAfter: pollInterval}, nil
+}
+
+// reconcileSuspend drains and stops the engine pod, keeping the volume.
+func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+	if pod != nil {
+		if pod.DeletionTimestamp == nil {
+			return r.replacePod(ctx, x, pod, purposeSuspend)
+		}
+		notReady(x, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
+		return reconcile.Result{RequeueAfter: pollInterval}, nil
+	}
+	if x.Status.Phase != summav1.PhaseSuspended {
+		r.event(x, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", x.DataClaimName())
+	}
+	x.Status.PodName, x.Status.PodUID = "", ""
+	notReady(x, summav1.PhaseSuspended, "Suspended", "spec.suspend is set: the engine is stopped, the volume kept", false)
+	return reconcile.Result{}, nil
+}
+
+// event records a lifecycle event about x (and related, when set).
+func (r *SummaIndexReconciler) event(x *summav1.SummaIndex, related runtime.Object, eventType, reason, note string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	if related != nil {
+		if p, ok := related.(*corev1.Pod); ok && p == nil {
+			related = nil
+		}
+	}
+	r.Recorder.Eventf(x, related, eventType, reason, reason, note, args...)
+}
+
+// deref returns *f, or 0.
+func deref(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
+}
+
+// fmtEstimate formats an optional estimate.
+func fmtEstimate(f *float64) string {
+	if f == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1fs", *f)
+}
+
+// SetupWithManager registers the reconciler: SummaIndex and everything it
+// owns (pods, volumes, Services, Jobs) trigger a reconcile.
+func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.defaults()
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&summav1.SummaIndex{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Service{}).
+		Owns(&batchv1.Job{}).
+		Named("summaindex").
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation)}).
+		Complete(r)
+}

@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	summav1 "github.com/summadev/summa/api/v1"
+	engineclient "github.com/summadev/summa/client"
+)
+
+// reconcileDelete runs the deletion behind the finalizer. Every step is
+// decided from what exists, so a deletion interrupted anywhere (operator
+// killed, API errors) resumes where it stood.
+//
+// Delete: drain, DELETE the index in the engine and wait until the engine
+// no longer has it, delete the pod, delete the volume and its backups, drop
+// the finalizer.
+//
+// Retain: drain, stop the pod, drop the owner reference of the volume and
+// its backups (they stay, labelled, for a new SummaIndex of the same name
+// to adopt), drop the finalizer.
+func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	policy := x.Spec.Storage.EffectiveReclaimPolicy()
+	if x.Status.Phase != summav1.PhaseDeleting {
+		r.event(x, nil, corev1.EventTypeNormal, "Deleting", "deleting (reclaimPolicy %s)", policy)
+	}
+	notReady(x, summav1.PhaseDeleting, "Deleting", "the SummaIndex is being deleted (reclaimPolicy "+string(policy)+")", true)
+	pod, err := r.enginePod(ctx, x)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if pod != nil {
+		if pod.DeletionTimestamp != nil {
+			return reconcile.Result{RequeueAfter: pollInterval}, nil
+		}
+		if policy == summav1.ReclaimDelete && engineRunning(pod) {
+			gone, err := r.deleteEngineIndex(ctx, x, pod)
+			if err != nil || !gone {
+				return reconcile.Result{RequeueAfter: pollInterval}, err
+			}
+		}
+		if _, err := r.drainAndStop(ctx, x, pod, purposeDelete, true); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: pollInterval}, nil
+	}
+	claims, err := r.ownedClaims(ctx, x)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, name := range claims {
+		if policy == summav1.ReclaimDelete {
+			err = r.deleteClaim(ctx, x, name)
+		} else {
+			err = r.releaseClaim(ctx, x, name)
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	// Status is written before the finalizer goes: afterwards the object
+	// may be gone.
+	if err := sw.write(ctx, x); err != nil {
+		return reconcile.Result{}, err
+	}
+	patch := client.MergeFrom(x.DeepCopy())
+	controllerutil.RemoveFinalizer(x, summav1.Finalizer)
+	if err := r.Patch(ctx, x, patch); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	r.event(x, nil, corev1.EventTypeNormal, "Deleted", "finalizer removed (reclaimPolicy %s)", policy)
+	return reconcile.Result{}, nil
+}
+
+// deleteEngineIndex asks the engine to delete x's index and reports whether
+// it is gone. The engine's deletion runs detached; it is polled.
+func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
+	c := r.engineFor(pod)
+	st, err := c.GetIndex(cctx, x.Name)
+	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read index %s before deleting it: %w", x.Name, err)
+	}
+	if st.State == "deleting" {
+		return false, nil
+	}
+	err = c.DeleteIndex(cctx, x.Name)
+	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
+		return true, nil
+	}
+	if err != nil && !engineclient.IsCode(err, engineclient.CodeIndexDeleting) {
+		return false, fmt.Errorf("delete index %s in the engine: %w", x.Name, err)
+	}
+	r.event(x, pod, corev1.EventTypeNormal, "IndexDeleting", "the engine deletes index %s", x.Name)
+	return false, nil
+}
+
+// ownedClaims lists the volumes of x (data and backups) by label.
+func (r *SummaIndexReconciler) ownedClaims(ctx context.Context, x *summav1.SummaIndex) ([]string, error) {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(x.Labels())); err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	var names []string
+	for _, pvc := range list.Items {
+		for _, o := range pvc.OwnerReferences {
+			if o.UID == x.UID {
+				names = append(names, pvc.Name)
+				break
+			}
+		}
+	}
+	return names, nil
+}
+
+// deleteClaim deletes one of x's volumes (reclaimPolicy Delete).
+func (r *SummaIndexReconciler) deleteClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, pvc)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get volume %s: %w", name, err)
+	}
+	if pvc.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete volume %s: %w", name, err)
+	}
+	r.event(x, pvc, corev1.EventTypeNormal, "VolumeDeleted", "volume %s deleted (reclaimPolicy Delete)", name)
+	return nil
+}

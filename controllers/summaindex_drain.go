@@ -1,0 +1,186 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Why the operator stops an engine pod (metric and event labels).
+const (
+	purposeRestart = "restart"
+	purposeSuspend = "suspend"
+	purposeDoctor  = "doctor"
+	purposeDelete  = "delete"
+)
+
+// Drain backoff after a timed-out drain: Options.DrainBackoff (30 s by
+// default) doubling to 30 min.
+const (
+	drainBackoffMin = 30 * time.Second
+	drainBackoffMax = 30 * time.Minute
+)
+
+// drainOutcome is where a drain-then-stop stands.
+type drainOutcome int
+
+const (
+	// drainWaiting: the drain runs; requeue.
+	drainWaiting drainOutcome = iota
+	// drainPodDeleted: drained (or nothing to drain) and the pod deletion
+	// was requested; wait for the pod to go.
+	drainPodDeleted
+	// drainTimedOut: the engine did not drain within drainTimeoutSeconds;
+	// writes were resumed and the pod keeps running.
+	drainTimedOut
+)
+
+// drainBackoff reports whether a drain may start now, and otherwise how
+// long to wait: after DrainFailures timeouts in a row, 30 s doubling.
+func (r *SummaIndexReconciler) drainBackoff(x *summav1.SummaIndex) (time.Duration, bool) {
+	n := x.Status.DrainFailures
+	if n == 0 || x.Status.LastDrainFailureTime == nil || x.Status.DrainStartTime != nil {
+		return 0, true
+	}
+	wait := r.Options.DrainBackoff
+	for i := int32(1); i < n && wait < drainBackoffMax; i++ {
+		wait *= 2
+	}
+	wait = min(wait, drainBackoffMax)
+	left := x.Status.LastDrainFailureTime.Add(wait).Sub(r.Options.Now())
+	if left <= 0 {
+		return 0, true
+	}
+	return left, false
+}
+
+// replacePod drains the engine and deletes its pod for a purpose; the
+// next reconcile creates the replacement (or not, when suspended).
+func (r *SummaIndexReconciler) replacePod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, purpose string) (reconcile.Result, error) {
+	out, err := r.drainAndStop(ctx, x, pod, purpose, false)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	switch out {
+	case drainTimedOut:
+		wait, _ := r.drainBackoff(x)
+		return reconcile.Result{RequeueAfter: wait}, nil
+	case drainPodDeleted:
+		phase := summav1.PhaseRestarting
+		if purpose == purposeSuspend {
+			phase = summav1.PhaseSuspended
+		}
+		notReady(x, phase, "PodStopping", "engine drained; pod "+pod.Name+" deleted", true)
+	}
+	return reconcile.Result{RequeueAfter: pollInterval}, nil
+}
+
+// drainAndStop drains the engine of pod through its API (the start time is
+// kept in status, so an operator restart resumes the same drain), then
+// deletes the pod with a precondition on its UID and its own grace period.
+// A pod whose engine is not running has nothing to drain and is deleted
+// at once. A drain that outlasts drainTimeoutSeconds resumes writes and
+// leaves the pod running with Degraded, unless force is set (deletion of
+// the SummaIndex), in which case the pod is deleted anyway and the engine
+// drains once more in its SIGTERM handler.
+func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod,
+	purpose string, force bool) (drainOutcome, error) {
+	lg := log.FromContext(ctx).WithValues("pod", pod.Name, "purpose", purpose)
+	if !engineRunning(pod) {
+		x.Status.DrainStartTime = nil
+		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, "the engine was not running")
+	}
+	c := r.engineFor(pod)
+	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
+	now := r.Options.Now()
+	if x.Status.DrainStartTime == nil {
+		if _, err := c.Drain(cctx); err != nil {
+			return drainWaiting, fmt.Errorf("drain the engine of %s: %w", pod.Name, err)
+		}
+		x.Status.DrainStartTime = &metav1.Time{Time: now}
+		x.Status.Phase = summav1.PhaseDraining
+		if purpose == purposeDoctor {
+			x.Status.Phase = summav1.PhaseRepairing
+		}
+		if purpose == purposeDelete {
+			x.Status.Phase = summav1.PhaseDeleting
+		}
+		setCondition(x, summav1.ConditionReady, false, "Draining", "the engine drains before its pod stops ("+purpose+")")
+		setCondition(x, summav1.ConditionProgressing, true, "Draining", "the engine drains before its pod stops ("+purpose+")")
+		r.event(x, pod, corev1.EventTypeNormal, "Draining", "draining the engine of %s before stopping it (%s)", pod.Name, purpose)
+		lg.Info("Drain started")
+		return drainWaiting, nil
+	}
+	elapsed := now.Sub(x.Status.DrainStartTime.Time)
+	ds, err := c.DrainStatus(cctx)
+	if err == nil && !ds.Draining {
+		// The engine restarted (or was resumed) since: drain it again.
+		_, err = c.Drain(cctx)
+	}
+	if err == nil && ds.Drained {
+		drainsTotal.WithLabelValues(purpose, "drained").Inc()
+		drainSeconds.WithLabelValues(purpose).Observe(elapsed.Seconds())
+		x.Status.DrainStartTime = nil
+		x.Status.DrainFailures, x.Status.LastDrainFailureTime = 0, nil
+		lg.Info("Engine drained", "seconds", elapsed.Seconds())
+		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, fmt.Sprintf("drained in %.1fs", elapsed.Seconds()))
+	}
+	if elapsed < x.Spec.Lifecycle.DrainTimeout() {
+		if err != nil {
+			lg.Info("Drain status not available yet", "error", err.Error())
+		}
+		return drainWaiting, nil
+	}
+	drainsTotal.WithLabelValues(purpose, "timeout").Inc()
+	drainSeconds.WithLabelValues(purpose).Observe(elapsed.Seconds())
+	x.Status.DrainStartTime = nil
+	reason := fmt.Sprintf("the engine did not drain within %s", x.Spec.Lifecycle.DrainTimeout())
+	if err != nil {
+		reason += ": " + err.Error()
+	} else {
+		reason += fmt.Sprintf(" (%d uncommitted documents, %d active operations", ds.UncommittedDocuments, ds.ActiveOperations)
+		if ds.LastError != "" {
+			reason += ", last error: " + ds.LastError
+		}
+		reason += ")"
+	}
+	if force {
+		r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; stopping the pod anyway (%s)", reason, purpose)
+		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, "drain timed out")
+	}
+	if _, rerr := c.Resume(cctx); rerr != nil {
+		lg.Error(rerr, "Resume after a timed-out drain failed")
+	}
+	x.Status.DrainFailures++
+	x.Status.LastDrainFailureTime = &metav1.Time{Time: now}
+	x.Status.Phase = summav1.PhaseRunning
+	setCondition(x, summav1.ConditionDegraded, true, "DrainTimeout", reason+"; the pod keeps running and the drain is retried with backoff")
+	r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; pod %s keeps running, retry with backoff", reason, pod.Name)
+	lg.Info("Drain timed out; writes resumed", "failures", x.Status.DrainFailures)
+	return drainTimedOut, nil
+}
+
+// deletePod deletes the engine pod with a precondition on its UID (never a
+// replacement created meanwhile) and the pod's own grace period.
+func (r *SummaIndexReconciler) deletePod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, purpose, why string) error {
+	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		opts = append(opts, client.GracePeriodSeconds(*g))
+	}
+	if err := r.Delete(ctx, pod, opts...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete engine pod %s: %w", pod.Name, err)
+	}
+	restartsTotal.WithLabelValues(purpose).Inc()
+	r.event(x, pod, corev1.EventTypeNormal, "PodDeleted", "engine pod %s deleted (%s: %s)", pod.Name, purpose, why)
+	return nil
+}

@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	summav1 "github.com/summadev/summa/api/v1"
+	"github.com/summadev/summa/client"
+)
+
+// engineFor returns a client of the engine in pod, reached at its pod IP
+// (not the Service: the operator speaks to one precise pod, and the
+// Service only routes to ready ones while a drain makes the pod unready).
+func (r *SummaIndexReconciler) engineFor(pod *corev1.Pod) *client.Client {
+	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort))
+	return client.New("http://"+addr, r.Options.HTTPClient)
+}
+
+// engineSchema is x's schema as the engine's JSON.
+func engineSchema(x *summav1.SummaIndex) (json.RawMessage, error) {
+	raw, err := json.Marshal(x.Spec.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("encode schema: %w", err)
+	}
+	return raw, nil
+}
+
+// errSchemaConflict: the volume holds an index of this name with another
+// schema (an adopted volume of a different index).
+type errSchemaConflict struct{ msg string }
+
+func (e *errSchemaConflict) Error() string { return e.msg }
+
+// observeEngine creates x's index in the engine when missing and copies the
+// engine's view into status: documents, segments, generation, quarantine,
+// durability and the drain estimate.
+func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
+	c := r.engineFor(pod)
+	st, err := c.GetIndex(ctx, x.Name)
+	if client.IsCode(err, client.CodeIndexNotFound) {
+		schema, serr := engineSchema(x)
+		if serr != nil {
+			return serr
+		}
+		created, cerr := c.CreateIndex(ctx, x.Name, schema)
+		if client.IsCode(cerr, client.CodeIndexExists) {
+			return &errSchemaConflict{msg: "the engine holds index " + x.Name + " with another schema: " + cerr.Error()}
+		}
+		if cerr != nil {
+			return fmt.Errorf("create index %s in the engine: %w", x.Name, cerr)
+		}
+		if created {
+			r.event(x, pod, corev1.EventTypeNormal, "IndexCreated", "index %s created in the engine", x.Name)
+		}
+		st, err = c.GetIndex(ctx, x.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("read index %s from the engine: %w", x.Name, err)
+	}
+	lc, err := c.Lifecycle(ctx)
+	if err != nil {
+		return fmt.Errorf("read the engine's drain estimate: %w", err)
+	}
+	s := &x.Status
+	s.Documents = int64(st.Documents)
+	s.Segments = int64(len(st.Segments))
+	s.Generation = int64(st.Generation)
+	s.UncommittedDocuments = int64(st.UncommittedDocuments)
+	s.DurabilityDegraded = st.DurabilityDegraded
+	est := lc.DrainEstimateSeconds
+	s.DrainEstimateSeconds = &est
+	s.QuarantinedSegments = nil
+	for _, q := range st.Quarantined {
+		s.QuarantinedSegments = append(s.QuarantinedSegments, summav1.QuarantinedSegment{ID: q.Segment, Reason: q.Reason})
+	}
+	sort.Slice(s.QuarantinedSegments, func(i, j int) bool { return s.QuarantinedSegments[i].ID < s.QuarantinedSegments[j].ID })
+	if n := len(s.QuarantinedSegments); n > 0 {
+		if !x.IsConditionTrue(summav1.ConditionDoctorRequired) {
+			r.event(x, pod, corev1.EventTypeWarning, "DoctorRequired",
+				"%d quarantined segment(s); set spec.doctor.requestId to run the doctor", n)
+		}
+		setCondition(x, summav1.ConditionDoctorRequired, true, "SegmentsQuarantined",
+			fmt.Sprintf("%d segment(s) quarantined (first: %s: %s); set spec.doctor.requestId to repair",
+				n, s.QuarantinedSegments[0].ID, s.QuarantinedSegments[0].Reason))
+	} else {
+		setCondition(x, summav1.ConditionDoctorRequired, false, "NoQuarantine", "every segment opens")
+	}
+	if st.DurabilityDegraded {
+		setCondition(x, summav1.ConditionDegraded, true, "DurabilityDegraded",
+			"a directory fsync failed after a commit; the engine's disk needs attention")
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Names and values of the engine pod.
+const (
+	// EngineContainerName is the engine container's name (contract).
+	EngineContainerName = "engine"
+	// EnginePort is the engine's HTTP port (contract).
+	EnginePort = 8082
+	// EnginePortName names the port on the container and the Service.
+	EnginePortName = "http"
+	// DataMountPath is where the data volume is mounted (contract).
+	DataMountPath = "/data"
+	// dataVolumeName names the data volume in the pod.
+	dataVolumeName = "summa-data"
+	// tmpVolumeName names the scratch volume behind the read-only root.
+	tmpVolumeName = "summa-tmp"
+	// EngineCommand is the engine binary's name in the image.
+	EngineCommand = "summa-server"
+	// LabelComponent tells the engine pod from Job pods of the same index.
+	LabelComponent = "summa.dev/component"
+	// ComponentEngine is LabelComponent's value on engine pods.
+	ComponentEngine = "engine"
+	// AnnotationRevision carries the pod's revision hash.
+	AnnotationRevision = "summa.dev/revision"
+	// nonRootUID runs the engine and Jobs (the distroless "nonroot" user).
+	nonRootUID int64 = 65532
+)
+
+// engineArgs returns the engine's command-line flags.
+func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64) []string {
+	args := []string{
+		"--data-dir", DataMountPath,
+		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
+		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
+	}
+	return append(args, x.Spec.Engine.Args()...)
+}
+
+// shutdownDeadlineFor is the engine's own deadline for a grace period: a
+// margin shorter, so the kubelet's SIGKILL never comes first.
+func shutdownDeadlineFor(grace int64) int64 {
+	margin := int64(5)
+	if grace < 20 {
+		margin = max(1, grace/4)
+	}
+	return max(1, grace-margin)
+}
+
+// restrictedContainer is the security context of every container the
+// operator runs: non-root, read-only root, no privilege escalation, no
+// capabilities.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(nonRootUID),
+		RunAsGroup:               ptr.To(nonRootUID),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// restrictedPod is the pod-level security context: the volume is group
+// writable by the non-root user.
+func restrictedPod() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(nonRootUID),
+		RunAsGroup:     ptr.To(nonRootUID),
+		FSGroup:        ptr.To(nonRootUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// engineContainer is the engine container for a grace period.
+func engineContainer(x *summav1.SummaIndex, image string, grace int64) corev1.Container {
+	httpGet := func(path string) corev1.ProbeHandler {
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(EnginePortName)}}
+	}
+	return corev1.Container{
+		Name:    EngineContainerName,
+		Image:   image,
+		Command: []string{EngineCommand},
+		Args:    engineArgs(x, shutdownDeadlineFor(grace)),
+		Ports: []corev1.ContainerPort{{
+			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
+		}},
+		Resources: *x.Spec.Resources.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: dataVolumeName, MountPath: DataMountPath},
+			{Name: tmpVolumeName, MountPath: "/tmp"},
+		},
+		// Opening a large index takes a while: the startup probe gives it
+		// five minutes before liveness counts.
+		StartupProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz"),
+			PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 60},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: httpGet("/readyz"),
+			PeriodSeconds: 2, TimeoutSeconds: 5, FailureThreshold: 1},
+		// /healthz stays 200 through drains and maintenance; six misses a
+		// minute apart before a restart.
+		LivenessProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz"),
+			PeriodSeconds: 10, TimeoutSeconds: 10, FailureThreshold: 6},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		SecurityContext:          restrictedContainer(),
+	}
+}
+
+// desiredPod builds the engine pod for a grace period. With app containers
+// in spec.podTemplate, the engine is their native sidecar: an init
+// container with restartPolicy Always, started first and stopped last.
+func desiredPod(x *summav1.SummaIndex, image string, grace int64) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: x.EnginePodName(), Namespace: x.Namespace,
+		Labels: map[string]string{}, Annotations: map[string]string{},
+	}}
+	if t := x.Spec.PodTemplate; t != nil {
+		for k, v := range t.Labels {
+			pod.Labels[k] = v
+		}
+		for k, v := range t.Annotations {
+			pod.Annotations[k] = v
+		}
+		pod.Spec = *t.Spec.DeepCopy()
+	}
+	for k, v := range engineLabels(x) {
+		pod.Labels[k] = v
+	}
+	engine := engineContainer(x, image, grace)
+	if len(pod.Spec.Containers) > 0 {
+		engine.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		pod.Spec.InitContainers = append([]corev1.Container{engine}, pod.Spec.InitContainers...)
+	} else {
+		pod.Spec.Containers = []corev1.Container{engine}
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes,
+		corev1.Volume{Name: dataVolumeName, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: x.DataClaimName()}}},
+		corev1.Volume{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	)
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
+	if pod.Spec.SecurityContext == nil {
+		pod.Spec.SecurityContext = restrictedPod()
+	}
+	if pod.Spec.AutomountServiceAccountToken == nil {
+		pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	}
+	if pod.Spec.EnableServiceLinks == nil {
+		pod.Spec.EnableServiceLinks = ptr.To(false)
+	}
+	pod.Annotations[AnnotationRevision] = podRevision(pod)
+	return pod
+}
+
+// engineLabels are the labels of the engine pod (and the Service selector).
+func engineLabels(x *summav1.SummaIndex) map[string]string {
+	l := x.Labels()
+	l[LabelComponent] = ComponentEngine
+	return l
+}
+
+// podRevision hashes what the operator decides about a pod (spec, labels,
+// template annotations): a change means a drain and a restart.
+func podRevision(pod *corev1.Pod) string {
+	ann := make(map[string]string, len(pod.Annotations))
+	for k, v := range pod.Annotations {
+		if k != AnnotationRevision {
+			ann[k] = v
+		}
+	}
+	raw, _ := json.Marshal(struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		Spec        corev1.PodSpec    `json:"spec"`
+	}{pod.Labels, ann, pod.Spec})
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// podReady reports whether the pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// engineRunning reports whether the engine container is running, so its
+// API can be reached even when not Ready (a drain makes it unready).
+func engineRunning(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
+		return false
+	}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == EngineContainerName {
+				return cs.State.Running != nil
+			}
+		}
+	}
+	return false
+}

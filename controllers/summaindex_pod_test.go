@@ -1,0 +1,152 @@
+package controllers
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+func podTestIndex() *summav1.SummaIndex {
+	return &summav1.SummaIndex{
+		ObjectMeta: metav1.ObjectMeta{Name: "articles", Namespace: "ns"},
+		Spec: summav1.SummaIndexSpec{
+			Schema:  summav1.Schema{Fields: []summav1.SchemaField{{Name: "id", Type: summav1.FieldTypeKeyword, Primary: true}}},
+			Storage: summav1.StorageSpec{Size: resource.MustParse("1Gi")},
+		},
+	}
+}
+
+func TestGraceTargetIsClampedToTheSpecBounds(t *testing.T) {
+	x := podTestIndex()
+	for _, c := range []struct {
+		est  float64
+		want int64
+	}{{0, 30}, {5, 30}, {10, 30}, {10.2, 31}, {100, 210}, {1e9, 1800}, {-3, 30}} {
+		if got := graceTarget(x, c.est); got != c.want {
+			t.Errorf("estimate %.1fs: grace %d, want %d", c.est, got, c.want)
+		}
+	}
+	x.Spec.Lifecycle.TerminationGracePeriod = summav1.GracePeriodBounds{MinSeconds: 5, MaxSeconds: 60}
+	if got := graceTarget(x, 0); got != 10 {
+		t.Errorf("min 5: grace %d, want the fixed 10 s", got)
+	}
+	if got := graceTarget(x, 1000); got != 60 {
+		t.Errorf("max 60: grace %d, want 60", got)
+	}
+}
+
+func TestGraceHysteresis(t *testing.T) {
+	x := podTestIndex()
+	est := func(f float64) *float64 { return &f }
+	steps := []struct {
+		current int64
+		est     *float64
+		want    int64
+		why     string
+	}{
+		{0, nil, 30, "first pod: the minimum"},
+		{30, est(12), 30, "target 34 is within the band over 30"},
+		{30, est(15), 40, "target 40 clears the 10 s band"},
+		{200, est(100), 200, "target 210 is within 25% of 200"},
+		{200, est(130), 270, "target 270 clears 25% of 200"},
+		{270, est(0), 270, "shrinking alone never restarts the pod"},
+		{4000, est(0), 1800, "a grace above the bounds is clamped"},
+	}
+	for _, s := range steps {
+		if got := nextGrace(x, s.current, s.est); got != s.want {
+			t.Errorf("%s: nextGrace(%d, %s) = %d, want %d", s.why, s.current, fmtEstimate(s.est), got, s.want)
+		}
+	}
+}
+
+func TestShutdownDeadlineIsShorterThanGrace(t *testing.T) {
+	for _, g := range []int64{1, 2, 5, 10, 19, 20, 30, 1800} {
+		d := shutdownDeadlineFor(g)
+		if d < 1 || (g > 1 && d >= g) {
+			t.Errorf("grace %d: shutdown deadline %d", g, d)
+		}
+	}
+}
+
+func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
+	x := podTestIndex()
+	pod := desiredPod(x, "summa-server:v1", 45)
+	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != EngineContainerName {
+		t.Fatalf("containers %+v", pod.Spec.Containers)
+	}
+	c := pod.Spec.Containers[0]
+	args := append([]string{c.Command[0]}, c.Args...)
+	for _, want := range []string{"summa-server", "--data-dir", "/data", "--listen", "0.0.0.0:8082", "--shutdown-deadline=40s"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("engine command %v lacks %s", args, want)
+		}
+	}
+	if *pod.Spec.TerminationGracePeriodSeconds != 45 {
+		t.Errorf("grace %d", *pod.Spec.TerminationGracePeriodSeconds)
+	}
+	sc := c.SecurityContext
+	if !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		t.Errorf("engine security context %+v", sc)
+	}
+	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("probes: readiness %s, liveness %s", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+	}
+	if pod.Labels[summav1.LabelManagedBy] != summav1.ManagedByValue || pod.Labels[summav1.LabelIndex] != "articles" {
+		t.Errorf("labels %v", pod.Labels)
+	}
+}
+
+func TestRevisionFollowsWhatMatters(t *testing.T) {
+	x := podTestIndex()
+	base := desiredPod(x, "img:1", 30).Annotations[AnnotationRevision]
+	if again := desiredPod(x, "img:1", 30).Annotations[AnnotationRevision]; again != base {
+		t.Fatal("the revision is not deterministic")
+	}
+	changes := map[string]func(*summav1.SummaIndex) (string, int64){
+		"image": func(*summav1.SummaIndex) (string, int64) { return "img:2", 30 },
+		"grace": func(*summav1.SummaIndex) (string, int64) { return "img:1", 60 },
+		"engine flags": func(y *summav1.SummaIndex) (string, int64) {
+			y.Spec.Engine.IndexingWorkers = ptr.To[int32](3)
+			return "img:1", 30
+		},
+		"resources": func(y *summav1.SummaIndex) (string, int64) {
+			y.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+			return "img:1", 30
+		},
+	}
+	for what, change := range changes {
+		y := x.DeepCopy()
+		img, grace := change(y)
+		if desiredPod(y, img, grace).Annotations[AnnotationRevision] == base {
+			t.Errorf("a change of %s keeps the revision", what)
+		}
+	}
+	y := x.DeepCopy()
+	y.Spec.Storage.Size = resource.MustParse("2Gi")
+	y.Spec.Doctor.RequestID = "r1"
+	if desiredPod(y, "img:1", 30).Annotations[AnnotationRevision] != base {
+		t.Error("volume size or doctor request changed the pod revision")
+	}
+}
+
+func TestAppContainersMakeTheEngineANativeSidecar(t *testing.T) {
+	x := podTestIndex()
+	x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
+	}}
+	pod := desiredPod(x, "img:1", 30)
+	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != "app" {
+		t.Fatalf("app containers %+v", pod.Spec.Containers)
+	}
+	if len(pod.Spec.InitContainers) == 0 || pod.Spec.InitContainers[0].Name != EngineContainerName ||
+		pod.Spec.InitContainers[0].RestartPolicy == nil || *pod.Spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Fatalf("engine is not the first init container with restartPolicy Always: %+v", pod.Spec.InitContainers)
+	}
+}

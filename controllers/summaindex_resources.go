@@ -1,0 +1,173 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// claim builds a ReadWriteOnce volume claim of x's storage class.
+func claim(x *summav1.SummaIndex, name string, size resource.Quantity) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: x.Spec.Storage.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+			},
+		},
+	}
+}
+
+// ensureDataClaim creates the data volume, adopts a retained one of the
+// same name (a SummaIndex deleted with reclaimPolicy Retain), and grows it
+// when spec.storage.size grows.
+func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.SummaIndex) error {
+	cur := &corev1.PersistentVolumeClaim{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, cur)
+	if apierrors.IsNotFound(err) {
+		pvc := claim(x, x.DataClaimName(), x.Spec.Storage.Size)
+		if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
+			return fmt.Errorf("owner reference on volume: %w", err)
+		}
+		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create volume %s: %w", pvc.Name, err)
+		}
+		r.event(x, pvc, corev1.EventTypeNormal, "VolumeCreated", "data volume %s created (%s)", pvc.Name, x.Spec.Storage.Size.String())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get volume %s: %w", x.DataClaimName(), err)
+	}
+	if cur.DeletionTimestamp != nil {
+		return fmt.Errorf("volume %s is being deleted; waiting for it to go before creating a new one", cur.Name)
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	changed := false
+	if !metav1.IsControlledBy(cur, x) {
+		if owner := metav1.GetControllerOf(cur); owner != nil {
+			return fmt.Errorf("volume %s is controlled by %s %s, not by this SummaIndex", cur.Name, owner.Kind, owner.Name)
+		}
+		if cur.Labels[summav1.LabelIndex] != x.Name {
+			return fmt.Errorf("volume %s exists and does not carry %s=%s: refusing to adopt it", cur.Name, summav1.LabelIndex, x.Name)
+		}
+		if err := controllerutil.SetControllerReference(x, cur, r.Scheme); err != nil {
+			return fmt.Errorf("owner reference on volume: %w", err)
+		}
+		r.event(x, cur, corev1.EventTypeNormal, "VolumeAdopted", "retained data volume %s adopted", cur.Name)
+		changed = true
+	}
+	want := x.Spec.Storage.Size
+	if have := cur.Spec.Resources.Requests[corev1.ResourceStorage]; have.Cmp(want) < 0 {
+		if cur.Spec.Resources.Requests == nil {
+			cur.Spec.Resources.Requests = corev1.ResourceList{}
+		}
+		cur.Spec.Resources.Requests[corev1.ResourceStorage] = want
+		r.event(x, cur, corev1.EventTypeNormal, "VolumeExpanding", "data volume %s: %s -> %s", cur.Name, have.String(), want.String())
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Patch(ctx, cur, patch); err != nil {
+		return fmt.Errorf("update volume %s: %w", cur.Name, err)
+	}
+	return nil
+}
+
+// ensureService keeps the Service in front of the engine.
+func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.SummaIndex) error {
+	want := corev1.ServiceSpec{
+		Selector: engineLabels(x),
+		Ports: []corev1.ServicePort{{
+			Name: EnginePortName, Port: EnginePort, TargetPort: intstr.FromString(EnginePortName), Protocol: corev1.ProtocolTCP,
+		}},
+	}
+	cur := &corev1.Service{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.ServiceName()}, cur)
+	if apierrors.IsNotFound(err) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: x.ServiceName(), Namespace: x.Namespace, Labels: x.Labels()}, Spec: want}
+		if err := controllerutil.SetControllerReference(x, svc, r.Scheme); err != nil {
+			return fmt.Errorf("owner reference on service: %w", err)
+		}
+		if err := r.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create service %s: %w", svc.Name, err)
+		}
+		r.event(x, svc, corev1.EventTypeNormal, "ServiceCreated", "service %s created", svc.Name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get service %s: %w", x.ServiceName(), err)
+	}
+	if !metav1.IsControlledBy(cur, x) {
+		return fmt.Errorf("service %s exists and is not controlled by this SummaIndex", cur.Name)
+	}
+	if servicePortsMatch(cur.Spec, want) {
+		return nil
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Selector, cur.Spec.Ports = want.Selector, want.Ports
+	if err := r.Patch(ctx, cur, patch); err != nil {
+		return fmt.Errorf("update service %s: %w", cur.Name, err)
+	}
+	return nil
+}
+
+// servicePortsMatch compares what the operator sets on its Service.
+func servicePortsMatch(have, want corev1.ServiceSpec) bool {
+	if len(have.Selector) != len(want.Selector) || len(have.Ports) != len(want.Ports) {
+		return false
+	}
+	for k, v := range want.Selector {
+		if have.Selector[k] != v {
+			return false
+		}
+	}
+	for i := range want.Ports {
+		h, w := have.Ports[i], want.Ports[i]
+		if h.Name != w.Name || h.Port != w.Port || h.TargetPort != w.TargetPort || h.Protocol != w.Protocol {
+			return false
+		}
+	}
+	return true
+}
+
+// releaseClaim drops x's owner reference from a volume so that it outlives
+// x (reclaimPolicy Retain); the labels stay, so a new SummaIndex of the
+// same name adopts it.
+func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
+	cur := &corev1.PersistentVolumeClaim{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get volume %s: %w", name, err)
+	}
+	var kept []metav1.OwnerReference
+	for _, o := range cur.OwnerReferences {
+		if o.UID != x.UID {
+			kept = append(kept, o)
+		}
+	}
+	if len(kept) == len(cur.OwnerReferences) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	cur.OwnerReferences = kept
+	if err := r.Patch(ctx, cur, patch); err != nil {
+		return fmt.Errorf("release volume %s: %w", name, err)
+	}
+	r.event(x, cur, corev1.EventTypeNormal, "VolumeRetained", "volume %s kept (reclaimPolicy Retain)", name)
+	return nil
+}
