@@ -99,9 +99,12 @@ var _ = BeforeSuite(func() {
 
 	k8sClient, err = client.New(cfg, client.Options{Scheme: testScheme})
 	Expect(err).NotTo(HaveOccurred())
+
+	startKubeletAndOperator()
 })
 
 var _ = AfterSuite(func() {
+	stopKubeletAndOperator()
 	if cancel != nil {
 		cancel()
 	}

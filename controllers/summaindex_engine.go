@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -75,8 +76,13 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	s.Generation = int64(st.Generation)
 	s.UncommittedDocuments = int64(st.UncommittedDocuments)
 	s.DurabilityDegraded = st.DurabilityDegraded
-	est := lc.DrainEstimateSeconds
-	s.DrainEstimateSeconds = &est
+	// The estimate moves with every measurement: status follows it only
+	// when it moved enough to matter, so a steady index is never rewritten.
+	if est := lc.DrainEstimateSeconds; s.DrainEstimateSeconds == nil ||
+		math.Abs(est-*s.DrainEstimateSeconds) > max(0.5, 0.2**s.DrainEstimateSeconds) {
+		est = math.Round(est*10) / 10
+		s.DrainEstimateSeconds = &est
+	}
 	s.QuarantinedSegments = nil
 	for _, q := range st.Quarantined {
 		s.QuarantinedSegments = append(s.QuarantinedSegments, summav1.QuarantinedSegment{ID: q.Segment, Reason: q.Reason})
