@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -232,6 +233,9 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		Expect(engineDocuments("rolling")).To(BeEquivalentTo(350), "the drain committed every accepted document")
 		Expect(engineExits(string(old))).To(Equal([]int{0}), "the old engine stopped cleanly on SIGTERM")
 		Expect(eventReasons("rolling")).To(ContainElements("Draining", "PodDeleted", "PodCreated"))
+		Expect(testutil.ToFloat64(drainsTotal.WithLabelValues(purposeRestart, "drained"))).To(BeNumerically(">=", 1))
+		Expect(testutil.CollectAndCount(drainSeconds)).To(BeNumerically(">=", 1))
+		Expect(testutil.ToFloat64(restartsTotal.WithLabelValues(purposeRestart))).To(BeNumerically(">=", 1))
 		pod, err := enginePodOf("rolling")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pod.Spec.Containers[0].Args).To(ContainElement("--indexing-workers=1"))
@@ -360,6 +364,7 @@ var _ = Describe("The SummaIndex reconciler", func() {
 			return len(jobs.Items)
 		}).WithTimeout(3 * time.Second).WithPolling(poll).Should(Equal(2))
 		Expect(getIndex("repair").Status.Doctor.Phase).To(Equal(summav1.DoctorPhaseSucceeded))
+		Expect(testutil.ToFloat64(doctorRunsTotal.WithLabelValues("succeeded"))).To(BeNumerically(">=", 1))
 	})
 
 	It("with reclaimPolicy Delete deletes the index in the engine, the pod and the volume", func() {
