@@ -38,7 +38,8 @@ const (
 	CodePayloadTooLarge = "PayloadTooLarge"
 	// CodeInternal (500): a server fault.
 	CodeInternal = "Internal"
-	// CodeGenerationFailed (500, retryable): send the uncommitted documents again.
+	// CodeGenerationFailed (500, retryable): nothing was published; the
+	// accepted documents are kept and the next commit retries them.
 	CodeGenerationFailed = "GenerationFailed"
 	// CodeVisibilityChanged (409, retryable): deletes reached a compaction
 	// source while it ran; retry the compaction.

@@ -72,11 +72,13 @@ func (w *writer) runCommit() (CommitResult, error) {
 	}
 	if err := job.gen.failure(); err != nil {
 		// C05: abandon every sibling output and the generation's earlier
-		// flushes through tracked cleanup; nothing is published.
+		// flushes through tracked cleanup; nothing is published. The
+		// accepted operations are kept: the next commit retries them.
 		abandonAll(job.takeResults())
 		abandonAll(job.gen.takePrepared())
-		w.resume()
-		w.idx.log.Error(err, "Indexing generation abandoned")
+		w.retry(job.gen)
+		w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",
+			"operations", job.gen.ops)
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
 	}
 	if len(job.outputs()) == 0 && len(job.gen.pending) == 0 {
@@ -114,6 +116,25 @@ func (w *writer) sealOrResume() (*flushJob, error) {
 		wk.queue <- task{flush: job}
 	}
 	return job, nil
+}
+
+// retry replaces a failed generation by a new one holding the same
+// operations: its primary-key view and deletes as they were, its documents
+// queued again to the workers. Its outputs were abandoned (C05: nothing
+// partial is published); the next commit builds and publishes them all.
+func (w *writer) retry(failed *generation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	next := newGeneration()
+	next.pending, next.ops = failed.pending, failed.ops
+	for _, t := range failed.tasks {
+		t.gen = next
+		next.tasks = append(next.tasks, t)
+		w.enqueueLocked(t)
+	}
+	w.mu.job = nil
+	w.mu.gen = next
+	close(w.mu.idle)
 }
 
 // resume starts a new generation and admits ingestion again.

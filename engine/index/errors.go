@@ -25,7 +25,8 @@ var (
 	// flush timeout; the writer stays paused on the same generation and a
 	// retried Commit completes it (C06).
 	ErrCommitFlushTimeout = errors.New("index: commit flush timed out; retry commit")
-	// ErrGenerationFailed: a worker build failed or panicked; the whole
-	// generation was abandoned and its documents must be sent again (C05).
-	ErrGenerationFailed = errors.New("index: indexing generation failed and was abandoned")
+	// ErrGenerationFailed: a worker build failed or panicked; none of the
+	// generation's outputs was published (C05). Its accepted operations are
+	// kept and the next Commit retries them.
+	ErrGenerationFailed = errors.New("index: indexing generation failed, nothing was published; its operations are kept and the next commit retries them")
 )

@@ -17,6 +17,11 @@ type generation struct {
 	// ops counts accepted operations (documents and deletes). Guarded by
 	// writer.mu.
 	ops int
+	// tasks are the generation's accepted documents as queued to the
+	// workers, kept until the generation is published: if its flush fails,
+	// they are queued again into the next generation, so a retried commit
+	// publishes them and nothing accepted is lost. Guarded by writer.mu.
+	tasks []task
 
 	// mu guards prepared and err, which workers update.
 	mu struct {

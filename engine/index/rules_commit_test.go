@@ -242,13 +242,24 @@ func TestC05_FlushGenerationAllOrNothing(t *testing.T) {
 	if idx.Manager().ActiveOperations() != 0 {
 		t.Fatal("claims left behind")
 	}
-	// The writer works again with a fresh generation.
+	// Nothing accepted is lost: the failed generation's operations are
+	// kept, the writer admits more, and the retried commit publishes all.
 	if err := idx.Add(docs(t, 0, 30, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if res := mustCommit(t, idx); res.Documents != 30 {
-		t.Fatalf("after recovery %d docs, want 30", res.Documents)
+	if res := mustCommit(t, idx); res.Documents != 300 {
+		t.Fatalf("after the retried commit %d docs, want 300", res.Documents)
 	}
+	vis := visible(t, idx)
+	for _, pk := range []string{"p0000", "p0029"} {
+		if !strings.Contains(vis[pk], `"n":2`) {
+			t.Fatalf("%s: the later upsert lost to the retried one: %s", pk, vis[pk])
+		}
+	}
+	if !strings.Contains(vis["p0299"], `"n":1`) {
+		t.Fatalf("p0299 of the failed generation: %q", vis["p0299"])
+	}
+	checkOwned(t, fs, idx)
 }
 
 func TestC06_FlushTimeoutPausesSameGeneration(t *testing.T) {

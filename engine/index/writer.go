@@ -70,7 +70,7 @@ func (w *writer) admitLocked() error {
 		return ErrBackpressure
 	}
 	if err := w.mu.gen.failure(); err != nil {
-		return fmt.Errorf("%w: %v; commit to reset the writer", ErrGenerationFailed, err)
+		return fmt.Errorf("%w: %v; commit to retry the generation", ErrGenerationFailed, err)
 	}
 	return nil
 }
@@ -113,11 +113,19 @@ func (w *writer) add(docs []*schema.Document) error {
 	}
 	for start := 0; start < len(docs); start += chunk {
 		end := min(start+chunk, len(docs))
-		wk := w.workers[w.mu.rr%n]
-		w.mu.rr++
-		wk.queue <- task{docs: docs[start:end], ops: ops[start:end], gen: gen}
+		t := task{docs: docs[start:end], ops: ops[start:end], gen: gen}
+		gen.tasks = append(gen.tasks, t)
+		w.enqueueLocked(t)
 	}
 	return nil
+}
+
+// enqueueLocked hands a task to the next worker, round robin.
+// REQUIRES: w.mu is held.
+func (w *writer) enqueueLocked(t task) {
+	wk := w.workers[w.mu.rr%len(w.workers)]
+	w.mu.rr++
+	wk.queue <- t
 }
 
 // Delete deletes the live document with primary key pk at the next

@@ -45,8 +45,9 @@ const (
 	CodePayloadTooLarge = client.CodePayloadTooLarge
 	// CodeInternal (500): a server fault.
 	CodeInternal = client.CodeInternal
-	// CodeGenerationFailed (500, retryable): the indexing generation was
-	// abandoned; its documents must be sent again.
+	// CodeGenerationFailed (500, retryable): the indexing generation failed
+	// and nothing was published; its documents are kept and the next commit
+	// retries them.
 	CodeGenerationFailed = client.CodeGenerationFailed
 	// CodeVisibilityChanged (409, retryable): deletes reached a compaction
 	// source while it ran; nothing was published.
@@ -184,7 +185,7 @@ func toAPIError(err error) *apiError {
 			"%v; the commit goes on and a retried commit request joins it", err)
 	case errors.Is(err, index.ErrGenerationFailed):
 		e := newError(http.StatusInternalServerError, CodeGenerationFailed,
-			"%v; send the uncommitted documents again", err)
+			"%v; commit again: the accepted documents are kept and retried", err)
 		e.retryable = true
 		return e
 	case errors.Is(err, index.ErrNoPrimaryKey):

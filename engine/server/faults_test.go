@@ -82,8 +82,8 @@ func TestCommitFlushTimeout(t *testing.T) {
 }
 
 // TestGenerationFailed makes a worker panic during the flush: commit
-// answers 500 GenerationFailed, retryable (send the documents again), and
-// the server keeps serving.
+// answers 500 GenerationFailed, retryable, the documents are kept, and the
+// next commit publishes them.
 func TestGenerationFailed(t *testing.T) {
 	var once sync.Once
 	e := newEnvWith(t, server.Limits{}, index.Options{
@@ -97,7 +97,7 @@ func TestGenerationFailed(t *testing.T) {
 	if ae := wantAPIError(t, err, 500, client.CodeGenerationFailed); !ae.Retryable {
 		t.Fatalf("GenerationFailed not retryable")
 	}
-	e.mustAdd("gf", docs...)
+	// The accepted documents were kept: committing again publishes them.
 	if res := e.mustCommit("gf"); res.Documents != uint64(len(docs)) {
 		t.Fatalf("documents %d", res.Documents)
 	}
