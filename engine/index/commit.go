@@ -179,11 +179,13 @@ func (j *flushJob) outputs() []*prepared {
 // for a retried Commit (flush timeout or publication failure before the
 // rename).
 func IsRetryable(err error) bool {
-	return errors.Is(err, ErrCommitFlushTimeout) || errors.Is(err, errPublication)
+	return errors.Is(err, ErrCommitFlushTimeout) || errors.Is(err, ErrPublication)
 }
 
-// errPublication marks a publication failure before the rename (C11).
-var errPublication = errors.New("index: publication failed before the commit point; retry commit")
+// ErrPublication: publication failed before the rename (C11); nothing was
+// committed, the prepared segments stay owned, and a retried Commit
+// publishes them.
+var ErrPublication = errors.New("index: publication failed before the commit point; retry commit")
 
 // currentResult describes the published generation without changing it.
 func (idx *Index) currentResult() CommitResult {

@@ -43,19 +43,19 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	// task, never on the BP pool.
 	oldMasks, newMasks, err := planVisibility(cur, job.gen.pending, outputs)
 	if err != nil {
-		return CommitResult{}, fmt.Errorf("%w: visibility scan: %v", errPublication, err)
+		return CommitResult{}, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
 	}
 	var claims []*lifecycle.Claim
 	if err := idx.writeMasks(oldMasks, newMasks, &claims); err != nil {
 		lifecycle.AbandonAll(claims)
-		return CommitResult{}, fmt.Errorf("%w: %v", errPublication, err)
+		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	next, published := buildNext(meta, oldMasks, newMasks, outputs)
 	next.NextID = idx.mgr.NextID()
 	if h := idx.opts.Hooks.BeforePublish; h != nil {
 		if err := h(); err != nil {
 			lifecycle.AbandonAll(claims)
-			return CommitResult{}, fmt.Errorf("%w: %v", errPublication, err)
+			return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 		}
 	}
 	saveErr := metadata.Save(idx.fs, idx.dir, next)
@@ -63,7 +63,7 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		// Before the rename nothing is committed: drop the masks, keep the
 		// prepared segments owned for a lossless retry (C11).
 		lifecycle.AbandonAll(claims)
-		return CommitResult{}, fmt.Errorf("%w: %v", errPublication, saveErr)
+		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, saveErr)
 	}
 	// The rename happened: from here on nothing may turn the commit into an
 	// apparent abort (C04, C12).

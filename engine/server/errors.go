@@ -188,6 +188,10 @@ func toAPIError(err error) *apiError {
 			"%v; commit again: the accepted documents are kept and retried", err)
 		e.retryable = true
 		return e
+	case errors.Is(err, index.ErrPublication):
+		e := newError(http.StatusInternalServerError, CodeInternal, "%v", err)
+		e.retryable = true
+		return e
 	case errors.Is(err, index.ErrNoPrimaryKey):
 		return newError(http.StatusBadRequest, CodeBadRequest, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

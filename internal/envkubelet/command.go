@@ -46,25 +46,50 @@ func (r *rewriter) arg(s string) string {
 	return r.value(s)
 }
 
-// value rewrites a value: the termination message path becomes the host
-// file, a path at or under a mount path the same path under the mount's
-// host directory, and a wildcard listen address (0.0.0.0:PORT, [::]:PORT,
-// :PORT) the pod's address with that port.
+// value rewrites a value: a wildcard listen address (0.0.0.0:PORT,
+// [::]:PORT, :PORT) becomes the pod's address with that port; otherwise
+// every path in it (at its start or after a space, quote, =, :, ;, and
+// the like, so that shell scripts work too) that is the termination
+// message path becomes the host file, and one at or under a mount path
+// the same path under the mount's host directory.
 func (r *rewriter) value(v string) string {
-	if v == r.termPath {
-		return r.termFile
-	}
-	for _, m := range r.mounts {
-		if v == m.path || strings.HasPrefix(v, m.path+"/") {
-			return m.host + v[len(m.path):]
-		}
-	}
 	for _, wildcard := range []string{"0.0.0.0:", "[::]:", ":"} {
 		if port, ok := strings.CutPrefix(v, wildcard); ok && port != "" && strings.Trim(port, "0123456789") == "" {
 			return net.JoinHostPort(r.ip, port)
 		}
 	}
-	return v
+	var b strings.Builder
+	for i := 0; i < len(v); {
+		if i == 0 || isBoundary(v[i-1]) {
+			if host, n := r.match(v[i:]); n > 0 {
+				b.WriteString(host)
+				i += n
+				continue
+			}
+		}
+		b.WriteByte(v[i])
+		i++
+	}
+	return b.String()
+}
+
+// match returns the host path for the container path s starts with, and
+// that path's length (0 if none).
+func (r *rewriter) match(s string) (string, int) {
+	if strings.HasPrefix(s, r.termPath) && (len(s) == len(r.termPath) || isBoundary(s[len(r.termPath)])) {
+		return r.termFile, len(r.termPath)
+	}
+	for _, m := range r.mounts {
+		if strings.HasPrefix(s, m.path) && (len(s) == len(m.path) || s[len(m.path)] == '/' || isBoundary(s[len(m.path)])) {
+			return m.host, len(m.path)
+		}
+	}
+	return "", 0
+}
+
+// isBoundary reports whether c may delimit a path in a value.
+func isBoundary(c byte) bool {
+	return strings.IndexByte(" \t\n=:;,'\"()<>|&`", c) >= 0
 }
 
 // command translates the container into a local command: the binary

@@ -2,6 +2,7 @@ package envkubelet
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -77,7 +78,7 @@ func (k *Kubelet) list(ctx context.Context, what string, list client.ObjectList)
 // apiErr logs a failed API call, quietly for conflicts and missing objects
 // and for an error repeated from the last pass.
 func (k *Kubelet) apiErr(what string, err error) {
-	if err == nil || apierrors.IsNotFound(err) {
+	if err == nil || apierrors.IsNotFound(err) || errors.Is(err, context.Canceled) {
 		delete(k.lastErr, what)
 		return
 	}
@@ -164,10 +165,10 @@ func (k *Kubelet) syncPods(ctx context.Context, pods []corev1.Pod, claims []core
 		if seen[uid] {
 			continue
 		}
-		if !p.vanished {
+		if !p.vanished && p.anyRunning() {
 			k.log.Info("Pod is gone from the API; killing its containers", "pod", p.ns+"/"+p.name)
-			p.vanished = true
 		}
+		p.vanished = true
 		if p.done {
 			k.forget(p)
 		}
@@ -178,6 +179,7 @@ func (k *Kubelet) syncPods(ctx context.Context, pods []corev1.Pod, claims []core
 // volumes. k.mu is held.
 func (k *Kubelet) forget(p *pod) {
 	delete(k.pods, p.uid)
+	p.release()
 	_ = os.RemoveAll(filepath.Join(p.dir, "volumes"))
 }
 
@@ -235,7 +237,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod, usable func(clai
 	if !equality.Semantic.DeepEqual(status, pod.Status) {
 		orig := pod.DeepCopy()
 		pod.Status = status
-		k.apiErr("pod status "+pod.Namespace+"/"+pod.Name, k.c.Status().Patch(ctx, pod, client.MergeFrom(orig)))
+		k.apiErr("pod status "+pod.Namespace+"/"+pod.Name, k.c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)))
 	}
 	if remove && k.deletePod(ctx, pod) {
 		k.mu.Lock()
@@ -260,9 +262,10 @@ func (k *Kubelet) deletePod(ctx context.Context, pod *corev1.Pod) bool {
 func (k *Kubelet) admit(obj *corev1.Pod) *pod {
 	p := &pod{
 		k: k, uid: obj.UID, ns: obj.Namespace, name: obj.Name, obj: obj.DeepCopy(),
-		ip: k.allocIP(), dir: filepath.Join(k.opts.Root, "pods", string(obj.UID)),
+		dir:     filepath.Join(k.opts.Root, "pods", string(obj.UID)),
 		volumes: map[string]string{}, startTime: time.Now(),
 	}
+	p.ip, p.reservation = k.allocIP()
 	for _, v := range p.obj.Spec.Volumes {
 		dir := filepath.Join(p.dir, "volumes", v.Name)
 		if v.PersistentVolumeClaim != nil {

@@ -4,55 +4,89 @@
 //
 // envtest runs a real kube-apiserver and etcd but nothing that acts on
 // pods. A Kubelet plays those parts against the API server through a
-// controller-runtime client, polling (every 200ms) instead of watching:
+// controller-runtime client (core and batch types in its scheme), polling
+// every 200ms instead of watching:
+//
+//	k := envkubelet.New(c, envkubelet.Options{
+//		Binaries: map[string]string{"summa-server": bin}, Root: t.TempDir(), Log: testr.New(t)})
+//	go k.Start(ctx) // until ctx is done; then every process is killed
+//
+// What it does:
 //
 //   - Node and scheduler: it registers one Ready Node (Options.NodeName)
-//     and binds every unscheduled pod to it through the pods/binding
-//     subresource, so that deleting a pod is graceful as on a real cluster.
-//   - Kubelet: each bound pod gets its own loopback address (127.0.0.2,
-//     127.0.0.3, ...; Linux routes all of 127/8 to lo), so every pod can
-//     listen on the same port. A container whose command (or, without a
-//     command, whose image) has a base name listed in Options.Binaries runs
-//     as a local process; its arguments and environment are rewritten so
-//     that paths under a volume mount point into a host directory, the
-//     termination message path is a host file and a wildcard listen address
-//     (0.0.0.0:PORT, [::]:PORT, :PORT) is the pod's address. Any other
-//     container is simulated: no process, "running" until stopped (exit 0 on
-//     SIGTERM), except regular init containers and containers of
-//     OnFailure/Never pods, which succeed at once. Init containers, native
-//     sidecars (init containers with restartPolicy Always) and app
-//     containers start and stop in the kubelet's order; exited containers
-//     restart per the pod's restartPolicy; a deleted pod's containers get
-//     SIGTERM (app containers first, then sidecars in reverse order) and
-//     SIGKILL when the grace period runs out, then the pod is removed.
-//   - Pod status: phase, IPs, conditions and container statuses, with the
-//     termination message. Readiness and startup probes (httpGet, tcpSocket)
-//     are run every 300ms against the pod address, ignoring their timing
-//     fields except the thresholds; exec and grpc probes always succeed;
-//     liveness probes and lifecycle hooks are ignored.
+//     and binds every unscheduled pod without scheduling gates to it
+//     through the pods/binding subresource, so that the API server deletes
+//     pods gracefully as on a real cluster.
+//   - Pod addresses: each pod gets its own loopback address (127.0.0.2,
+//     127.0.0.3, ...; Linux routes all of 127/8 to lo), so that every pod
+//     can listen on the same port. An address on which any TCP socket is
+//     bound (by another test binary, say) is skipped, and the Kubelet holds
+//     a listener on port 65500 of each address it hands out so that other
+//     Kubelets skip it too.
+//   - Containers: a container whose command (or, without a command, whose
+//     image) has a base name listed in Options.Binaries runs as a local
+//     process in its own process group. In its arguments and env values,
+//     $(VAR) references are expanded; paths at or under a volume mount
+//     (also inside a shell script) point into the volume's host directory;
+//     the termination message path is a host file; and a wildcard listen
+//     address (0.0.0.0:PORT, [::]:PORT, :PORT) becomes the pod's address.
+//     The environment holds PATH, HOSTNAME, HOME (the pod's directory), the
+//     literal env values and fieldRef values of the pod's name, namespace,
+//     UID, labels, annotations, node, service account and IPs; envFrom and
+//     configMap/secret references are ignored. Any other container is
+//     simulated: no process, "running" until stopped (exit 0 on SIGTERM),
+//     except that regular init containers and the containers of OnFailure
+//     and Never pods succeed at once.
+//   - Lifecycle: regular init containers run to completion one by one,
+//     native sidecars (init containers with restartPolicy Always) start in
+//     order (each must be started, i.e. running and past its startupProbe),
+//     then the app containers start. A container that exits restarts after
+//     500ms per the pod's restartPolicy (sidecars always); when the app
+//     containers of an OnFailure or Never pod finished, the sidecars are
+//     stopped and the pod Succeeded or Failed. A pod with a
+//     deletionTimestamp gets SIGTERM in its app containers, then, once they
+//     exited, in its sidecars one by one in reverse order; SIGKILL for what
+//     still runs when the grace period (from when the Kubelet noticed) ran
+//     out; then its final status is written and it is removed from the API.
+//     A pod that vanished from the API gets SIGKILL.
+//   - Pod status: phase, IPs, conditions (PodScheduled,
+//     PodReadyToStartContainers, Initialized, ContainersReady, Ready,
+//     honouring readiness gates) and container statuses with state,
+//     lastState, restart count and the termination message (or, with
+//     FallbackToLogsOnError, the log tail), written only when they change.
+//     Readiness and startup probes (httpGet, tcpSocket) run every 300ms
+//     against the pod address, ignoring their timing fields but honouring
+//     the thresholds; exec and grpc probes always pass; liveness probes and
+//     lifecycle hooks are ignored.
 //   - Volumes: a persistentVolumeClaim volume is the host directory
-//     ClaimDir(namespace, claim); the pod starts only once the claim exists
-//     and is not being deleted. When a claim is removed from the API its
+//     ClaimDir(namespace, claim); a pod starts only once its claims exist
+//     and are not being deleted. When a claim is gone from the API its
 //     directory is deleted (as with reclaimPolicy Delete). Every other
-//     volume type (emptyDir, configMap, ...) is an empty per-pod directory.
-//   - Job controller: one pod per Job (only backoffLimit 0 semantics: the
-//     Job completes or fails with its single pod), with the status and
-//     conditions the real controller writes.
-//   - PersistentVolumeClaims: Pending claims become Bound with the
-//     requested capacity (a grown request is "expanded" at once); the
-//     kubernetes.io/pvc-protection finalizer is removed once no pod that is
-//     not terminated uses the claim.
+//     volume (emptyDir, configMap, ...) is an empty per-pod directory,
+//     deleted with the pod.
+//   - Job controller: one pod per unsuspended Job, as with completions,
+//     parallelism 1 and backoffLimit 0: the Job is Complete when its pod
+//     Succeeded and Failed (BackoffLimitExceeded) when it failed or
+//     vanished, with the status the real controller writes. Deadlines,
+//     TTLs, pod failure and success policies are ignored.
+//   - Claims: Pending claims become Bound with the requested capacity (a
+//     grown request is "expanded" at once); the kubernetes.io/pvc-protection
+//     finalizer of a deleted claim is removed once no pod that is not
+//     terminated uses it.
 //   - Garbage collector: pods, services, claims and jobs whose owners are
-//     all gone are deleted in the background; owners being deleted with the
-//     foregroundDeletion or orphan finalizer have their dependents deleted or
-//     orphaned and then lose the finalizer.
+//     all gone (or replaced by an object with another UID) are deleted in
+//     the background; owners being deleted with the foregroundDeletion or
+//     orphan finalizer have these dependents deleted (in the background) or
+//     orphaned and then lose the finalizer. Other kinds of dependents are
+//     not collected.
 //
-// Process output goes to Root/logs/<namespace>_<pod>_<container>.log.
-// The package is meant for Linux test machines.
+// Process output goes to Root/logs/<namespace>_<pod>_<container>.log,
+// appended across restarts. The package is meant for Linux test machines.
 package envkubelet
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -91,15 +125,16 @@ type Options struct {
 	// is "summa-server"), with the container's args as arguments.
 	Binaries map[string]string
 	// Root is a directory for volumes, logs and termination messages
-	// (required; created if needed).
+	// (required; created if needed; made absolute).
 	Root string
 	// Log receives the Kubelet's logs; the zero value discards them.
 	Log logr.Logger
 	// NodeName is the name of the Node that pods are bound to; default
 	// "envtest-node".
 	NodeName string
-	// FirstIP is the first pod address; each pod gets the next one.
-	// Default "127.0.0.2". It must be an IPv4 loopback address.
+	// FirstIP is the first pod address; each pod gets the next free one
+	// (see the package documentation). Default "127.0.0.2". It must be an
+	// IPv4 loopback address.
 	FirstIP string
 }
 
@@ -146,7 +181,8 @@ type Kubelet struct {
 	// firstIP is opts.FirstIP as a number.
 	firstIP uint32
 
-	// procs counts process waiters, for Stop.
+	// procs counts the goroutines waiting for processes and simulated
+	// containers, for Stop.
 	procs sync.WaitGroup
 	// startOnce guards Start.
 	startOnce sync.Once
@@ -161,13 +197,13 @@ type Kubelet struct {
 	nextIP uint32
 	// stopped is set by Stop: no process starts any more.
 	stopped bool
-	// nodeDone is set once the Node is registered.
-	nodeDone bool
 	// claims are the claims seen in the API, by UID, as namespace/name.
 	claims map[types.UID][2]string
 	// jobPods names the pod created for each Job, by the Job's UID.
 	jobPods map[types.UID]string
 
+	// nodeDone is set once the Node is registered (API loop only).
+	nodeDone bool
 	// lastErr is the last error logged per API call (API loop only).
 	lastErr map[string]string
 	// deletingOwners are owners seen being deleted with the orphan or
@@ -186,6 +222,9 @@ func New(c client.Client, opts Options) *Kubelet {
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
+	}
+	if abs, err := filepath.Abs(opts.Root); err == nil && opts.Root != "" {
+		opts.Root = abs
 	}
 	return &Kubelet{
 		c: c, opts: opts, log: opts.Log,
@@ -256,6 +295,7 @@ func (k *Kubelet) Stop() {
 	k.mu.Lock()
 	k.stopped = true
 	for _, p := range k.pods {
+		p.release()
 		for _, c := range p.all() {
 			if c.running() {
 				c.cur.signal(syscall.SIGKILL)
@@ -285,16 +325,48 @@ func (k *Kubelet) runtimeLoop(ctx context.Context) {
 	}
 }
 
-// allocIP returns the next pod address. k.mu is held.
-func (k *Kubelet) allocIP() string {
-	for {
+// reservePort is the port on which the Kubelet holds a listener on each
+// pod address it hands out, so that Kubelets of other test processes skip
+// the address.
+const reservePort = "65500"
+
+// allocIP returns the next free pod address and a listener reserving it.
+// An address is skipped when another process has a TCP socket on it or
+// holds its reservation: several test binaries (go test ./...) may run
+// Kubelets at once. k.mu is held.
+func (k *Kubelet) allocIP() (string, net.Listener) {
+	for tries := 0; ; tries++ {
 		n := k.firstIP + k.nextIP
 		k.nextIP++
 		if b := byte(n); b == 0 || b == 255 {
 			continue
 		}
-		return net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n)).String()
+		ip := net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+		if tries < 4096 && ipBusy(ip) {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), reservePort))
+		if err != nil && tries < 4096 {
+			continue
+		}
+		return ip.String(), ln
 	}
+}
+
+// ipBusy reports whether a TCP socket is bound to the IPv4 address, as
+// /proc/net/tcp tells (false where it cannot be read).
+func ipBusy(ip net.IP) bool {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf("%08X:", binary.NativeEndian.Uint32(ip.To4()))
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], want) {
+			return true
+		}
+	}
+	return false
 }
 
 // record appends a container event to the history. k.mu is held.

@@ -2,6 +2,7 @@ package envkubelet
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,9 @@ type pod struct {
 	obj *corev1.Pod
 	// ip is the pod's loopback address.
 	ip string
+	// reservation is a listener on ip that keeps other Kubelets off it
+	// (nil once released). Guarded by k.mu.
+	reservation net.Listener
 	// dir is the pod's working directory.
 	dir string
 	// volumes maps a volume name to its host directory.
@@ -142,6 +146,14 @@ func (in *instance) signal(sig syscall.Signal) {
 	}
 }
 
+// release closes the address reservation. k.mu is held.
+func (p *pod) release() {
+	if p.reservation != nil {
+		_ = p.reservation.Close()
+		p.reservation = nil
+	}
+}
+
 // all returns the init containers, then the app containers.
 func (p *pod) all() []*container {
 	return append(append([]*container(nil), p.inits...), p.apps...)
@@ -159,7 +171,7 @@ func (p *pod) restartPolicy() corev1.RestartPolicy {
 // is called often; k.mu is held.
 func (p *pod) step(now time.Time) {
 	switch {
-	case p.done:
+	case p.done, p.k.stopped:
 	case p.vanished:
 		for _, c := range p.all() {
 			if c.running() && !c.cur.killSent {
@@ -288,7 +300,7 @@ func (p *pod) beginTerminating(now time.Time, grace time.Duration) {
 
 // requestDelete notes the pod's deletion with the given grace period.
 func (p *pod) requestDelete(now time.Time, grace time.Duration) {
-	if !p.deleting {
+	if !p.deleting && !p.done {
 		p.k.log.Info("Pod deleted; stopping its containers", "pod", p.ns+"/"+p.name, "grace", grace.String())
 	}
 	p.deleting = true
@@ -383,7 +395,9 @@ func (p *pod) start(c *container, now time.Time) {
 			return
 		}
 		in.sim = make(chan int, 1)
+		k.procs.Add(1)
 		go func() {
+			defer k.procs.Done()
 			code := <-in.sim
 			k.mu.Lock()
 			defer k.mu.Unlock()
