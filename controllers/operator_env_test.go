@@ -117,6 +117,7 @@ func startOperator() {
 			ResyncPeriod:       time.Second,
 			EngineTimeout:      5 * time.Second,
 			DrainBackoff:       2 * time.Second,
+			VolumePermissions:  true,
 			SkipNameValidation: true,
 		},
 	}

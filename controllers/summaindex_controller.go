@@ -52,6 +52,10 @@ type Options struct {
 	// DrainBackoff is the first wait after a timed-out drain (doubling up
 	// to 30 min); zero means 30 s.
 	DrainBackoff time.Duration
+	// VolumePermissions adds an init container that hands each volume to
+	// the engine's non-root user (for hostPath-like storage that ignores
+	// fsGroup).
+	VolumePermissions bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
@@ -212,7 +216,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		}
 	}
 	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
-	desired := desiredPod(x, r.image(x), grace)
+	desired := desiredPod(x, r.image(x), grace, r.Options.VolumePermissions)
 	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
 	if x.Status.UpdateRevision != x.Status.CurrentRevision {
 		if wait, ok := r.drainBackoff(x); !ok {
@@ -262,7 +266,7 @@ func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
 // the last estimate asks for.
 func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex) (reconcile.Result, error) {
 	grace := graceTarget(x, deref(x.Status.DrainEstimateSeconds))
-	pod := desiredPod(x, r.image(x), grace)
+	pod := desiredPod(x, r.image(x), grace, r.Options.VolumePermissions)
 	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}

@@ -303,15 +303,17 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		})
 		pod, err := enginePodOf("sidecar")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(pod.Spec.InitContainers[0].Name).To(Equal(EngineContainerName))
-		Expect(*pod.Spec.InitContainers[0].RestartPolicy).To(Equal(corev1.ContainerRestartPolicyAlways))
+		Expect(pod.Spec.InitContainers[0].Name).To(Equal("volume-permissions"))
+		Expect(pod.Spec.InitContainers[1].Name).To(Equal(EngineContainerName))
+		Expect(*pod.Spec.InitContainers[1].RestartPolicy).To(Equal(corev1.ContainerRestartPolicyAlways))
 		var order []string
 		for _, e := range kubelet.History() {
 			if e.PodUID == pod.UID && e.Type == "Started" {
 				order = append(order, e.Container)
 			}
 		}
-		Expect(order).To(Equal([]string{EngineContainerName, "app"}), "the engine starts first")
+		Expect(order).To(Equal([]string{"volume-permissions", EngineContainerName, "app"}),
+			"the volume is prepared, then the engine starts, then the app")
 		Expect(engineOf("sidecar").Healthz(ctx)).To(Succeed())
 	})
 

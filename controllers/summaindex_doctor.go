@@ -290,6 +290,12 @@ func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container str
 	}
 	labels := x.Labels()
 	labels[LabelComponent] = container
+	var prepare []corev1.Container
+	if r.Options.VolumePermissions {
+		for i, m := range mounts {
+			prepare = append(prepare, volumePermissionsContainer(fmt.Sprintf("volume-permissions-%d", i), r.image(x), m))
+		}
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
@@ -302,6 +308,7 @@ func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container str
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
 					Volumes:                      volumes,
+					InitContainers:               prepare,
 					Containers: []corev1.Container{{
 						Name:                     container,
 						Image:                    r.image(x),

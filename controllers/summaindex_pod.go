@@ -122,10 +122,39 @@ func engineContainer(x *summav1.SummaIndex, image string, grace int64) corev1.Co
 	}
 }
 
+// volumePermissionsContainer hands a mounted volume to the non-root user
+// before anything else runs: root with only CHOWN and FOWNER, for storage
+// (hostPath, some local provisioners) that ignores fsGroup.
+func volumePermissionsContainer(name, image string, mount corev1.VolumeMount) corev1.Container {
+	id := strconv.FormatInt(nonRootUID, 10)
+	return corev1.Container{
+		Name:            name,
+		Image:           image,
+		Command:         []string{EngineCommand},
+		Args:            []string{"prepare-volume", "--data-dir", mount.MountPath, "--uid", id, "--gid", id},
+		VolumeMounts:    []corev1.VolumeMount{mount},
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser:                ptr.To[int64](0),
+			RunAsNonRoot:             ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false),
+			Privileged:               ptr.To(false),
+			Capabilities: &corev1.Capabilities{
+				Drop: []corev1.Capability{"ALL"},
+				Add:  []corev1.Capability{"CHOWN", "FOWNER"},
+			},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+}
+
 // desiredPod builds the engine pod for a grace period. With app containers
 // in spec.podTemplate, the engine is their native sidecar: an init
 // container with restartPolicy Always, started first and stopped last.
-func desiredPod(x *summav1.SummaIndex, image string, grace int64) *corev1.Pod {
+// With volumePermissions, an init container first hands the data volume to
+// the engine's user.
+func desiredPod(x *summav1.SummaIndex, image string, grace int64, volumePermissions bool) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: x.EnginePodName(), Namespace: x.Namespace,
 		Labels: map[string]string{}, Annotations: map[string]string{},
@@ -148,6 +177,10 @@ func desiredPod(x *summav1.SummaIndex, image string, grace int64) *corev1.Pod {
 		pod.Spec.InitContainers = append([]corev1.Container{engine}, pod.Spec.InitContainers...)
 	} else {
 		pod.Spec.Containers = []corev1.Container{engine}
+	}
+	if volumePermissions {
+		prep := volumePermissionsContainer("volume-permissions", image, corev1.VolumeMount{Name: dataVolumeName, MountPath: DataMountPath})
+		pod.Spec.InitContainers = append([]corev1.Container{prep}, pod.Spec.InitContainers...)
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes,
 		corev1.Volume{Name: dataVolumeName, VolumeSource: corev1.VolumeSource{

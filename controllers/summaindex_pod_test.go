@@ -76,7 +76,7 @@ func TestShutdownDeadlineIsShorterThanGrace(t *testing.T) {
 
 func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 	x := podTestIndex()
-	pod := desiredPod(x, "summa-server:v1", 45)
+	pod := desiredPod(x, "summa-server:v1", 45, false)
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != EngineContainerName {
 		t.Fatalf("containers %+v", pod.Spec.Containers)
 	}
@@ -105,8 +105,8 @@ func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 
 func TestRevisionFollowsWhatMatters(t *testing.T) {
 	x := podTestIndex()
-	base := desiredPod(x, "img:1", 30).Annotations[AnnotationRevision]
-	if again := desiredPod(x, "img:1", 30).Annotations[AnnotationRevision]; again != base {
+	base := desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision]
+	if again := desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision]; again != base {
 		t.Fatal("the revision is not deterministic")
 	}
 	changes := map[string]func(*summav1.SummaIndex) (string, int64){
@@ -124,14 +124,14 @@ func TestRevisionFollowsWhatMatters(t *testing.T) {
 	for what, change := range changes {
 		y := x.DeepCopy()
 		img, grace := change(y)
-		if desiredPod(y, img, grace).Annotations[AnnotationRevision] == base {
+		if desiredPod(y, img, grace, false).Annotations[AnnotationRevision] == base {
 			t.Errorf("a change of %s keeps the revision", what)
 		}
 	}
 	y := x.DeepCopy()
 	y.Spec.Storage.Size = resource.MustParse("2Gi")
 	y.Spec.Doctor.RequestID = "r1"
-	if desiredPod(y, "img:1", 30).Annotations[AnnotationRevision] != base {
+	if desiredPod(y, "img:1", 30, false).Annotations[AnnotationRevision] != base {
 		t.Error("volume size or doctor request changed the pod revision")
 	}
 }
@@ -141,12 +141,33 @@ func TestAppContainersMakeTheEngineANativeSidecar(t *testing.T) {
 	x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
 	}}
-	pod := desiredPod(x, "img:1", 30)
+	pod := desiredPod(x, "img:1", 30, false)
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != "app" {
 		t.Fatalf("app containers %+v", pod.Spec.Containers)
 	}
 	if len(pod.Spec.InitContainers) == 0 || pod.Spec.InitContainers[0].Name != EngineContainerName ||
 		pod.Spec.InitContainers[0].RestartPolicy == nil || *pod.Spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Fatalf("engine is not the first init container with restartPolicy Always: %+v", pod.Spec.InitContainers)
+	}
+}
+
+func TestVolumePermissionsRunsFirstAsRootWithOnlyChown(t *testing.T) {
+	x := podTestIndex()
+	x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
+	}}
+	pod := desiredPod(x, "img:1", 30, true)
+	if len(pod.Spec.InitContainers) < 2 || pod.Spec.InitContainers[0].Name != "volume-permissions" ||
+		pod.Spec.InitContainers[1].Name != EngineContainerName {
+		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
+	}
+	c := pod.Spec.InitContainers[0]
+	if *c.SecurityContext.RunAsUser != 0 || *c.SecurityContext.AllowPrivilegeEscalation ||
+		!slices.Equal(c.SecurityContext.Capabilities.Add, []corev1.Capability{"CHOWN", "FOWNER"}) ||
+		!slices.Contains(c.Args, "prepare-volume") || !slices.Contains(c.Args, "/data") {
+		t.Fatalf("volume-permissions container %+v", c)
+	}
+	if desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision] == pod.Annotations[AnnotationRevision] {
+		t.Fatal("the init container does not change the revision")
 	}
 }

@@ -1,7 +1,7 @@
 // Command manager runs the Summa operator: the SummaIndex controller, with
 // leader election, health probes and Prometheus metrics.
 //
-//	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s]
+//	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s] [--volume-permissions]
 //	        [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
 //
 // It finds the cluster from KUBECONFIG or the in-cluster service account.
@@ -44,6 +44,7 @@ func run(args []string) error {
 		engineImage   = fs.String("engine-image", envOr("SUMMA_ENGINE_IMAGE", controllers.DefaultEngineImage), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
 		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
 		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "bound of each call to an engine's API")
+		volumePerms   = fs.Bool("volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
 	)
 	zopts := zap.Options{}
 	zopts.BindFlags(fs)
@@ -83,9 +84,10 @@ func run(args []string) error {
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("summa-operator"),
 		Options: controllers.Options{
-			DefaultImage:  *engineImage,
-			ResyncPeriod:  *resync,
-			EngineTimeout: *engineTimeout,
+			DefaultImage:      *engineImage,
+			ResyncPeriod:      *resync,
+			EngineTimeout:     *engineTimeout,
+			VolumePermissions: *volumePerms,
 		},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -97,7 +99,8 @@ func run(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("ready check: %w", err)
 	}
-	lg.Info("Starting", "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect)
+	lg.Info("Starting", "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
+		"volumePermissions", *volumePerms)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

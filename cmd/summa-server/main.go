@@ -5,6 +5,7 @@
 //	summa-server --data-dir DIR --doctor [--report-file PATH]  offline repair
 //	summa-server backup --data-dir DIR --to DEST [--report-file PATH]
 //	                                                           offline copy
+//	summa-server prepare-volume --data-dir DIR --uid N --gid N chown a volume
 //	summa-server version
 //
 // Every flag can also come from the environment as SUMMA_<FLAG_IN_CAPS>
@@ -50,6 +51,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	if len(args) > 0 && args[0] == "backup" {
 		return runBackup(args[1:], getenv, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "prepare-volume" {
+		return runPrepareVolume(args[1:], stdout, stderr)
 	}
 	cfg, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, errHelp) {

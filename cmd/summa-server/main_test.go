@@ -368,3 +368,38 @@ func TestBackupRefusals(t *testing.T) {
 		t.Errorf("a refused backup wrote into the destination: %v", ents)
 	}
 }
+
+func TestPrepareVolumeHandsTheTreeToTheEngineUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "idx"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "idx", "metadata.json"), []byte("{}"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"prepare-volume", "--data-dir", dir, "--uid", "65532", "--gid", "65532"}, func(string) string { return "" }, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "idx"), filepath.Join(dir, "idx", "metadata.json")} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if st.Uid != 65532 || st.Gid != 65532 || info.Mode().Perm()&0o600 != 0o600 {
+			t.Fatalf("%s: owner %d:%d mode %v", p, st.Uid, st.Gid, info.Mode())
+		}
+	}
+	out.Reset()
+	run([]string{"prepare-volume", "--data-dir", dir, "--uid", "65532", "--gid", "65532"}, func(string) string { return "" }, &out, &errOut)
+	if !strings.Contains(out.String(), `"changed":0`) {
+		t.Fatalf("a second run changed something: %s", out.String())
+	}
+	if code := run([]string{"prepare-volume", "--data-dir", dir}, func(string) string { return "" }, &out, &errOut); code != exitUsage {
+		t.Fatalf("missing --uid: exit %d", code)
+	}
+}
