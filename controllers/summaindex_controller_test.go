@@ -215,6 +215,56 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		Expect(x.Status.TerminationGracePeriodSeconds).To(BeEquivalentTo(90))
 	})
 
+	It("grows the grace with the engine's drain estimate under an uncommitted backlog", func() {
+		createReady("backlog", func(x *summav1.SummaIndex) {
+			x.Spec.Lifecycle.TerminationGracePeriod = summav1.GracePeriodBounds{MinSeconds: 1, MaxSeconds: 120}
+		})
+		x := getIndex("backlog")
+		Expect(x.Status.TerminationGracePeriodSeconds).To(BeEquivalentTo(10), "no estimate yet: the fixed 10 s")
+		first := x.Status.PodUID
+		ingest("backlog", 0, 2000)
+		commit("backlog") // the engine measures its flush rate
+		// Uncommitted documents pile up until the estimate asks for a
+		// longer grace than the pod has.
+		accepted := 2000
+		grown := func() bool { return getIndex("backlog").Status.PodUID != first }
+		for accepted < 400_000 && !grown() {
+			if _, err := enginePodOf("backlog"); err != nil {
+				break
+			}
+			if x := getIndex("backlog"); x.Status.Phase != summav1.PhaseRunning {
+				break // the operator is draining for the new grace
+			}
+			c := engineOf("backlog")
+			ps, err := corpus.Paragraphs()
+			Expect(err).NotTo(HaveOccurred())
+			var docs []any
+			for i := accepted; i < accepted+10_000; i++ {
+				docs = append(docs, map[string]any{"id": fmt.Sprintf("d%06d", i), "body": ps[i%len(ps)]})
+			}
+			if _, err := c.AddDocuments(ctx, "backlog", docs...); err != nil {
+				break // draining: writes are refused
+			}
+			accepted += 10_000
+		}
+		Eventually(func(g Gomega) {
+			x := getIndex("backlog")
+			g.Expect(x.Status.PodUID).NotTo(Equal(first))
+			g.Expect(x.IsReady()).To(BeTrue())
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		x = getIndex("backlog")
+		pod, err := enginePodOf("backlog")
+		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("grace grew to %ds (estimate %s) after %d accepted documents\n",
+			x.Status.TerminationGracePeriodSeconds, fmtEstimate(x.Status.DrainEstimateSeconds), accepted)
+		Expect(x.Status.TerminationGracePeriodSeconds).To(BeNumerically(">=", 15))
+		Expect(*pod.Spec.TerminationGracePeriodSeconds).To(Equal(x.Status.TerminationGracePeriodSeconds))
+		Expect(x.Status.ShutdownDeadlineSeconds).To(BeNumerically("<", x.Status.TerminationGracePeriodSeconds))
+		Expect(pod.Spec.Containers[0].Args).To(ContainElement(fmt.Sprintf("--shutdown-deadline=%ds", x.Status.ShutdownDeadlineSeconds)))
+		Expect(eventReasons("backlog")).To(ContainElement("GraceResized"))
+		Expect(engineDocuments("backlog")).To(BeEquivalentTo(accepted), "the drain before the restart committed the backlog")
+	})
+
 	It("drains before a restart and loses no committed or accepted document", func() {
 		createReady("rolling", nil)
 		ingest("rolling", 0, 200)

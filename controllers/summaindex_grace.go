@@ -22,7 +22,7 @@ const (
 	// exceeds it by this fraction (and at least graceGrowthMinSeconds).
 	graceGrowthBand = 0.25
 	// graceGrowthMinSeconds is the smallest growth worth a restart.
-	graceGrowthMinSeconds = 10
+	graceGrowthMinSeconds = 5
 )
 
 // graceTarget is the grace period the estimate asks for, clamped to the

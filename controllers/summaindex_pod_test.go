@@ -51,8 +51,8 @@ func TestGraceHysteresis(t *testing.T) {
 		why     string
 	}{
 		{0, nil, 30, "first pod: the minimum"},
-		{30, est(12), 30, "target 34 is within the band over 30"},
-		{30, est(15), 40, "target 40 clears the 10 s band"},
+		{30, est(12), 30, "target 34 is within 25% of 30"},
+		{30, est(15), 40, "target 40 clears 25% of 30"},
 		{200, est(100), 200, "target 210 is within 25% of 200"},
 		{200, est(130), 270, "target 270 clears 25% of 200"},
 		{270, est(0), 270, "shrinking alone never restarts the pod"},
@@ -169,5 +169,17 @@ func TestVolumePermissionsRunsFirstAsRootWithOnlyChown(t *testing.T) {
 	}
 	if desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision] == pod.Annotations[AnnotationRevision] {
 		t.Fatal("the init container does not change the revision")
+	}
+}
+
+func TestSmallGracesGrowByAtLeastFiveSeconds(t *testing.T) {
+	x := podTestIndex()
+	x.Spec.Lifecycle.TerminationGracePeriod = summav1.GracePeriodBounds{MinSeconds: 1, MaxSeconds: 120}
+	est := func(f float64) *float64 { return &f }
+	if got := nextGrace(x, 10, est(1.9)); got != 10 {
+		t.Errorf("target 14 over 10: %d, want 10 (below the 5 s step)", got)
+	}
+	if got := nextGrace(x, 10, est(2.1)); got != 15 {
+		t.Errorf("target 15 over 10: %d, want 15", got)
 	}
 }
