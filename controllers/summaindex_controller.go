@@ -226,7 +226,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
-		if x.Status.TerminationGracePeriodSeconds != grace {
+		if x.Status.DrainStartTime == nil && x.Status.TerminationGracePeriodSeconds != grace {
 			r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
 				x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
 		}
