@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	summav1 "github.com/summadev/summa/api/v1"
 	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/segtest"
 )
 
 // Generous bounds: a 2-core machine runs the API server, etcd and several
@@ -493,25 +493,10 @@ var _ = Describe("The SummaIndex reconciler", func() {
 	})
 })
 
-// truncateOneSegmentFile cuts a segment file of the index directory in half
-// (its footer is gone, so the next open quarantines the segment) and
-// returns the segment's ID.
+// truncateOneSegmentFile damages one segment of the index directory (see segtest).
 func truncateOneSegmentFile(dir string) string {
 	GinkgoHelper()
-	entries, err := os.ReadDir(dir)
+	id, err := segtest.TruncateFirstSegmentFile(dir)
 	Expect(err).NotTo(HaveOccurred())
-	var names []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "seg_") && !strings.HasSuffix(e.Name(), ".del") {
-			names = append(names, e.Name())
-		}
-	}
-	Expect(names).NotTo(BeEmpty())
-	slices.Sort(names)
-	name := names[0]
-	info, err := os.Stat(filepath.Join(dir, name))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(os.Truncate(filepath.Join(dir, name), info.Size()/2)).To(Succeed())
-	id := strings.TrimPrefix(name, "seg_")
-	return id[:strings.IndexByte(id, '.')]
+	return id
 }

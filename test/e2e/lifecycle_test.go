@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	summav1 "github.com/summadev/summa/api/v1"
 	engineclient "github.com/summadev/summa/client"
+	"github.com/summadev/summa/internal/segtest"
 )
 
 // figure prints a measured figure and appends it to $SUMMA_E2E_FIGURES.
@@ -328,23 +327,10 @@ var _ = Describe("SummaIndex on a real kubelet", func() {
 	})
 })
 
-// truncateSegment cuts one segment file of an index directory in half and
-// returns the segment's ID.
+// truncateSegment damages one segment of the index directory (see segtest).
 func truncateSegment(dir string) string {
 	GinkgoHelper()
-	entries, err := os.ReadDir(dir)
+	id, err := segtest.TruncateFirstSegmentFile(dir)
 	Expect(err).NotTo(HaveOccurred())
-	var names []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "seg_") && !strings.HasSuffix(e.Name(), ".del") {
-			names = append(names, e.Name())
-		}
-	}
-	Expect(names).NotTo(BeEmpty())
-	sort.Strings(names)
-	info, err := os.Stat(filepath.Join(dir, names[0]))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(os.Truncate(filepath.Join(dir, names[0]), info.Size()/2)).To(Succeed())
-	id := strings.TrimPrefix(names[0], "seg_")
-	return id[:strings.IndexByte(id, '.')]
+	return id
 }
