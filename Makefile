@@ -100,3 +100,25 @@ envtest: ## Build kube-apiserver and etcd from the Go module proxy into bin/envt
 .PHONY: test-operator
 test-operator: envtest ## Run the API and operator tests on a real kube-apiserver and etcd (envtest required, never skipped).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./api/... ./controllers/...
+
+# Local cluster: a real single-node Kubernetes on this machine (root, Linux),
+# images built without a registry. See hack/cluster/up.sh and
+# shared/design/local-cluster.md.
+CLUSTER_DIR ?= $(CURDIR)/bin/cluster
+
+.PHONY: cluster-build images cluster-up cluster-down
+cluster-build: ## Build kube-apiserver, -controller-manager, -scheduler, kubelet, kubectl and etcd into bin/cluster (cached; shares the build with envtest).
+	KUBE_VERSION=$(ENVTEST_K8S_VERSION) CLUSTER_DIR=$(CLUSTER_DIR) GO=$(GO) hack/cluster/build.sh
+
+images: ## Build the image tarballs (summa-server, summa-operator, pause) into bin/images; import them too when the local cluster runs.
+	@if [ -S $(CLUSTER_DIR)/run/containerd/containerd.sock ]; then \
+	  $(GO) run ./hack/imagebuild -out bin/images -containerd $(CLUSTER_DIR)/run/containerd/containerd.sock; \
+	else \
+	  $(GO) run ./hack/imagebuild -out bin/images; \
+	fi
+
+cluster-up: ## Start the local single-node cluster (root; idempotent); prints the KUBECONFIG to export.
+	KUBE_VERSION=$(ENVTEST_K8S_VERSION) CLUSTER_DIR=$(CLUSTER_DIR) GO=$(GO) hack/cluster/up.sh
+
+cluster-down: ## Stop the local cluster and restore the host (idempotent).
+	CLUSTER_DIR=$(CLUSTER_DIR) hack/cluster/down.sh

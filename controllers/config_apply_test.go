@@ -137,7 +137,7 @@ var _ = Describe("config/", func() {
 
 	It("builds with kustomize and the result applies with a server-side dry run", func() {
 		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-		for _, dir := range []string{"default", "samples"} {
+		for _, dir := range []string{"default", "samples", "local"} {
 			resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(configDir, dir))
 			Expect(err).NotTo(HaveOccurred(), "kustomize build config/%s", dir)
 			out, err := resMap.AsYaml()
@@ -147,7 +147,7 @@ var _ = Describe("config/", func() {
 			Expect(objs).NotTo(BeEmpty())
 			applyOrder(objs)
 			for _, o := range objs {
-				if dir == "default" && o.GetKind() != "Namespace" && isNamespaced(o) {
+				if dir != "samples" && o.GetKind() != "Namespace" && isNamespaced(o) {
 					Expect(o.GetNamespace()).To(Equal(operatorNamespace), "%s %s", o.GetKind(), o.GetName())
 				}
 				Expect(dryRunApply(o)).To(Succeed(), "config/%s: %s %s", dir, o.GetKind(), o.GetName())
