@@ -122,3 +122,10 @@ cluster-up: ## Start the local single-node cluster (root; idempotent); prints th
 
 cluster-down: ## Stop the local cluster and restore the host (idempotent).
 	CLUSTER_DIR=$(CLUSTER_DIR) hack/cluster/down.sh
+
+.PHONY: e2e
+e2e: cluster-up images ## End-to-end specs (test/e2e) on the local cluster with the operator deployed from config/local; figures in bin/e2e-figures.txt.
+	@rm -f bin/e2e-figures.txt
+	KUBECONFIG=$(CLUSTER_DIR)/run/admin.kubeconfig SUMMA_E2E=local SUMMA_REQUIRE_E2E=1 \
+	  SUMMA_E2E_FIGURES=$(CURDIR)/bin/e2e-figures.txt $(GO) test -count=1 -timeout 45m ./test/e2e/
+	@cat bin/e2e-figures.txt 2>/dev/null || true

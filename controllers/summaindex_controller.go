@@ -215,9 +215,25 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			engineUp = true
 		}
 	}
+	// The decided grace is kept in status at once: it never shrinks, so an
+	// estimate that falls while the engine drains (the drain commits the
+	// backlog it measured) cannot undo a restart already under way.
 	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
+	if grace != x.Status.TerminationGracePeriodSeconds {
+		r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
+			x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
+		x.Status.TerminationGracePeriodSeconds = grace
+		x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
+	}
 	desired := desiredPod(x, r.image(x), grace, r.Options.VolumePermissions)
 	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
+	if x.Status.UpdateRevision == x.Status.CurrentRevision && x.Status.DrainStartTime != nil {
+		// A drain for a restart that is no longer wanted (the spec went
+		// back): admit writes again rather than leave the engine drained.
+		if err := r.resumeEngine(ctx, x, pod); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if x.Status.UpdateRevision != x.Status.CurrentRevision {
 		if wait, ok := r.drainBackoff(x); !ok {
 			// The last drain timed out: the pod keeps running until the
@@ -225,10 +241,6 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			markRunning(x, engineUp, pod)
 			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
 			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-		if x.Status.DrainStartTime == nil && x.Status.TerminationGracePeriodSeconds != grace {
-			r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
-				x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
 		}
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
@@ -265,7 +277,7 @@ func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
 // createPod creates the engine pod at the desired revision, with the grace
 // the last estimate asks for.
 func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex) (reconcile.Result, error) {
-	grace := graceTarget(x, deref(x.Status.DrainEstimateSeconds))
+	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
 	pod := desiredPod(x, r.image(x), grace, r.Options.VolumePermissions)
 	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
@@ -316,14 +328,6 @@ func (r *SummaIndexReconciler) event(x *summav1.SummaIndex, related runtime.Obje
 		}
 	}
 	r.Recorder.Eventf(x, related, eventType, reason, reason, note, args...)
-}
-
-// deref returns *f, or 0.
-func deref(f *float64) float64 {
-	if f == nil {
-		return 0
-	}
-	return *f
 }
 
 // fmtEstimate formats an optional estimate.

@@ -184,3 +184,18 @@ func (r *SummaIndexReconciler) deletePod(ctx context.Context, x *summav1.SummaIn
 	r.event(x, pod, corev1.EventTypeNormal, "PodDeleted", "engine pod %s deleted (%s: %s)", pod.Name, purpose, why)
 	return nil
 }
+
+// resumeEngine undoes a drain that no restart follows any more: writes are
+// admitted again and the drain is forgotten.
+func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
+	if engineRunning(pod) {
+		cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+		defer cancel()
+		if _, err := r.engineFor(pod).Resume(cctx); err != nil {
+			return fmt.Errorf("resume the engine of %s: %w", pod.Name, err)
+		}
+	}
+	x.Status.DrainStartTime = nil
+	r.event(x, pod, corev1.EventTypeNormal, "Resumed", "the restart is no longer needed: writes admitted again")
+	return nil
+}

@@ -300,7 +300,7 @@ var _ = Describe("SummaIndex on a real kubelet", func() {
 		ingest("e2e-grace", 0, 2000)
 		commit("e2e-grace") // the engine measures its flush rate
 		accepted := 2000
-		for accepted < 400_000 && getIndex("e2e-grace").Status.PodUID == first.Status.PodUID {
+		for accepted < 1_200_000 && getIndex("e2e-grace").Status.PodUID == first.Status.PodUID {
 			if getIndex("e2e-grace").Status.Phase != summav1.PhaseRunning {
 				break // draining for the new grace
 			}
