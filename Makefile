@@ -23,10 +23,11 @@ vet: ## go vet and gofmt check.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: vet envtest ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite) and a short fuzz run.
+test: vet envtest ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, a short fuzz run, then the e2e specs on the local cluster).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -short ./engine/lifecycle/ ./engine/index/ ./engine/registry/ ./engine/optimizer/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	$(MAKE) e2e
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME iterations (default 2000x: count-based, since time-based runs can end in a spurious deadline error on Go 1.26).
@@ -40,9 +41,14 @@ fuzz: ## Run every fuzz target for FUZZTIME iterations (default 2000x: count-bas
 
 ##@ Run
 
-.PHONY: run
-run: ## Start summa-server locally (no cluster), load sample text, serve until Ctrl-C.
+.PHONY: run run-local down
+run: ## The whole product here: local cluster, operator from config/, a SummaIndex, sample text ingested (root on Linux; else as run-local).
+	hack/run-cluster.sh
+
+run-local: ## Start summa-server alone (no cluster), load sample text, serve until Ctrl-C.
 	hack/run-local.sh
+
+down: cluster-down ## Stop what `make run` started and restore the host.
 
 .PHONY: bench bench-quick
 bench: ## Engine vs Bleve v2 on Debian linux-doc (full corpus, 3 reps, ~5 min); writes docs/performance.md.
@@ -124,8 +130,5 @@ cluster-down: ## Stop the local cluster and restore the host (idempotent).
 	CLUSTER_DIR=$(CLUSTER_DIR) hack/cluster/down.sh
 
 .PHONY: e2e
-e2e: cluster-up images ## End-to-end specs (test/e2e) on the local cluster with the operator deployed from config/local; figures in bin/e2e-figures.txt.
-	@rm -f bin/e2e-figures.txt
-	KUBECONFIG=$(CLUSTER_DIR)/run/admin.kubeconfig SUMMA_E2E=local SUMMA_REQUIRE_E2E=1 \
-	  SUMMA_E2E_FIGURES=$(CURDIR)/bin/e2e-figures.txt $(GO) test -count=1 -timeout 45m ./test/e2e/
-	@cat bin/e2e-figures.txt 2>/dev/null || true
+e2e: ## End-to-end specs (test/e2e) on the local cluster (brought up, and down again, if not running); figures in bin/e2e-figures.txt.
+	CLUSTER_DIR=$(CLUSTER_DIR) GO=$(GO) hack/e2e.sh
