@@ -132,3 +132,7 @@ cluster-down: ## Stop the local cluster and restore the host (idempotent).
 .PHONY: e2e
 e2e: ## End-to-end specs (test/e2e) on the local cluster (brought up, and down again, if not running); figures in bin/e2e-figures.txt.
 	CLUSTER_DIR=$(CLUSTER_DIR) GO=$(GO) hack/e2e.sh
+
+.PHONY: e2e-kind
+e2e-kind: ## The same e2e specs on a kind cluster (needs Docker and kind; not run on machines without them).
+	GO=$(GO) hack/e2e-kind.sh

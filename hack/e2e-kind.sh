@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# make e2e-kind: the same end-to-end specs on a kind cluster, for machines
+# with Docker (only the bootstrap differs from make e2e). Creates the kind
+# cluster $KIND_CLUSTER (default summa-e2e) when missing, loads the images
+# built by hack/imagebuild, and runs test/e2e with SUMMA_E2E=kind (the
+# operator from config/default; engines reached through kubectl
+# port-forward). Specs that read volume files from the host are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO="${GO:-go}"
+cluster="${KIND_CLUSTER:-summa-e2e}"
+command -v kind >/dev/null || { echo "e2e-kind: kind is not installed" >&2; exit 1; }
+kind get clusters 2>/dev/null | grep -qx "$cluster" || kind create cluster --name "$cluster"
+"$GO" run ./hack/imagebuild -out bin/images
+for img in bin/images/*.tar; do
+	kind load image-archive --name "$cluster" "$img"
+done
+kubeconfig="$(mktemp)"
+trap 'rm -f "$kubeconfig"' EXIT
+kind get kubeconfig --name "$cluster" >"$kubeconfig"
+KUBECONFIG="$kubeconfig" SUMMA_E2E=kind SUMMA_REQUIRE_E2E=1 "$GO" test -count=1 -timeout 45m ./test/e2e/
