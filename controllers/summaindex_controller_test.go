@@ -329,6 +329,44 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		Expect(engineDocuments("stuck")).To(BeEquivalentTo(50))
 	})
 
+	It("resumes the engine when the change that started a drain is taken back", func() {
+		createReady("undo", nil)
+		ingest("undo", 0, 30)
+		x := getIndex("undo")
+		// Commits fail before their commit point while this is in the
+		// way, so the drain cannot finish.
+		blocker := filepath.Join(kubelet.ClaimDir(specNamespace, x.DataClaimName()), "undo", "metadata.json.tmp", "in-the-way")
+		Expect(os.MkdirAll(blocker, 0o755)).To(Succeed())
+		DeferCleanup(func() { _ = os.RemoveAll(filepath.Dir(blocker)) })
+		old := x.Status.PodUID
+
+		updateIndex("undo", func(x *summav1.SummaIndex) { x.Spec.Engine.IndexingWorkers = ptr.To[int32](1) })
+		Eventually(func() bool { return getIndex("undo").Status.DrainStartTime != nil }).
+			WithTimeout(readyTimeout).WithPolling(poll).Should(BeTrue())
+		updateIndex("undo", func(x *summav1.SummaIndex) { x.Spec.Engine.IndexingWorkers = nil })
+		Eventually(func(g Gomega) {
+			x := getIndex("undo")
+			g.Expect(x.Status.DrainStartTime).To(BeNil())
+			g.Expect(x.IsReady()).To(BeTrue())
+			g.Expect(x.Status.PodUID).To(Equal(old), "no restart for a change taken back")
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(eventReasons("undo")).To(ContainElement("Resumed"))
+		ds, err := engineOf("undo").DrainStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ds.Draining).To(BeFalse(), "the engine admits writes again")
+		// The drain's commit still holds its prepared generation for a
+		// lossless retry (C11; ingestion gets Backpressure meanwhile): a
+		// commit once the disk works publishes it, then writes go on.
+		Expect(os.RemoveAll(filepath.Dir(blocker))).To(Succeed())
+		commit("undo")
+		Eventually(func() error {
+			_, err := engineOf("undo").AddDocuments(ctx, "undo", map[string]any{"id": "late", "body": "admitted after the undo"})
+			return err
+		}).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+		commit("undo")
+		Expect(engineDocuments("undo")).To(BeEquivalentTo(31))
+	})
+
 	It("suspends by draining and stopping the pod, and resumes on the same volume", func() {
 		createReady("sleepy", nil)
 		ingest("sleepy", 0, 80)
