@@ -6,12 +6,16 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Client talks to one summa-server.
@@ -20,15 +24,78 @@ type Client struct {
 	base string
 	// hc sends the requests.
 	hc *http.Client
+	// token is sent as "Authorization: Bearer <token>" when not empty.
+	token string
 }
 
-// New returns a client of the server at baseURL ("http://host:port"). A
-// nil hc means http.DefaultClient.
+// New returns a client of the server at baseURL ("http://host:port" or
+// "https://host:port"). A nil hc means http.DefaultClient. For a server
+// with access control, see NewWithOptions or WithToken.
 func New(baseURL string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
 	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+}
+
+// Options configure NewWithOptions.
+type Options struct {
+	// HTTPClient sends the requests. When nil, a client is built from
+	// CACert, ServerName and Timeout (http.DefaultTransport's settings
+	// otherwise).
+	HTTPClient *http.Client
+	// Token is the bearer token of every request (admin, write or read
+	// scope; see the engine contract's access control).
+	Token string
+	// CACert is PEM: the certificate authorities that verify the server's
+	// certificate over HTTPS. Empty means the system roots.
+	CACert []byte
+	// ServerName is the name verified in the server's certificate when it
+	// differs from the URL's host (a pod reached by IP whose certificate
+	// names its Service).
+	ServerName string
+	// Timeout bounds each request (0: none beyond the context).
+	Timeout time.Duration
+}
+
+// NewWithOptions returns a client of the server at baseURL with a bearer
+// token and, for HTTPS, the CA that verifies the server.
+func NewWithOptions(baseURL string, opts Options) (*Client, error) {
+	hc := opts.HTTPClient
+	if hc == nil {
+		var err error
+		if hc, err = NewHTTPClient(opts.CACert, opts.ServerName, opts.Timeout); err != nil {
+			return nil, err
+		}
+	}
+	c := New(baseURL, hc)
+	c.token = opts.Token
+	return c, nil
+}
+
+// WithToken returns a copy of c that sends token as its bearer token.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// NewHTTPClient returns an HTTP client whose TLS verifies servers against
+// the PEM certificates caPEM (the system roots when empty) and, when
+// serverName is not empty, verifies that name instead of the URL's host.
+// TLS 1.2 is the minimum.
+func NewHTTPClient(caPEM []byte, serverName string, timeout time.Duration) (*http.Client, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if len(caPEM) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("summa: the CA bundle holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	return &http.Client{Transport: tr, Timeout: timeout}, nil
 }
 
 // indexPath returns /v1/indexes/{name}[/suffix] with the name escaped.
@@ -72,6 +139,9 @@ func (c *Client) do(ctx context.Context, req request) (int, error) {
 		hreq.Header.Set("Content-Type", ctype)
 	}
 	hreq.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		return 0, fmt.Errorf("summa: %s %s: %w", req.method, req.path, err)

@@ -62,6 +62,12 @@ const (
 	CodeNotReady = "NotReady"
 	// CodeTimeout (503, retryable): the request's deadline passed.
 	CodeTimeout = "Timeout"
+	// CodeUnauthorized (401): no token, an unknown token or another
+	// Authorization form; nothing was changed.
+	CodeUnauthorized = "Unauthorized"
+	// CodeForbidden (403): a known token of too low a scope; nothing was
+	// changed.
+	CodeForbidden = "Forbidden"
 )
 
 // APIError is an error answer of the server.
