@@ -231,7 +231,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			r.event(x, pod, corev1.EventTypeWarning, "SchemaConflict", "%v", err)
 			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 		case err != nil:
-			engineErr = retriedFailure(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
+			engineErr = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
 		default:
 			engineUp = true
 		}

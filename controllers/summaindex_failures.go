@@ -79,10 +79,6 @@ type stepError struct {
 	reason string
 	// err is the cause, with context.
 	err error
-	// retried is set when the step already asked for its retry (a
-	// RequeueAfter): the failure is reported, not returned to the
-	// controller's error path, which would log it on every pass.
-	retried bool
 }
 
 // Error is the cause's text.
@@ -111,22 +107,15 @@ func failed(reason string, err error) error {
 	return &stepError{reason: reason, err: err}
 }
 
-// retriedFailure is failed(reason, err) for a step that asks for its own
-// retry.
-func retriedFailure(reason string, err error) error {
-	err = failed(reason, err)
-	var se *stepError
-	if errors.As(err, &se) {
-		se.retried = true
-	}
-	return err
-}
-
 // returned is err as the controller's error path sees it: nil for a
-// failure whose step asked for its own retry.
+// step's failure, which report already showed (Degraded, a rate-limited
+// Warning event and one Info log line) and which is retried after
+// failureRetry, or sooner when the step asked for its own retry. Only an
+// unclassified error goes to controller-runtime, which logs it and backs
+// off.
 func returned(err error) error {
 	var se *stepError
-	if errors.As(err, &se) && se.retried {
+	if errors.As(err, &se) {
 		return nil
 	}
 	return err
@@ -266,7 +255,7 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 	}
 	if err := r.observeEngine(ctx, x, pod); err != nil {
 		markRunning(x, false, pod)
-		err = retriedFailure(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
+		err = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
 		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, err.Error())
 		return reconcile.Result{RequeueAfter: pollInterval}, err
 	}
