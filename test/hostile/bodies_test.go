@@ -77,7 +77,7 @@ func documentClasses() []class {
 		ingest("document: dense vector of 3 dimensions", evilDoc(`"emb":[1,2,3]`), badDocument),
 		ingest("document: dense vector of 5 dimensions", evilDoc(`"emb":[1,2,3,4,5]`), badDocument),
 		ingest("document: empty dense vector", evilDoc(`"emb":[]`), badDocument),
-		withFix(ingest("document: dense vector with a null", evilDoc(`"emb":[null,0,0,0]`), badDocument)), // needs the null/long-name fixes
+		withFix(ingest("document: dense vector with a null", evilDoc(`"emb":[null,0,0,0]`), badDocument)),       // needs the null/long-name fixes
 		withFix(ingest("document: dense vector of nulls", evilDoc(`"emb":[null,null,null,null]`), badDocument)), // needs the null/long-name fixes
 		ingest("document: dense vector of strings", evilDoc(`"emb":["1","2","3","4"]`), badDocument),
 		ingest("document: dense vector past float32", evilDoc(`"emb":[1e39,0,0,0]`), badDocument),

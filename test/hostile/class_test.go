@@ -105,7 +105,10 @@ func allClasses() []class {
 }
 
 // TestHostile runs every class against one server and prints the summary
-// line; it fails when a class was not handled as the contract says.
+// line; it fails when a class was not handled as the contract says. In the
+// summary, panics and data changed count classes; 5xx counts answers of
+// 500-599 other than the contract's retryable 503s (Draining,
+// Backpressure...), which must carry Retry-After instead.
 func TestHostile(t *testing.T) {
 	e := newEnv(t)
 	e.createBaseline()
@@ -148,9 +151,12 @@ func TestHostile(t *testing.T) {
 	handled, panics, fiveXX, changed := 0, 0, 0, 0
 	var failing []string
 	for _, o := range results {
-		if len(o.problems) == 0 {
+		switch {
+		case len(o.problems) == 0:
 			handled++
-		} else {
+		case o.needsFix:
+			failing = append(failing, o.name+" (needs the null/long-name fixes)")
+		default:
 			failing = append(failing, o.name)
 		}
 		if o.panicked {
@@ -166,13 +172,13 @@ func TestHostile(t *testing.T) {
 	t.Log(summary)
 	fmt.Println(summary)
 	if len(failing) > 0 {
-		t.Logf("classes not handled: %s", strings.Join(failing, ", "))
+		t.Logf("classes not handled:\n\t%s", strings.Join(failing, "\n\t"))
 	}
 	if handled < len(results) {
 		t.Errorf("%d of %d classes were not handled as the contract says", len(results)-handled, len(results))
 	}
-	if len(results) < 60 {
-		t.Errorf("only %d classes; issue 12 asks for at least 60", len(results))
+	if len(classes) < 60 {
+		t.Errorf("only %d classes; issue 12 asks for at least 60", len(classes))
 	}
 }
 

@@ -153,9 +153,9 @@ func newEnv(t *testing.T) *env {
 		"--access-reload-interval", "200ms"}
 	e.srv = testserver.Start(t, binPath, e.dataDir, testserver.Options{CACert: e.caPEM, Token: e.tok[asAdmin]},
 		append(e.accessArgs, "--read-header-timeout", "1s", "--read-timeout", "2s", "--idle-timeout", "2s",
-		"--max-connections", fmt.Sprint(maxConnections),
-		"--max-document-bytes", fmt.Sprint(maxDocumentBytes), "--max-request-bytes", fmt.Sprint(maxRequestBytes),
-		"--shutdown-deadline", "10s")...)
+			"--max-connections", fmt.Sprint(maxConnections),
+			"--max-document-bytes", fmt.Sprint(maxDocumentBytes), "--max-request-bytes", fmt.Sprint(maxRequestBytes),
+			"--shutdown-deadline", "10s")...)
 	if e.hc, err = client.NewHTTPClient(e.caPEM, "", waitBound); err != nil {
 		t.Fatal(err)
 	}
