@@ -38,6 +38,32 @@ type Config struct {
 	LogVerbosity int
 	// Maintenance configures background maintenance.
 	Maintenance MaintenanceConfig
+	// Access configures tokens, TLS and connection limits.
+	Access AccessConfig
+}
+
+// AccessConfig is access control and the limits on connections (engine
+// contract, "Access control").
+type AccessConfig struct {
+	// AdminTokenFile, WriteTokenFile and ReadTokenFile hold the bearer
+	// tokens of each scope, one per line.
+	AdminTokenFile, WriteTokenFile, ReadTokenFile string
+	// InsecureNoAuth allows serving beyond loopback without tokens.
+	InsecureNoAuth bool
+	// TLSCertFile and TLSKeyFile make the server speak HTTPS only.
+	TLSCertFile, TLSKeyFile string
+	// ReloadInterval is how often token and certificate files are
+	// re-read.
+	ReloadInterval time.Duration
+	// ReadHeaderTimeout bounds the arrival of a request's headers.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the arrival of a request's body.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection idle this long.
+	IdleTimeout time.Duration
+	// MaxConnections caps open connections (0: no cap); further ones wait
+	// in the listen backlog.
+	MaxConnections int
 }
 
 // MaintenanceConfig holds the tunables of background maintenance (the
@@ -161,6 +187,18 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Var((*byteSize)(&cfg.MaxRequestBytes), "max-request-bytes", "largest request body; larger bodies get 413 (e.g. 64MiB)")
 	fs.Var((*byteSize)(&cfg.MaxDocumentBytes), "max-document-bytes", "largest NDJSON document; larger ones get 413 (e.g. 1MiB)")
 	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	a := &cfg.Access
+	fs.StringVar(&a.AdminTokenFile, "admin-token-file", "", "file of admin-scope bearer tokens, one per line (re-read on change)")
+	fs.StringVar(&a.WriteTokenFile, "write-token-file", "", "file of write-scope bearer tokens, one per line (re-read on change)")
+	fs.StringVar(&a.ReadTokenFile, "read-token-file", "", "file of read-scope bearer tokens, one per line (re-read on change)")
+	fs.BoolVar(&a.InsecureNoAuth, "insecure-no-auth", false, "serve without tokens on a non-loopback address (anyone who reaches the port may do anything)")
+	fs.StringVar(&a.TLSCertFile, "tls-cert-file", "", "PEM certificate chain: serve HTTPS only (re-read on change; needs --tls-key-file)")
+	fs.StringVar(&a.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file (re-read on change)")
+	fs.DurationVar(&a.ReloadInterval, "access-reload-interval", time.Second, "how often token and certificate files are re-read")
+	fs.DurationVar(&a.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time allowed for a request's headers")
+	fs.DurationVar(&a.ReadTimeout, "read-timeout", time.Minute, "time allowed for a whole request, body included (408 past it)")
+	fs.DurationVar(&a.IdleTimeout, "idle-timeout", time.Minute, "close kept-alive connections idle this long")
+	fs.IntVar(&a.MaxConnections, "max-connections", 1024, "most connections open at once; further ones wait (0: no cap)")
 	fs.IntVar(&m.OptimizerThreads, "optimizer-threads", 1, "width of background maintenance; 0 turns it off"+maintenanceHelp)
 	fs.DurationVar(&m.OptimizerScanInterval, "optimizer-scan-interval", 30*time.Second, "time between optimizer scans"+maintenanceHelp)
 	fs.DurationVar(&m.OptimizerBackoffMin, "optimizer-backoff-min", 30*time.Second, "first backoff after a failed maintenance task"+maintenanceHelp)
@@ -236,6 +274,25 @@ func (c *Config) validate() error {
 		return errors.New("--bp-memory-budget-mb must be positive")
 	case m.BPTimeBudget <= 0:
 		return errors.New("--bp-time-budget must be positive")
+	}
+	return c.Access.validate()
+}
+
+// validate checks the access flags.
+func (a *AccessConfig) validate() error {
+	switch {
+	case (a.TLSCertFile == "") != (a.TLSKeyFile == ""):
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	case a.ReloadInterval <= 0:
+		return errors.New("--access-reload-interval must be positive")
+	case a.ReadHeaderTimeout <= 0:
+		return errors.New("--read-header-timeout must be positive")
+	case a.ReadTimeout < 0:
+		return errors.New("--read-timeout must not be negative")
+	case a.IdleTimeout <= 0:
+		return errors.New("--idle-timeout must be positive")
+	case a.MaxConnections < 0:
+		return errors.New("--max-connections must not be negative")
 	}
 	return nil
 }

@@ -20,6 +20,13 @@ func TestFlagsFromEnv(t *testing.T) {
 		"SUMMA_OPTIMIZER_MAX_UNCONVERGED_PASSES": "5",
 		"SUMMA_BP_TIME_BUDGET":                   "2m",
 		"SUMMA_LOG_LEVEL":                        "debug",
+		"SUMMA_ADMIN_TOKEN_FILE":                 "/secrets/admin-token",
+		"SUMMA_WRITE_TOKEN_FILE":                 "/secrets/write-token",
+		"SUMMA_READ_TOKEN_FILE":                  "/secrets/read-token",
+		"SUMMA_TLS_CERT_FILE":                    "/tls/tls.crt",
+		"SUMMA_TLS_KEY_FILE":                     "/tls/tls.key",
+		"SUMMA_READ_TIMEOUT":                     "30s",
+		"SUMMA_MAX_CONNECTIONS":                  "64",
 	}
 	cfg, err := parseFlags([]string{"--listen", "127.0.0.1:1234"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
@@ -29,7 +36,11 @@ func TestFlagsFromEnv(t *testing.T) {
 		CommitFlushTimeout: 5 * time.Minute, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
 		Maintenance: MaintenanceConfig{OptimizerThreads: 0, OptimizerScanInterval: 30 * time.Second,
 			OptimizerBackoffMin: 30 * time.Second, OptimizerBackoffMax: 30 * time.Minute,
-			OptimizerMaxUnconvergedPasses: 5, BPMemoryBudgetMB: 256, BPTimeBudget: 2 * time.Minute}}
+			OptimizerMaxUnconvergedPasses: 5, BPMemoryBudgetMB: 256, BPTimeBudget: 2 * time.Minute},
+		Access: AccessConfig{AdminTokenFile: "/secrets/admin-token", WriteTokenFile: "/secrets/write-token",
+			ReadTokenFile: "/secrets/read-token", TLSCertFile: "/tls/tls.crt", TLSKeyFile: "/tls/tls.key",
+			ReloadInterval: time.Second, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			IdleTimeout: time.Minute, MaxConnections: 64}}
 	if cfg != want {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
 	}
@@ -43,6 +54,11 @@ func TestFlagErrors(t *testing.T) {
 	}{
 		{nil, nil, "--data-dir"},
 		{[]string{"--data-dir", "d", "--max-request-bytes", "lots"}, nil, "invalid size"},
+		{[]string{"--data-dir", "d", "--tls-cert-file", "c"}, nil, "--tls-cert-file and --tls-key-file go together"},
+		{[]string{"--data-dir", "d", "--tls-key-file", "k"}, nil, "--tls-cert-file and --tls-key-file go together"},
+		{[]string{"--data-dir", "d", "--max-connections", "-1"}, nil, "--max-connections"},
+		{[]string{"--data-dir", "d", "--read-header-timeout", "0s"}, nil, "--read-header-timeout"},
+		{[]string{"--data-dir", "d", "--idle-timeout", "0s"}, nil, "--idle-timeout"},
 		{[]string{"--data-dir", "d"}, map[string]string{"SUMMA_SHUTDOWN_DEADLINE": "soon"}, "SUMMA_SHUTDOWN_DEADLINE"},
 		{[]string{"--data-dir", "d", "--max-document-bytes", "2MiB", "--max-request-bytes", "1MiB"}, nil, "must not exceed"},
 		{[]string{"--data-dir", "d", "--optimizer-backoff-min", "1h"}, nil, "backoff"},
@@ -88,5 +104,20 @@ func TestBackupFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8082": true, "127.0.0.9:1": true, "[::1]:8082": true, "localhost:8082": true,
+		"0.0.0.0:8082": false, ":8082": false, "[::]:8082": false, "10.0.0.1:8082": false, "192.168.1.2:80": false,
+	} {
+		got, err := loopbackOnly(addr)
+		if err != nil || got != want {
+			t.Errorf("%s: got %v, %v; want %v", addr, got, err, want)
+		}
+	}
+	if _, err := loopbackOnly("no-port"); err == nil {
+		t.Error("an address without a port was accepted")
 	}
 }

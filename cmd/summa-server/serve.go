@@ -34,15 +34,24 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 		}
 		return exitFailure
 	}
+	acc, err := loadAccess(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitUsage
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go acc.watch(watchCtx, cfg.Access)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	front, err := startFront(cfg.Listen, log)
+	front, err := startFront(cfg.Listen, cfg.Access, acc, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "summa-server: %v\n", err)
 		return exitFailure
 	}
 	hs := front.hs
-	log.Info("Listening; opening the data directory", "address", front.addr(), "dataDir", cfg.DataDir)
+	log.Info("Listening; opening the data directory", "address", front.addr(), "dataDir", cfg.DataDir,
+		"tls", acc.cert != nil, "tokens", acc.tokens.Enabled(), "version", version)
 
 	// Background maintenance reports into the server's metrics, which exist
 	// only once the registry is open.
@@ -65,7 +74,7 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	}
 	srv := server.New(reg, server.Options{Logger: log.WithName("http"), Limits: server.Limits{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxDocumentBytes: int(cfg.MaxDocumentBytes),
-	}})
+	}, Tokens: acc.tokens, Certificate: acc.cert, ReadTimeout: cfg.Access.ReadTimeout})
 	metrics.Store(srv.Metrics())
 	front.set(srv)
 	autoCtx, stopAuto := context.WithCancel(context.Background())
@@ -187,8 +196,12 @@ type front struct {
 	errc chan error
 }
 
-// startFront binds addr and serves the starting handler.
-func startFront(addr string, log logr.Logger) (*front, error) {
+// startFront binds addr and serves the starting handler, over TLS when
+// acc has a certificate, with at most cfg.MaxConnections connections.
+// Headers must arrive within ReadHeaderTimeout and idle connections close
+// after IdleTimeout; the body's ReadTimeout is the server's (it must not
+// cancel a long commit once the body is in: see server.Options).
+func startFront(addr string, cfg AccessConfig, acc *access, log logr.Logger) (*front, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
@@ -197,11 +210,13 @@ func startFront(addr string, log logr.Logger) (*front, error) {
 	f.set(server.StartingHandler())
 	f.hs = &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*f.handler.Load()).ServeHTTP(w, r) }),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          stdlog.New(logrWriter{log.WithName("http")}, "", 0),
 	}
-	go func() { f.errc <- f.hs.Serve(ln) }()
+	served := acc.listener(ln, cfg)
+	go func() { f.errc <- f.hs.Serve(served) }()
 	return f, nil
 }
 

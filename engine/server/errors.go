@@ -212,7 +212,7 @@ func writeError(w http.ResponseWriter, err error) *apiError {
 	if e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(max(1, int((e.retryAfter+time.Second-1)/time.Second))))
 	}
-	if e.status == http.StatusRequestEntityTooLarge {
+	if e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusRequestTimeout {
 		h.Set("Connection", "close")
 	}
 	writeJSON(w, e.status, errorBody{Error: errorObject{

@@ -134,6 +134,11 @@ func bodyReadError(err error) error {
 	if errors.As(err, &mbe) {
 		return err
 	}
+	if errors.Is(err, errBodyTimeout) {
+		e := newError(http.StatusRequestTimeout, CodeRequestTimeout, "%v; nothing of it was applied", err)
+		e.cause = err
+		return e
+	}
 	return newError(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/summadev/summa/engine/auth"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/registry"
@@ -39,6 +40,9 @@ type Metrics struct {
 	// MaintenanceDuration is the latency of maintenance operations by kind
 	// and outcome.
 	MaintenanceDuration *prometheus.HistogramVec
+	// AuthFailures counts refused requests of access control by reason:
+	// missing, malformed or unknown token, too low a scope, cross-origin.
+	AuthFailures *prometheus.CounterVec
 }
 
 // Outcomes of commits and maintenance operations, as metric labels.
@@ -58,7 +62,7 @@ const (
 )
 
 // newMetrics creates the metrics of a server of r.
-func newMetrics(r *registry.Registry) *Metrics {
+func newMetrics(r *registry.Registry, tokens *auth.Tokens, cert *auth.Certificate) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		DocumentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -88,7 +92,14 @@ func newMetrics(r *registry.Registry) *Metrics {
 			Name: "summa_maintenance_duration_seconds", Help: "Latency of maintenance operations by kind and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 3, 12),
 		}, []string{"kind", "outcome"}),
+		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "summa_http_auth_failures_total", Help: "Requests refused by access control, by reason.",
+		}, []string{"reason"}),
 	}
+	for _, reason := range []string{"missing", "malformed", "unknown", "scope", "cross-origin"} {
+		m.AuthFailures.WithLabelValues(reason)
+	}
+	m.reg.MustRegister(m.AuthFailures, &accessCollector{tokens: tokens, cert: cert})
 	m.reg.MustRegister(m.DocumentsAccepted, m.DocumentsDeleted, m.Commits, m.CommitDuration,
 		m.HTTPRequests, m.HTTPDuration, m.MaintenanceOperations, m.MaintenanceDuration,
 		&stateCollector{r: r},
@@ -243,4 +254,34 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// accessCollector exposes how many tokens each scope has (never a token)
+// and when the served TLS certificate expires.
+type accessCollector struct {
+	tokens *auth.Tokens
+	cert   *auth.Certificate
+}
+
+var (
+	descTokens = prometheus.NewDesc("summa_auth_tokens",
+		"Bearer tokens known per scope (0 for every scope: access control is off).", []string{"scope"}, nil)
+	descCertExpiry = prometheus.NewDesc("summa_tls_certificate_expiry_timestamp_seconds",
+		"Expiry (NotAfter, Unix time) of the TLS certificate served now.", nil, nil)
+)
+
+// Describe sends the descriptors.
+func (c *accessCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descTokens
+	ch <- descCertExpiry
+}
+
+// Collect reads the current tokens and certificate.
+func (c *accessCollector) Collect(ch chan<- prometheus.Metric) {
+	for scope, n := range c.tokens.Counts() {
+		ch <- prometheus.MustNewConstMetric(descTokens, prometheus.GaugeValue, float64(n), scope.String())
+	}
+	if c.cert != nil {
+		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(c.cert.NotAfter().Unix()))
+	}
 }

@@ -12,7 +12,7 @@ import (
 // TestPanicBecomesInternal checks that a panicking handler answers 500
 // Internal without leaking the panic value, and counts in the metrics.
 func TestPanicBecomesInternal(t *testing.T) {
-	s := &Server{limits: Limits{}.withDefaults(), metrics: newMetrics(nil)}
+	s := &Server{limits: Limits{}.withDefaults(), metrics: newMetrics(nil, nil, nil)}
 	s.log = discard()
 	h := s.instrument(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("secret panic value")

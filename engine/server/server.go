@@ -11,8 +11,10 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/auth"
 	"github.com/summadev/summa/engine/registry"
 )
 
@@ -22,6 +24,16 @@ type Options struct {
 	Logger logr.Logger
 	// Limits bound requests; zero fields take their defaults.
 	Limits Limits
+	// Tokens are the bearer tokens of access control. Nil (or no token
+	// file) serves every request without authentication: the command line
+	// allows that only on loopback or with --insecure-no-auth.
+	Tokens *auth.Tokens
+	// Certificate is the TLS certificate served, for its expiry metric;
+	// nil with plain HTTP.
+	Certificate *auth.Certificate
+	// ReadTimeout bounds the reading of a request body (0: none); see
+	// bodyDeadline.
+	ReadTimeout time.Duration
 }
 
 // Server serves the API of one registry.
@@ -39,15 +51,21 @@ type Server struct {
 	// shuttingDown is set once process shutdown began: /readyz answers 503
 	// and resume is refused.
 	shuttingDown atomic.Bool
+	// tokens decide who may do what (nil: everyone may do everything).
+	tokens *auth.Tokens
+	// readTimeout bounds the reading of a request body.
+	readTimeout time.Duration
 }
 
 // handlerFunc is an API handler; a returned error is answered with the
 // contract's error body.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// route is one registered method and path.
+// route is one registered method and path, and the scope a token needs
+// for it (engine contract, "Access control").
 type route struct {
 	method, path string
+	scope        auth.Scope
 	h            handlerFunc
 }
 
@@ -56,9 +74,10 @@ func New(r *registry.Registry, opts Options) *Server {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger}
-	s.metrics = newMetrics(r)
-	s.handler = s.instrument(s.recoverPanics(s.routes()))
+	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger, tokens: opts.Tokens,
+		readTimeout: opts.ReadTimeout}
+	s.metrics = newMetrics(r, opts.Tokens, opts.Certificate)
+	s.handler = s.instrument(s.recoverPanics(s.crossOrigin(s.bodyDeadline(s.routes()))))
 	return s
 }
 
@@ -85,30 +104,35 @@ func (s *Server) Ready() bool { return !s.shuttingDown.Load() && !s.r.Draining()
 // so that no answer escapes the error format.
 func (s *Server) routes() *http.ServeMux {
 	const ix = "/v1/indexes/{index}"
+	const open, read, write, admin = openScope, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin
 	table := []route{
-		{"GET", "/healthz", s.healthz},
-		{"GET", "/readyz", s.readyz},
-		{"GET", "/v1/indexes", s.listIndexes},
-		{"PUT", ix, s.createIndex},
-		{"GET", ix, s.getIndex},
-		{"DELETE", ix, s.deleteIndex},
-		{"POST", ix + "/documents", s.addDocuments},
-		{"DELETE", ix + "/documents/{primaryKey}", s.deleteDocument},
-		{"POST", ix + "/commit", s.commit},
-		{"POST", ix + "/search", s.search},
-		{"POST", ix + "/merge", s.merge},
-		{"POST", ix + "/reorder", s.reorder},
-		{"POST", ix + "/compact", s.compact},
-		{"POST", "/v1/admin/drain", s.startDrain},
-		{"GET", "/v1/admin/drain", s.drainStatus},
-		{"POST", "/v1/admin/resume", s.resume},
-		{"GET", "/v1/admin/lifecycle", s.lifecycle},
+		{"GET", "/healthz", open, s.healthz},
+		{"GET", "/readyz", open, s.readyz},
+		{"GET", "/v1/indexes", read, s.listIndexes},
+		{"PUT", ix, admin, s.createIndex},
+		{"GET", ix, read, s.getIndex},
+		{"DELETE", ix, admin, s.deleteIndex},
+		{"POST", ix + "/documents", write, s.addDocuments},
+		{"DELETE", ix + "/documents/{primaryKey}", write, s.deleteDocument},
+		{"POST", ix + "/commit", write, s.commit},
+		{"POST", ix + "/search", read, s.search},
+		{"POST", ix + "/merge", admin, s.merge},
+		{"POST", ix + "/reorder", admin, s.reorder},
+		{"POST", ix + "/compact", admin, s.compact},
+		{"POST", "/v1/admin/drain", admin, s.startDrain},
+		{"GET", "/v1/admin/drain", admin, s.drainStatus},
+		{"POST", "/v1/admin/resume", admin, s.resume},
+		{"GET", "/v1/admin/lifecycle", admin, s.lifecycle},
 	}
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
+	scopes := map[string]auth.Scope{}
 	for _, rt := range table {
-		mux.Handle(rt.method+" "+rt.path, s.adapt(rt.h))
+		mux.Handle(rt.method+" "+rt.path, s.adapt(s.authorize(rt.scope, rt.h)))
 		methods[rt.path] = append(methods[rt.path], rt.method)
+		if prev, ok := scopes[rt.path]; !ok || rt.scope < prev {
+			scopes[rt.path] = rt.scope
+		}
 	}
 	mux.Handle("GET /metrics", s.metrics.handler())
 	methods["/metrics"] = []string{"GET"}
@@ -118,15 +142,17 @@ func (s *Server) routes() *http.ServeMux {
 		}
 		sort.Strings(ms)
 		allow := strings.Join(ms, ", ")
-		mux.Handle(path, s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+		// A wrong method needs the least scope of the path, so that the
+		// API's shape is told only to a known token.
+		mux.Handle(path, s.adapt(s.authorize(scopes[path], func(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("Allow", allow)
 			return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)
-		}))
+		})))
 	}
-	mux.Handle("/", s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/", s.adapt(s.authorize(read, func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
-	}))
+	})))
 	return mux
 }
 

@@ -26,17 +26,35 @@ const schema = `{"fields":[
 func main() {
 	addr := flag.String("server", "http://127.0.0.1:8082", "summa-server address")
 	name := flag.String("index", "opticks", "index name")
+	token := flag.String("token", os.Getenv("SUMMA_TOKEN"), "bearer token with the admin scope (default $SUMMA_TOKEN)")
+	caFile := flag.String("cacert", "", "PEM file of the CA that verifies an https:// server")
+	serverName := flag.String("server-name", "", "name to verify in the server's certificate, when not the URL's host")
 	flag.Parse()
-	if err := run(*addr, *name); err != nil {
+	c, err := newClient(*addr, *token, *caFile, *serverName)
+	if err == nil {
+		err = run(c, *name)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sample-ingest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, name string) error {
+// newClient is a client of addr with a token and, for HTTPS, a CA file.
+func newClient(addr, token, caFile, serverName string) (*client.Client, error) {
+	var ca []byte
+	if caFile != "" {
+		var err error
+		if ca, err = os.ReadFile(caFile); err != nil {
+			return nil, fmt.Errorf("read -cacert: %w", err)
+		}
+	}
+	return client.NewWithOptions(addr, client.Options{Token: token, CACert: ca, ServerName: serverName})
+}
+
+func run(c *client.Client, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := client.New(addr, nil)
 	if _, err := c.CreateIndex(ctx, name, json.RawMessage(schema)); err != nil {
 		return err
 	}
