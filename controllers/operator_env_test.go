@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,7 +116,7 @@ func startOperator() {
 			DefaultNamespaces: map[string]cache.Config{specNamespace: {}},
 			ByObject:          CacheByObject(),
 		},
-		Logger:                 zap.New(zap.WriteTo(GinkgoWriter)).WithName("operator"),
+		Logger: zap.New(zap.WriteTo(GinkgoWriter)).WithName("operator"),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &SummaIndexReconciler{
@@ -195,16 +196,24 @@ func engineWithToken(name, key string) *engineclient.Client {
 	Expect(pod.Status.PodIP).NotTo(BeEmpty())
 	x := getIndex(name)
 	Expect(x.Status.Access).NotTo(BeNil(), "status.access of %s", name)
-	opts := engineclient.Options{Token: firstToken(secretOf(x.Status.Access.CredentialsSecret).Data[key]), ServerName: x.ServiceHost()}
-	scheme := "http://"
+	token := firstToken(secretOf(x.Status.Access.CredentialsSecret).Data[key])
+	scheme, ca := "http://", []byte(nil)
 	if x.Status.Access.TLSSecret != "" {
-		scheme = "https://"
-		opts.CACert = secretOf(x.Status.Access.TLSSecret).Data[summav1.CACertKey]
+		scheme, ca = "https://", secretOf(x.Status.Access.TLSSecret).Data[summav1.CACertKey]
 	}
-	c, err := engineclient.NewWithOptions(scheme+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort)), opts)
-	Expect(err).NotTo(HaveOccurred())
-	return c
+	cacheKey := string(ca) + "|" + x.ServiceHost()
+	hc, ok := specHTTPClients.Load(cacheKey)
+	if !ok {
+		c, err := engineclient.NewHTTPClient(ca, x.ServiceHost(), time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		hc, _ = specHTTPClients.LoadOrStore(cacheKey, c)
+	}
+	return engineclient.New(scheme+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort)), hc.(*http.Client)).WithToken(token)
 }
+
+// specHTTPClients are the specs' HTTP clients of the engines, by CA and
+// server name, so that connections are reused across calls.
+var specHTTPClients sync.Map
 
 // secretOf reads a Secret of the spec namespace.
 func secretOf(name string) *corev1.Secret {

@@ -3,16 +3,11 @@ package controllers
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"slices"
 	"strings"
@@ -24,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	summav1 "github.com/summadev/summa/api/v1"
+	"github.com/summadev/summa/internal/pki"
 )
 
 // TLS of the engine. Unless spec.access.tls says otherwise, the operator
 // keeps, per SummaIndex, a self-signed CA and a certificate for the
-// engine's Service issued by it, both ECDSA P-256, in the Secret
+// engine's Service issued by it (internal/pki: ECDSA P-256), in the Secret
 // <name>-tls: ca.crt (what clients verify with), ca.key (never mounted
 // into a pod), tls.crt and tls.key (mounted into the engine, and only
 // those, through the volume's items).
@@ -49,9 +45,6 @@ const (
 	// DefaultCertificateValidity is the lifetime of the engine's
 	// certificate.
 	DefaultCertificateValidity = 365 * 24 * time.Hour
-	// maxBackdate bounds how far before its issuance a certificate is
-	// valid (clock skew between nodes).
-	maxBackdate = 5 * time.Minute
 )
 
 // certInfo is what status shows of the engine's certificate.
@@ -64,9 +57,7 @@ type certInfo struct {
 
 // certRequest is what the engine's certificate must say.
 type certRequest struct {
-	// commonName is the certificate's subject.
-	commonName string
-	// caName is the CA's organizational unit (namespace/name).
+	// caName is the CA's common name.
 	caName string
 	// dnsNames are the Service's names and localhost.
 	dnsNames []string
@@ -78,16 +69,16 @@ type certRequest struct {
 
 // engineCertRequest is the certificate request of x's engine.
 func (r *SummaIndexReconciler) engineCertRequest(x *summav1.SummaIndex) certRequest {
-	ou := x.Namespace + "/" + x.Name
-	if len(ou) > 64 {
-		ou = ou[:64]
+	// A common name has at most 64 characters.
+	caName := "summa CA " + x.Namespace + "/" + x.Name
+	if len(caName) > 64 {
+		caName = caName[:64]
 	}
 	return certRequest{
-		commonName: x.Name,
-		caName:     ou,
-		dnsNames:   append(x.ServiceDNSNames(r.Options.ClusterDomain), "localhost"),
-		ips:        []net.IP{net.IPv4(127, 0, 0, 1).To4(), net.IPv6loopback},
-		validity:   r.Options.CertificateValidity,
+		caName:   caName,
+		dnsNames: append(x.ServiceDNSNames(r.Options.ClusterDomain), "localhost"),
+		ips:      []net.IP{net.IPv4(127, 0, 0, 1).To4(), net.IPv6loopback},
+		validity: r.Options.CertificateValidity,
 	}
 }
 
@@ -195,34 +186,29 @@ func maintainIssuedTLS(data map[string][]byte, req certRequest, now time.Time) (
 		out[k] = v
 	}
 	var what []string
-	ca, caKey, bundle := currentCA(data, now)
+	ca, bundle := currentCA(data, now)
 	if ca == nil {
 		var err error
-		if ca, caKey, err = newCA(req.caName, now); err != nil {
-			return nil, "", err
+		if ca, err = pki.NewCA(req.caName, caValidity, now); err != nil {
+			return nil, "", fmt.Errorf("make the CA: %w", err)
 		}
-		keyPEM, err := pemKey(caKey)
-		if err != nil {
-			return nil, "", err
-		}
-		out[summav1.CAKeyKey] = keyPEM
+		out[summav1.CAKeyKey] = ca.KeyPEM
 		what = append(what, "new CA")
 	}
-	newBundle := pemCert(ca)
+	// The current CA first, then the previous ones until they expire.
+	newBundle := pemCert(ca.Cert)
 	for _, c := range bundle {
-		if !c.Equal(ca) && now.Before(c.NotAfter) {
+		if !c.Equal(ca.Cert) && now.Before(c.NotAfter) {
 			newBundle = append(newBundle, pemCert(c)...)
 		}
 	}
-	if !bytes.Equal(newBundle, data[summav1.CACertKey]) {
-		out[summav1.CACertKey] = newBundle
-	}
-	if why := leafOutdated(data, ca, req, now); why != "" {
-		certPEM, leafKeyPEM, err := newLeaf(ca, caKey, req, now)
+	out[summav1.CACertKey] = newBundle
+	if why := leafOutdated(data, ca.Cert, req, now); why != "" {
+		leaf, err := ca.Issue(req.dnsNames, req.ips, req.validity, now)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("issue the engine's certificate: %w", err)
 		}
-		out[summav1.TLSCertKey], out[summav1.TLSKeyKey] = certPEM, leafKeyPEM
+		out[summav1.TLSCertKey], out[summav1.TLSKeyKey] = leaf.CertPEM, leaf.KeyPEM
 		what = append(what, "engine certificate issued ("+why+")")
 	}
 	if len(what) == 0 && !bytes.Equal(out[summav1.CACertKey], data[summav1.CACertKey]) {
@@ -234,17 +220,13 @@ func maintainIssuedTLS(data map[string][]byte, req certRequest, now time.Time) (
 // currentCA returns the CA of the data (the first certificate of ca.crt,
 // with ca.key) when it is valid and not due for renewal, and every
 // certificate of ca.crt.
-func currentCA(data map[string][]byte, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []*x509.Certificate) {
+func currentCA(data map[string][]byte, now time.Time) (*pki.CA, []*x509.Certificate) {
 	bundle := parseCertificates(data[summav1.CACertKey])
-	key, err := parseKey(data[summav1.CAKeyKey])
-	if len(bundle) == 0 || err != nil {
-		return nil, nil, bundle
+	ca, err := pki.ParseCA(data[summav1.CACertKey], data[summav1.CAKeyKey])
+	if err != nil || now.Before(ca.Cert.NotBefore) || !now.Before(renewalTime(ca.Cert)) {
+		return nil, bundle
 	}
-	ca := bundle[0]
-	if !ca.IsCA || !samePublicKey(ca.PublicKey, key.Public()) || now.Before(ca.NotBefore) || !now.Before(renewalTime(ca)) {
-		return nil, nil, bundle
-	}
-	return ca, key, bundle
+	return ca, bundle
 }
 
 // leafOutdated says why the engine's certificate must be issued again, or
@@ -254,9 +236,8 @@ func leafOutdated(data map[string][]byte, ca *x509.Certificate, req certRequest,
 	if err != nil {
 		return "none yet"
 	}
-	key, err := parseKey(data[summav1.TLSKeyKey])
 	switch {
-	case err != nil || !samePublicKey(leaf.PublicKey, key.Public()):
+	case !keyMatches(data[summav1.TLSCertKey], data[summav1.TLSKeyKey]):
 		return "key does not match"
 	case leaf.CheckSignatureFrom(ca) != nil:
 		return "new CA"
@@ -270,97 +251,15 @@ func leafOutdated(data map[string][]byte, ca *x509.Certificate, req certRequest,
 	return ""
 }
 
-// newCA makes a self-signed CA.
-func newCA(ou string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generate the CA key: %w", err)
-	}
-	tmpl, err := template(caValidity, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl.Subject = pkix.Name{CommonName: "summa-operator CA", Organization: []string{"summa.dev"}, OrganizationalUnit: []string{ou}}
-	tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.MaxPathLenZero = true, true, true
-	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sign the CA: %w", err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse the new CA: %w", err)
-	}
-	return ca, key, nil
-}
-
-// newLeaf issues the engine's certificate, with a new key.
-func newLeaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, req certRequest, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generate the engine's key: %w", err)
-	}
-	tmpl, err := template(req.validity, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl.Subject = pkix.Name{CommonName: req.commonName, Organization: []string{"summa.dev"}}
-	tmpl.DNSNames, tmpl.IPAddresses = req.dnsNames, req.ips
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sign the engine's certificate: %w", err)
-	}
-	keyPEM, err = pemKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
-}
-
-// template is a certificate template valid from now (backdated a little
-// for clock skew) for validity.
-func template(validity time.Duration, now time.Time) (*x509.Certificate, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("generate a serial number: %w", err)
-	}
-	backdate := min(maxBackdate, validity/20)
-	return &x509.Certificate{
-		SerialNumber: serial,
-		NotBefore:    now.Add(-backdate).Truncate(time.Second),
-		NotAfter:     now.Add(validity).Truncate(time.Second),
-	}, nil
-}
-
 // pemCert encodes a certificate.
 func pemCert(c *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
 
-// pemKey encodes a private key as PKCS #8.
-func pemKey(k *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		return nil, fmt.Errorf("encode a private key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
-}
-
-// parseKey decodes an ECDSA private key (PKCS #8 or SEC 1).
-func parseKey(data []byte) (*ecdsa.PrivateKey, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("no PEM private key")
-	}
-	if k, err := x509.ParsePKCS8PrivateKey(b.Bytes); err == nil {
-		if ek, ok := k.(*ecdsa.PrivateKey); ok {
-			return ek, nil
-		}
-		return nil, errors.New("not an ECDSA key")
-	}
-	return x509.ParseECPrivateKey(b.Bytes)
+// keyMatches reports whether a PEM key is the one of a PEM certificate.
+func keyMatches(certPEM, keyPEM []byte) bool {
+	_, err := tls.X509KeyPair(certPEM, keyPEM)
+	return err == nil
 }
 
 // parseCertificates decodes every certificate of a PEM bundle, skipping
@@ -384,21 +283,11 @@ func parseCertificates(data []byte) []*x509.Certificate {
 
 // firstCertificate decodes the first certificate of a PEM chain.
 func firstCertificate(data []byte) (*x509.Certificate, error) {
-	b, _ := pem.Decode(data)
-	if b == nil || b.Type != "CERTIFICATE" {
-		return nil, errors.New("tls.crt holds no PEM certificate")
-	}
-	c, err := x509.ParseCertificate(b.Bytes)
+	c, err := pki.ParseCertificate(data)
 	if err != nil {
-		return nil, fmt.Errorf("parse tls.crt: %w", err)
+		return nil, fmt.Errorf("tls.crt: %w", err)
 	}
 	return c, nil
-}
-
-// samePublicKey reports whether two public keys are equal.
-func samePublicKey(a, b crypto.PublicKey) bool {
-	ak, ok := a.(interface{ Equal(crypto.PublicKey) bool })
-	return ok && ak.Equal(b)
 }
 
 // sameIPs compares address lists.
