@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,15 +51,15 @@ const (
 	rotationGrace = 2 * time.Minute
 	// unauthorizedRetry is the requeue while the engine refuses the token.
 	unauthorizedRetry = 2 * time.Second
-	// accessRetry is the requeue after an access error a person must fix
-	// (a missing or incomplete Secret, a name taken by another object).
-	accessRetry = 10 * time.Second
 )
 
 // access is what the access step decided in this pass: the Secrets the
 // engine pod mounts and a hash of their mounted content. The zero value is
-// an engine without tokens or TLS (pods made before version 1.1).
+// an engine without tokens or TLS (pods made before version 1.1), and not
+// known: the step failed, so no pod is created or replaced.
 type access struct {
+	// known tells that the access step succeeded.
+	known bool
 	// credentialsSecret names the Secret of the tokens.
 	credentialsSecret string
 	// tlsSecret names the Secret of the certificate; "" serves plain HTTP.
@@ -69,8 +70,35 @@ type access struct {
 	hash string
 }
 
+// Degraded reasons of the access step (see summaindex_failures.go).
+const (
+	// ReasonCredentialsSecretMissing: spec.access.credentialsSecret names
+	// no Secret.
+	ReasonCredentialsSecretMissing = "CredentialsSecretMissing"
+	// ReasonCredentialsSecretInvalid: that Secret lacks a token.
+	ReasonCredentialsSecretInvalid = "CredentialsSecretInvalid"
+	// ReasonTLSSecretMissing: spec.access.tls.secretName names no Secret.
+	ReasonTLSSecretMissing = "TLSSecretMissing"
+	// ReasonTLSSecretInvalid: that Secret has no usable key pair.
+	ReasonTLSSecretInvalid = "TLSSecretInvalid"
+	// ReasonSecretConflict: a Secret of a generated name belongs to
+	// someone else.
+	ReasonSecretConflict = "SecretConflict"
+	// ReasonNetworkPolicyConflict: a NetworkPolicy of a generated name
+	// belongs to someone else.
+	ReasonNetworkPolicyConflict = "NetworkPolicyConflict"
+	// ReasonWaitingForGarbageCollection: an object of a generated name
+	// still belongs to a deleted SummaIndex of the same name.
+	ReasonWaitingForGarbageCollection = "WaitingForGarbageCollection"
+	// ReasonAccessFailed: the access objects could not be read or written.
+	ReasonAccessFailed = "AccessFailed"
+	// ReasonUnauthorized: the engine refuses the admin token for longer
+	// than a rotation takes.
+	ReasonUnauthorized = "Unauthorized"
+)
+
 // accessError is a problem with the access objects that a person has to
-// fix: it sets Degraded (with reason) and is retried after accessRetry.
+// fix, with its Degraded reason.
 type accessError struct {
 	// reason is the Degraded condition's reason.
 	reason string
@@ -82,8 +110,22 @@ type accessError struct {
 func (e *accessError) Error() string { return e.msg }
 
 // reconcileAccess makes the credentials, the certificate and the
-// NetworkPolicies what x asks for and records them in status.access.
+// NetworkPolicies what x asks for and records them in status.access. Its
+// error is a step failure (Degraded with a reason naming the problem).
 func (r *SummaIndexReconciler) reconcileAccess(ctx context.Context, x *summav1.SummaIndex) (access, error) {
+	acc, err := r.ensureAccess(ctx, x)
+	var ae *accessError
+	switch {
+	case errors.As(err, &ae):
+		return access{}, failed(ae.reason, err)
+	case err != nil:
+		return access{}, failed(ReasonAccessFailed, err)
+	}
+	return acc, nil
+}
+
+// ensureAccess is reconcileAccess's work.
+func (r *SummaIndexReconciler) ensureAccess(ctx context.Context, x *summav1.SummaIndex) (access, error) {
 	creds, err := r.ensureCredentials(ctx, x)
 	if err != nil {
 		return access{}, err
@@ -95,7 +137,7 @@ func (r *SummaIndexReconciler) reconcileAccess(ctx context.Context, x *summav1.S
 	if err := r.ensureNetworkPolicies(ctx, x); err != nil {
 		return access{}, err
 	}
-	acc := access{credentialsSecret: creds.Name, hash: accessHash(creds, tlsSecret)}
+	acc := access{known: true, credentialsSecret: creds.Name, hash: accessHash(creds, tlsSecret)}
 	if x.Status.Access == nil {
 		x.Status.Access = &summav1.AccessStatus{}
 	}
@@ -156,12 +198,12 @@ func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, x *summav1
 	}
 	if !x.GeneratesCredentials() {
 		if err != nil {
-			return nil, &accessError{reason: "CredentialsSecretMissing", msg: fmt.Sprintf(
+			return nil, &accessError{reason: ReasonCredentialsSecretMissing, msg: fmt.Sprintf(
 				"Secret %s named by spec.access.credentialsSecret does not exist: create it with the keys %s",
 				name, strings.Join(summav1.TokenKeys, ", "))}
 		}
 		if missing := missingTokens(s); len(missing) > 0 {
-			return nil, &accessError{reason: "CredentialsSecretInvalid", msg: fmt.Sprintf(
+			return nil, &accessError{reason: ReasonCredentialsSecretInvalid, msg: fmt.Sprintf(
 				"Secret %s named by spec.access.credentialsSecret lacks a token under %s", name, strings.Join(missing, ", "))}
 		}
 		return s, nil
@@ -214,7 +256,7 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, x *summav1
 	}
 	if err := r.Create(ctx, s); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil, &accessError{reason: "CredentialsSecretConflict", msg: fmt.Sprintf(
+			return nil, &accessError{reason: ReasonSecretConflict, msg: fmt.Sprintf(
 				"Secret %s exists and was not made by the operator for this SummaIndex: delete it, or name it in spec.access.credentialsSecret to use it",
 				s.Name)}
 		}
@@ -234,14 +276,18 @@ func (r *SummaIndexReconciler) checkOwned(x *summav1.SummaIndex, obj client.Obje
 	kind := fmt.Sprintf("%T", obj)
 	kind = kind[strings.LastIndexByte(kind, '.')+1:]
 	if owner := metav1.GetControllerOf(obj); owner != nil && owner.Kind == "SummaIndex" && owner.Name == x.Name {
-		return &accessError{reason: "WaitingForGarbageCollection", msg: fmt.Sprintf(
+		return &accessError{reason: ReasonWaitingForGarbageCollection, msg: fmt.Sprintf(
 			"%s %s still belongs to a deleted SummaIndex %s; waiting for the garbage collector", kind, obj.GetName(), x.Name)}
 	}
 	msg := fmt.Sprintf("%s %s exists and was not made by the operator for this SummaIndex: delete or rename it", kind, obj.GetName())
 	if field != "" {
 		msg += ", or name it in " + field + " to use it"
 	}
-	return &accessError{reason: kind + "Conflict", msg: msg}
+	reason := ReasonSecretConflict
+	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
+		reason = ReasonNetworkPolicyConflict
+	}
+	return &accessError{reason: reason, msg: msg}
 }
 
 // missingTokens lists the token keys of s without a token, sorted.
@@ -313,34 +359,31 @@ func (r *SummaIndexReconciler) recordAccessSync(x *summav1.SummaIndex, hash stri
 	x.Status.Access.SyncedHash, x.Status.Access.SyncTime = hash, &now
 }
 
-// handleAccessErrors turns the errors of the access step and a refused
-// admin token into conditions and a requeue instead of an error (with
-// its exponential backoff): an access error a person must fix sets
-// Degraded; a token the engine refuses soon after the pod was told about
-// new credentials is a rotation in flight and is retried shortly, and only
-// a refusal that outlasts rotationGrace is Degraded.
-func (r *SummaIndexReconciler) handleAccessErrors(ctx context.Context, x *summav1.SummaIndex, res reconcile.Result, err error) (reconcile.Result, error) {
-	var ae *accessError
+// rotationInFlight reports whether err is the engine refusing the admin
+// token soon after the pod was told about new credentials: the kubelet
+// and the engine have not caught up yet, which is no failure.
+func (r *SummaIndexReconciler) rotationInFlight(x *summav1.SummaIndex, err error) bool {
+	st := x.Status.Access
+	return engineclient.IsCode(err, engineclient.CodeUnauthorized) &&
+		st != nil && st.SyncTime != nil && r.Options.Now().Sub(st.SyncTime.Time) < rotationGrace
+}
+
+// refusedToken turns a refused admin token that reached the end of the
+// pod step (a drain, a resume) into what it is: during a rotation, a
+// retry in unauthorizedRetry; after it, the failure Unauthorized.
+func (r *SummaIndexReconciler) refusedToken(ctx context.Context, x *summav1.SummaIndex, res reconcile.Result, err error) (reconcile.Result, error) {
 	switch {
-	case errors.As(err, &ae):
-		if c := x.GetCondition(summav1.ConditionDegraded); c == nil || c.Reason != ae.reason || c.Message != ae.msg {
-			r.event(x, nil, corev1.EventTypeWarning, ae.reason, "%s", ae.msg)
-		}
-		setCondition(x, summav1.ConditionDegraded, true, ae.reason, ae.msg)
-		return reconcile.Result{RequeueAfter: accessRetry}, nil
-	case engineclient.IsCode(err, engineclient.CodeUnauthorized):
-		lg := log.FromContext(ctx)
-		if st := x.Status.Access; st != nil && st.SyncTime != nil && r.Options.Now().Sub(st.SyncTime.Time) < rotationGrace {
-			lg.Info("Engine refuses the admin token; the rotated credentials are still reaching it", "error", err.Error())
-			return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
-		}
-		secret := x.CredentialsSecretName()
-		msg := fmt.Sprintf("the engine refuses the admin token of Secret %s (%v): check that the engine pod mounts that Secret and that its admin-token is the one the engine was given", secret, err)
-		if c := x.GetCondition(summav1.ConditionDegraded); c == nil || c.Reason != "Unauthorized" {
-			r.event(x, nil, corev1.EventTypeWarning, "Unauthorized", "%s", msg)
-		}
-		setCondition(x, summav1.ConditionDegraded, true, "Unauthorized", msg)
+	case r.rotationInFlight(x, err):
+		log.FromContext(ctx).Info("Engine refuses the admin token; the rotated credentials are still reaching it", "error", err.Error())
 		return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
+	case engineclient.IsCode(err, engineclient.CodeUnauthorized):
+		return res, failed(ReasonUnauthorized, unauthorized(x, err))
 	}
 	return res, err
+}
+
+// unauthorized explains a refused admin token.
+func unauthorized(x *summav1.SummaIndex, err error) error {
+	return fmt.Errorf("the engine refuses the admin token of Secret %s (%w): check that the engine pod mounts that Secret and that its admin-token is the one the engine was given",
+		x.CredentialsSecretName(), err)
 }

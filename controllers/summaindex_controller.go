@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -95,7 +94,8 @@ type SummaIndexReconciler struct {
 	APIReader client.Reader
 	// Options tune the reconciler.
 	Options Options
-
+	// warnings rate-limits the Warning events of failing steps.
+	warnings warningLimiter
 	// clients are the HTTPS clients of the engines.
 	clients engineClients
 }
@@ -146,7 +146,6 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	sw := newStatusWriter(r.Client, x)
 	res, err := r.reconcile(ctx, x, sw)
-	res, err = r.handleAccessErrors(ctx, x, res, err)
 	if err != nil {
 		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
 	}
@@ -180,24 +179,46 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	if x.Status.Phase == "" {
 		x.Status.Phase = summav1.PhasePending
 	}
-	if err := r.ensureDataClaim(ctx, x); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.ensureService(ctx, x); err != nil {
-		return reconcile.Result{}, err
-	}
+	// Every step runs whatever another one met: a volume that cannot grow
+	// must not stop a suspend, a doctor run or a restart. What failed is
+	// shown as Degraded at the end of the pass.
+	var f failures
+	f.add(r.ensureDataClaim(ctx, x))
+	f.add(failed(ReasonServiceFailed, r.ensureService(ctx, x)))
 	acc, err := r.reconcileAccess(ctx, x)
-	if err != nil {
-		return reconcile.Result{}, err
+	f.add(err)
+	res, err := r.reconcilePod(ctx, x, acc, sw)
+	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
+		f.add(err)
 	}
+	r.report(ctx, x, f)
+	err = returned(err)
+	if err == nil && len(f) > 0 {
+		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
+		if res.RequeueAfter == 0 || res.RequeueAfter > failureRetry {
+			// A failure of a step that did not stop the pass is retried soon.
+			res.RequeueAfter = failureRetry
+		}
+	}
+	return res, err
+}
+
+// reconcilePod is the part of a pass that acts on the engine pod: the
+// doctor, suspend, or keeping the engine at its desired revision. With the
+// reconcile annotation at "paused", the pod is only observed. acc is what
+// the access step decided (not known when it failed: then no pod is
+// created or replaced).
+func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.SummaIndex, acc access, sw *statusWriter) (reconcile.Result, error) {
 	pod, err := r.enginePod(ctx, x)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, failed(ReasonPodFailed, err)
 	}
-	if doctorActive(x) {
+	switch {
+	case paused(x):
+		return r.reconcilePaused(ctx, x, pod)
+	case doctorActive(x):
 		return r.reconcileDoctor(ctx, x, pod, acc, sw)
-	}
-	if x.Spec.Suspend {
+	case x.Spec.Suspend:
 		return r.reconcileSuspend(ctx, x, pod)
 	}
 	return r.reconcileEngine(ctx, x, pod, acc)
@@ -224,6 +245,11 @@ func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIn
 // the engine's status, size the grace, and drain before any restart.
 func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access) (reconcile.Result, error) {
 	if pod == nil {
+		if !acc.known {
+			// The access step failed (and says why): no pod without its
+			// Secrets.
+			return reconcile.Result{RequeueAfter: failureRetry}, nil
+		}
 		return r.createPod(ctx, x, acc)
 	}
 	if pod.DeletionTimestamp != nil {
@@ -231,28 +257,30 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
 	if err := r.syncAccessAnnotation(ctx, x, pod, acc); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, failed(ReasonPodFailed, err)
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
 	engineUp := false
+	var engineErr error
 	if podReady(pod) {
 		err := r.observeEngine(ctx, x, pod)
 		var conflict *errSchemaConflict
 		switch {
-		case engineclient.IsCode(err, engineclient.CodeUnauthorized):
-			// Handled by handleAccessErrors: most likely a rotated token
-			// still on its way to the engine.
-			return reconcile.Result{}, err
+		case r.rotationInFlight(x, err):
+			// The rotated admin token has not reached the engine yet:
+			// asked again shortly, nothing else decided meanwhile.
+			return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
 		case errors.As(err, &conflict):
 			x.Status.Phase = summav1.PhaseFailed
 			setCondition(x, summav1.ConditionReady, false, "SchemaConflict", err.Error())
 			setCondition(x, summav1.ConditionDegraded, true, "SchemaConflict", err.Error())
 			r.event(x, pod, corev1.EventTypeWarning, "SchemaConflict", "%v", err)
 			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+		case engineclient.IsCode(err, engineclient.CodeUnauthorized):
+			engineErr = failed(ReasonUnauthorized, unauthorized(x, err))
 		case err != nil:
-			log.FromContext(ctx).Info("Engine not answering", "pod", pod.Name, "error", err.Error())
-			setCondition(x, summav1.ConditionDegraded, true, "EngineUnreachable", err.Error())
+			engineErr = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
 		default:
 			engineUp = true
 		}
@@ -266,6 +294,12 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
 		x.Status.TerminationGracePeriodSeconds = grace
 		x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
+	}
+	if !acc.known {
+		// Without the access step's decisions the desired pod is unknown:
+		// keep the running one.
+		markRunning(x, engineUp, pod)
+		return reconcile.Result{RequeueAfter: failureRetry}, engineErr
 	}
 	desired := desiredPod(x, r.podInputs(x, grace, acc))
 	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
@@ -287,6 +321,12 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
 	markRunning(x, engineUp, pod)
+	if engineErr != nil {
+		// Shown as Degraded and a Warning by report; retried at the poll
+		// interval, not through the error path.
+		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, engineErr.Error())
+		return reconcile.Result{RequeueAfter: pollInterval}, engineErr
+	}
 	if !engineUp {
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
@@ -330,7 +370,7 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}
 	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, fmt.Errorf("create engine pod: %w", err)
+		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
 	x.Status.TerminationGracePeriodSeconds = grace

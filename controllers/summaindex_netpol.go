@@ -116,7 +116,7 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summa
 		}
 		if err := r.Create(ctx, np); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return &accessError{reason: "NetworkPolicyConflict", msg: fmt.Sprintf(
+				return &accessError{reason: ReasonNetworkPolicyConflict, msg: fmt.Sprintf(
 					"NetworkPolicy %s exists and was not made by the operator for this SummaIndex: delete or rename it, or set spec.access.networkPolicy to Disabled", name)}
 			}
 			return fmt.Errorf("create network policy %s: %w", name, err)

@@ -95,12 +95,12 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 	}
 	if !x.IssuesCertificate() {
 		if err != nil {
-			return nil, certInfo{}, &accessError{reason: "TLSSecretMissing", msg: fmt.Sprintf(
+			return nil, certInfo{}, &accessError{reason: ReasonTLSSecretMissing, msg: fmt.Sprintf(
 				"Secret %s named by spec.access.tls.secretName does not exist (cert-manager may not have issued it yet)", name)}
 		}
 		info, err := userCertificate(s)
 		if err != nil {
-			return nil, certInfo{}, &accessError{reason: "TLSSecretInvalid", msg: fmt.Sprintf(
+			return nil, certInfo{}, &accessError{reason: ReasonTLSSecretInvalid, msg: fmt.Sprintf(
 				"Secret %s named by spec.access.tls.secretName: %v", name, err)}
 		}
 		return s, info, nil
@@ -122,7 +122,7 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 		}
 		if err := r.Create(ctx, s); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return nil, certInfo{}, &accessError{reason: "TLSSecretConflict", msg: fmt.Sprintf(
+				return nil, certInfo{}, &accessError{reason: ReasonSecretConflict, msg: fmt.Sprintf(
 					"Secret %s exists and was not made by the operator for this SummaIndex: delete it, or name it in spec.access.tls.secretName to use it", name)}
 			}
 			return nil, certInfo{}, fmt.Errorf("create TLS secret %s: %w", name, err)
