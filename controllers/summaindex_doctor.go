@@ -63,7 +63,7 @@ func doctorFailed(x *summav1.SummaIndex) bool {
 }
 
 // reconcileDoctor advances the doctor run by one step.
-func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, sw *statusWriter) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access, sw *statusWriter) (reconcile.Result, error) {
 	d := x.Status.Doctor
 	if d == nil || doctorTerminal(d.Phase) {
 		now := metav1.NewTime(r.Options.Now())
@@ -88,7 +88,7 @@ func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.S
 	case summav1.DoctorPhaseRunning:
 		return r.doctorJobStep(ctx, x, r.doctorJob(x), summav1.DoctorPhaseRestarting, sw)
 	case summav1.DoctorPhaseRestarting:
-		res, err := r.reconcileEngine(ctx, x, pod)
+		res, err := r.reconcileEngine(ctx, x, pod, acc)
 		if err == nil && x.IsReady() {
 			now := metav1.NewTime(r.Options.Now())
 			d.Phase, d.CompletionTime = summav1.DoctorPhaseSucceeded, &now

@@ -70,6 +70,10 @@ var stepReasons = map[string]bool{
 	ReasonVolumeFailed: true, ReasonVolumeExpansionRefused: true, ReasonServiceFailed: true,
 	ReasonPodInvalid: true, ReasonQuotaExceeded: true, ReasonPodFailed: true,
 	ReasonEngineUnreachable: true, ReasonReconcileError: true,
+	// The access step's (summaindex_access.go).
+	ReasonCredentialsSecretMissing: true, ReasonCredentialsSecretInvalid: true, ReasonTLSSecretMissing: true,
+	ReasonTLSSecretInvalid: true, ReasonSecretConflict: true, ReasonNetworkPolicyConflict: true,
+	ReasonWaitingForGarbageCollection: true, ReasonAccessFailed: true, ReasonUnauthorized: true,
 }
 
 // stepError is an error of a reconcile step with the Degraded reason it

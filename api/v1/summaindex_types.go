@@ -343,6 +343,11 @@ type SummaIndexSpec struct {
 	// setting it back to false starts the engine again.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Access is the engine's credentials, TLS and network policy.
+	// +optional
+	// +kubebuilder:default={}
+	Access AccessSpec `json:"access,omitempty"`
 }
 
 // Phase is the coarse state of a SummaIndex.
@@ -546,6 +551,10 @@ type SummaIndexStatus struct {
 	// Doctor records the last doctor run.
 	// +optional
 	Doctor *DoctorStatus `json:"doctor,omitempty"`
+
+	// Access records the credentials and certificate the engine uses.
+	// +optional
+	Access *AccessStatus `json:"access,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
