@@ -72,7 +72,15 @@ type Options struct {
 	// CertificateValidity is the lifetime of the engine certificates the
 	// operator issues (renewed two thirds into it); zero means one year.
 	CertificateValidity time.Duration
+	// MaxConcurrentReconciles is how many indexes are reconciled at once,
+	// so that one slow engine does not hold up the others; zero means
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles is the default of
+// Options.MaxConcurrentReconciles.
+const DefaultMaxConcurrentReconciles = 4
 
 // DefaultClusterDomain is the cluster's DNS domain unless told otherwise.
 const DefaultClusterDomain = "cluster.local"
@@ -126,6 +134,9 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 	if o.CertificateValidity <= 0 {
 		o.CertificateValidity = DefaultCertificateValidity
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 }
 
@@ -369,7 +380,17 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, pod); apierrors.IsAlreadyExists(err) {
+		// The cache holds only the operator's pods: one of this name it
+		// does not see was made by someone else.
+		if r.APIReader != nil {
+			cur := &corev1.Pod{}
+			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), cur); gerr == nil && !metav1.IsControlledBy(cur, x) {
+				return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s: "+
+					"delete or rename it so that the engine pod can be created", pod.Name, x.Name))
+			}
+		}
+	} else if err != nil {
 		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
@@ -443,20 +464,28 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Named("summaindex").
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation)}).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
+			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
 // CacheByObject are the manager's cache options for what the operator
-// watches with a label selector: only the Secrets and NetworkPolicies it
-// made (labelled app.kubernetes.io/managed-by=summa-operator) are cached,
-// not every Secret of the cluster. Secrets made by people (named in
-// spec.access) are read from the API server (SummaIndexReconciler.APIReader)
-// once per pass.
+// watches with a label selector: only the Pods, volumes, Services, Jobs,
+// Secrets and NetworkPolicies it made (labelled
+// app.kubernetes.io/managed-by=summa-operator, which the Jobs' pods and a
+// retained volume keep) are cached, not every pod or Secret of the cluster,
+// so the operator's memory follows its indexes, not the cluster. Secrets
+// made by people (named in spec.access), and a pod of the engine's name
+// the operator did not make, are read from the API server
+// (SummaIndexReconciler.APIReader).
 func CacheByObject() map[client.Object]cache.ByObject {
 	managed := labels.SelectorFromSet(labels.Set{summav1.LabelManagedBy: summav1.ManagedByValue})
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:              {Label: managed},
-		&networkingv1.NetworkPolicy{}: {Label: managed},
+		&corev1.Pod{}:                   {Label: managed},
+		&corev1.PersistentVolumeClaim{}: {Label: managed},
+		&corev1.Service{}:               {Label: managed},
+		&batchv1.Job{}:                  {Label: managed},
+		&corev1.Secret{}:                {Label: managed},
+		&networkingv1.NetworkPolicy{}:   {Label: managed},
 	}
 }

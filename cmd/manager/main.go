@@ -48,6 +48,7 @@ func run(args []string) error {
 		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "bound of each call to an engine's API")
 		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
 		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
+		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
 		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
 		volumePerms   = fs.Bool("volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
 	)
@@ -91,13 +92,14 @@ func run(args []string) error {
 		Recorder:  mgr.GetEventRecorder("summa-operator"),
 		APIReader: mgr.GetAPIReader(),
 		Options: controllers.Options{
-			DefaultImage:        *engineImage,
-			ResyncPeriod:        *resync,
-			EngineTimeout:       *engineTimeout,
-			VolumePermissions:   *volumePerms,
-			OperatorNamespace:   *operatorNS,
-			ClusterDomain:       *clusterDomain,
-			CertificateValidity: *certValidity,
+			MaxConcurrentReconciles: *concurrent,
+			DefaultImage:            *engineImage,
+			ResyncPeriod:            *resync,
+			EngineTimeout:           *engineTimeout,
+			VolumePermissions:       *volumePerms,
+			OperatorNamespace:       *operatorNS,
+			ClusterDomain:           *clusterDomain,
+			CertificateValidity:     *certValidity,
 		},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
