@@ -170,20 +170,27 @@ func accessHash(creds, tlsSecret *corev1.Secret) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// getSecret reads a Secret: from the cache, which holds only the Secrets
-// the operator labelled, else from the API server (a Secret a person
-// made, or one created a moment ago).
+// getSecret reads a Secret (see getLive): a Secret a person made is read
+// from the API server.
 func (r *SummaIndexReconciler) getSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	err := r.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) && r.APIReader != nil {
-		err = r.APIReader.Get(ctx, key, s)
-	}
-	if err != nil {
+	if err := r.getLive(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// getLive reads an object the operator names: from the cache, which holds
+// only what the operator labelled (CacheByObject), else from the API
+// server. So an object of the same name that someone else made is seen
+// (and refused, never adopted or written into), as is one created a moment
+// ago that the cache has not caught up with.
+func (r *SummaIndexReconciler) getLive(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, obj)
+	}
+	return err
 }
 
 // ensureCredentials returns the Secret of the engine's tokens: the one

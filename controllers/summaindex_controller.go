@@ -97,8 +97,10 @@ type SummaIndexReconciler struct {
 	Scheme *runtime.Scheme
 	// Recorder emits an Event for every lifecycle step.
 	Recorder events.EventRecorder
-	// APIReader reads Secrets the cache does not hold (the cache holds
-	// only the operator's own, labelled ones); nil means the Client.
+	// APIReader reads what the cache does not hold (it holds only the
+	// operator's own, labelled objects): a Secret a person made, or an
+	// object of a name the operator uses that someone else made (getLive);
+	// nil means the cache alone.
 	APIReader client.Reader
 	// Options tune the reconciler.
 	Options Options
@@ -238,7 +240,7 @@ func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.Summ
 // enginePod returns x's engine pod, or nil when there is none.
 func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIndex) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -380,17 +382,7 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}
-	if err := r.Create(ctx, pod); apierrors.IsAlreadyExists(err) {
-		// The cache holds only the operator's pods: one of this name it
-		// does not see was made by someone else.
-		if r.APIReader != nil {
-			cur := &corev1.Pod{}
-			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), cur); gerr == nil && !metav1.IsControlledBy(cur, x) {
-				return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s: "+
-					"delete or rename it so that the engine pod can be created", pod.Name, x.Name))
-			}
-		}
-	} else if err != nil {
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID

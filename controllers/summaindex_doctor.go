@@ -276,7 +276,7 @@ func (e *errBackupClaimTaken) Error() string { return e.msg }
 // controls it and it carries this index's label.
 func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
 	if err == nil {
 		if !metav1.IsControlledBy(cur, x) || cur.Labels[summav1.LabelIndex] != x.Name {
 			return &errBackupClaimTaken{msg: fmt.Sprintf("a volume named %s exists and is not this index's backup "+

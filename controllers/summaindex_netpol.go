@@ -108,7 +108,7 @@ func (r *SummaIndexReconciler) ensureNetworkPolicies(ctx context.Context, x *sum
 // ensureNetworkPolicy creates or updates one NetworkPolicy.
 func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summav1.SummaIndex, name string, spec networkingv1.NetworkPolicySpec) error {
 	cur := &networkingv1.NetworkPolicy{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
 		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()}, Spec: spec}
 		if err := controllerutil.SetControllerReference(x, np, r.Scheme); err != nil {
@@ -144,7 +144,7 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summa
 // deleteNetworkPolicy deletes one of x's NetworkPolicies, if it exists.
 func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, x *summav1.SummaIndex, name string) error {
 	cur := &networkingv1.NetworkPolicy{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
