@@ -41,8 +41,10 @@ type HeldPublication struct {
 	Attempts int `json:"attempts"`
 	// LastError is the last attempt's error.
 	LastError string `json:"lastError"`
-	// NextRetry is when the engine retries it in the background.
-	NextRetry time.Time `json:"nextRetry"`
+	// NextRetry is when the engine retries it in the background; absent
+	// once its background retries are exhausted (a commit or a drain
+	// retries it then).
+	NextRetry *time.Time `json:"nextRetry,omitempty"`
 }
 
 // IndexHeldPublication is one index's held publication in Lifecycle.

@@ -39,6 +39,9 @@ type Config struct {
 	// backoff of the background retry of a publication that failed before
 	// its commit point.
 	PublicationRetryMin, PublicationRetryMax time.Duration
+	// PublicationRetryLimit bounds the background retries of one held
+	// publication.
+	PublicationRetryLimit int
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
 	// MaxDocumentBytes bounds one NDJSON document.
@@ -200,6 +203,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 		"first background retry of a publication that failed before its commit point (doubles up to --publication-retry-max)")
 	fs.DurationVar(&cfg.PublicationRetryMax, "publication-retry-max", index.DefaultPublicationRetryMax,
 		"largest delay between background retries of a failed publication")
+	fs.IntVar(&cfg.PublicationRetryLimit, "publication-retry-limit", index.DefaultPublicationRetryLimit,
+		"background retries of one held publication; past them only a commit or a drain retries it")
 	fs.Var((*byteSize)(&cfg.MaxRequestBytes), "max-request-bytes", "largest request body; larger bodies get 413 (e.g. 64MiB)")
 	fs.Var((*byteSize)(&cfg.MaxDocumentBytes), "max-document-bytes", "largest NDJSON document; larger ones get 413 (e.g. 1MiB)")
 	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
@@ -277,6 +282,8 @@ func (c *Config) validate() error {
 		return errors.New("--indexing-workers must not be negative")
 	case c.CommitFlushTimeout <= 0:
 		return errors.New("--commit-flush-timeout must be positive")
+	case c.PublicationRetryLimit <= 0:
+		return errors.New("--publication-retry-limit must be positive")
 	case c.PublicationRetryMin <= 0 || c.PublicationRetryMax < c.PublicationRetryMin:
 		return errors.New("--publication-retry-min must be positive and at most --publication-retry-max")
 	case c.MaxDocumentBytes > c.MaxRequestBytes:

@@ -153,12 +153,13 @@ func registryOptions(cfg Config, log logr.Logger) registry.Options {
 	return registry.Options{
 		Logger: log.WithName("registry"),
 		Index: index.Options{
-			Logger:              log.WithName("index"),
-			IndexingWorkers:     cfg.IndexingWorkers,
-			CommitFlushTimeout:  cfg.CommitFlushTimeout,
-			WorkerBufferBytes:   cfg.IndexingBufferBytes,
-			PublicationRetryMin: cfg.PublicationRetryMin,
-			PublicationRetryMax: cfg.PublicationRetryMax,
+			Logger:                log.WithName("index"),
+			IndexingWorkers:       cfg.IndexingWorkers,
+			CommitFlushTimeout:    cfg.CommitFlushTimeout,
+			WorkerBufferBytes:     cfg.IndexingBufferBytes,
+			PublicationRetryMin:   cfg.PublicationRetryMin,
+			PublicationRetryMax:   cfg.PublicationRetryMax,
+			PublicationRetryLimit: cfg.PublicationRetryLimit,
 		},
 		Optimizer: optimizer.Config{
 			Threads:      m.OptimizerThreads,

@@ -23,8 +23,12 @@ type heldPublication struct {
 	attempts int
 	// lastErr is the last attempt's error.
 	lastErr error
-	// nextRetry is when the retrier tries again.
+	// nextRetry is when the retrier tries again; zero once the background
+	// retries are exhausted (only a commit or a drain retries then).
 	nextRetry time.Time
+	// backgroundAttempts counts the retrier's own attempts, bounded by
+	// Options.PublicationRetryLimit.
+	backgroundAttempts int
 }
 
 // HeldPublication describes a generation whose publication failed before
@@ -38,8 +42,18 @@ type HeldPublication struct {
 	// LastError is the last attempt's error.
 	LastError string
 	// NextRetry is when the background retry tries again (a commit may
-	// publish it before).
+	// publish it before); zero once the background retries are exhausted.
 	NextRetry time.Time
+}
+
+// NextRetryPtr is NextRetry in UTC, or nil when the background retries
+// are exhausted (for JSON answers).
+func (h *HeldPublication) NextRetryPtr() *time.Time {
+	if h.NextRetry.IsZero() {
+		return nil
+	}
+	t := h.NextRetry.UTC()
+	return &t
 }
 
 // PublicationRetries counts the background retries of held publications
@@ -88,13 +102,22 @@ func (w *writer) hold(err error) {
 	h.attempts++
 	if w.background {
 		w.mu.retries.Failed++
+		h.backgroundAttempts++
 	}
 	h.lastErr = err
-	h.nextRetry = now.Add(retryDelay(w.idx.opts.PublicationRetryMin, w.idx.opts.PublicationRetryMax, h.attempts))
+	h.nextRetry = time.Time{}
+	if h.backgroundAttempts < w.idx.opts.PublicationRetryLimit {
+		h.nextRetry = now.Add(retryDelay(w.idx.opts.PublicationRetryMin, w.idx.opts.PublicationRetryMax, h.attempts))
+	}
 	attempts, next := h.attempts, h.nextRetry
 	w.mu.Unlock()
-	w.idx.log.Error(err, "Publication failed before the commit point; the prepared generation is held and retried in the background",
-		"attempts", attempts, "nextRetry", next.UTC().Format(time.RFC3339Nano))
+	if next.IsZero() {
+		w.idx.log.Error(err, "Publication failed before the commit point; the prepared generation stays held, and its "+
+			"background retries are exhausted: a commit or a drain retries it", "attempts", attempts)
+	} else {
+		w.idx.log.Error(err, "Publication failed before the commit point; the prepared generation is held and retried in the background",
+			"attempts", attempts, "nextRetry", next.UTC().Format(time.RFC3339Nano))
+	}
 	w.retrier.wake()
 }
 
@@ -132,7 +155,8 @@ func (w *writer) retryLoop() {
 		if closed {
 			return
 		}
-		if h == nil {
+		if h == nil || due.IsZero() {
+			// Nothing held, or its background retries are exhausted.
 			select {
 			case <-w.retrier.kick:
 				continue
@@ -168,7 +192,7 @@ func (w *writer) retryHeld() {
 	defer func() { <-w.guard }()
 	w.mu.Lock()
 	h := w.mu.held
-	due := h != nil && w.mu.job != nil && !w.mu.closed && !time.Now().Before(h.nextRetry)
+	due := h != nil && w.mu.job != nil && !w.mu.closed && !h.nextRetry.IsZero() && !time.Now().Before(h.nextRetry)
 	w.mu.Unlock()
 	if !due {
 		// A commit published it (or failed again and moved the retry), or

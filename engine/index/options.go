@@ -13,6 +13,9 @@ const (
 	DefaultPublicationRetryMin = time.Second
 	// DefaultPublicationRetryMax is the default of Options.PublicationRetryMax.
 	DefaultPublicationRetryMax = time.Minute
+	// DefaultPublicationRetryLimit is the default of
+	// Options.PublicationRetryLimit.
+	DefaultPublicationRetryLimit = 120
 )
 
 // Options tune an index. The zero value is usable.
@@ -34,6 +37,12 @@ type Options struct {
 	PublicationRetryMin time.Duration
 	// PublicationRetryMax caps that delay (default 1 minute).
 	PublicationRetryMax time.Duration
+	// PublicationRetryLimit bounds the background retries of one held
+	// publication (default 120: about two hours at the maximum delay).
+	// Past it the generation stays held, owned and lossless, and only a
+	// commit or a drain retries it: failures are not retried
+	// indefinitely (segment-lifecycle.txt).
+	PublicationRetryLimit int
 	// Hooks are test-only fault points.
 	Hooks Hooks
 }
@@ -70,5 +79,8 @@ func (o Options) withDefaults() Options {
 		o.PublicationRetryMax = DefaultPublicationRetryMax
 	}
 	o.PublicationRetryMax = max(o.PublicationRetryMax, o.PublicationRetryMin)
+	if o.PublicationRetryLimit <= 0 {
+		o.PublicationRetryLimit = DefaultPublicationRetryLimit
+	}
 	return o
 }

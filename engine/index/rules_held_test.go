@@ -53,10 +53,18 @@ func (f *failMetadataTmp) failed() []time.Time {
 // commit point.
 func heldIndex(t *testing.T, retryMin, retryMax time.Duration) (*vfs.MemFS, *failMetadataTmp, *Index) {
 	t.Helper()
+	return heldIndexLimited(t, retryMin, retryMax, 0)
+}
+
+// heldIndexLimited is heldIndex with a bound on the background retries
+// (0: the default).
+func heldIndexLimited(t *testing.T, retryMin, retryMax time.Duration, limit int) (*vfs.MemFS, *failMetadataTmp, *Index) {
+	t.Helper()
 	mem := vfs.NewMem()
 	inj := &failMetadataTmp{}
 	opts := testOptions()
 	opts.PublicationRetryMin, opts.PublicationRetryMax = retryMin, retryMax
+	opts.PublicationRetryLimit = limit
 	idx, err := Create(errorfs.Wrap(mem, inj), testDir, testSchema, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -276,5 +284,44 @@ func TestC11_RetryDelayDoublesWithJitterUpToTheMaximum(t *testing.T) {
 	}
 	if d := retryDelay(lo, hi, 1000); d > hi {
 		t.Fatalf("delay %v beyond the maximum", d)
+	}
+}
+
+// TestC11_BackgroundRetriesAreBoundedThenOnlyACommitRetries: the spec's
+// "not retried indefinitely": past PublicationRetryLimit background
+// attempts the generation stays held and owned, no retry is scheduled, and
+// a commit after the fault heals still publishes it whole.
+func TestC11_BackgroundRetriesAreBoundedThenOnlyACommitRetries(t *testing.T) {
+	const limit = 3
+	_, inj, idx := heldIndexLimited(t, time.Millisecond, 2*time.Millisecond, limit)
+	defer idx.Close(context.Background())
+	// One failure came from the commit; then the retrier tries limit times.
+	eventually(t, "the background retries run out", func() bool {
+		h := idx.Status().HeldPublication
+		return h != nil && h.NextRetry.IsZero()
+	})
+	tried := len(inj.failed())
+	if tried != 1+limit {
+		t.Fatalf("%d failed attempts, want the commit's and %d background ones", tried, limit)
+	}
+	if got := idx.Status().PublicationRetries.Failed; got != limit {
+		t.Errorf("background failures counted %d, want %d", got, limit)
+	}
+	// Nothing more is tried in the background, even once the fault heals.
+	inj.armed.Store(false)
+	time.Sleep(50 * time.Millisecond)
+	if h := idx.Status().HeldPublication; h == nil || len(inj.failed()) != tried {
+		t.Fatalf("a retry ran past the limit: held %+v, attempts %d", h, len(inj.failed()))
+	}
+	if !errors.Is(idx.Add(docs(t, 40, 41, 1)), ErrBackpressure) {
+		t.Error("ingestion admitted while the generation is held")
+	}
+	// A commit still publishes the held generation whole.
+	res, err := idx.Commit(context.Background())
+	if err != nil {
+		t.Fatalf("commit after the fault healed: %v", err)
+	}
+	if res.Documents != 40 || idx.Status().HeldPublication != nil {
+		t.Fatalf("commit published %d documents, held %+v", res.Documents, idx.Status().HeldPublication)
 	}
 }

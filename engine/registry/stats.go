@@ -110,8 +110,10 @@ type HeldPublication struct {
 	Attempts int `json:"attempts"`
 	// LastError is the last attempt's error.
 	LastError string `json:"lastError"`
-	// NextRetry is when the engine retries it in the background.
-	NextRetry time.Time `json:"nextRetry"`
+	// NextRetry is when the engine retries it in the background; absent
+	// once its background retries are exhausted (a commit or a drain
+	// retries it then).
+	NextRetry *time.Time `json:"nextRetry,omitempty"`
 }
 
 // Lifecycle returns the drain estimate: for every index with pending
@@ -134,7 +136,7 @@ func (r *Registry) Lifecycle() Estimate {
 		est.DurabilityDegraded = est.DurabilityDegraded || st.DurabilityDegraded
 		if h := st.HeldPublication; h != nil {
 			est.HeldPublications = append(est.HeldPublications, HeldPublication{Index: e.name,
-				Since: h.Since.UTC(), Attempts: h.Attempts, LastError: h.LastError, NextRetry: h.NextRetry.UTC()})
+				Since: h.Since.UTC(), Attempts: h.Attempts, LastError: h.LastError, NextRetry: h.NextRetryPtr()})
 		}
 		if st.UncommittedDocuments > 0 {
 			est.IndexesWithPendingWrites++

@@ -138,7 +138,7 @@ func TestHeldPublicationRetriedInBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h := st.HeldPublication; h == nil || h.Attempts < 1 || !strings.Contains(h.LastError, "injected") ||
-		h.Since.IsZero() || h.NextRetry.Before(h.Since) {
+		h.Since.IsZero() || h.NextRetry == nil || h.NextRetry.Before(h.Since) {
 		t.Fatalf("STATUS while held: %+v", h)
 	}
 	lc, err := e.c.Lifecycle(e.ctx)

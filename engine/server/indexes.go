@@ -44,7 +44,7 @@ func toIndexStatus(st registry.Status) IndexStatus {
 	}
 	if h := st.HeldPublication; h != nil {
 		out.HeldPublication = &client.HeldPublication{Since: h.Since.UTC(), Attempts: h.Attempts,
-			LastError: h.LastError, NextRetry: h.NextRetry.UTC()}
+			LastError: h.LastError, NextRetry: h.NextRetryPtr()}
 	}
 	for _, s := range st.Segments {
 		out.Segments = append(out.Segments, SegmentStatus{ID: s.ID.String(), Documents: s.Documents,

@@ -151,7 +151,7 @@ type HeldPublication struct {
 	Since     time.Time `json:"since"`
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"lastError"`
-	NextRetry time.Time `json:"nextRetry"`
+	NextRetry *time.Time `json:"nextRetry,omitempty"`
 }
 
 // CommitResult is the answer to a commit.
