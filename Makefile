@@ -3,6 +3,18 @@
 GO ?= go
 FUZZTIME ?= 2000x
 
+# The release: its version, and the images it ships (registry-qualified, so
+# that config/default, dist/install.yaml and the Helm chart pull on any
+# cluster). The operator's default engine image is ENGINE_IMG, stamped into
+# its binary by the Dockerfile.
+VERSION ?= v0.2.0
+IMAGE_REGISTRY ?= ghcr.io/summadev
+IMG ?= $(IMAGE_REGISTRY)/summa-operator:$(VERSION)
+ENGINE_IMG ?= $(IMAGE_REGISTRY)/summa-server:$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# CONTAINER_TOOL builds and pushes the images (docker, podman or buildah).
+CONTAINER_TOOL ?= docker
+
 ##@ General
 
 .PHONY: help
@@ -136,3 +148,31 @@ e2e: ## End-to-end specs (test/e2e) on the local cluster (brought up, and down a
 .PHONY: e2e-kind
 e2e-kind: ## The same e2e specs on a kind cluster (needs Docker and kind; not run on machines without them).
 	GO=$(GO) hack/e2e-kind.sh
+
+##@ Build and release
+
+# Platforms of docker-buildx.
+PLATFORMS ?= linux/arm64,linux/amd64
+# The Dockerfile's build arguments: version, commit and the engine image the
+# operator defaults to.
+DOCKER_BUILD_ARGS ?= --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg ENGINE_IMAGE=$(ENGINE_IMG)
+
+.PHONY: docker-build docker-push docker-buildx docker-build-local
+docker-build: ## Build the operator (IMG) and engine (ENGINE_IMG) images from the Dockerfile with CONTAINER_TOOL.
+	$(CONTAINER_TOOL) build $(DOCKER_BUILD_ARGS) --target operator -t $(IMG) .
+	$(CONTAINER_TOOL) build $(DOCKER_BUILD_ARGS) --target engine -t $(ENGINE_IMG) .
+
+docker-push: ## Push IMG and ENGINE_IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+	$(CONTAINER_TOOL) push $(ENGINE_IMG)
+
+docker-buildx: ## Build and push both images for PLATFORMS with docker buildx (cross-compiled: the builder runs on the build platform).
+	- $(CONTAINER_TOOL) buildx create --name summa-builder
+	$(CONTAINER_TOOL) buildx use summa-builder
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) $(DOCKER_BUILD_ARGS) --target operator -t $(IMG) .
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) $(DOCKER_BUILD_ARGS) --target engine -t $(ENGINE_IMG) .
+	- $(CONTAINER_TOOL) buildx rm summa-builder
+
+docker-build-local: ## Build both images from the Dockerfile here (buildah, base images made from this machine), as tarballs in bin/images/dockerfile; import them when the local cluster runs.
+	VERSION=$(VERSION) COMMIT=$(COMMIT) IMG=$(IMG) ENGINE_IMG=$(ENGINE_IMG) GO=$(GO) \
+	  CONTAINERD_SOCK=$(CLUSTER_DIR)/run/containerd/containerd.sock hack/dockerbuild.sh
