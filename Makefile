@@ -17,6 +17,10 @@ CONTAINER_TOOL ?= docker
 
 ##@ General
 
+.PHONY: print-%
+print-%: ## Print a variable's value (make print-IMG).
+	@echo $($*)
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
@@ -176,3 +180,34 @@ docker-buildx: ## Build and push both images for PLATFORMS with docker buildx (c
 docker-build-local: ## Build both images from the Dockerfile here (buildah, base images made from this machine), as tarballs in bin/images/dockerfile; import them when the local cluster runs.
 	VERSION=$(VERSION) COMMIT=$(COMMIT) IMG=$(IMG) ENGINE_IMG=$(ENGINE_IMG) GO=$(GO) \
 	  CONTAINERD_SOCK=$(CLUSTER_DIR)/run/containerd/containerd.sock hack/dockerbuild.sh
+
+##@ Deployment
+
+# KUSTOMIZE builds a kustomization with the images pinned (hack/kustomize:
+# kustomize's Go API; no binary to install, no committed file edited).
+KUSTOMIZE ?= $(GO) run ./hack/kustomize
+# The operator image's name as config/manager spells it, replaced by IMG.
+CONFIG_IMG_NAME = ghcr.io/summadev/summa-operator
+# KUBECTL is the kubectl on PATH, else the local cluster's.
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(CLUSTER_DIR)/kubectl)
+ignore-not-found ?= true
+
+.PHONY: build-installer install uninstall deploy undeploy
+build-installer: ## Write dist/install.yaml: CRD, namespace, RBAC and the operator Deployment with IMG and ENGINE_IMG pinned.
+	@mkdir -p dist
+	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default > dist/install.yaml.tmp
+	@mv dist/install.yaml.tmp dist/install.yaml
+	@echo "wrote dist/install.yaml ($(IMG), engine $(ENGINE_IMG))"
+
+install: ## Install the CRD into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) config/crd | $(KUBECTL) apply --server-side -f -
+
+uninstall: ## Remove the CRD (and with it every SummaIndex: their volumes follow each one's reclaimPolicy only while the operator runs).
+	$(KUSTOMIZE) config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+deploy: ## Deploy the operator (config/default, IMG and ENGINE_IMG pinned) to the cluster of the current kubeconfig.
+	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default | $(KUBECTL) apply --server-side -f -
+
+undeploy: ## Remove what deploy created (SummaIndexes first, so the operator still runs their deletion).
+	-$(KUBECTL) delete summaindexes --all --all-namespaces --wait=true --timeout=10m
+	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -

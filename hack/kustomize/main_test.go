@@ -26,7 +26,7 @@ func TestSplitRef(t *testing.T) {
 
 // TestRunPinsImages builds config/default with both images pinned.
 func TestRunPinsImages(t *testing.T) {
-	out, err := run([]string{"-image", "summa-operator=reg.example:5000/op:v9", "-engine-image", "reg.example:5000/engine:v9", "../../config/default"})
+	out, err := run([]string{"-image", "ghcr.io/summadev/summa-operator=reg.example:5000/op:v9", "-engine-image", "reg.example:5000/engine:v9", "../../config/default"})
 	if err != nil {
 		t.Fatal(err)
 	}
