@@ -39,8 +39,8 @@ vet: ## go vet and gofmt check.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: vet envtest ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, a short fuzz run, then the e2e specs on the local cluster).
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./...
+test: vet envtest helm ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, Helm chart against config/, a short fuzz run, then the e2e specs on the local cluster).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 HELM=$(HELM) SUMMA_REQUIRE_HELM=1 $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -short ./engine/lifecycle/ ./engine/index/ ./engine/registry/ ./engine/optimizer/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) e2e
@@ -101,18 +101,19 @@ $(CONTROLLER_GEN):
 	mv $(CURDIR)/bin/controller-gen $@
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRD (config/crd/bases) and the operator's ClusterRole (config/rbac/role.yaml).
+manifests: controller-gen ## Generate the CRD (config/crd/bases) and the operator's ClusterRole (config/rbac/role.yaml); copy both into the Helm chart.
 	$(CONTROLLER_GEN) rbac:roleName=summa-operator crd:allowDangerousTypes=true paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart-sync
 
 .PHONY: generate
 generate: controller-gen ## Generate the deepcopy code of api/ (zz_generated.deepcopy.go).
 	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: verify-manifests
-verify-manifests: manifests generate ## Regenerate CRD, RBAC and deepcopy code; fail if config/ or api/ differ from git (CI).
-	@git diff --exit-code -- config api || { echo "config/ or api/ is out of date: run 'make manifests generate' and commit the result"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- config api); if [ -n "$$untracked" ]; then \
+verify-manifests: manifests generate ## Regenerate CRD, RBAC, the chart's copies and deepcopy code; fail if config/, api/ or the chart differ from git (CI).
+	@git diff --exit-code -- config api $(CHART_DIR) || { echo "config/, api/ or $(CHART_DIR) is out of date: run 'make manifests generate' and commit the result"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- config api $(CHART_DIR)); if [ -n "$$untracked" ]; then \
 	  echo "generated files not in git:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: envtest
@@ -211,3 +212,33 @@ deploy: ## Deploy the operator (config/default, IMG and ENGINE_IMG pinned) to th
 undeploy: ## Remove what deploy created (SummaIndexes first, so the operator still runs their deletion).
 	-$(KUBECTL) delete summaindexes --all --all-namespaces --wait=true --timeout=10m
 	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+##@ Helm chart
+
+CHART_DIR = charts/summa-operator
+# Helm, built from its Go module into bin/ (like controller-gen); the
+# binary's name carries the version so that a bump builds the new one.
+HELM_VERSION ?= v4.3.2
+HELM ?= $(CURDIR)/bin/helm-$(HELM_VERSION)
+# The RBAC files of config/rbac whose rules the chart's templates use.
+CHART_RBAC = role.yaml leader_election_role.yaml summaindex_editor_role.yaml summaindex_viewer_role.yaml
+
+.PHONY: helm chart-sync helm-lint helm-package
+helm: $(HELM) ## Build helm (HELM_VERSION) from its Go module into bin/ (cached; a few minutes cold).
+$(HELM):
+	@mkdir -p $(CURDIR)/bin/.helm-build
+	GOBIN=$(CURDIR)/bin/.helm-build $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(CURDIR)/bin/.helm-build/helm $@
+
+chart-sync: ## Copy the CRD (config/crd/bases) and the RBAC rules (config/rbac) into the chart (run by manifests; never edit the copies).
+	@mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/files/rbac
+	@rm -f $(CHART_DIR)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	cd config/rbac && cp $(CHART_RBAC) $(CURDIR)/$(CHART_DIR)/files/rbac/
+
+helm-lint: helm ## helm lint the chart (strict).
+	$(HELM) lint --strict $(CHART_DIR)
+
+helm-package: helm ## Package the chart for VERSION into dist/ (chart version VERSION without the v, appVersion VERSION).
+	@mkdir -p dist
+	$(HELM) package $(CHART_DIR) --version $(VERSION:v%=%) --app-version $(VERSION) -d dist
