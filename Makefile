@@ -242,3 +242,19 @@ helm-lint: helm ## helm lint the chart (strict).
 helm-package: helm ## Package the chart for VERSION into dist/ (chart version VERSION without the v, appVersion VERSION).
 	@mkdir -p dist
 	$(HELM) package $(CHART_DIR) --version $(VERSION:v%=%) --app-version $(VERSION) -d dist
+
+##@ kubectl plugin
+
+.PHONY: plugin plugin-archives
+plugin: ## Build the kubectl summa plugin into bin/kubectl-summa (put bin/ on PATH: kubectl summa --help).
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/kubectl-summa ./cmd/kubectl-summa
+
+plugin-archives: ## Cross-build the plugin archives of plugins/krew/summa.yaml into dist/ and print their sha256.
+	@mkdir -p dist
+	@set -e; for p in linux/amd64 linux/arm64 darwin/arm64; do \
+	  os=$${p%/*}; arch=$${p#*/}; d=$$(mktemp -d); \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $$d/kubectl-summa ./cmd/kubectl-summa; \
+	  tar -C $$d -czf dist/kubectl-summa_$${os}_$${arch}.tar.gz kubectl-summa; rm -rf $$d; \
+	  sha256sum dist/kubectl-summa_$${os}_$${arch}.tar.gz; \
+	done

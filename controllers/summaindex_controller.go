@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -74,6 +73,8 @@ type SummaIndexReconciler struct {
 	Recorder events.EventRecorder
 	// Options tune the reconciler.
 	Options Options
+	// warnings rate-limits the Warning events of failing steps.
+	warnings warningLimiter
 }
 
 // defaults fills unset options.
@@ -149,20 +150,40 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	if x.Status.Phase == "" {
 		x.Status.Phase = summav1.PhasePending
 	}
-	if err := r.ensureDataClaim(ctx, x); err != nil {
-		return reconcile.Result{}, err
+	// Every step runs whatever another one met: a volume that cannot grow
+	// must not stop a suspend, a doctor run or a restart. What failed is
+	// shown as Degraded at the end of the pass.
+	var f failures
+	f.add(r.ensureDataClaim(ctx, x))
+	f.add(failed(ReasonServiceFailed, r.ensureService(ctx, x)))
+	res, err := r.reconcilePod(ctx, x, sw)
+	f.add(err)
+	r.report(ctx, x, f)
+	err = returned(err)
+	if err == nil && len(f) > 0 {
+		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
+		if res.RequeueAfter == 0 || res.RequeueAfter > failureRetry {
+			// A failure of a step that did not stop the pass is retried soon.
+			res.RequeueAfter = failureRetry
+		}
 	}
-	if err := r.ensureService(ctx, x); err != nil {
-		return reconcile.Result{}, err
-	}
+	return res, err
+}
+
+// reconcilePod is the part of a pass that acts on the engine pod: the
+// doctor, suspend, or keeping the engine at its desired revision. With the
+// reconcile annotation at "paused", the pod is only observed.
+func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
 	pod, err := r.enginePod(ctx, x)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, failed(ReasonPodFailed, err)
 	}
-	if doctorActive(x) {
+	switch {
+	case paused(x):
+		return r.reconcilePaused(ctx, x, pod)
+	case doctorActive(x):
 		return r.reconcileDoctor(ctx, x, pod, sw)
-	}
-	if x.Spec.Suspend {
+	case x.Spec.Suspend:
 		return r.reconcileSuspend(ctx, x, pod)
 	}
 	return r.reconcileEngine(ctx, x, pod)
@@ -198,6 +219,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
 	engineUp := false
+	var engineErr error
 	if podReady(pod) {
 		err := r.observeEngine(ctx, x, pod)
 		var conflict *errSchemaConflict
@@ -209,8 +231,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			r.event(x, pod, corev1.EventTypeWarning, "SchemaConflict", "%v", err)
 			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 		case err != nil:
-			log.FromContext(ctx).Info("Engine not answering", "pod", pod.Name, "error", err.Error())
-			setCondition(x, summav1.ConditionDegraded, true, "EngineUnreachable", err.Error())
+			engineErr = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
 		default:
 			engineUp = true
 		}
@@ -245,6 +266,12 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
 	markRunning(x, engineUp, pod)
+	if engineErr != nil {
+		// Shown as Degraded and a Warning by report; retried at the poll
+		// interval, not through the error path.
+		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, engineErr.Error())
+		return reconcile.Result{RequeueAfter: pollInterval}, engineErr
+	}
 	if !engineUp {
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
@@ -283,7 +310,7 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}
 	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, fmt.Errorf("create engine pod: %w", err)
+		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
 	x.Status.TerminationGracePeriodSeconds = grace

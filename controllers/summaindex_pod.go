@@ -171,6 +171,10 @@ func desiredPod(x *summav1.SummaIndex, image string, grace int64, volumePermissi
 	for k, v := range engineLabels(x) {
 		pod.Labels[k] = v
 	}
+	if v, ok := x.Annotations[AnnotationRestartedAt]; ok {
+		// Part of the revision: a new value is one drained restart.
+		pod.Annotations[AnnotationRestartedAt] = v
+	}
 	engine := engineContainer(x, image, grace)
 	if len(pod.Spec.Containers) > 0 {
 		engine.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -31,57 +33,90 @@ func claim(x *summav1.SummaIndex, name string, size resource.Quantity) *corev1.P
 
 // ensureDataClaim creates the data volume, adopts a retained one of the
 // same name (a SummaIndex deleted with reclaimPolicy Retain), and grows it
-// when spec.storage.size grows.
+// when spec.storage.size grows. Its errors carry their Degraded reason.
 func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.SummaIndex) error {
 	cur := &corev1.PersistentVolumeClaim{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, cur)
 	if apierrors.IsNotFound(err) {
 		pvc := claim(x, x.DataClaimName(), x.Spec.Storage.Size)
 		if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
-			return fmt.Errorf("owner reference on volume: %w", err)
+			return failed(ReasonVolumeFailed, fmt.Errorf("owner reference on volume: %w", err))
 		}
 		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create volume %s: %w", pvc.Name, err)
+			return failed(ReasonVolumeFailed, fmt.Errorf("create volume %s: %w", pvc.Name, err))
 		}
 		r.event(x, pvc, corev1.EventTypeNormal, "VolumeCreated", "data volume %s created (%s)", pvc.Name, x.Spec.Storage.Size.String())
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get volume %s: %w", x.DataClaimName(), err)
+		return failed(ReasonVolumeFailed, fmt.Errorf("get volume %s: %w", x.DataClaimName(), err))
 	}
 	if cur.DeletionTimestamp != nil {
-		return fmt.Errorf("volume %s is being deleted; waiting for it to go before creating a new one", cur.Name)
+		return failed(ReasonVolumeFailed, fmt.Errorf("volume %s is being deleted; waiting for it to go before creating a new one", cur.Name))
+	}
+	if !metav1.IsControlledBy(cur, x) {
+		if err := r.adoptClaim(ctx, x, cur); err != nil {
+			return failed(ReasonVolumeFailed, err)
+		}
+	}
+	return r.expandClaim(ctx, x, cur)
+}
+
+// adoptClaim takes a retained volume of this index's name as x's own.
+func (r *SummaIndexReconciler) adoptClaim(ctx context.Context, x *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) error {
+	if owner := metav1.GetControllerOf(cur); owner != nil {
+		return fmt.Errorf("volume %s is controlled by %s %s, not by this SummaIndex", cur.Name, owner.Kind, owner.Name)
+	}
+	if cur.Labels[summav1.LabelIndex] != x.Name {
+		return fmt.Errorf("volume %s exists and does not carry %s=%s: refusing to adopt it", cur.Name, summav1.LabelIndex, x.Name)
 	}
 	patch := client.MergeFrom(cur.DeepCopy())
-	changed := false
-	if !metav1.IsControlledBy(cur, x) {
-		if owner := metav1.GetControllerOf(cur); owner != nil {
-			return fmt.Errorf("volume %s is controlled by %s %s, not by this SummaIndex", cur.Name, owner.Kind, owner.Name)
-		}
-		if cur.Labels[summav1.LabelIndex] != x.Name {
-			return fmt.Errorf("volume %s exists and does not carry %s=%s: refusing to adopt it", cur.Name, summav1.LabelIndex, x.Name)
-		}
-		if err := controllerutil.SetControllerReference(x, cur, r.Scheme); err != nil {
-			return fmt.Errorf("owner reference on volume: %w", err)
-		}
-		r.event(x, cur, corev1.EventTypeNormal, "VolumeAdopted", "retained data volume %s adopted", cur.Name)
-		changed = true
-	}
-	want := x.Spec.Storage.Size
-	if have := cur.Spec.Resources.Requests[corev1.ResourceStorage]; have.Cmp(want) < 0 {
-		if cur.Spec.Resources.Requests == nil {
-			cur.Spec.Resources.Requests = corev1.ResourceList{}
-		}
-		cur.Spec.Resources.Requests[corev1.ResourceStorage] = want
-		r.event(x, cur, corev1.EventTypeNormal, "VolumeExpanding", "data volume %s: %s -> %s", cur.Name, have.String(), want.String())
-		changed = true
-	}
-	if !changed {
-		return nil
+	if err := controllerutil.SetControllerReference(x, cur, r.Scheme); err != nil {
+		return fmt.Errorf("owner reference on volume: %w", err)
 	}
 	if err := r.Patch(ctx, cur, patch); err != nil {
-		return fmt.Errorf("update volume %s: %w", cur.Name, err)
+		return fmt.Errorf("adopt volume %s: %w", cur.Name, err)
 	}
+	r.event(x, cur, corev1.EventTypeNormal, "VolumeAdopted", "retained data volume %s adopted", cur.Name)
+	return nil
+}
+
+// expandClaim asks for the volume to grow to spec.storage.size. A storage
+// class without allowVolumeExpansion is not asked (the API would refuse):
+// the failure says so, and the volume keeps its size; spec.storage.size
+// cannot go back (CEL), so the condition stays until the class allows it
+// or the volume is replaced.
+func (r *SummaIndexReconciler) expandClaim(ctx context.Context, x *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) error {
+	want := x.Spec.Storage.Size
+	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
+	if have.Cmp(want) >= 0 {
+		return nil
+	}
+	if class := ptr.Deref(cur.Spec.StorageClassName, ""); class != "" {
+		sc := &storagev1.StorageClass{}
+		err := r.Get(ctx, client.ObjectKey{Name: class}, sc)
+		switch {
+		case err == nil && !ptr.Deref(sc.AllowVolumeExpansion, false):
+			return failed(ReasonVolumeExpansionRefused, fmt.Errorf("volume %s cannot grow from %s to %s: storage class %s does not "+
+				"set allowVolumeExpansion; the engine keeps running on %s (ask the cluster admin to allow expansion on the class, "+
+				"or move the data to a new index)", cur.Name, have.String(), want.String(), class, have.String()))
+		case err != nil && !apierrors.IsNotFound(err):
+			return failed(ReasonVolumeFailed, fmt.Errorf("read storage class %s of volume %s: %w", class, cur.Name, err))
+		}
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	if cur.Spec.Resources.Requests == nil {
+		cur.Spec.Resources.Requests = corev1.ResourceList{}
+	}
+	cur.Spec.Resources.Requests[corev1.ResourceStorage] = want
+	if err := r.Patch(ctx, cur, patch); err != nil {
+		reason := ReasonVolumeFailed
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			reason = ReasonVolumeExpansionRefused
+		}
+		return failed(reason, fmt.Errorf("grow volume %s from %s to %s: %w", cur.Name, have.String(), want.String(), err))
+	}
+	r.event(x, cur, corev1.EventTypeNormal, "VolumeExpanding", "data volume %s: %s -> %s", cur.Name, have.String(), want.String())
 	return nil
 }
 

@@ -32,7 +32,7 @@
 #   IMG, ENGINE_IMG   image references (default ghcr.io/summadev/summa-operator:$VERSION, .../summa-server:$VERSION)
 #   VERSION, COMMIT   stamped into the binaries and the OCI labels
 #   OUT_DIR           tarball directory (default bin/images/dockerfile)
-#   BUILDAH_DIR       buildah's storage, layer cache and build caches (default bin/buildah)
+#   BUILDAH_DIR       buildah's storage, layer cache and build caches (default bin/.buildah: a dot keeps the Go tool from walking its module cache)
 #   STORAGE_DRIVER    overlay or vfs (default: overlay when it works here, else vfs)
 #   CONTAINERD_SOCK   containerd socket to import into (default: the local cluster's, when it runs)
 #   GO                go command (default go)
@@ -46,7 +46,7 @@ COMMIT="${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
 IMG="${IMG:-ghcr.io/summadev/summa-operator:$VERSION}"
 ENGINE_IMG="${ENGINE_IMG:-ghcr.io/summadev/summa-server:$VERSION}"
 OUT_DIR="${OUT_DIR:-$root/bin/images/dockerfile}"
-BUILDAH_DIR="${BUILDAH_DIR:-$root/bin/buildah}"
+BUILDAH_DIR="${BUILDAH_DIR:-$root/bin/.buildah}"
 CONTAINERD_SOCK="${CONTAINERD_SOCK:-$root/bin/cluster/run/containerd/containerd.sock}"
 
 log() { printf 'dockerbuild: %s\n' "$*" >&2; }

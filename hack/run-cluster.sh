@@ -34,8 +34,24 @@ echo "run: applying the SummaIndex opticks"
 "$kubectl" wait --for=condition=Ready summaindex/opticks --timeout=300s
 ip="$("$kubectl" get pod opticks-engine -o jsonpath='{.status.podIP}')"
 
-echo "run: ingesting Opticks through the engine API at http://$ip:8082"
-go run ./hack/sample-ingest -server "http://$ip:8082" -index opticks
+# Access control is on by default: the operator made Secret
+# opticks-credentials (a token per scope) and the CA in Secret opticks-tls;
+# the engine's certificate names its Service, which is verified here.
+creds="$PWD/bin/run-credentials"
+mkdir -p "$creds"
+chmod 700 "$creds"
+for k in admin-token write-token read-token; do
+	"$kubectl" get secret opticks-credentials -o jsonpath="{.data.$k}" | base64 -d >"$creds/$k"
+done
+"$kubectl" get secret opticks-tls -o jsonpath='{.data.ca\.crt}' | base64 -d >"$creds/ca.crt"
+admin="$(cat "$creds/admin-token")"
+read_token="$(cat "$creds/read-token")"
+svc=opticks.default.svc
+curl_tls="--cacert $creds/ca.crt --resolve $svc:8082:$ip"
+
+echo "run: ingesting Opticks through the engine API at https://$svc:8082 (pod $ip)"
+go run ./hack/sample-ingest -server "https://$ip:8082" -server-name "$svc" -cacert "$creds/ca.crt" \
+	-token "$admin" -index opticks
 # The operator refreshes status from the engine every --resync-period.
 for _ in $(seq 1 60); do
 	[ -n "$("$kubectl" get summaindex opticks -o jsonpath='{.status.documents}')" ] && break
@@ -51,8 +67,11 @@ The local cluster runs (ready in $(($(date +%s) - start))s). Try:
   kubectl get summaindex                       # phase, documents, segments, ready
   kubectl describe summaindex opticks          # conditions, grace, events
   kubectl -n summa-system logs deploy/summa-operator
-  curl -s http://$ip:8082/v1/indexes/opticks
-  curl -s -XPOST http://$ip:8082/v1/indexes/opticks/search -d '{"query":"+light +prism","limit":3}'
+  curl -s $curl_tls -H "Authorization: Bearer $read_token" https://$svc:8082/v1/indexes/opticks
+  curl -s $curl_tls -H "Authorization: Bearer $read_token" -XPOST https://$svc:8082/v1/indexes/opticks/search -d '{"query":"+light +prism","limit":3}'
+The engine speaks HTTPS with a certificate for its Service, from the CA in
+Secret opticks-tls (saved to $creds/ca.crt), and wants a bearer token from
+Secret opticks-credentials (saved to $creds; admin: $admin).
   kubectl patch summaindex opticks --type merge -p '{"spec":{"engine":{"indexingWorkers":1}}}'   # drained restart
 Pod IPs answer from this host (no kube-proxy here; kubectl port-forward works too).
 Stop it and restore the host with: make down

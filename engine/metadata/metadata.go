@@ -4,13 +4,12 @@
 package metadata
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/engine/segment"
@@ -30,6 +29,11 @@ const MaxFileBytes = 256 << 20
 
 // ErrNotFound is returned by Load when the directory has no metadata.json.
 var ErrNotFound = errors.New("metadata: metadata.json not found")
+
+// ErrCorrupt matches (errors.Is) every refusal of a metadata.json's
+// content by Load and Decode: malformed or coerced JSON, an invalid
+// schema, an inconsistent generation.
+var ErrCorrupt = errors.New("metadata: metadata.json is corrupt")
 
 // Metadata is one committed generation of an index.
 type Metadata struct {
@@ -109,6 +113,9 @@ func (m *Metadata) Validate() error {
 	if m.Schema == nil {
 		return fmt.Errorf("metadata: no schema")
 	}
+	if m.NextID == 0 {
+		return fmt.Errorf("metadata: nextId is 0; IDs start at 1")
+	}
 	seen := make(map[segid.ID]bool)
 	for _, id := range m.IDs() {
 		if seen[id] {
@@ -120,11 +127,59 @@ func (m *Metadata) Validate() error {
 		}
 	}
 	for _, s := range m.Segments {
-		if s.Deletes != nil && s.Deletes.Deleted > s.Documents {
-			return fmt.Errorf("metadata: segment %s deletes %d of %d rows", s.ID, s.Deletes.Deleted, s.Documents)
+		if err := s.validate(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// validate checks one segment's entry: counts and sizes in range, each
+// file once.
+func (s *Segment) validate() error {
+	if s.Deletes != nil && s.Deletes.Deleted > s.Documents {
+		return fmt.Errorf("metadata: segment %s deletes %d of %d rows", s.ID, s.Deletes.Deleted, s.Documents)
+	}
+	if s.Deletes != nil && s.Deletes.Size < 0 {
+		return fmt.Errorf("metadata: segment %s: mask size %d", s.ID, s.Deletes.Size)
+	}
+	if s.BPUnconvergedPasses < 0 {
+		return fmt.Errorf("metadata: segment %s: bpUnconvergedPasses %d", s.ID, s.BPUnconvergedPasses)
+	}
+	suffixes := make(map[string]bool, len(s.Files))
+	for _, f := range s.Files {
+		// The suffix becomes part of a path: only a plain word may pass.
+		if !validSuffix(f.Suffix) || suffixes[f.Suffix] {
+			return fmt.Errorf("metadata: segment %s: file suffix %q is invalid or listed twice", s.ID, clip(f.Suffix))
+		}
+		if f.Size < 0 {
+			return fmt.Errorf("metadata: segment %s: file %q has size %d", s.ID, f.Suffix, f.Size)
+		}
+		suffixes[f.Suffix] = true
+	}
+	return nil
+}
+
+// validSuffix reports whether a file suffix is 1 to 16 lowercase letters
+// or digits, the shape of every suffix the engine writes.
+func validSuffix(s string) bool {
+	if len(s) == 0 || len(s) > 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens s for messages.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // Load reads dir/metadata.json.
@@ -142,15 +197,23 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 		return nil, fmt.Errorf("metadata: read: %w", err)
 	}
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("metadata: metadata.json larger than %d bytes", MaxFileBytes)
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrCorrupt, MaxFileBytes)
 	}
+	return Decode(data)
+}
+
+// Decode reads the content of a metadata.json and validates it. Nulls
+// (other than an empty list), members given twice or with another case,
+// numbers out of range for their field and anything after the object are
+// refused, never read as zeros or defaults; members this version does not
+// know are skipped, as a later format may add them.
+func Decode(data []byte) (*Metadata, error) {
 	var m Metadata
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("metadata: decode metadata.json: %w", err)
+	if err := strictjson.Decode(data, &m, strictjson.Options{AllowUnknown: true, NullSlices: true}); err != nil {
+		return nil, fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
 	}
 	if err := m.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return &m, nil
 }

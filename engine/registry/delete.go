@@ -93,10 +93,16 @@ func (r *Registry) WaitDeleted(ctx context.Context, name string) error {
 	}
 }
 
-// writeMarker creates dir/.deleting durably.
+// writeMarker creates dir/.deleting durably. The marker holds the index
+// name, so that the trash directory it ends up in (whose name no longer
+// contains it) still says which index it was.
 func writeMarker(fs vfs.FS, dir string) error {
 	f, err := fs.Create(fs.PathJoin(dir, DeletingMarker), vfs.WriteCategoryUnspecified)
 	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(fs.PathBase(dir) + "\n")); err != nil {
+		f.Close()
 		return err
 	}
 	// Sync the marker and its directory entry: after a crash the deletion

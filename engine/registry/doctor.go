@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
 	"github.com/summadev/summa/engine/index"
 )
 
@@ -41,6 +42,12 @@ func Doctor(ctx context.Context, fs vfs.FS, dir string, opts Options) (DoctorRep
 	}
 	sort.Strings(names)
 	r := &Registry{fs: fs, dir: dir, log: opts.Logger}
+	if r.log.GetSink() == nil {
+		r.log = logr.Discard()
+	}
+	if err := r.removeTrash(names); err != nil {
+		return rep, err
+	}
 	var failed int
 	for _, name := range names {
 		if !ValidIndexName(name) {
@@ -50,10 +57,10 @@ func Doctor(ctx context.Context, fs vfs.FS, dir string, opts Options) (DoctorRep
 		if st, err := fs.Stat(idir); err != nil || !st.IsDir() {
 			continue
 		}
-		if _, err := fs.Stat(fs.PathJoin(idir, DeletingMarker)); err == nil {
-			if err := r.removeDir(idir); err != nil {
-				return rep, err
-			}
+		// D03: finish a deletion that a crash interrupted, as startup does.
+		if marked, err := r.finishMarkedRemoval(idir); err != nil {
+			return rep, fmt.Errorf("registry: doctor: finish the interrupted deletion of index %s: %w", name, err)
+		} else if marked {
 			continue
 		}
 		ir, err := index.Doctor(ctx, fs, idir, opts.Index)

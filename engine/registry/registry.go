@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
@@ -171,11 +169,10 @@ func (r *Registry) openAll() error {
 		if st, err := r.fs.Stat(dir); err != nil || !st.IsDir() {
 			continue
 		}
-		if _, err := r.fs.Stat(r.fs.PathJoin(dir, DeletingMarker)); err == nil {
-			// D03: a deletion crashed after its marker; finish it first.
-			if err := r.removeDir(dir); err != nil {
-				return err
-			}
+		// D03: a deletion crashed after its marker; finish it first.
+		if marked, err := r.finishMarkedRemoval(dir); err != nil {
+			return fmt.Errorf("registry: finish the interrupted deletion of index %s: %w", name, err)
+		} else if marked {
 			r.log.Info("Finished an interrupted index deletion", "index", name)
 			continue
 		}
@@ -192,42 +189,6 @@ func (r *Registry) openAll() error {
 		st := idx.Status()
 		r.log.Info("Index opened", "index", name, "generation", st.Generation, "documents", st.Documents,
 			"quarantined", len(st.Quarantined))
-	}
-	return nil
-}
-
-// trashPrefix starts the name an index directory is renamed to before its
-// files are removed; it is not a valid index name.
-const trashPrefix = ".summa-trash-"
-
-// removeDir removes an index directory durably. The directory is first
-// renamed to a trash name in one atomic step, so that a crash while its
-// files are being removed can never leave a half-removed directory under
-// the index's name (which could reopen as a damaged index); leftover trash
-// is removed at the next start.
-func (r *Registry) removeDir(dir string) error {
-	trash := r.fs.PathJoin(r.dir, fmt.Sprintf("%s%s-%d", trashPrefix, r.fs.PathBase(dir), time.Now().UnixNano()))
-	if err := r.fs.Rename(dir, trash); err != nil {
-		return fmt.Errorf("registry: remove %s: %w", dir, err)
-	}
-	// Sync the data directory: the index's name is gone before any file is.
-	if err := metadata.SyncDir(r.fs, r.dir); err != nil {
-		return fmt.Errorf("registry: remove %s: %w", dir, err)
-	}
-	if err := r.fs.RemoveAll(trash); err != nil {
-		return fmt.Errorf("registry: remove %s: %w", trash, err)
-	}
-	return metadata.SyncDir(r.fs, r.dir)
-}
-
-// removeTrash removes directories left by a removal that crashed.
-func (r *Registry) removeTrash(names []string) error {
-	for _, name := range names {
-		if strings.HasPrefix(name, trashPrefix) {
-			if err := r.fs.RemoveAll(r.fs.PathJoin(r.dir, name)); err != nil {
-				return fmt.Errorf("registry: remove %s: %w", name, err)
-			}
-		}
 	}
 	return nil
 }
@@ -265,6 +226,14 @@ func (r *Registry) Create(ctx context.Context, name string, s *schema.Schema) (c
 			return false, ErrIndexExists
 		}
 		return false, nil
+	}
+	// A deletion of this name whose step 7 failed left its directory with
+	// the marker: finish it, so that the new index starts empty and never
+	// reopens the deleted one's documents. Until it is finished, the name
+	// is still being deleted.
+	if _, err := r.finishMarkedRemoval(e.dir); err != nil {
+		r.dropIfEmpty(e)
+		return false, fmt.Errorf("registry: create index %s: %w: %w", name, ErrIndexDeleting, err)
 	}
 	idx, err := index.Create(r.fs, e.dir, s, r.opts.Index)
 	if err != nil {

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/summadev/summa/engine/internal/strictjson"
 )
 
 // MaxTermBytes bounds a keyword value, a primary key and a sparse dimension name.
@@ -246,43 +247,28 @@ func parseScalar(f *Field, it json.RawMessage, out *Values) error {
 	return nil
 }
 
+// parseDense reads a dense vector value; any null, non-number or
+// out-of-range component refuses the document (nothing is read as 0).
 func parseDense(f *Field, val json.RawMessage, out *Values) error {
-	var vec []float64
-	if len(val) == 0 || val[0] != '[' || json.Unmarshal(val, &vec) != nil {
-		return docErr(f.Name, "expected an array of %d numbers", f.Dims)
+	vec, err := ParseDenseVector(val)
+	if err != nil {
+		return docErr(f.Name, "%v", err)
 	}
 	if len(vec) != f.Dims {
 		return docErr(f.Name, "vector has %d dimensions, the schema says %d", len(vec), f.Dims)
 	}
-	out.Dense = make([]float32, len(vec))
-	for i, x := range vec {
-		if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
-			return docErr(f.Name, "dimension %d is not a finite float32", i)
-		}
-		out.Dense[i] = float32(x)
-	}
+	out.Dense = vec
 	return nil
 }
 
+// parseSparse reads a sparse vector value; a null or non-number weight or
+// a repeated dimension refuses the document.
 func parseSparse(f *Field, val json.RawMessage, out *Values) error {
-	var m map[string]float64
-	if len(val) == 0 || val[0] != '{' || json.Unmarshal(val, &m) != nil {
-		return docErr(f.Name, "expected an object of dimension to weight")
+	vec, err := ParseSparseVector(val, MaxSparseEntries)
+	if err != nil {
+		return docErr(f.Name, "%v", err)
 	}
-	if len(m) > MaxSparseEntries {
-		return docErr(f.Name, "%d dimensions, at most %d allowed", len(m), MaxSparseEntries)
-	}
-	out.Sparse = make([]SparseEntry, 0, len(m))
-	for dim, w := range m {
-		if dim == "" || len(dim) > MaxTermBytes {
-			return docErr(f.Name, "dimension names must have 1 to %d bytes", MaxTermBytes)
-		}
-		if math.IsNaN(w) || math.Abs(w) > math.MaxFloat32 {
-			return docErr(f.Name, "weight of %q is not a finite float32", dim)
-		}
-		out.Sparse = append(out.Sparse, SparseEntry{Dim: dim, Weight: float32(w)})
-	}
-	sort.Slice(out.Sparse, func(i, j int) bool { return out.Sparse[i].Dim < out.Sparse[j].Dim })
+	out.Sparse = vec
 	return nil
 }
 
@@ -359,14 +345,10 @@ func (f *Field) NormalizeExactTerm(s string) (string, error) {
 // schema has none.
 var ErrNoPrimaryKey = errors.New("schema has no primary field")
 
+// decodeStrict decodes a schema's JSON into v, refusing nulls, repeated
+// or case-mismatched members, unknown members and trailing data (see
+// strictjson): "indexed":null must not read as the default, nor
+// "dims":null as 0.
 func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
+	return strictjson.Decode(data, v, strictjson.Options{})
 }

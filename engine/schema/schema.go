@@ -5,6 +5,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 )
@@ -85,23 +86,45 @@ type Schema struct {
 
 var fieldNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
 
-// Parse decodes and validates a schema from JSON.
+// ErrInvalidSchema matches (errors.Is) every refusal of Parse, New and
+// UnmarshalJSON: malformed JSON, nulls, repeated or unknown members,
+// mistyped values and schemas that break a rule.
+var ErrInvalidSchema = errors.New("invalid schema")
+
+// invalidSchema marks a refusal as ErrInvalidSchema and keeps its text.
+type invalidSchema struct{ err error }
+
+func (e *invalidSchema) Error() string        { return e.err.Error() }
+func (e *invalidSchema) Unwrap() error        { return e.err }
+func (e *invalidSchema) Is(target error) bool { return target == ErrInvalidSchema }
+
+// invalid wraps err as an ErrInvalidSchema (nil stays nil).
+func invalid(err error) error {
+	if err == nil || errors.Is(err, ErrInvalidSchema) {
+		return err
+	}
+	return &invalidSchema{err: err}
+}
+
+// Parse decodes and validates a schema from JSON. Every refusal matches
+// ErrInvalidSchema.
 func Parse(data []byte) (*Schema, error) {
 	var s Schema
 	if err := decodeStrict(data, &s); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
+		return nil, invalid(fmt.Errorf("schema: %w", err))
 	}
 	if err := s.init(); err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	return &s, nil
 }
 
-// New validates fields and returns a schema.
+// New validates fields and returns a schema. Every refusal matches
+// ErrInvalidSchema.
 func New(fields []Field) (*Schema, error) {
 	s := &Schema{Fields: append([]Field(nil), fields...)}
 	if err := s.init(); err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	return s, nil
 }
@@ -238,8 +261,8 @@ func (s *Schema) UnmarshalJSON(data []byte) error {
 		Fields []Field `json:"fields"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
-		return err
+		return invalid(err)
 	}
 	s.Fields = raw.Fields
-	return s.init()
+	return invalid(s.init())
 }

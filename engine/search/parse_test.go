@@ -214,8 +214,8 @@ func TestParseJSONErrors(t *testing.T) {
 		{`{"dense":{"field":"emb_off","vector":[1,2]}}`, `field "emb_off" is not indexed`},
 		{`{"dense":{"field":"emb","vector":[1,2,3]}}`, "has 4 dimensions, the query vector 3"},
 		{`{"dense":{"field":"emb"}}`, "has 4 dimensions, the query vector 0"},
-		{`{"dense":{"field":"emb","vector":[1,2,3,1e39]}}`, "dimension 3 of the query vector is not a finite float32"},
-		{`{"dense":{"field":"emb","vector":[1,2,3,"x"]}}`, "malformed vector query"},
+		{`{"dense":{"field":"emb","vector":[1,2,3,1e39]}}`, "dimension 3 of the vector is not a finite float32"},
+		{`{"dense":{"field":"emb","vector":[1,2,3,"x"]}}`, "dimension 3 of the vector is a string, not a number"},
 		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":0}}`, "k must be between 1 and 10000, got 0"},
 		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":10001}}`, "k must be between 1 and 10000, got 10001"},
 		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":-1}}`, "k must be between"},
@@ -225,6 +225,21 @@ func TestParseJSONErrors(t *testing.T) {
 		{`{"sparse":{"field":"sp","vector":{"":1}}}`, "dimension names must have 1 to"},
 		{`{"sparse":{"field":"sp","vector":{"a":1e39}}}`, `weight of "a" is not a finite float32`},
 		{string(bigSparseJSON), "at most 1024 allowed"},
+		// Nothing is read as 0 or as a default.
+		{`{"dense":{"field":"emb","vector":[null,0,0,0]}}`, "dimension 0 of the vector is null"},
+		{`{"dense":{"field":"emb","vector":[0,0,0,null]}}`, "dimension 3 of the vector is null"},
+		{`{"dense":{"field":"emb","vector":null}}`, "expected an array"},
+		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":null}}`, "dense.k: null"},
+		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":2.5}}`, "malformed vector query"},
+		{`{"dense":{"field":null,"vector":[1,2,3,4]}}`, "dense.field: null"},
+		{`{"dense":null,"sparse":{"field":"sp","vector":{"a":1}}}`, "dense: null"},
+		{`{"dense":{"field":"emb","vector":[1,2,3,4]},"dense":{"field":"emb","vector":[4,3,2,1]}}`, `"dense" appears twice`},
+		{`{"dense":{"field":"emb","vector":[1,2,3,4],"Field":"emb"}}`, `"field" and "Field" name the same member`},
+		{`{"dense":{"Field":"emb","vector":[1,2,3,4]}}`, "case-sensitive"},
+		{`{"sparse":{"field":"sp","vector":{"a":null}}}`, `weight of "a" is null`},
+		{`{"sparse":{"field":"sp","vector":{"a":1,"a":2}}}`, `dimension "a" appears twice`},
+		{`{"sparse":{"field":"sp","vector":{"a":"1"}}}`, `weight of "a" is a string`},
+		{`{"sparse":{"field":"sp","vector":null}}`, "expected an object"},
 	}
 	s := parseSchema(t)
 	for _, c := range cases {

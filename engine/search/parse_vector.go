@@ -1,12 +1,9 @@
 package search
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"math"
-	"sort"
 
+	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/schema"
 )
 
@@ -20,27 +17,24 @@ const DefaultK = 10
 type vectorQueryJSON struct {
 	// Dense is {"field":F,"vector":[...],"k":K}.
 	Dense *struct {
-		Field  string    `json:"field"`
-		Vector []float64 `json:"vector"`
-		K      *int      `json:"k"`
+		Field  string          `json:"field"`
+		Vector json.RawMessage `json:"vector"`
+		K      *int            `json:"k"`
 	} `json:"dense"`
 	// Sparse is {"field":F,"vector":{"dim":weight,...}}.
 	Sparse *struct {
-		Field  string             `json:"field"`
-		Vector map[string]float64 `json:"vector"`
+		Field  string          `json:"field"`
+		Vector json.RawMessage `json:"vector"`
 	} `json:"sparse"`
 }
 
-// parseVector reads a JSON object query.
+// parseVector reads a JSON object query. Nulls ("k":null, a null in the
+// vector), repeated or case-mismatched members, unknown members and
+// trailing data are refused, never read as zeros or defaults.
 func parseVector(s *schema.Schema, data []byte) (Query, error) {
 	var v vectorQueryJSON
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
+	if err := strictjson.Decode(data, &v, strictjson.Options{}); err != nil {
 		return nil, queryErr("malformed vector query: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, queryErr("malformed vector query: trailing data")
 	}
 	switch {
 	case v.Dense != nil && v.Sparse != nil:
@@ -72,21 +66,21 @@ func vectorField(s *schema.Schema, name string, want schema.FieldType) (int, *sc
 	return ord, f, nil
 }
 
-func denseQuery(s *schema.Schema, name string, vec []float64, k *int) (Query, error) {
+func denseQuery(s *schema.Schema, name string, raw json.RawMessage, k *int) (Query, error) {
 	ord, f, err := vectorField(s, name, schema.DenseVector)
 	if err != nil {
 		return nil, err
 	}
+	var vec []float32
+	if raw != nil { // a missing vector has 0 dimensions
+		if vec, err = schema.ParseDenseVector(raw); err != nil {
+			return nil, queryErr("dense query on %q: %v", name, err)
+		}
+	}
 	if len(vec) != f.Dims {
 		return nil, queryErr("field %q has %d dimensions, the query vector %d", name, f.Dims, len(vec))
 	}
-	q := &DenseQuery{Field: ord, Vector: make([]float32, len(vec)), K: DefaultK}
-	for i, x := range vec {
-		if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
-			return nil, queryErr("dimension %d of the query vector is not a finite float32", i)
-		}
-		q.Vector[i] = float32(x)
-	}
+	q := &DenseQuery{Field: ord, Vector: vec, K: DefaultK}
 	if k != nil {
 		if *k < 1 || *k > MaxK {
 			return nil, queryErr("k must be between 1 and %d, got %d", MaxK, *k)
@@ -96,27 +90,19 @@ func denseQuery(s *schema.Schema, name string, vec []float64, k *int) (Query, er
 	return q, nil
 }
 
-func sparseQuery(s *schema.Schema, name string, vec map[string]float64) (Query, error) {
+func sparseQuery(s *schema.Schema, name string, raw json.RawMessage) (Query, error) {
 	ord, _, err := vectorField(s, name, schema.SparseVector)
 	if err != nil {
 		return nil, err
 	}
+	var vec []schema.SparseEntry
+	if raw != nil { // a missing vector is empty
+		if vec, err = schema.ParseSparseVector(raw, MaxClauses); err != nil {
+			return nil, queryErr("sparse query on %q: %v", name, err)
+		}
+	}
 	if len(vec) == 0 {
 		return nil, queryErr("sparse query on %q: empty vector", name)
 	}
-	if len(vec) > MaxClauses {
-		return nil, queryErr("sparse query on %q: %d dimensions, at most %d allowed", name, len(vec), MaxClauses)
-	}
-	q := &SparseQuery{Field: ord, Vector: make([]schema.SparseEntry, 0, len(vec))}
-	for dim, w := range vec {
-		if dim == "" || len(dim) > schema.MaxTermBytes {
-			return nil, queryErr("sparse query on %q: dimension names must have 1 to %d bytes", name, schema.MaxTermBytes)
-		}
-		if math.IsNaN(w) || math.Abs(w) > math.MaxFloat32 {
-			return nil, queryErr("sparse query on %q: weight of %q is not a finite float32", name, dim)
-		}
-		q.Vector = append(q.Vector, schema.SparseEntry{Dim: dim, Weight: float32(w)})
-	}
-	sort.Slice(q.Vector, func(i, j int) bool { return q.Vector[i].Dim < q.Vector[j].Dim })
-	return q, nil
+	return &SparseQuery{Field: ord, Vector: vec}, nil
 }

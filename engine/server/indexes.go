@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
 )
@@ -117,6 +118,10 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (*schema.Schema, error) {
 	var raw map[string]json.RawMessage
 	if err := decodeBody(w, r, s.limits.MaxSchemaBytes, false, &raw); err != nil {
+		if strictjson.IsKind(err, strictjson.Duplicate) {
+			// {"schema":A,"schema":B} must not silently create B.
+			return nil, newError(http.StatusBadRequest, CodeInvalidSchema, "%v", errors.Unwrap(err))
+		}
 		return nil, err
 	}
 	body, hasSchema := raw["schema"]

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/search"
 )
 
@@ -98,8 +99,11 @@ func limitBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 }
 
 // decodeBody reads a bounded JSON body into v. An empty body leaves v
-// untouched when allowEmpty is set. Unknown members, trailing data and
-// malformed JSON are BadRequest; an oversized body is PayloadTooLarge.
+// untouched when allowEmpty is set. Malformed JSON, trailing data, unknown
+// or case-mismatched members, a member given twice and null where the
+// member has no null are BadRequest (the error's cause is the
+// *strictjson.Error or the encoding/json error, for handlers that answer
+// with a more specific code); an oversized body is PayloadTooLarge.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bool, v any) error {
 	if err := limitBody(w, r, limit); err != nil {
 		return err
@@ -114,15 +118,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty 
 		}
 		return newError(http.StatusBadRequest, CodeBadRequest, "the request needs a JSON body")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(data, v, strictjson.Options{}); err != nil {
 		e := newError(http.StatusBadRequest, CodeBadRequest, "malformed JSON body: %v", err)
 		e.cause = err
 		return e
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return newError(http.StatusBadRequest, CodeBadRequest, "malformed JSON body: trailing data after the JSON value")
 	}
 	return nil
 }

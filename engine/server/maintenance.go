@@ -13,8 +13,10 @@ import (
 
 // MergeRequest is the optional body of POST .../merge.
 type MergeRequest struct {
-	// MaxSegments is the segment count to merge down to (default 1).
-	MaxSegments int `json:"maxSegments,omitempty"`
+	// MaxSegments is the segment count to merge down to: at least 1;
+	// absent means 1. A pointer, so that an explicit 0 is refused instead
+	// of read as the default (null is refused by decodeBody).
+	MaxSegments *int `json:"maxSegments,omitempty"`
 }
 
 // MaintenanceAnswer is the answer of merge and compact.
@@ -57,11 +59,15 @@ const (
 func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	var body MergeRequest
 	return s.maintain(w, r, KindMerge, &body, func(ctx context.Context, h *registry.Handle) (index.RewriteResult, error) {
-		if body.MaxSegments < 0 {
-			return index.RewriteResult{}, newError(http.StatusBadRequest, CodeBadRequest,
-				"maxSegments must be at least 1, got %d", body.MaxSegments)
+		maxSegments := 1
+		if body.MaxSegments != nil {
+			maxSegments = *body.MaxSegments
 		}
-		return h.Merge(ctx, max(1, body.MaxSegments))
+		if maxSegments < 1 {
+			return index.RewriteResult{}, newError(http.StatusBadRequest, CodeBadRequest,
+				"maxSegments must be at least 1, got %d", maxSegments)
+		}
+		return h.Merge(ctx, maxSegments)
 	})
 }
 

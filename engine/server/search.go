@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/search"
 )
@@ -82,15 +83,21 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readSearch reads and checks a search body. Mistyped members are
-// InvalidQuery; malformed JSON is BadRequest.
+// readSearch reads and checks a search body. Mistyped members (a string,
+// a fraction or an out-of-range number for limit or offset), null members
+// ("limit":null is not the default) and members given twice are
+// InvalidQuery; malformed JSON and unknown members are BadRequest.
 func (s *Server) readSearch(w http.ResponseWriter, r *http.Request) (search.Request, error) {
 	var body searchBody
 	if err := decodeBody(w, r, s.limits.MaxSearchBytes, false, &body); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
+		var se *strictjson.Error
+		switch {
+		case errors.As(err, &te):
 			return search.Request{}, newError(http.StatusBadRequest, CodeInvalidQuery,
 				"%q must be %s, got a JSON %s", te.Field, te.Type, te.Value)
+		case errors.As(err, &se) && (se.Kind == strictjson.Null || se.Kind == strictjson.Duplicate):
+			return search.Request{}, newError(http.StatusBadRequest, CodeInvalidQuery, "%v", se)
 		}
 		return search.Request{}, err
 	}

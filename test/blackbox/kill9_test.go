@@ -281,7 +281,7 @@ func (w *workload) victimWork() error {
 	if !w.victim {
 		return nil
 	}
-	v := newIndexModel(fmt.Sprintf("victim-%d", w.trial))
+	v := newIndexModel(victimName(w.trial))
 	w.env.victims = append(w.env.victims, v)
 	if err := w.create(v); err != nil {
 		return err
@@ -299,6 +299,21 @@ func (w *workload) victimWork() error {
 		}
 	}
 	return w.deleteIndex(v)
+}
+
+// victimName names the victim of a trial; every other one has the longest
+// legal name, full of dots, so that kills land at every point of the
+// deletion of such names too.
+func victimName(trial int) string {
+	base := fmt.Sprintf("victim-%d", trial)
+	if trial%2 == 0 {
+		return base
+	}
+	pad := strings.Repeat("v.", (maxNameLen-len(base))/2)
+	if (maxNameLen-len(base))%2 == 1 {
+		pad = "w" + pad
+	}
+	return pad + base
 }
 
 // run drives the main index until the server dies.

@@ -1,0 +1,267 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Annotations a user sets on a SummaIndex (contract, "Failures and
+// control").
+const (
+	// AnnotationReconcile set to ReconcilePaused stops every change to the
+	// index's pod (no drain, no restart, no doctor step) until it is
+	// removed; status is still kept current and deletion is still
+	// honoured (ECK's managed=false).
+	AnnotationReconcile = "summa.dev/reconcile"
+	// ReconcilePaused is the value of AnnotationReconcile that pauses.
+	ReconcilePaused = "paused"
+	// AnnotationRestartedAt, set to any new value, asks for one drained
+	// restart (the `kubectl rollout restart` idiom): the value is copied
+	// onto the pod, so it is part of the pod's revision.
+	AnnotationRestartedAt = "summa.dev/restartedAt"
+)
+
+// paused reports whether x's pod must not be changed.
+func paused(x *summav1.SummaIndex) bool {
+	return x.Annotations[AnnotationReconcile] == ReconcilePaused
+}
+
+// Reasons of Degraded set by a failing step. Each names what failed; the
+// message is the error, which says what to do.
+const (
+	// ReasonVolumeFailed: the data volume could not be created or updated.
+	ReasonVolumeFailed = "VolumeFailed"
+	// ReasonVolumeExpansionRefused: the storage class does not allow the
+	// volume to grow, or the API refused the new size.
+	ReasonVolumeExpansionRefused = "VolumeExpansionRefused"
+	// ReasonServiceFailed: the Service could not be created or updated.
+	ReasonServiceFailed = "ServiceFailed"
+	// ReasonPodInvalid: the API server refused the engine pod as invalid
+	// (usually spec.podTemplate).
+	ReasonPodInvalid = "PodInvalid"
+	// ReasonQuotaExceeded: a ResourceQuota refused an object.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonPodFailed: the engine pod could not be created, read or
+	// replaced for another reason.
+	ReasonPodFailed = "PodFailed"
+	// ReasonEngineUnreachable: the pod is ready but the engine does not
+	// answer the operator.
+	ReasonEngineUnreachable = "EngineUnreachable"
+	// ReasonReconcileError: any other error that stopped a step.
+	ReasonReconcileError = "ReconcileError"
+)
+
+// stepReasons are the Degraded reasons this file owns: they clear when a
+// pass has no failure. Other reasons (a drain timeout, a doctor failure,
+// degraded durability, a schema conflict) are set and cleared by their own
+// steps.
+var stepReasons = map[string]bool{
+	ReasonVolumeFailed: true, ReasonVolumeExpansionRefused: true, ReasonServiceFailed: true,
+	ReasonPodInvalid: true, ReasonQuotaExceeded: true, ReasonPodFailed: true,
+	ReasonEngineUnreachable: true, ReasonReconcileError: true,
+}
+
+// stepError is an error of a reconcile step with the Degraded reason it
+// stands for.
+type stepError struct {
+	// reason is the Degraded reason.
+	reason string
+	// err is the cause, with context.
+	err error
+}
+
+// Error is the cause's text.
+func (e *stepError) Error() string { return e.err.Error() }
+
+// Unwrap returns the cause.
+func (e *stepError) Unwrap() error { return e.err }
+
+// failed marks err (nil stays nil) as the failure of a step with reason,
+// refined for the API server's refusals every step can meet: an invalid
+// object and an exceeded quota.
+func failed(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *stepError
+	if errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"):
+		reason = ReasonQuotaExceeded
+	case apierrors.IsInvalid(err) && reason == ReasonPodFailed:
+		reason = ReasonPodInvalid
+	}
+	return &stepError{reason: reason, err: err}
+}
+
+// returned is err as the controller's error path sees it: nil for a
+// step's failure, which report already showed (Degraded, a rate-limited
+// Warning event and one Info log line) and which is retried after
+// failureRetry, or sooner when the step asked for its own retry. Only an
+// unclassified error goes to controller-runtime, which logs it and backs
+// off.
+func returned(err error) error {
+	var se *stepError
+	if errors.As(err, &se) {
+		return nil
+	}
+	return err
+}
+
+// failureReason is the Degraded reason of err.
+func failureReason(err error) string {
+	var se *stepError
+	if errors.As(err, &se) {
+		return se.reason
+	}
+	return ReasonReconcileError
+}
+
+// failures collects the errors of one pass: a failing step is recorded and
+// the others still run.
+type failures []error
+
+// add records err when it is not nil.
+func (f *failures) add(err error) {
+	if err != nil {
+		*f = append(*f, err)
+	}
+}
+
+// report shows this pass's failures on x: Degraded=True with the first
+// failure's reason and every message, and one Warning event per failure
+// (rate-limited). With no failure, a Degraded set by an earlier failing
+// step is cleared (with a Normal event).
+func (r *SummaIndexReconciler) report(ctx context.Context, x *summav1.SummaIndex, f failures) {
+	cur := x.GetCondition(summav1.ConditionDegraded)
+	if len(f) == 0 {
+		if cur != nil && cur.Status == "True" && stepReasons[cur.Reason] {
+			setCondition(x, summav1.ConditionDegraded, false, "Recovered", "the failure ("+cur.Reason+") went away")
+			r.event(x, nil, corev1.EventTypeNormal, "Recovered", "%s cleared", cur.Reason)
+			r.warnings.forget(x)
+		}
+		return
+	}
+	msgs := make([]string, 0, len(f))
+	for _, err := range f {
+		reason := failureReason(err)
+		msgs = append(msgs, reason+": "+err.Error())
+		if r.warnings.due(x, reason, err.Error()) {
+			r.event(x, nil, corev1.EventTypeWarning, reason, "%v", err)
+			log.FromContext(ctx).Info("Reconcile step failed", "reason", reason, "error", err.Error())
+		}
+	}
+	setCondition(x, summav1.ConditionDegraded, true, failureReason(f[0]), clip(strings.Join(msgs, "; "), 1024))
+}
+
+// clip shortens s to at most n bytes.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// warningInterval is how often the same failure of the same index is
+// recorded again as an event while it lasts.
+const warningInterval = 10 * time.Minute
+
+// warningLimiter remembers the last Warning event of each index and reason,
+// so that a failure that lasts is recorded when it starts, when its message
+// changes, and then every warningInterval: not on every pass.
+type warningLimiter struct {
+	mu   sync.Mutex
+	last map[string]warningSeen
+}
+
+// warningSeen is the last event of one index and reason.
+type warningSeen struct {
+	message string
+	at      time.Time
+}
+
+// due reports whether an event of reason with message is to be recorded
+// now for x, and remembers it when so.
+func (l *warningLimiter) due(x *summav1.SummaIndex, reason, message string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]warningSeen{}
+	}
+	key := string(x.UID) + "/" + reason
+	seen, ok := l.last[key]
+	now := time.Now()
+	if ok && seen.message == message && now.Sub(seen.at) < warningInterval {
+		return false
+	}
+	l.last[key] = warningSeen{message: message, at: now}
+	return true
+}
+
+// forget drops what was remembered of x.
+func (l *warningLimiter) forget(x *summav1.SummaIndex) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prefix := string(x.UID) + "/"
+	for k := range l.last {
+		if strings.HasPrefix(k, prefix) {
+			delete(l.last, k)
+		}
+	}
+}
+
+// failureRetry is when a pass in which a step failed runs again.
+const failureRetry = 10 * time.Second
+
+// reconcilePaused keeps status current without changing the pod: no
+// creation, drain, restart or doctor step. A drain this operator started
+// before the pause is taken back (writes admitted again), so a paused index
+// is never left refusing writes.
+func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+	if prev := x.GetCondition(summav1.ConditionProgressing); prev == nil || prev.Reason != ReasonPaused {
+		r.event(x, nil, corev1.EventTypeNormal, ReasonPaused,
+			"annotation %s=%s: the operator changes nothing of the engine pod until it is removed", AnnotationReconcile, ReconcilePaused)
+	}
+	defer setCondition(x, summav1.ConditionProgressing, false, ReasonPaused,
+		"annotation "+AnnotationReconcile+"="+ReconcilePaused+": pod changes are paused; status is kept current")
+	if pod == nil || pod.DeletionTimestamp != nil {
+		x.Status.PodName, x.Status.PodUID = "", ""
+		setCondition(x, summav1.ConditionReady, false, ReasonPaused, "no engine pod runs and reconciliation is paused")
+		return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+	}
+	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
+	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
+	if x.Status.DrainStartTime != nil {
+		if err := r.resumeEngine(ctx, x, pod); err != nil {
+			return reconcile.Result{}, failed(ReasonEngineUnreachable, err)
+		}
+	}
+	if !podReady(pod) {
+		markRunning(x, false, pod)
+		return reconcile.Result{RequeueAfter: pollInterval}, nil
+	}
+	if err := r.observeEngine(ctx, x, pod); err != nil {
+		markRunning(x, false, pod)
+		err = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
+		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, err.Error())
+		return reconcile.Result{RequeueAfter: pollInterval}, err
+	}
+	markRunning(x, true, pod)
+	return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+}
+
+// ReasonPaused is the Progressing reason while reconciliation is paused.
+const ReasonPaused = "ReconcilePaused"
