@@ -20,6 +20,9 @@ make --no-print-directory docker-build CONTAINER_TOOL=docker
 kind load docker-image --name "$cluster" "$img" "$engine_img"
 "$GO" run ./hack/imagebuild -out bin/images pause
 kind load image-archive --name "$cluster" bin/images/pause.tar
+make --no-print-directory build-installer helm
+export SUMMA_E2E_IMG="$img" SUMMA_E2E_ENGINE_IMG="$engine_img"
+export HELM="$(make --no-print-directory -s print-HELM)" SUMMA_E2E_INSTALL_YAML="$PWD/dist/install.yaml"
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"' EXIT
 kind get kubeconfig --name "$cluster" >"$kubeconfig"
