@@ -598,7 +598,7 @@ func (k *kill9Run) trial(t *testing.T, trial int) {
 		s := spawn(t, k.dir)
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		if !s.Running() && !strings.Contains(s.Output(), "address already in use") {
-			t.Fatalf("trial %d: server exited during startup: %v\n%s", trial, s.exitErr, tail(s.Output(), 40))
+			t.Fatalf("trial %d: server exited during startup: %v\n%s", trial, s.ExitErr(), tail(s.Output(), 40))
 		}
 		s.Kill()
 		k.stats.inStartup++
@@ -619,7 +619,7 @@ func (k *kill9Run) trial(t *testing.T, trial int) {
 	k.waitForMoment(mode, rng, w, done)
 
 	if !s.Running() {
-		t.Fatalf("trial %d: server exited on its own under load: %v\n%s", trial, s.exitErr, tail(s.Output(), 40))
+		t.Fatalf("trial %d: server exited on its own under load: %v\n%s", trial, s.ExitErr(), tail(s.Output(), 40))
 	}
 	select {
 	case <-done:

@@ -41,7 +41,7 @@ func TestSecondServerFailsFast(t *testing.T) {
 	// A second server.
 	second := spawn(t, dir)
 	select {
-	case <-second.done:
+	case <-second.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatalf("a second server on the same data directory is still running after 10s\n%s", tail(second.Output(), 20))
 	}
@@ -53,7 +53,7 @@ func TestSecondServerFailsFast(t *testing.T) {
 	if !lockMessage.MatchString(out) {
 		t.Errorf("second server's message does not say the directory is in use:\n%s", out)
 	}
-	t.Logf("second server: exit %d after %v: %s", code, time.Since(second.started).Round(time.Millisecond), bytes.TrimSpace([]byte(tail(out, 3))))
+	t.Logf("second server: exit %d after %v: %s", code, time.Since(second.Started).Round(time.Millisecond), bytes.TrimSpace([]byte(tail(out, 3))))
 
 	// A doctor.
 	stdout, stderr, dcode := runDoctor(t, dir)

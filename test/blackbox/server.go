@@ -1,7 +1,8 @@
 // Package blackbox tests the real summa-server binary from the outside:
 // through its command line, its HTTP API and its data directory, exactly as
 // the engine contract (shared/contracts/engine.md) describes them. It uses
-// nothing but net/http and encoding/json, so it needs only the binary.
+// nothing but net/http, encoding/json and the shared harness of
+// internal/testserver, so it needs only the binary.
 //
 // The short suite runs by default; SUMMA_LONG=1 enables the long variants
 // (200 kill -9 trials instead of 12, a larger corpus). A failed test logs
@@ -10,32 +11,22 @@ package blackbox
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/summadev/summa/internal/testserver"
 )
 
 // Timeouts of the harness.
 const (
 	// readyTimeout bounds how long a server may take to answer /readyz 200.
-	readyTimeout = 60 * time.Second
-	// requestTimeout bounds one HTTP request of a test.
-	requestTimeout = 60 * time.Second
+	readyTimeout = testserver.ReadyTimeout
 	// shutdownDeadline is the contract's default --shutdown-deadline.
-	shutdownDeadline = 25 * time.Second
+	shutdownDeadline = testserver.ShutdownDeadline
 )
 
 var (
@@ -51,23 +42,9 @@ var (
 func longMode() bool { return os.Getenv("SUMMA_LONG") == "1" }
 
 // buildServer builds ./cmd/summa-server from the module root into dir.
-func buildServer(dir string) error {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return fmt.Errorf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return errors.New("go env GOMOD: not inside a module")
-	}
-	moduleRoot = filepath.Dir(gomod)
-	binPath = filepath.Join(dir, "summa-server")
-	cmd := exec.Command("go", "build", "-o", binPath, "./cmd/summa-server")
-	cmd.Dir = moduleRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/summa-server: %v\n%s", err, out)
-	}
-	return nil
+func buildServer(dir string) (err error) {
+	binPath, moduleRoot, err = testserver.Build(dir)
+	return err
 }
 
 // needBinary fails the test when the binary could not be built.
@@ -78,59 +55,24 @@ func needBinary(t testing.TB) {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
-}
-
-// Server is one summa-server process.
+// Server is one summa-server process (the shared harness) with the typed
+// helpers of this package's contract types.
 type Server struct {
-	t       testing.TB
-	DataDir string
-	Addr    string // host:port
-	Args    []string
-	cmd     *exec.Cmd
-	log     *syncBuffer
-	started time.Time
-
-	done    chan struct{} // closed when the process has exited
-	exitErr error         // cmd.Wait's result, valid after done
-	client  *http.Client
+	*testserver.Server
+	t testing.TB
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// Response is one HTTP answer.
+type Response = testserver.Response
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// ErrorBody is the contract's error answer.
+type ErrorBody = testserver.ErrorBody
 
 // tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("... (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
-}
+func tail(s string, n int) string { return testserver.Tail(s, n) }
+
+// cleanEnv is the test's environment without SUMMA_* variables.
+func cleanEnv() []string { return testserver.CleanEnv() }
 
 // spawn starts a server process without waiting for it to be ready. The
 // process is killed when the test ends; its output is logged if the test
@@ -138,265 +80,14 @@ func tail(s string, n int) string {
 func spawn(t testing.TB, dataDir string, extra ...string) *Server {
 	t.Helper()
 	needBinary(t)
-	port := freePort(t)
-	s := &Server{
-		t:       t,
-		DataDir: dataDir,
-		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		log:     &syncBuffer{},
-		done:    make(chan struct{}),
-		client: &http.Client{
-			Timeout:   requestTimeout,
-			Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true},
-		},
-	}
-	s.Args = append([]string{"--data-dir", dataDir, "--listen", s.Addr}, extra...)
-	s.cmd = exec.Command(binPath, s.Args...)
-	s.cmd.Stdout = s.log
-	s.cmd.Stderr = s.log
-	s.cmd.Env = cleanEnv()
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start summa-server: %v", err)
-	}
-	s.started = time.Now()
-	go func() {
-		s.exitErr = s.cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		if s.Running() {
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-		if t.Failed() || os.Getenv("SUMMA_SERVER_LOGS") == "1" {
-			t.Logf("summa-server %s output:\n%s", strings.Join(s.Args, " "), tail(s.log.String(), 60))
-		}
-	})
-	return s
+	return &Server{Server: testserver.Spawn(t, binPath, dataDir, testserver.Options{}, extra...), t: t}
 }
 
-// cleanEnv is the test's environment without SUMMA_* variables, so a
-// developer's settings do not change the flags under test.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SUMMA_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// startServer starts a server and waits until /readyz answers 200. If the
-// process dies before that because its port was taken in the meantime, it
-// retries on another port.
+// startServer starts a server and waits until /readyz answers 200.
 func startServer(t testing.TB, dataDir string, extra ...string) *Server {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
-		s := spawn(t, dataDir, extra...)
-		err := s.WaitReady(readyTimeout)
-		if err == nil {
-			return s
-		}
-		if !s.Running() && attempt < 3 && strings.Contains(s.Output(), "address already in use") {
-			continue
-		}
-		t.Fatalf("summa-server %s not ready: %v\noutput:\n%s", strings.Join(s.Args, " "), err, tail(s.Output(), 60))
-	}
-}
-
-// Running reports whether the process has not exited yet.
-func (s *Server) Running() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// Output returns everything the process wrote so far.
-func (s *Server) Output() string { return s.log.String() }
-
-// URL returns the server URL of path.
-func (s *Server) URL(path string) string { return "http://" + s.Addr + path }
-
-// WaitReady polls /readyz until it answers 200, the process exits or the
-// timeout passes.
-func (s *Server) WaitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	c := &http.Client{Timeout: 2 * time.Second}
-	for {
-		if !s.Running() {
-			return fmt.Errorf("process exited before ready: %v", s.exitErr)
-		}
-		resp, err := c.Get(s.URL("/readyz"))
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("/readyz not 200 after %v (last error %v)", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Kill sends SIGKILL and waits for the process to exit.
-func (s *Server) Kill() {
-	s.t.Helper()
-	if s.Running() {
-		s.cmd.Process.Signal(syscall.SIGKILL)
-	}
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		s.t.Fatalf("summa-server did not exit 30s after SIGKILL")
-	}
-	s.client.CloseIdleConnections()
-}
-
-// Term sends SIGTERM and waits up to timeout for the process to exit. It
-// returns the exit code (-1 when killed by a signal) and how long the exit
-// took; on timeout it kills the process and fails the test.
-func (s *Server) Term(timeout time.Duration) (code int, took time.Duration) {
-	s.t.Helper()
-	start := time.Now()
-	if s.Running() {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-s.done:
-	case <-time.After(timeout):
-		s.cmd.Process.Kill()
-		<-s.done
-		s.t.Fatalf("summa-server did not exit within %v of SIGTERM", timeout)
-	}
-	s.client.CloseIdleConnections()
-	return s.ExitCode(), time.Since(start)
-}
-
-// Stop sends SIGTERM and requires a clean exit (code 0) within the
-// shutdown deadline plus slack.
-func (s *Server) Stop() {
-	s.t.Helper()
-	code, took := s.Term(shutdownDeadline + 10*time.Second)
-	if code != 0 {
-		s.t.Fatalf("summa-server exited with code %d after SIGTERM (took %v)\noutput:\n%s", code, took, tail(s.Output(), 40))
-	}
-}
-
-// ExitCode returns the exit code once the process exited (-1 if a signal
-// ended it).
-func (s *Server) ExitCode() int {
-	<-s.done
-	if s.cmd.ProcessState == nil {
-		return -1
-	}
-	return s.cmd.ProcessState.ExitCode()
-}
-
-// ---- HTTP ----
-
-// Response is one HTTP answer.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// ErrorBody is the contract's error answer.
-type ErrorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Retryable bool   `json:"retryable"`
-	} `json:"error"`
-}
-
-// ErrCode returns the error code of an error answer ("" if none).
-func (r *Response) ErrCode() string {
-	var e ErrorBody
-	if json.Unmarshal(r.Body, &e) != nil {
-		return ""
-	}
-	return e.Error.Code
-}
-
-func (r *Response) String() string {
-	b := r.Body
-	if len(b) > 600 {
-		b = append(b[:600:600], "..."...)
-	}
-	return fmt.Sprintf("%d %s", r.Status, bytes.TrimSpace(b))
-}
-
-// Do sends one request; body is sent as is when it is []byte or string,
-// otherwise JSON-encoded. A transport error is returned, not fatal.
-func (s *Server) Do(ctx context.Context, method, path string, body any) (*Response, error) {
-	var rd io.Reader
-	ctype := "application/json"
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-		ctype = "application/x-ndjson"
-	case string:
-		rd = strings.NewReader(b)
-		ctype = "application/x-ndjson"
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.URL(path), rd)
-	if err != nil {
-		return nil, err
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
-}
-
-// MustDo sends one request and fails the test on a transport error.
-func (s *Server) MustDo(method, path string, body any) *Response {
-	s.t.Helper()
-	r, err := s.Do(context.Background(), method, path, body)
-	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return r
-}
-
-// Expect sends one request and requires the given status; if out is not
-// nil the body is decoded into it.
-func (s *Server) Expect(status int, method, path string, body, out any) *Response {
-	s.t.Helper()
-	r := s.MustDo(method, path, body)
-	if r.Status != status {
-		s.t.Fatalf("%s %s: want status %d, got %s", method, path, status, r)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.Body, out); err != nil {
-			s.t.Fatalf("%s %s: decode %s: %v", method, path, r, err)
-		}
-	}
-	return r
+	needBinary(t)
+	return &Server{Server: testserver.Start(t, binPath, dataDir, testserver.Options{}, extra...), t: t}
 }
 
 // ---- contract types ----
