@@ -15,10 +15,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -262,10 +262,19 @@ func listLabelled(g Gomega, list client.ObjectList, namespace string) int {
 	return apimeta.LenList(list)
 }
 
+// getCRD reads the SummaIndex CRD (unstructured: the suite's scheme has
+// no apiextensions types).
+func getCRD() error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	return k8s.Get(ctx, client.ObjectKey{Name: crdName}, u)
+}
+
 // expectCRD checks whether the SummaIndex CRD exists.
 func expectCRD(exists bool) {
 	GinkgoHelper()
-	err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{})
+	err := getCRD()
 	if exists {
 		Expect(err).NotTo(HaveOccurred())
 	} else {
@@ -276,10 +285,7 @@ func expectCRD(exists bool) {
 // waitNoCRD waits until the SummaIndex CRD is gone.
 func waitNoCRD() {
 	GinkgoHelper()
-	Eventually(func() bool {
-		err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{})
-		return apierrors.IsNotFound(err)
-	}).WithTimeout(uninstallTimeout).WithPolling(poll).Should(BeTrue(), "CRD %s still there", crdName)
+	Eventually(func() bool { return apierrors.IsNotFound(getCRD()) }).WithTimeout(uninstallTimeout).WithPolling(poll).Should(BeTrue(), "CRD %s still there", crdName)
 }
 
 // waitNamespaceGone waits until a namespace no longer exists.
@@ -308,7 +314,7 @@ func waitIndexGone(name string) {
 // the operator has finished their deletion (nothing to do without the CRD).
 func deleteAllIndexes() {
 	GinkgoHelper()
-	if err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{}); apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(getCRD()) {
 		return
 	}
 	Expect(k8s.DeleteAllOf(ctx, &summav1.SummaIndex{}, client.InNamespace(testNamespace))).To(Succeed())
