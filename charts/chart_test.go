@@ -276,6 +276,12 @@ func TestChartMatchesConfig(t *testing.T) {
 				t.Errorf("config/ runs the operator with %s, the chart does not", f)
 			}
 		}
+		he := envNames(hc)
+		for n := range envNames(cc) {
+			if !he[n] {
+				t.Errorf("config/ gives the operator environment variable %s, the chart does not", n)
+			}
+		}
 		if hl := h.GetLabels()["app.kubernetes.io/name"]; hl != "summa-operator" {
 			t.Errorf("chart Deployment app.kubernetes.io/name %q: NetworkPolicies admit the operator by summa-operator", hl)
 		}
@@ -403,6 +409,18 @@ func managerContainer(t *testing.T, d *unstructured.Unstructured) map[string]any
 	}
 	t.Fatalf("Deployment %s has no manager container", d.GetName())
 	return nil
+}
+
+// envNames returns the names of the container's environment variables.
+func envNames(c map[string]any) map[string]bool {
+	m := map[string]bool{}
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if n, ok := e.(map[string]any)["name"].(string); ok {
+			m[n] = true
+		}
+	}
+	return m
 }
 
 // flagSet returns the container's flags that are on: "--name" for
