@@ -41,6 +41,7 @@ vet: ## go vet and gofmt check.
 .PHONY: test
 test: vet envtest helm ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, Helm chart against config/, a short fuzz run, then the e2e specs on the local cluster).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 HELM=$(HELM) SUMMA_REQUIRE_HELM=1 $(GO) test -count=1 ./...
+	@cat bin/hostile-figures.txt
 	$(GO) test -count=1 -race -short ./engine/lifecycle/ ./engine/index/ ./engine/registry/ ./engine/optimizer/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) e2e

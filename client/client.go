@@ -73,6 +73,12 @@ func NewWithOptions(baseURL string, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// BaseURL is the server's URL ("https://host:port").
+func (c *Client) BaseURL() string { return c.base }
+
+// HTTPClient is the HTTP client that sends c's requests.
+func (c *Client) HTTPClient() *http.Client { return c.hc }
+
 // WithToken returns a copy of c that sends token as its bearer token.
 func (c *Client) WithToken(token string) *Client {
 	cp := *c

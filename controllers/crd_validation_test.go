@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +87,8 @@ var _ = Describe("SummaIndex CRD validation", func() {
 			Expect(got.Spec.Lifecycle.TerminationGracePeriod.MaxSeconds).To(BeEquivalentTo(1800))
 			Expect(got.Spec.Lifecycle.DrainTimeoutSeconds).To(BeEquivalentTo(600))
 			Expect(got.Spec.Suspend).To(BeFalse())
+			Expect(got.Spec.Access.TLS.Mode).To(Equal(summav1.TLSEnabled))
+			Expect(got.Spec.Access.NetworkPolicy).To(Equal(summav1.NetworkPolicyEnabled))
 		})
 
 		It("gets the defaults when lifecycle and doctor are left out entirely", func() {
@@ -142,7 +146,7 @@ var _ = Describe("SummaIndex CRD validation", func() {
 			expectRefused(k8sClient.Status().Update(ctx, got), "status.phase", `Unsupported value: "Exploded"`)
 		})
 
-		It("shows phase, documents, segments, ready and age as printer columns", func() {
+		It("shows phase, documents, segments, ready, degraded, a message and age as printer columns", func() {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "summaindexes.summa.dev"}, crd)).To(Succeed())
 			Expect(crd.Spec.Scope).To(Equal(apiextensionsv1.NamespaceScoped))
@@ -152,7 +156,7 @@ var _ = Describe("SummaIndex CRD validation", func() {
 					names = append(names, c.Name)
 				}
 			}
-			Expect(names).To(Equal([]string{"Phase", "Documents", "Segments", "Ready", "Age"}))
+			Expect(names).To(Equal([]string{"Phase", "Documents", "Segments", "Ready", "Degraded", "Message", "Age"}))
 		})
 	})
 
@@ -268,6 +272,33 @@ var _ = Describe("SummaIndex CRD validation", func() {
 		It("a name that cannot name a Service", func() {
 			err := k8sClient.Create(ctx, mutated("9lives", nil))
 			expectRefused(err, "DNS-1035")
+		})
+
+		It("a name longer than a Service's 63 characters, which it accepts at 63", func() {
+			err := k8sClient.Create(ctx, mutated("a"+strings.Repeat("b", 63), nil))
+			expectRefused(err, "DNS-1035", "at most 63 characters")
+			createValid("a"+strings.Repeat("b", 62), func(x *summav1.SummaIndex) {
+				x.Spec.Doctor.RequestID = strings.Repeat("7", 63)
+			})
+		})
+
+		It("a TLS Secret with TLS disabled", func() {
+			err := k8sClient.Create(ctx, mutated("tls-off", func(x *summav1.SummaIndex) {
+				x.Spec.Access.TLS = summav1.TLSSpec{Mode: summav1.TLSDisabled, SecretName: "cert"}
+			}))
+			expectRefused(err, "spec.access.tls", "tls.secretName applies only with tls.mode Enabled")
+		})
+
+		It("an unknown TLS mode or network policy mode", func() {
+			err := k8sClient.Create(ctx, mutated("tls-mode", func(x *summav1.SummaIndex) { x.Spec.Access.TLS.Mode = "Optional" }))
+			expectRefused(err, "spec.access.tls.mode", `Unsupported value: "Optional"`)
+			err = k8sClient.Create(ctx, mutated("np-mode", func(x *summav1.SummaIndex) { x.Spec.Access.NetworkPolicy = "Off" }))
+			expectRefused(err, "spec.access.networkPolicy", `Unsupported value: "Off"`)
+		})
+
+		It("a credentials Secret name that cannot name a Secret", func() {
+			err := k8sClient.Create(ctx, mutated("bad-secret", func(x *summav1.SummaIndex) { x.Spec.Access.CredentialsSecret = "Team_Tokens" }))
+			expectRefused(err, "spec.access.credentialsSecret")
 		})
 
 		It("a doctor requestId that cannot be part of a volume name", func() {

@@ -171,4 +171,29 @@ var _ = Describe("Failures and control", func() {
 			g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 	})
+
+	It("fails a doctor run whose backup volume name belongs to another index, touching nothing of it", func() {
+		createReady("dup", nil)
+		// Index dup-backup's backup of requestId "x" would be named
+		// dup-backup-x too: that volume is not this run's.
+		other := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "dup-backup-x", Namespace: specNamespace,
+				Labels: map[string]string{summav1.LabelIndex: "dup-backup"}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		updateIndex("dup", func(x *summav1.SummaIndex) { x.Spec.Doctor.RequestID = "x" })
+		Eventually(func(g Gomega) {
+			d := getIndex("dup").Status.Doctor
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Phase).To(Equal(summav1.DoctorPhaseFailed))
+			g.Expect(d.Message).To(ContainSubstring("not this index's backup"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(other), other)).To(Succeed())
+		Expect(other.OwnerReferences).To(BeEmpty())
+		waitReady("dup")
+	})
 })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,9 @@ var (
 	opMu sync.Mutex
 	// binDir holds the summa-server built for the suite.
 	binDir string
+	// certificateValidity is the lifetime of the certificates the next
+	// started operator issues (zero: the default year).
+	certificateValidity time.Duration
 )
 
 // operatorProcess is one running manager.
@@ -69,6 +73,9 @@ func startKubeletAndOperator() {
 		Binaries: map[string]string{EngineCommand: filepath.Join(binDir, "summa-server")},
 		Root:     filepath.Join(binDir, "node"),
 		Log:      zap.New(zap.WriteTo(GinkgoWriter)).WithName("kubelet"),
+		// As lazy as a kubelet can be: a Secret's change reaches a running
+		// engine only because the operator updates the pod's annotation.
+		SecretSyncPeriod: time.Hour,
 	})
 	kctx, kcancel := context.WithCancel(ctx)
 	kubeletStop = kcancel
@@ -105,20 +112,26 @@ func startOperator() {
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{specNamespace: {}}},
-		Logger:                 zap.New(zap.WriteTo(GinkgoWriter)).WithName("operator"),
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{specNamespace: {}},
+			ByObject:          CacheByObject(),
+		},
+		Logger: zap.New(zap.WriteTo(GinkgoWriter)).WithName("operator"),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &SummaIndexReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("summa-operator"),
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("summa-operator"),
+		APIReader: mgr.GetAPIReader(),
 		Options: Options{
-			ResyncPeriod:       time.Second,
-			EngineTimeout:      5 * time.Second,
-			DrainBackoff:       2 * time.Second,
-			VolumePermissions:  true,
-			SkipNameValidation: true,
+			ResyncPeriod:        time.Second,
+			EngineTimeout:       5 * time.Second,
+			DrainBackoff:        2 * time.Second,
+			VolumePermissions:   true,
+			SkipNameValidation:  true,
+			OperatorNamespace:   operatorNamespace, // as config/ installs it
+			CertificateValidity: certificateValidity,
 		},
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
@@ -166,13 +179,48 @@ func enginePodOf(name string) (*corev1.Pod, error) {
 	return pod, err
 }
 
-// engineOf returns a client of a SummaIndex's engine, at its pod's address.
+// engineOf returns a client of a SummaIndex's engine at its pod's
+// address, with the admin token and, over HTTPS, the CA of the Secrets in
+// status.access.
 func engineOf(name string) *engineclient.Client {
+	GinkgoHelper()
+	return engineWithToken(name, summav1.AdminTokenKey)
+}
+
+// engineWithToken is engineOf with the first token of key (admin-token,
+// write-token or read-token) of the credentials Secret.
+func engineWithToken(name, key string) *engineclient.Client {
 	GinkgoHelper()
 	pod, err := enginePodOf(name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(pod.Status.PodIP).NotTo(BeEmpty())
-	return engineclient.New("http://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort)), nil)
+	x := getIndex(name)
+	Expect(x.Status.Access).NotTo(BeNil(), "status.access of %s", name)
+	token := firstToken(secretOf(x.Status.Access.CredentialsSecret).Data[key])
+	scheme, ca := "http://", []byte(nil)
+	if x.Status.Access.TLSSecret != "" {
+		scheme, ca = "https://", secretOf(x.Status.Access.TLSSecret).Data[summav1.CACertKey]
+	}
+	cacheKey := string(ca) + "|" + x.ServiceHost()
+	hc, ok := specHTTPClients.Load(cacheKey)
+	if !ok {
+		c, err := engineclient.NewHTTPClient(ca, x.ServiceHost(), time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		hc, _ = specHTTPClients.LoadOrStore(cacheKey, c)
+	}
+	return engineclient.New(scheme+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort)), hc.(*http.Client)).WithToken(token)
+}
+
+// specHTTPClients are the specs' HTTP clients of the engines, by CA and
+// server name, so that connections are reused across calls.
+var specHTTPClients sync.Map
+
+// secretOf reads a Secret of the spec namespace.
+func secretOf(name string) *corev1.Secret {
+	GinkgoHelper()
+	s := &corev1.Secret{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: name}, s)).To(Succeed())
+	return s
 }
 
 // eventReasons lists the reasons of the events about a SummaIndex.

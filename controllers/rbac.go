@@ -13,6 +13,11 @@
 //     a retained one;
 //   - services: the Service in front of the engine;
 //   - jobs: the doctor and volume-copy Jobs;
+//   - secrets: the generated credentials and the TLS Secret (create, and
+//     update to fill in a missing token or renew the certificate; watched
+//     with a label selector), and reading the Secrets spec.access names;
+//   - networkpolicies: the engine's and the Jobs' NetworkPolicies (delete
+//     when spec.access.networkPolicy is Disabled);
 //   - events: one for every lifecycle step.
 //
 // Leader election (coordination.k8s.io leases and its events) has its own
@@ -26,6 +31,8 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch

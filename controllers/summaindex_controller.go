@@ -9,18 +9,22 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	summav1 "github.com/summadev/summa/api/v1"
+	engineclient "github.com/summadev/summa/client"
 )
 
 // Defaults of the reconciler's options (cmd/manager flags).
@@ -57,7 +61,29 @@ type Options struct {
 	VolumePermissions bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// OperatorNamespace is the namespace of the operator's own pods, which
+	// the engines' NetworkPolicies admit (from the POD_NAMESPACE
+	// environment variable); empty when the operator runs outside the
+	// cluster, so that no operator pod is admitted.
+	OperatorNamespace string
+	// ClusterDomain is the cluster's DNS domain, for the engine
+	// certificate's names; empty means cluster.local.
+	ClusterDomain string
+	// CertificateValidity is the lifetime of the engine certificates the
+	// operator issues (renewed two thirds into it); zero means one year.
+	CertificateValidity time.Duration
+	// MaxConcurrentReconciles is how many indexes are reconciled at once,
+	// so that one slow engine does not hold up the others; zero means
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles is the default of
+// Options.MaxConcurrentReconciles.
+const DefaultMaxConcurrentReconciles = 4
+
+// DefaultClusterDomain is the cluster's DNS domain unless told otherwise.
+const DefaultClusterDomain = "cluster.local"
 
 // SummaIndexReconciler reconciles SummaIndex objects into an engine pod,
 // its data volume, a Service and doctor Jobs. It is re-entrant: every step
@@ -71,10 +97,17 @@ type SummaIndexReconciler struct {
 	Scheme *runtime.Scheme
 	// Recorder emits an Event for every lifecycle step.
 	Recorder events.EventRecorder
+	// APIReader reads what the cache does not hold (it holds only the
+	// operator's own, labelled objects): a Secret a person made, or an
+	// object of a name the operator uses that someone else made (getLive);
+	// nil means the cache alone.
+	APIReader client.Reader
 	// Options tune the reconciler.
 	Options Options
 	// warnings rate-limits the Warning events of failing steps.
 	warnings warningLimiter
+	// clients are the HTTPS clients of the engines.
+	clients engineClients
 }
 
 // defaults fills unset options.
@@ -97,6 +130,15 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 	if o.DrainBackoff <= 0 {
 		o.DrainBackoff = drainBackoffMin
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = DefaultClusterDomain
+	}
+	if o.CertificateValidity <= 0 {
+		o.CertificateValidity = DefaultCertificateValidity
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 }
 
@@ -156,8 +198,12 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	var f failures
 	f.add(r.ensureDataClaim(ctx, x))
 	f.add(failed(ReasonServiceFailed, r.ensureService(ctx, x)))
-	res, err := r.reconcilePod(ctx, x, sw)
+	acc, err := r.reconcileAccess(ctx, x)
 	f.add(err)
+	res, err := r.reconcilePod(ctx, x, acc, sw)
+	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
+		f.add(err)
+	}
 	r.report(ctx, x, f)
 	err = returned(err)
 	if err == nil && len(f) > 0 {
@@ -172,8 +218,10 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 
 // reconcilePod is the part of a pass that acts on the engine pod: the
 // doctor, suspend, or keeping the engine at its desired revision. With the
-// reconcile annotation at "paused", the pod is only observed.
-func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
+// reconcile annotation at "paused", the pod is only observed. acc is what
+// the access step decided (not known when it failed: then no pod is
+// created or replaced).
+func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.SummaIndex, acc access, sw *statusWriter) (reconcile.Result, error) {
 	pod, err := r.enginePod(ctx, x)
 	if err != nil {
 		return reconcile.Result{}, failed(ReasonPodFailed, err)
@@ -182,17 +230,17 @@ func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.Summ
 	case paused(x):
 		return r.reconcilePaused(ctx, x, pod)
 	case doctorActive(x):
-		return r.reconcileDoctor(ctx, x, pod, sw)
+		return r.reconcileDoctor(ctx, x, pod, acc, sw)
 	case x.Spec.Suspend:
 		return r.reconcileSuspend(ctx, x, pod)
 	}
-	return r.reconcileEngine(ctx, x, pod)
+	return r.reconcileEngine(ctx, x, pod, acc)
 }
 
 // enginePod returns x's engine pod, or nil when there is none.
 func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIndex) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -208,13 +256,21 @@ func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIn
 // reconcileEngine keeps the engine pod at the desired revision and the
 // status current: create the pod, wait for Ready, create the index, read
 // the engine's status, size the grace, and drain before any restart.
-func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access) (reconcile.Result, error) {
 	if pod == nil {
-		return r.createPod(ctx, x)
+		if !acc.known {
+			// The access step failed (and says why): no pod without its
+			// Secrets.
+			return reconcile.Result{RequeueAfter: failureRetry}, nil
+		}
+		return r.createPod(ctx, x, acc)
 	}
 	if pod.DeletionTimestamp != nil {
 		notReady(x, summav1.PhaseRestarting, "PodTerminating", "waiting for the previous engine pod to stop", true)
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
+	}
+	if err := r.syncAccessAnnotation(ctx, x, pod, acc); err != nil {
+		return reconcile.Result{}, failed(ReasonPodFailed, err)
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
@@ -224,12 +280,18 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		err := r.observeEngine(ctx, x, pod)
 		var conflict *errSchemaConflict
 		switch {
+		case r.rotationInFlight(x, err):
+			// The rotated admin token has not reached the engine yet:
+			// asked again shortly, nothing else decided meanwhile.
+			return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
 		case errors.As(err, &conflict):
 			x.Status.Phase = summav1.PhaseFailed
 			setCondition(x, summav1.ConditionReady, false, "SchemaConflict", err.Error())
 			setCondition(x, summav1.ConditionDegraded, true, "SchemaConflict", err.Error())
 			r.event(x, pod, corev1.EventTypeWarning, "SchemaConflict", "%v", err)
 			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+		case engineclient.IsCode(err, engineclient.CodeUnauthorized):
+			engineErr = failed(ReasonUnauthorized, unauthorized(x, err))
 		case err != nil:
 			engineErr = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
 		default:
@@ -246,7 +308,13 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		x.Status.TerminationGracePeriodSeconds = grace
 		x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
 	}
-	desired := desiredPod(x, r.image(x), grace, r.Options.VolumePermissions)
+	if !acc.known {
+		// Without the access step's decisions the desired pod is unknown:
+		// keep the running one.
+		markRunning(x, engineUp, pod)
+		return reconcile.Result{RequeueAfter: failureRetry}, engineErr
+	}
+	desired := desiredPod(x, r.podInputs(x, grace, acc))
 	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
 	if x.Status.UpdateRevision == x.Status.CurrentRevision && x.Status.DrainStartTime != nil {
 		// A drain for a restart that is no longer wanted (the spec went
@@ -301,11 +369,16 @@ func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
 	}
 }
 
+// podInputs are the operator's decisions for x's pod.
+func (r *SummaIndexReconciler) podInputs(x *summav1.SummaIndex, grace int64, acc access) podInputs {
+	return podInputs{image: r.image(x), grace: grace, volumePermissions: r.Options.VolumePermissions, access: acc}
+}
+
 // createPod creates the engine pod at the desired revision, with the grace
 // the last estimate asks for.
-func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex, acc access) (reconcile.Result, error) {
 	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
-	pod := desiredPod(x, r.image(x), grace, r.Options.VolumePermissions)
+	pod := desiredPod(x, r.podInputs(x, grace, acc))
 	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}
@@ -317,6 +390,9 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 	x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
 	x.Status.UpdateRevision = x.Status.CurrentRevision
+	if acc.hash != "" {
+		r.recordAccessSync(x, acc.hash)
+	}
 	phase := summav1.PhasePending
 	if x.Status.Phase != summav1.PhasePending {
 		phase = summav1.PhaseRestarting
@@ -366,7 +442,9 @@ func fmtEstimate(f *float64) string {
 }
 
 // SetupWithManager registers the reconciler: SummaIndex and everything it
-// owns (pods, volumes, Services, Jobs) trigger a reconcile.
+// owns (pods, volumes, Services, Jobs, Secrets, NetworkPolicies) trigger a
+// reconcile. Give the manager CacheByObject's cache options, so that it
+// caches only the operator's own Secrets.
 func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.defaults()
 	return ctrl.NewControllerManagedBy(mgr).
@@ -375,7 +453,31 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&corev1.Service{}).
 		Owns(&batchv1.Job{}).
+		Owns(&corev1.Secret{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Named("summaindex").
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation)}).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
+			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// CacheByObject are the manager's cache options for what the operator
+// watches with a label selector: only the Pods, volumes, Services, Jobs,
+// Secrets and NetworkPolicies it made (labelled
+// app.kubernetes.io/managed-by=summa-operator, which the Jobs' pods and a
+// retained volume keep) are cached, not every pod or Secret of the cluster,
+// so the operator's memory follows its indexes, not the cluster. Secrets
+// made by people (named in spec.access), and a pod of the engine's name
+// the operator did not make, are read from the API server
+// (SummaIndexReconciler.APIReader).
+func CacheByObject() map[client.Object]cache.ByObject {
+	managed := labels.SelectorFromSet(labels.Set{summav1.LabelManagedBy: summav1.ManagedByValue})
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: managed},
+		&corev1.PersistentVolumeClaim{}: {Label: managed},
+		&corev1.Service{}:               {Label: managed},
+		&batchv1.Job{}:                  {Label: managed},
+		&corev1.Secret{}:                {Label: managed},
+		&networkingv1.NetworkPolicy{}:   {Label: managed},
+	}
 }

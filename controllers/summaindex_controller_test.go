@@ -13,9 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -403,6 +405,11 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		Expect(order).To(Equal([]string{"volume-permissions", EngineContainerName, "app"}),
 			"the volume is prepared, then the engine starts, then the app")
 		Expect(engineOf("sidecar").Healthz(ctx)).To(Succeed())
+		app := pod.Spec.Containers[0]
+		Expect(app.Env).To(ContainElement(corev1.EnvVar{Name: EnvToken, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sidecar-credentials"}, Key: summav1.WriteTokenKey}}}))
+		Expect(app.Env).To(ContainElement(corev1.EnvVar{Name: EnvURL, Value: "https://localhost:8082"}))
+		Expect(app.Env).To(ContainElement(corev1.EnvVar{Name: EnvCAFile, Value: "/var/run/summa/tls/ca.crt"}))
 	})
 
 	It("requires the doctor for a quarantined segment, and a requestId runs it once with a backup", func() {
@@ -446,6 +453,18 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		jobs := &batchv1.JobList{}
 		Expect(k8sClient.List(ctx, jobs, client.InNamespace(specNamespace), client.MatchingLabels{summav1.LabelIndex: "repair"})).To(Succeed())
 		Expect(jobs.Items).To(HaveLen(2), "one backup Job and one doctor Job")
+		jobsPolicy := &networkingv1.NetworkPolicy{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "repair.jobs"}, jobsPolicy)).To(Succeed())
+		cutOff, err := metav1.LabelSelectorAsSelector(&jobsPolicy.Spec.PodSelector)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(jobsPolicy.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+		Expect(jobsPolicy.Spec.Ingress).To(BeEmpty())
+		Expect(jobsPolicy.Spec.Egress).To(BeEmpty())
+		for _, j := range jobs.Items {
+			Expect(cutOff.Matches(labels.Set(j.Spec.Template.Labels))).To(BeTrue(), "job %s has network", j.Name)
+			Expect(*j.Spec.Template.Spec.AutomountServiceAccountToken).To(BeFalse())
+			Expect(*j.Spec.Template.Spec.EnableServiceLinks).To(BeFalse())
+		}
 
 		By("not running the same requestId again")
 		restartOperator()

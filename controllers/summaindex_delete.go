@@ -86,7 +86,10 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	c := r.engineFor(pod)
+	c, err := r.engineFor(ctx, x, pod)
+	if err != nil {
+		return false, err
+	}
 	st, err := c.GetIndex(cctx, x.Name)
 	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
 		return true, nil

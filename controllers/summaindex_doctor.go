@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -63,7 +64,7 @@ func doctorFailed(x *summav1.SummaIndex) bool {
 }
 
 // reconcileDoctor advances the doctor run by one step.
-func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, sw *statusWriter) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access, sw *statusWriter) (reconcile.Result, error) {
 	d := x.Status.Doctor
 	if d == nil || doctorTerminal(d.Phase) {
 		now := metav1.NewTime(r.Options.Now())
@@ -88,7 +89,7 @@ func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.S
 	case summav1.DoctorPhaseRunning:
 		return r.doctorJobStep(ctx, x, r.doctorJob(x), summav1.DoctorPhaseRestarting, sw)
 	case summav1.DoctorPhaseRestarting:
-		res, err := r.reconcileEngine(ctx, x, pod)
+		res, err := r.reconcileEngine(ctx, x, pod, acc)
 		if err == nil && x.IsReady() {
 			now := metav1.NewTime(r.Options.Now())
 			d.Phase, d.CompletionTime = summav1.DoctorPhaseSucceeded, &now
@@ -145,6 +146,10 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	d := x.Status.Doctor
 	if d.Phase == summav1.DoctorPhaseBackingUp {
 		if err := r.ensureBackupClaim(ctx, x, d.BackupClaimName); err != nil {
+			var taken *errBackupClaimTaken
+			if errors.As(err, &taken) {
+				return r.failDoctor(ctx, x, err.Error(), sw)
+			}
 			return reconcile.Result{}, err
 		}
 	} else {
@@ -258,11 +263,25 @@ func applyDoctorReport(x *summav1.SummaIndex, msg string) error {
 	return nil
 }
 
+// errBackupClaimTaken: a volume of the backup's name exists and is not
+// this run's (index foo with requestId backup-x and index foo-backup with
+// requestId x name the same volume). The run fails rather than copy onto,
+// or count as a backup, another index's volume.
+type errBackupClaimTaken struct{ msg string }
+
+func (e *errBackupClaimTaken) Error() string { return e.msg }
+
 // ensureBackupClaim creates the backup volume, as large as the data volume.
+// An existing volume of that name is this run's only if this SummaIndex
+// controls it and it carries this index's label.
 func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
 	if err == nil {
+		if !metav1.IsControlledBy(cur, x) || cur.Labels[summav1.LabelIndex] != x.Name {
+			return &errBackupClaimTaken{msg: fmt.Sprintf("a volume named %s exists and is not this index's backup "+
+				"(labelled for %q); set spec.doctor.requestId to another value", name, cur.Labels[summav1.LabelIndex])}
+		}
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -99,7 +99,10 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 		x.Status.DrainStartTime = nil
 		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, "the engine was not running")
 	}
-	c := r.engineFor(pod)
+	c, err := r.engineFor(ctx, x, pod)
+	if err != nil {
+		return drainWaiting, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
 	now := r.Options.Now()
@@ -191,7 +194,11 @@ func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.Summ
 	if engineRunning(pod) {
 		cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 		defer cancel()
-		if _, err := r.engineFor(pod).Resume(cctx); err != nil {
+		c, err := r.engineFor(ctx, x, pod)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Resume(cctx); err != nil {
 			return fmt.Errorf("resume the engine of %s: %w", pod.Name, err)
 		}
 	}

@@ -18,9 +18,37 @@ import (
 // engineFor returns a client of the engine in pod, reached at its pod IP
 // (not the Service: the operator speaks to one precise pod, and the
 // Service only routes to ready ones while a drain makes the pod unready).
-func (r *SummaIndexReconciler) engineFor(pod *corev1.Pod) *client.Client {
+// It speaks to the pod as the pod was made (see accessOf): over HTTPS,
+// verifying the certificate with the ca.crt of the TLS Secret the pod
+// mounts (the system roots without one), with the admin token of the
+// credentials Secret the pod mounts.
+func (r *SummaIndexReconciler) engineFor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (*client.Client, error) {
 	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort))
-	return client.New("http://"+addr, r.Options.HTTPClient)
+	pa := accessOf(pod)
+	token := ""
+	if pa.credentialsSecret != "" {
+		s, err := r.getSecret(ctx, pod.Namespace, pa.credentialsSecret)
+		if err != nil {
+			return nil, fmt.Errorf("read the admin token of engine pod %s from secret %s: %w", pod.Name, pa.credentialsSecret, err)
+		}
+		token = firstToken(s.Data[summav1.AdminTokenKey])
+	}
+	if !pa.https {
+		return client.New("http://"+addr, r.Options.HTTPClient).WithToken(token), nil
+	}
+	var ca []byte
+	if pa.tlsSecret != "" {
+		s, err := r.getSecret(ctx, pod.Namespace, pa.tlsSecret)
+		if err != nil {
+			return nil, fmt.Errorf("read the CA of engine pod %s from secret %s: %w", pod.Name, pa.tlsSecret, err)
+		}
+		ca = s.Data[summav1.CACertKey]
+	}
+	hc, err := r.clients.get(ca, x.ServiceHost(), x.ServiceDNSNames(r.Options.ClusterDomain), r.Options.EngineTimeout, r.Options.Now)
+	if err != nil {
+		return nil, fmt.Errorf("engine pod %s: the ca.crt of secret %s: %w", pod.Name, pa.tlsSecret, err)
+	}
+	return client.New("https://"+addr, hc).WithToken(token), nil
 }
 
 // engineSchema is x's schema as the engine's JSON.
@@ -44,7 +72,10 @@ func (e *errSchemaConflict) Error() string { return e.msg }
 func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	c := r.engineFor(pod)
+	c, err := r.engineFor(ctx, x, pod)
+	if err != nil {
+		return err
+	}
 	st, err := c.GetIndex(ctx, x.Name)
 	if client.IsCode(err, client.CodeIndexNotFound) {
 		schema, serr := engineSchema(x)

@@ -70,6 +70,10 @@ var stepReasons = map[string]bool{
 	ReasonVolumeFailed: true, ReasonVolumeExpansionRefused: true, ReasonServiceFailed: true,
 	ReasonPodInvalid: true, ReasonQuotaExceeded: true, ReasonPodFailed: true,
 	ReasonEngineUnreachable: true, ReasonReconcileError: true,
+	// The access step's (summaindex_access.go).
+	ReasonCredentialsSecretMissing: true, ReasonCredentialsSecretInvalid: true, ReasonTLSSecretMissing: true,
+	ReasonTLSSecretInvalid: true, ReasonSecretConflict: true, ReasonNetworkPolicyConflict: true,
+	ReasonWaitingForGarbageCollection: true, ReasonAccessFailed: true, ReasonUnauthorized: true,
 }
 
 // stepError is an error of a reconcile step with the Degraded reason it
@@ -265,3 +269,18 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 
 // ReasonPaused is the Progressing reason while reconciliation is paused.
 const ReasonPaused = "ReconcilePaused"
+
+// messageLength bounds status.message (a printer column).
+const messageLength = 120
+
+// summarize sets status.message from the conditions: the Degraded reason
+// and message when it is True, else why the index is not Ready.
+func summarize(x *summav1.SummaIndex) {
+	msg := ""
+	if c := x.GetCondition(summav1.ConditionDegraded); c != nil && c.Status == "True" {
+		msg = c.Reason + ": " + c.Message
+	} else if c := x.GetCondition(summav1.ConditionReady); c != nil && c.Status != "True" && x.Status.Phase != summav1.PhaseSuspended {
+		msg = c.Message
+	}
+	x.Status.Message = clip(strings.Join(strings.Fields(msg), " "), messageLength)
+}

@@ -41,12 +41,13 @@ const (
 )
 
 // engineArgs returns the engine's command-line flags.
-func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64) []string {
+func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64, acc access) []string {
 	args := []string{
 		"--data-dir", DataMountPath,
 		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
 		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
 	}
+	args = append(args, accessArgs(acc)...)
 	return append(args, x.Spec.Engine.Args()...)
 }
 
@@ -89,23 +90,27 @@ func restrictedPod() *corev1.PodSecurityContext {
 }
 
 // engineContainer is the engine container for a grace period.
-func engineContainer(x *summav1.SummaIndex, image string, grace int64) corev1.Container {
+func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
+	scheme := corev1.URISchemeHTTP
+	if in.access.tlsSecret != "" {
+		scheme = corev1.URISchemeHTTPS
+	}
 	httpGet := func(path string) corev1.ProbeHandler {
-		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(EnginePortName)}}
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(EnginePortName), Scheme: scheme}}
 	}
 	return corev1.Container{
 		Name:    EngineContainerName,
-		Image:   image,
+		Image:   in.image,
 		Command: []string{EngineCommand},
-		Args:    engineArgs(x, shutdownDeadlineFor(grace)),
+		Args:    engineArgs(x, shutdownDeadlineFor(in.grace), in.access),
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
 		Resources: *x.Spec.Resources.DeepCopy(),
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: dataVolumeName, MountPath: DataMountPath},
 			{Name: tmpVolumeName, MountPath: "/tmp"},
-		},
+		}, accessMounts(in.access)...),
 		// Opening a large index takes a while: the startup probe gives it
 		// five minutes before liveness counts.
 		StartupProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz"),
@@ -149,12 +154,26 @@ func volumePermissionsContainer(name, image string, mount corev1.VolumeMount) co
 	}
 }
 
-// desiredPod builds the engine pod for a grace period. With app containers
-// in spec.podTemplate, the engine is their native sidecar: an init
-// container with restartPolicy Always, started first and stopped last.
-// With volumePermissions, an init container first hands the data volume to
-// the engine's user.
-func desiredPod(x *summav1.SummaIndex, image string, grace int64, volumePermissions bool) *corev1.Pod {
+// podInputs are the operator's decisions a pod is built from, besides
+// the spec.
+type podInputs struct {
+	// image is the engine image.
+	image string
+	// grace is the pod's terminationGracePeriodSeconds.
+	grace int64
+	// volumePermissions adds the volume-permissions init container.
+	volumePermissions bool
+	// access names the Secrets of the tokens and certificate.
+	access access
+}
+
+// desiredPod builds the engine pod. With app containers in
+// spec.podTemplate, the engine is their native sidecar: an init container
+// with restartPolicy Always, started first and stopped last, and the app
+// containers get the engine's address, the write token and the CA. With
+// volumePermissions, an init container first hands the data volume to the
+// engine's user.
+func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: x.EnginePodName(), Namespace: x.Namespace,
 		Labels: map[string]string{}, Annotations: map[string]string{},
@@ -175,15 +194,19 @@ func desiredPod(x *summav1.SummaIndex, image string, grace int64, volumePermissi
 		// Part of the revision: a new value is one drained restart.
 		pod.Annotations[AnnotationRestartedAt] = v
 	}
-	engine := engineContainer(x, image, grace)
+	engine := engineContainer(x, in)
 	if len(pod.Spec.Containers) > 0 {
 		engine.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		pod.Spec.InitContainers = append([]corev1.Container{engine}, pod.Spec.InitContainers...)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, clientVolumes(in.access)...)
+		for i := range pod.Spec.Containers {
+			addClientAccess(&pod.Spec.Containers[i], in.access)
+		}
 	} else {
 		pod.Spec.Containers = []corev1.Container{engine}
 	}
-	if volumePermissions {
-		prep := volumePermissionsContainer("volume-permissions", image, corev1.VolumeMount{Name: dataVolumeName, MountPath: DataMountPath})
+	if in.volumePermissions {
+		prep := volumePermissionsContainer("volume-permissions", in.image, corev1.VolumeMount{Name: dataVolumeName, MountPath: DataMountPath})
 		pod.Spec.InitContainers = append([]corev1.Container{prep}, pod.Spec.InitContainers...)
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes,
@@ -191,8 +214,9 @@ func desiredPod(x *summav1.SummaIndex, image string, grace int64, volumePermissi
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: x.DataClaimName()}}},
 		corev1.Volume{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, accessVolumes(in.access)...)
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(in.grace)
 	if pod.Spec.SecurityContext == nil {
 		pod.Spec.SecurityContext = restrictedPod()
 	}
@@ -203,6 +227,9 @@ func desiredPod(x *summav1.SummaIndex, image string, grace int64, volumePermissi
 		pod.Spec.EnableServiceLinks = ptr.To(false)
 	}
 	pod.Annotations[AnnotationRevision] = podRevision(pod)
+	if in.access.hash != "" {
+		pod.Annotations[AnnotationAccessHash] = in.access.hash
+	}
 	return pod
 }
 
@@ -214,11 +241,13 @@ func engineLabels(x *summav1.SummaIndex) map[string]string {
 }
 
 // podRevision hashes what the operator decides about a pod (spec, labels,
-// template annotations): a change means a drain and a restart.
+// template annotations): a change means a drain and a restart. The access
+// hash is left out: new tokens or a renewed certificate reach the running
+// engine through its Secret volumes.
 func podRevision(pod *corev1.Pod) string {
 	ann := make(map[string]string, len(pod.Annotations))
 	for k, v := range pod.Annotations {
-		if k != AnnotationRevision {
+		if k != AnnotationRevision && k != AnnotationAccessHash {
 			ann[k] = v
 		}
 	}

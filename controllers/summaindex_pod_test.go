@@ -76,7 +76,7 @@ func TestShutdownDeadlineIsShorterThanGrace(t *testing.T) {
 
 func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 	x := podTestIndex()
-	pod := desiredPod(x, "summa-server:v1", 45, false)
+	pod := desiredPod(x, podInputs{image: "summa-server:v1", grace: 45})
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != EngineContainerName {
 		t.Fatalf("containers %+v", pod.Spec.Containers)
 	}
@@ -105,8 +105,8 @@ func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 
 func TestRevisionFollowsWhatMatters(t *testing.T) {
 	x := podTestIndex()
-	base := desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision]
-	if again := desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision]; again != base {
+	base := desiredPod(x, podInputs{image: "img:1", grace: 30}).Annotations[AnnotationRevision]
+	if again := desiredPod(x, podInputs{image: "img:1", grace: 30}).Annotations[AnnotationRevision]; again != base {
 		t.Fatal("the revision is not deterministic")
 	}
 	changes := map[string]func(*summav1.SummaIndex) (string, int64){
@@ -124,14 +124,14 @@ func TestRevisionFollowsWhatMatters(t *testing.T) {
 	for what, change := range changes {
 		y := x.DeepCopy()
 		img, grace := change(y)
-		if desiredPod(y, img, grace, false).Annotations[AnnotationRevision] == base {
+		if desiredPod(y, podInputs{image: img, grace: grace}).Annotations[AnnotationRevision] == base {
 			t.Errorf("a change of %s keeps the revision", what)
 		}
 	}
 	y := x.DeepCopy()
 	y.Spec.Storage.Size = resource.MustParse("2Gi")
 	y.Spec.Doctor.RequestID = "r1"
-	if desiredPod(y, "img:1", 30, false).Annotations[AnnotationRevision] != base {
+	if desiredPod(y, podInputs{image: "img:1", grace: 30}).Annotations[AnnotationRevision] != base {
 		t.Error("volume size or doctor request changed the pod revision")
 	}
 }
@@ -141,7 +141,7 @@ func TestAppContainersMakeTheEngineANativeSidecar(t *testing.T) {
 	x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
 	}}
-	pod := desiredPod(x, "img:1", 30, false)
+	pod := desiredPod(x, podInputs{image: "img:1", grace: 30})
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != "app" {
 		t.Fatalf("app containers %+v", pod.Spec.Containers)
 	}
@@ -156,7 +156,7 @@ func TestVolumePermissionsRunsFirstAsRootWithOnlyChown(t *testing.T) {
 	x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
 	}}
-	pod := desiredPod(x, "img:1", 30, true)
+	pod := desiredPod(x, podInputs{image: "img:1", grace: 30, volumePermissions: true})
 	if len(pod.Spec.InitContainers) < 2 || pod.Spec.InitContainers[0].Name != "volume-permissions" ||
 		pod.Spec.InitContainers[1].Name != EngineContainerName {
 		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
@@ -167,7 +167,7 @@ func TestVolumePermissionsRunsFirstAsRootWithOnlyChown(t *testing.T) {
 		!slices.Contains(c.Args, "prepare-volume") || !slices.Contains(c.Args, "/data") {
 		t.Fatalf("volume-permissions container %+v", c)
 	}
-	if desiredPod(x, "img:1", 30, false).Annotations[AnnotationRevision] == pod.Annotations[AnnotationRevision] {
+	if desiredPod(x, podInputs{image: "img:1", grace: 30}).Annotations[AnnotationRevision] == pod.Annotations[AnnotationRevision] {
 		t.Fatal("the init container does not change the revision")
 	}
 }

@@ -36,7 +36,7 @@ func claim(x *summav1.SummaIndex, name string, size resource.Quantity) *corev1.P
 // when spec.storage.size grows. Its errors carry their Degraded reason.
 func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.SummaIndex) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, cur)
 	if apierrors.IsNotFound(err) {
 		pvc := claim(x, x.DataClaimName(), x.Spec.Storage.Size)
 		if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
@@ -129,7 +129,7 @@ func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.Sum
 		}},
 	}
 	cur := &corev1.Service{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.ServiceName()}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.ServiceName()}, cur)
 	if apierrors.IsNotFound(err) {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: x.ServiceName(), Namespace: x.Namespace, Labels: x.Labels()}, Spec: want}
 		if err := controllerutil.SetControllerReference(x, svc, r.Scheme); err != nil {

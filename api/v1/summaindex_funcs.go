@@ -193,3 +193,112 @@ func (e *EngineSpec) Args() []string {
 	}
 	return args
 }
+
+// LabelClient on a pod of the index's namespace, with the index's name as
+// value, admits the pod to the engine's port through the NetworkPolicy.
+const LabelClient = "summa.dev/client"
+
+// Keys of the credentials Secret (one or more bearer tokens each, one per
+// line).
+const (
+	// AdminTokenKey holds the admin-scope tokens; the operator uses the
+	// first one.
+	AdminTokenKey = "admin-token"
+	// WriteTokenKey holds the write-scope tokens; app containers get the
+	// first one as SUMMA_TOKEN.
+	WriteTokenKey = "write-token"
+	// ReadTokenKey holds the read-scope tokens.
+	ReadTokenKey = "read-token"
+)
+
+// TokenKeys are the keys of a credentials Secret, from the widest scope
+// to the narrowest.
+var TokenKeys = []string{AdminTokenKey, WriteTokenKey, ReadTokenKey}
+
+// Keys of a TLS Secret.
+const (
+	// CACertKey holds the PEM certificates that verify the engine.
+	CACertKey = "ca.crt"
+	// CAKeyKey holds the operator's CA private key (only in the Secret the
+	// operator issues; never mounted into a pod).
+	CAKeyKey = "ca.key"
+	// TLSCertKey holds the engine's certificate chain (PEM).
+	TLSCertKey = "tls.crt"
+	// TLSKeyKey holds the engine's private key (PEM).
+	TLSKeyKey = "tls.key"
+)
+
+// CredentialsSecretName is the Secret of the engine's tokens:
+// spec.access.credentialsSecret, or <name>-credentials which the operator
+// creates.
+func (x *SummaIndex) CredentialsSecretName() string {
+	if s := x.Spec.Access.CredentialsSecret; s != "" {
+		return s
+	}
+	return x.GeneratedCredentialsSecretName()
+}
+
+// GeneratedCredentialsSecretName is the name of the credentials Secret the
+// operator creates when spec.access.credentialsSecret is empty.
+func (x *SummaIndex) GeneratedCredentialsSecretName() string { return x.Name + "-credentials" }
+
+// GeneratesCredentials reports whether the operator makes the tokens.
+func (x *SummaIndex) GeneratesCredentials() bool { return x.Spec.Access.CredentialsSecret == "" }
+
+// TLSEnabled reports whether the engine serves HTTPS (the default).
+func (x *SummaIndex) TLSEnabled() bool { return x.Spec.Access.TLS.Mode != TLSDisabled }
+
+// IssuesCertificate reports whether the operator issues the engine's
+// certificate (TLS on, no secretName).
+func (x *SummaIndex) IssuesCertificate() bool {
+	return x.TLSEnabled() && x.Spec.Access.TLS.SecretName == ""
+}
+
+// TLSSecretName is the Secret of the engine's certificate:
+// spec.access.tls.secretName, or <name>-tls which the operator keeps; ""
+// with TLS disabled.
+func (x *SummaIndex) TLSSecretName() string {
+	switch {
+	case !x.TLSEnabled():
+		return ""
+	case x.Spec.Access.TLS.SecretName != "":
+		return x.Spec.Access.TLS.SecretName
+	}
+	return x.IssuedTLSSecretName()
+}
+
+// IssuedTLSSecretName is the name of the Secret holding the operator's CA
+// and the certificate it issues.
+func (x *SummaIndex) IssuedTLSSecretName() string { return x.Name + "-tls" }
+
+// NetworkPolicyEnabled reports whether the operator manages the index's
+// NetworkPolicies (the default).
+func (x *SummaIndex) NetworkPolicyEnabled() bool {
+	return x.Spec.Access.NetworkPolicy != NetworkPolicyDisabled
+}
+
+// NetworkPolicyName is the NetworkPolicy of the engine's port.
+func (x *SummaIndex) NetworkPolicyName() string { return x.Name }
+
+// JobsNetworkPolicyName is the NetworkPolicy that leaves the doctor and
+// backup Jobs without network: <name>.jobs. The dot keeps it apart from
+// the engine NetworkPolicy of every other index (whose name, a DNS-1035
+// label, has none); <name>-jobs would be the one of an index so named.
+func (x *SummaIndex) JobsNetworkPolicyName() string { return x.Name + ".jobs" }
+
+// ServiceHost is the name the operator verifies in the engine's
+// certificate: <service>.<namespace>.svc.
+func (x *SummaIndex) ServiceHost() string {
+	return x.ServiceName() + "." + x.Namespace + ".svc"
+}
+
+// ServiceDNSNames are the DNS names of the engine's Service, shortest
+// first, for a cluster domain such as cluster.local.
+func (x *SummaIndex) ServiceDNSNames(clusterDomain string) []string {
+	svc := x.ServiceName()
+	names := []string{svc, svc + "." + x.Namespace, x.ServiceHost()}
+	if clusterDomain != "" {
+		names = append(names, x.ServiceHost()+"."+clusterDomain)
+	}
+	return names
+}

@@ -343,6 +343,11 @@ type SummaIndexSpec struct {
 	// setting it back to false starts the engine again.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Access is the engine's credentials, TLS and network policy.
+	// +optional
+	// +kubebuilder:default={}
+	Access AccessSpec `json:"access,omitempty"`
 }
 
 // Phase is the coarse state of a SummaIndex.
@@ -458,6 +463,12 @@ type SummaIndexStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// Message is one short line on what needs attention: the Degraded
+	// condition's reason and message when it is True, else why the index
+	// is not Ready; empty when all is well.
+	// +optional
+	Message string `json:"message,omitempty"`
+
 	// Conditions: Ready, Progressing, Degraded, DoctorRequired.
 	// +optional
 	// +listType=map
@@ -546,6 +557,10 @@ type SummaIndexStatus struct {
 	// Doctor records the last doctor run.
 	// +optional
 	Doctor *DoctorStatus `json:"doctor,omitempty"`
+
+	// Access records the credentials and certificate the engine uses.
+	// +optional
+	Access *AccessStatus `json:"access,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
@@ -558,6 +573,8 @@ type SummaIndexStatus struct {
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
 // +kubebuilder:printcolumn:name="Segments",type=integer,JSONPath=`.status.segments`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Grace",type=integer,JSONPath=`.status.terminationGracePeriodSeconds`,priority=1
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

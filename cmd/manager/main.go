@@ -2,6 +2,7 @@
 // leader election, health probes and Prometheus metrics.
 //
 //	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s] [--volume-permissions]
+//	        [--operator-namespace NS] [--cluster-domain cluster.local] [--certificate-validity 8760h]
 //	        [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
 //
 // It finds the cluster from KUBECONFIG or the in-cluster service account.
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -72,6 +74,10 @@ func run(args []string) error {
 		engineImage   = fs.String("engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
 		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
 		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "bound of each call to an engine's API")
+		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
+		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
+		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
+		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
 		volumePerms   = fs.Bool("volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
 	)
 	zopts := zap.Options{}
@@ -79,8 +85,8 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *resync <= 0 || *engineTimeout <= 0 {
-		return fmt.Errorf("--resync-period and --engine-timeout must be positive")
+	if *resync <= 0 || *engineTimeout <= 0 || *certValidity <= 0 {
+		return fmt.Errorf("--resync-period, --engine-timeout and --certificate-validity must be positive")
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	lg := ctrl.Log.WithName("manager")
@@ -98,6 +104,7 @@ func run(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         cache.Options{ByObject: controllers.CacheByObject()},
 		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress:        *probeAddr,
 		LeaderElection:                *leaderElect,
@@ -108,14 +115,19 @@ func run(args []string) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	r := &controllers.SummaIndexReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("summa-operator"),
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("summa-operator"),
+		APIReader: mgr.GetAPIReader(),
 		Options: controllers.Options{
-			DefaultImage:      *engineImage,
-			ResyncPeriod:      *resync,
-			EngineTimeout:     *engineTimeout,
-			VolumePermissions: *volumePerms,
+			MaxConcurrentReconciles: *concurrent,
+			DefaultImage:            *engineImage,
+			ResyncPeriod:            *resync,
+			EngineTimeout:           *engineTimeout,
+			VolumePermissions:       *volumePerms,
+			OperatorNamespace:       *operatorNS,
+			ClusterDomain:           *clusterDomain,
+			CertificateValidity:     *certValidity,
 		},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -127,8 +139,11 @@ func run(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("ready check: %w", err)
 	}
+	if *operatorNS == "" {
+		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
+	}
 	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
-		"volumePermissions", *volumePerms)
+		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

@@ -59,6 +59,8 @@ type AccessConfig struct {
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds the arrival of a request's body.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds the sending of an answer, from its first byte.
+	WriteTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection idle this long.
 	IdleTimeout time.Duration
 	// MaxConnections caps open connections (0: no cap); further ones wait
@@ -197,6 +199,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&a.ReloadInterval, "access-reload-interval", time.Second, "how often token and certificate files are re-read")
 	fs.DurationVar(&a.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time allowed for a request's headers")
 	fs.DurationVar(&a.ReadTimeout, "read-timeout", time.Minute, "time allowed for a whole request, body included (408 past it)")
+	fs.DurationVar(&a.WriteTimeout, "write-timeout", time.Minute, "time allowed to send an answer once it starts (a client that does not read it is cut off)")
 	fs.DurationVar(&a.IdleTimeout, "idle-timeout", time.Minute, "close kept-alive connections idle this long")
 	fs.IntVar(&a.MaxConnections, "max-connections", 1024, "most connections open at once; further ones wait (0: no cap)")
 	fs.IntVar(&m.OptimizerThreads, "optimizer-threads", 1, "width of background maintenance; 0 turns it off"+maintenanceHelp)
@@ -289,6 +292,8 @@ func (a *AccessConfig) validate() error {
 		return errors.New("--read-header-timeout must be positive")
 	case a.ReadTimeout < 0:
 		return errors.New("--read-timeout must not be negative")
+	case a.WriteTimeout < 0:
+		return errors.New("--write-timeout must not be negative")
 	case a.IdleTimeout <= 0:
 		return errors.New("--idle-timeout must be positive")
 	case a.MaxConnections < 0:

@@ -40,7 +40,7 @@ func TestFlagsFromEnv(t *testing.T) {
 		Access: AccessConfig{AdminTokenFile: "/secrets/admin-token", WriteTokenFile: "/secrets/write-token",
 			ReadTokenFile: "/secrets/read-token", TLSCertFile: "/tls/tls.crt", TLSKeyFile: "/tls/tls.key",
 			ReloadInterval: time.Second, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-			IdleTimeout: time.Minute, MaxConnections: 64}}
+			WriteTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: 64}}
 	if cfg != want {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
 	}

@@ -74,7 +74,8 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	}
 	srv := server.New(reg, server.Options{Logger: log.WithName("http"), Limits: server.Limits{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxDocumentBytes: int(cfg.MaxDocumentBytes),
-	}, Tokens: acc.tokens, Certificate: acc.cert, ReadTimeout: cfg.Access.ReadTimeout})
+	}, Tokens: acc.tokens, Certificate: acc.cert, ReadTimeout: cfg.Access.ReadTimeout,
+		WriteTimeout: cfg.Access.WriteTimeout})
 	metrics.Store(srv.Metrics())
 	front.set(srv)
 	autoCtx, stopAuto := context.WithCancel(context.Background())

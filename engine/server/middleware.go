@@ -21,12 +21,27 @@ type recorder struct {
 	errCode string
 	// err is a server fault worth an error log.
 	err error
+	// writeTimeout bounds the sending of the answer, from its first byte
+	// (0: no bound).
+	writeTimeout time.Duration
+}
+
+// startAnswer sets the write deadline when the answer starts: a client
+// that never reads its answer (its TCP window full) has its connection
+// closed then, rather than holding one of --max-connections for ever. The
+// deadline is set only now, so that a long commit or merge before the
+// answer is never cut.
+func (rec *recorder) startAnswer() {
+	if rec.writeTimeout > 0 {
+		_ = http.NewResponseController(rec.ResponseWriter).SetWriteDeadline(time.Now().Add(rec.writeTimeout))
+	}
 }
 
 // WriteHeader records the status.
 func (rec *recorder) WriteHeader(status int) {
 	if rec.status == 0 {
 		rec.status = status
+		rec.startAnswer()
 	}
 	rec.ResponseWriter.WriteHeader(status)
 }
@@ -35,6 +50,7 @@ func (rec *recorder) WriteHeader(status int) {
 func (rec *recorder) Write(b []byte) (int, error) {
 	if rec.status == 0 {
 		rec.status = http.StatusOK
+		rec.startAnswer()
 	}
 	n, err := rec.ResponseWriter.Write(b)
 	rec.bytes += int64(n)
@@ -59,7 +75,7 @@ var probes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET /me
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &recorder{ResponseWriter: w}
+		rec := &recorder{ResponseWriter: w, writeTimeout: s.writeTimeout}
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK

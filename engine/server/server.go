@@ -34,6 +34,9 @@ type Options struct {
 	// ReadTimeout bounds the reading of a request body (0: none); see
 	// bodyDeadline.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds the sending of an answer from its first byte
+	// (0: none); see recorder.startAnswer.
+	WriteTimeout time.Duration
 }
 
 // Server serves the API of one registry.
@@ -55,6 +58,8 @@ type Server struct {
 	tokens *auth.Tokens
 	// readTimeout bounds the reading of a request body.
 	readTimeout time.Duration
+	// writeTimeout bounds the sending of an answer.
+	writeTimeout time.Duration
 }
 
 // handlerFunc is an API handler; a returned error is answered with the
@@ -75,7 +80,7 @@ func New(r *registry.Registry, opts Options) *Server {
 		opts.Logger = logr.Discard()
 	}
 	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger, tokens: opts.Tokens,
-		readTimeout: opts.ReadTimeout}
+		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 	s.metrics = newMetrics(r, opts.Tokens, opts.Certificate)
 	s.handler = s.instrument(s.recoverPanics(s.crossOrigin(s.bodyDeadline(s.routes()))))
 	return s

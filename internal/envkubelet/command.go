@@ -1,6 +1,7 @@
 package envkubelet
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path"
@@ -94,8 +95,9 @@ func isBoundary(c byte) bool {
 
 // command translates the container into a local command: the binary
 // ("" for a simulated container), its arguments, environment and working
-// directory.
-func (p *pod) command(c *container) (bin string, args, env []string, dir string) {
+// directory. It fails when a required secretKeyRef cannot be resolved.
+// k.mu is held.
+func (p *pod) command(c *container) (bin string, args, env []string, dir string, err error) {
 	spec := &c.spec
 	argv := append(append([]string(nil), spec.Command...), spec.Args...)
 	if len(spec.Command) > 0 {
@@ -127,9 +129,16 @@ func (p *pod) command(c *container) (bin string, args, env []string, dir string)
 	env = []string{"PATH=" + os.Getenv("PATH"), "HOSTNAME=" + p.name, "HOME=" + p.dir}
 	for _, e := range spec.Env {
 		v := expand(e.Value, vars)
-		if e.ValueFrom != nil {
+		if src := e.ValueFrom; src != nil && src.SecretKeyRef != nil {
 			var ok bool
-			if v, ok = p.fieldRef(e.ValueFrom); !ok {
+			if v, ok, err = p.secretEnv(src.SecretKeyRef); err != nil {
+				return "", nil, nil, "", fmt.Errorf("env %s: %w", e.Name, err)
+			} else if !ok {
+				continue
+			}
+		} else if src != nil {
+			var ok bool
+			if v, ok = p.fieldRef(src); !ok {
 				continue
 			}
 		}
@@ -145,7 +154,7 @@ func (p *pod) command(c *container) (bin string, args, env []string, dir string)
 			dir = host
 		}
 	}
-	return bin, args, env, dir
+	return bin, args, env, dir, nil
 }
 
 // imageBase is an image reference's last path element without tag or
@@ -158,8 +167,8 @@ func imageBase(image string) string {
 }
 
 // fieldRef resolves the downward-API fields a kubelet offers in env; other
-// sources (configMapKeyRef, secretKeyRef, resourceFieldRef) are not
-// supported and leave the variable unset.
+// sources (configMapKeyRef, resourceFieldRef) are not supported and leave
+// the variable unset (secretKeyRef: see secretEnv).
 func (p *pod) fieldRef(src *corev1.EnvVarSource) (string, bool) {
 	if src.FieldRef == nil {
 		return "", false

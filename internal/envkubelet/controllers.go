@@ -3,6 +3,7 @@ package envkubelet
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,11 +36,24 @@ func (k *Kubelet) syncAPI(ctx context.Context) {
 		claims   corev1.PersistentVolumeClaimList
 		jobs     batchv1.JobList
 		services corev1.ServiceList
+		secrets  corev1.SecretList
+		policies networkingv1.NetworkPolicyList
 	)
 	podsOK := k.list(ctx, "pods", &pods)
 	claimsOK := k.list(ctx, "persistentvolumeclaims", &claims)
 	jobsOK := k.list(ctx, "jobs", &jobs)
 	servicesOK := k.list(ctx, "services", &services)
+	secretsOK := k.list(ctx, "secrets", &secrets)
+	policiesOK := k.list(ctx, "networkpolicies", &policies)
+	if secretsOK {
+		k.mu.Lock()
+		k.secrets = map[secretKey]*corev1.Secret{}
+		for i := range secrets.Items {
+			s := &secrets.Items[i]
+			k.secrets[secretKey{s.Namespace, s.Name}] = s
+		}
+		k.mu.Unlock()
+	}
 	if !podsOK {
 		return
 	}
@@ -49,7 +64,7 @@ func (k *Kubelet) syncAPI(ctx context.Context) {
 	if jobsOK {
 		k.syncJobs(ctx, jobs.Items, pods.Items)
 	}
-	if ctx.Err() != nil || !claimsOK || !jobsOK || !servicesOK {
+	if ctx.Err() != nil || !claimsOK || !jobsOK || !servicesOK || !secretsOK || !policiesOK {
 		return
 	}
 	var objs []client.Object
@@ -64,6 +79,12 @@ func (k *Kubelet) syncAPI(ctx context.Context) {
 	}
 	for i := range services.Items {
 		objs = append(objs, &services.Items[i])
+	}
+	for i := range secrets.Items {
+		objs = append(objs, &secrets.Items[i])
+	}
+	for i := range policies.Items {
+		objs = append(objs, &policies.Items[i])
 	}
 	k.collectGarbage(ctx, objs)
 }
@@ -209,6 +230,10 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod, usable func(clai
 				ready = false
 			}
 		}
+		if ok, why := k.secretsReady(pod); !ok && ready {
+			ready = false
+			k.log.V(1).Info("Pod waits for its Secrets", "pod", pod.Namespace+"/"+pod.Name, "why", why)
+		}
 		k.mu.Unlock()
 		if pod.DeletionTimestamp != nil {
 			k.deletePod(ctx, pod) // never ran here
@@ -220,6 +245,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod, usable func(clai
 		p = k.admit(pod)
 	}
 	now := time.Now()
+	p.refreshSecretVolumes(pod, now)
 	if pod.DeletionTimestamp != nil {
 		grace := pod.Spec.TerminationGracePeriodSeconds
 		if pod.DeletionGracePeriodSeconds != nil {
@@ -270,7 +296,7 @@ func (k *Kubelet) admit(obj *corev1.Pod) *pod {
 		dir := filepath.Join(p.dir, "volumes", v.Name)
 		if v.PersistentVolumeClaim != nil {
 			dir = k.ClaimDir(p.ns, v.PersistentVolumeClaim.ClaimName)
-		} else if v.EmptyDir == nil {
+		} else if v.EmptyDir == nil && v.Secret == nil {
 			k.log.Info("Volume type not supported; using an empty directory", "pod", p.ns+"/"+p.name, "volume", v.Name)
 		}
 		p.volumes[v.Name] = dir
@@ -280,6 +306,8 @@ func (k *Kubelet) admit(obj *corev1.Pod) *pod {
 			k.log.Error(err, "Cannot create a pod directory", "pod", p.ns+"/"+p.name)
 		}
 	}
+	p.annotations = maps.Clone(obj.Annotations)
+	p.syncSecretVolumes(time.Now())
 	for _, c := range p.obj.Spec.InitContainers {
 		kind := initKind
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {

@@ -4,7 +4,8 @@
 //
 // envtest runs a real kube-apiserver and etcd but nothing that acts on
 // pods. A Kubelet plays those parts against the API server through a
-// controller-runtime client (core and batch types in its scheme), polling
+// controller-runtime client (core, batch and networking types in its
+// scheme), polling
 // every 200ms instead of watching:
 //
 //	k := envkubelet.New(c, envkubelet.Options{
@@ -31,9 +32,12 @@
 //     the termination message path is a host file; and a wildcard listen
 //     address (0.0.0.0:PORT, [::]:PORT, :PORT) becomes the pod's address.
 //     The environment holds PATH, HOSTNAME, HOME (the pod's directory), the
-//     literal env values and fieldRef values of the pod's name, namespace,
-//     UID, labels, annotations, node, service account and IPs; envFrom and
-//     configMap/secret references are ignored. Any other container is
+//     literal env values, secretKeyRef values (a required one that cannot
+//     be resolved fails the container's start with
+//     CreateContainerConfigError, retried per the restart policy) and
+//     fieldRef values of the pod's name, namespace, UID, labels,
+//     annotations, node, service account and IPs; envFrom and configMap
+//     references are ignored. Any other container is
 //     simulated: no process, "running" until stopped (exit 0 on SIGTERM),
 //     except that regular init containers and the containers of OnFailure
 //     and Never pods succeed at once.
@@ -54,16 +58,22 @@
 //     honouring readiness gates) and container statuses with state,
 //     lastState, restart count and the termination message (or, with
 //     FallbackToLogsOnError, the log tail), written only when they change.
-//     Readiness and startup probes (httpGet, tcpSocket) run every 300ms
+//     Readiness and startup probes (httpGet, over HTTPS without verifying
+//     the certificate as the kubelet does, and tcpSocket) run every 300ms
 //     against the pod address, ignoring their timing fields but honouring
 //     the thresholds; exec and grpc probes always pass; liveness probes and
 //     lifecycle hooks are ignored.
 //   - Volumes: a persistentVolumeClaim volume is the host directory
 //     ClaimDir(namespace, claim); a pod starts only once its claims exist
 //     and are not being deleted. When a claim is gone from the API its
-//     directory is deleted (as with reclaimPolicy Delete). Every other
-//     volume (emptyDir, configMap, ...) is an empty per-pod directory,
-//     deleted with the pod.
+//     directory is deleted (as with reclaimPolicy Delete). A secret volume
+//     holds the Secret's keys (or its items, with their paths and modes)
+//     as files, written atomically like the kubelet's atomic writer; the
+//     pod starts only once its Secrets exist with those keys (unless
+//     optional); the files are refreshed every Options.SecretSyncPeriod
+//     and at once when the pod's annotations change (see secrets.go).
+//     Every other volume (emptyDir, configMap, ...) is an empty per-pod
+//     directory, deleted with the pod.
 //   - Job controller: one pod per unsuspended Job, as with completions,
 //     parallelism 1 and backoffLimit 0: the Job is Complete when its pod
 //     Succeeded and Failed (BackoffLimitExceeded) when it failed or
@@ -73,7 +83,8 @@
 //     grown request is "expanded" at once); the kubernetes.io/pvc-protection
 //     finalizer of a deleted claim is removed once no pod that is not
 //     terminated uses it.
-//   - Garbage collector: pods, services, claims and jobs whose owners are
+//   - Garbage collector: pods, services, claims, jobs, secrets and
+//     networkpolicies whose owners are
 //     all gone (or replaced by an object with another UID) are deleted in
 //     the background; owners being deleted with the foregroundDeletion or
 //     orphan finalizer have these dependents deleted (in the background) or
@@ -99,6 +110,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -136,6 +148,11 @@ type Options struct {
 	// (see the package documentation). Default "127.0.0.2". It must be an
 	// IPv4 loopback address.
 	FirstIP string
+	// SecretSyncPeriod is how often secret volumes are refreshed from their
+	// Secrets, as the kubelet's periodic pod sync does; a change of the
+	// pod's annotations refreshes them at once. Default
+	// DefaultSecretSyncPeriod (one minute).
+	SecretSyncPeriod time.Duration
 }
 
 // EventType tells what happened to a container.
@@ -201,6 +218,8 @@ type Kubelet struct {
 	claims map[types.UID][2]string
 	// jobPods names the pod created for each Job, by the Job's UID.
 	jobPods map[types.UID]string
+	// secrets are the Secrets as last listed.
+	secrets map[secretKey]*corev1.Secret
 
 	// nodeDone is set once the Node is registered (API loop only).
 	nodeDone bool
@@ -220,6 +239,9 @@ func New(c client.Client, opts Options) *Kubelet {
 	if opts.FirstIP == "" {
 		opts.FirstIP = "127.0.0.2"
 	}
+	if opts.SecretSyncPeriod <= 0 {
+		opts.SecretSyncPeriod = DefaultSecretSyncPeriod
+	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
@@ -229,6 +251,7 @@ func New(c client.Client, opts Options) *Kubelet {
 	return &Kubelet{
 		c: c, opts: opts, log: opts.Log,
 		pods: map[types.UID]*pod{}, claims: map[types.UID][2]string{}, jobPods: map[types.UID]string{},
+		secrets: map[secretKey]*corev1.Secret{},
 		lastErr: map[string]string{}, deletingOwners: map[ownerKey]types.UID{},
 	}
 }
@@ -480,4 +503,16 @@ func readTail(path string, n int64) string {
 	buf := make([]byte, st.Size()-off)
 	m, _ := f.ReadAt(buf, off)
 	return string(buf[:m])
+}
+
+// VolumeDir is the host directory of the pod's volume (the claim's
+// directory for a persistentVolumeClaim volume), or "" if this Kubelet
+// does not run the pod or it has no such volume.
+func (k *Kubelet) VolumeDir(namespace, pod, volume string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.find(namespace, pod); p != nil {
+		return p.volumes[volume]
+	}
+	return ""
 }

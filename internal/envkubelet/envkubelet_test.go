@@ -77,6 +77,10 @@ func TestKubelet(t *testing.T) {
 		t.Fatalf("build summa-server: %v\n%s", err, out)
 	}
 
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	logf.SetLogger(logr.Discard()) // global: it would outlive t
 	env := &envtest.Environment{BinaryAssetsDirectory: dir,
 		ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: time.Minute}
@@ -98,8 +102,11 @@ func TestKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := envkubelet.New(c, envkubelet.Options{
-		Binaries: map[string]string{"summa-server": bin, "sh": "/bin/sh"},
+		Binaries: map[string]string{"summa-server": bin, "sh": "/bin/sh", "tls-helper": self},
 		Root:     t.TempDir(),
+		// Long: a Secret's change reaches its volumes only when the pod is
+		// updated (testSecrets), as on a kubelet between two syncs.
+		SecretSyncPeriod: time.Hour,
 		// Away from 127.0.0.2: other test binaries on this machine may run
 		// pods there, and not all of them skip addresses in use.
 		FirstIP: "127.0.0.100",
@@ -131,6 +138,7 @@ func TestKubelet(t *testing.T) {
 		{"RestartPolicies", testRestartPolicies},
 		{"JobPodDeleted", testJobPodDeleted},
 		{"MissingClaim", testMissingClaim},
+		{"Secrets", testSecrets},
 	} {
 		if !t.Run(tc.name, func(t *testing.T) { tc.run(t, f) }) {
 			return

@@ -65,7 +65,8 @@ func (o *owners) get(ctx context.Context, key ownerKey) (*unstructured.Unstructu
 }
 
 // collectGarbage is a minimal garbage collector over objs (pods,
-// services, claims and jobs): an object all of whose owners are gone (or
+// services, claims, jobs, secrets and networkpolicies): an object all of
+// whose owners are gone (or
 // were replaced by an object with another UID) is deleted in the
 // background; an owner being deleted with the foregroundDeletion finalizer
 // has its dependents deleted (in the background), one with the orphan

@@ -74,6 +74,11 @@ type pod struct {
 	final corev1.PodPhase
 	// done is set when nothing runs or will run any more.
 	done bool
+	// annotations are the pod's annotations at the last look; a change
+	// refreshes the secret volumes at once.
+	annotations map[string]string
+	// secretsSyncedAt is when the secret volumes were last refreshed.
+	secretsSyncedAt time.Time
 }
 
 // container is one container of a pod and its current and previous runs.
@@ -385,9 +390,14 @@ func (p *pod) start(c *container, now time.Time) {
 	if err := os.WriteFile(termFile, nil, 0o644); err != nil {
 		k.log.Error(err, "Cannot create the termination message file", "pod", p.ns+"/"+p.name)
 	}
-	bin, args, env, dir := p.command(c)
+	bin, args, env, dir, err := p.command(c)
 	k.record(ContainerEvent{Time: now, Type: ContainerStarted, Namespace: p.ns, Pod: p.name, PodUID: p.uid,
 		Container: c.spec.Name, Simulated: bin == "", RestartCount: c.restarts})
+	if err != nil {
+		in.reason, in.message = "CreateContainerConfigError", err.Error()
+		p.exited(c, in, 128, now)
+		return
+	}
 	if bin == "" {
 		in.started, in.ready = true, true
 		if p.simulatedCompletes(c) {

@@ -52,10 +52,10 @@ type clients struct {
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{flags: genericclioptions.NewConfigFlags(true), IOStreams: streams, Now: time.Now, Poll: time.Second}
 	root := &cobra.Command{
-		Use:   "summa",
+		Use: "summa",
 		// Help and errors name the command as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl summa"},
-		Short: "Operate SummaIndex resources: status, restart, doctor, suspend, resume, report",
+		Short:       "Operate SummaIndex resources: status, restart, doctor, suspend, resume, report",
 		Long: `kubectl summa drives the Summa operator's SummaIndex resources.
 
  Find more information at: docs/install.md and docs/operator.md`,

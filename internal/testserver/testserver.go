@@ -224,6 +224,9 @@ func (s *Server) Running() bool {
 // Done is closed when the process has exited.
 func (s *Server) Done() <-chan struct{} { return s.done }
 
+// PID is the process's ID.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // ExitErr is cmd.Wait's result once the process has exited.
 func (s *Server) ExitErr() error {
 	<-s.done

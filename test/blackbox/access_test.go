@@ -217,7 +217,7 @@ func TestAccessScopesNest(t *testing.T) {
 func TestAccessTokenRotationWithoutRestart(t *testing.T) {
 	a := newAccessFiles(t, false)
 	s, base, c := startAccessServer(t, a)
-	pid := s.cmd.Process.Pid
+	pid := s.PID()
 	newTok := "rotated-" + randHex(t)
 	writeAtomic(t, a.admin, []byte(a.adminTok+"\n"+newTok+"\n"))
 	waitFor(t, "the added token works", func() bool {
@@ -235,7 +235,7 @@ func TestAccessTokenRotationWithoutRestart(t *testing.T) {
 	if st, _ := call(t, c, "GET", base+"/v1/admin/lifecycle", newTok, ""); st != http.StatusOK {
 		t.Errorf("the new token answers %d", st)
 	}
-	if !s.Running() || s.cmd.Process.Pid != pid {
+	if !s.Running() || s.PID() != pid {
 		t.Fatal("the server restarted")
 	}
 	if strings.Contains(s.Output(), a.adminTok) || strings.Contains(s.Output(), newTok) {

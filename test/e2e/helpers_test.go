@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -102,16 +104,65 @@ func enginePod(name string) (*corev1.Pod, error) {
 }
 
 // engine returns a client of the index's engine pod: at its pod IP on the
-// local cluster, through a port-forward on kind.
+// local cluster, through a port-forward on kind; with the admin token of
+// the credentials Secret and, over HTTPS, the CA of the TLS Secret that
+// status.access names, verifying the Service's name.
 func engine(name string) *engineclient.Client {
 	GinkgoHelper()
-	pod, err := enginePod(name)
+	c, err := engineClient(name)
 	Expect(err).NotTo(HaveOccurred())
-	if mode == "kind" {
-		return engineclient.New("http://"+portForward(pod), nil)
+	return c
+}
+
+// httpClients are the HTTP clients of the engines, by CA and server name,
+// so that connections are reused across calls.
+var httpClients sync.Map
+
+// engineClient is engine without failing the spec (for goroutines that
+// retry).
+func engineClient(name string) (*engineclient.Client, error) {
+	pod, err := enginePod(name)
+	if err != nil {
+		return nil, err
 	}
-	Expect(pod.Status.PodIP).NotTo(BeEmpty())
-	return engineclient.New("http://"+net.JoinHostPort(pod.Status.PodIP, "8082"), nil)
+	x := &summav1.SummaIndex{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: name}, x); err != nil {
+		return nil, err
+	}
+	if x.Status.Access == nil || x.Status.Access.CredentialsSecret == "" {
+		return nil, fmt.Errorf("%s has no status.access yet", name)
+	}
+	creds := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: x.Status.Access.CredentialsSecret}, creds); err != nil {
+		return nil, err
+	}
+	token := strings.TrimSpace(strings.SplitN(string(creds.Data[summav1.AdminTokenKey]), "\n", 2)[0])
+	scheme, ca := "http://", []byte(nil)
+	if s := x.Status.Access.TLSSecret; s != "" {
+		tlsSecret := &corev1.Secret{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: s}, tlsSecret); err != nil {
+			return nil, err
+		}
+		scheme, ca = "https://", tlsSecret.Data[summav1.CACertKey]
+	}
+	key := string(ca) + "|" + x.ServiceHost()
+	hc, ok := httpClients.Load(key)
+	if !ok {
+		c, err := engineclient.NewHTTPClient(ca, x.ServiceHost(), time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		hc, _ = httpClients.LoadOrStore(key, c)
+	}
+	addr := ""
+	if mode == "kind" {
+		addr = portForward(pod)
+	} else if pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s has no IP yet", pod.Name)
+	} else {
+		addr = net.JoinHostPort(pod.Status.PodIP, "8082")
+	}
+	return engineclient.New(scheme+addr, hc.(*http.Client)).WithToken(token), nil
 }
 
 // forwards holds the running port-forwards by pod UID (kind only).

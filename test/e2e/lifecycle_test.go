@@ -69,7 +69,10 @@ func startIngester(name string) *ingester {
 			if err != nil || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
 				continue
 			}
-			c := engine(name)
+			c, err := engineClient(name)
+			if err != nil {
+				continue
+			}
 			in.mu.Lock()
 			from := in.accepted
 			in.mu.Unlock()

@@ -77,15 +77,15 @@ func documentClasses() []class {
 		ingest("document: dense vector of 3 dimensions", evilDoc(`"emb":[1,2,3]`), badDocument),
 		ingest("document: dense vector of 5 dimensions", evilDoc(`"emb":[1,2,3,4,5]`), badDocument),
 		ingest("document: empty dense vector", evilDoc(`"emb":[]`), badDocument),
-		withFix(ingest("document: dense vector with a null", evilDoc(`"emb":[null,0,0,0]`), badDocument)),       // needs the null/long-name fixes
-		withFix(ingest("document: dense vector of nulls", evilDoc(`"emb":[null,null,null,null]`), badDocument)), // needs the null/long-name fixes
+		ingest("document: dense vector with a null", evilDoc(`"emb":[null,0,0,0]`), badDocument),
+		ingest("document: dense vector of nulls", evilDoc(`"emb":[null,null,null,null]`), badDocument),
 		ingest("document: dense vector of strings", evilDoc(`"emb":["1","2","3","4"]`), badDocument),
 		ingest("document: dense vector past float32", evilDoc(`"emb":[1e39,0,0,0]`), badDocument),
 		ingest("document: dense vector as an object", evilDoc(`"emb":{"0":1,"1":2,"2":3,"3":4}`), badDocument),
 		ingest("document: dense vector of nested arrays", evilDoc(`"emb":[[1],[2],[3],[4]]`), badDocument),
 		ingest("document: dense vector as a number", evilDoc(`"emb":4`), badDocument),
 		// Sparse vectors.
-		withFix(ingest("document: sparse vector with a null weight", evilDoc(`"terms":{"a":null}`), badDocument)), // needs the null/long-name fixes
+		ingest("document: sparse vector with a null weight", evilDoc(`"terms":{"a":null}`), badDocument),
 		ingest("document: sparse vector as an array", evilDoc(`"terms":[1,2]`), badDocument),
 		ingest("document: sparse weight as a string", evilDoc(`"terms":{"a":"1"}`), badDocument),
 		ingest("document: sparse weight past float32", evilDoc(`"terms":{"a":1e39}`), badDocument),
@@ -127,12 +127,6 @@ func documentClasses() []class {
 		{name: "document: deletion of a 1 MiB primary key", want: []answer{{431, ""}, {414, ""}},
 			req: get(request{method: http.MethodDelete, path: indexPath(baseIndex, "documents/"+strings.Repeat("k", 1<<20)), as: asWrite})},
 	}
-}
-
-// withFix marks a class that fails until the null/long-name fixes land.
-func withFix(c class) class {
-	c.needsFix = true // needs the null/long-name fixes
-	return c
 }
 
 // chunked makes an ingestion class send body with chunked encoding.

@@ -152,7 +152,7 @@ func newEnv(t *testing.T) *env {
 		"--read-token-file", files[asRead], "--tls-cert-file", e.certFile, "--tls-key-file", e.keyFile,
 		"--access-reload-interval", "200ms"}
 	e.srv = testserver.Start(t, binPath, e.dataDir, testserver.Options{CACert: e.caPEM, Token: e.tok[asAdmin]},
-		append(e.accessArgs, "--read-header-timeout", "1s", "--read-timeout", "2s", "--idle-timeout", "2s",
+		append(e.accessArgs, "--read-header-timeout", "1s", "--read-timeout", "2s", "--write-timeout", "2s", "--idle-timeout", "2s",
 			"--max-connections", fmt.Sprint(maxConnections),
 			"--max-document-bytes", fmt.Sprint(maxDocumentBytes), "--max-request-bytes", fmt.Sprint(maxRequestBytes),
 			"--shutdown-deadline", "10s")...)

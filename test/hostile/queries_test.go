@@ -67,7 +67,7 @@ func searchClasses() []class {
 		// Dense vector queries (dims 4).
 		find("dense query: 3 dimensions", dense(`[1,2,3]`), badQuery),
 		find("dense query: 4096 dimensions", dense("["+strings.TrimSuffix(strings.Repeat("1,", 4096), ",")+"]"), badQuery),
-		withFix(find("dense query: a null dimension", dense(`[null,0,0,0]`), badQuery)), // needs the null/long-name fixes
+		find("dense query: a null dimension", dense(`[null,0,0,0]`), badQuery),
 		find("dense query: vector is null", dense(`null`), badQuery),
 		find("dense query: vector of strings", dense(`["1","2","3","4"]`), badQuery),
 		find("dense query: past float32", dense(`[1e39,0,0,0]`), badQuery),
@@ -79,7 +79,7 @@ func searchClasses() []class {
 		find("dense query: field is null", `{"query":{"dense":{"field":null,"vector":[1,0,0,0]}}}`, badQuery),
 		find("dense query: dense is null", `{"query":{"dense":null}}`, badQuery),
 		// Sparse vector queries.
-		withFix(find("sparse query: a null weight", sparse(`{"a":null}`), badQuery)), // needs the null/long-name fixes
+		find("sparse query: a null weight", sparse(`{"a":null}`), badQuery),
 		find("sparse query: empty vector", sparse(`{}`), badQuery),
 		find("sparse query: vector as an array", sparse(`[1,2]`), badQuery),
 		find("sparse query: weight as a string", sparse(`{"a":"1"}`), badQuery),

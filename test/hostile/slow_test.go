@@ -237,7 +237,7 @@ func slowReaders(e *env) error {
 		return err
 	}
 	sib := testserver.Start(e.sub, binPath, dir, testserver.Options{CACert: e.caPEM}, append(append([]string{}, e.accessArgs...),
-		"--max-connections", "4", "--read-header-timeout", "1s", "--read-timeout", "2s", "--idle-timeout", "2s",
+		"--max-connections", "4", "--read-header-timeout", "1s", "--read-timeout", "2s", "--write-timeout", "2s", "--idle-timeout", "2s",
 		"--optimizer-threads", "0")...)
 	defer sib.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)

@@ -1,0 +1,162 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// NetworkPolicies. With spec.access.networkPolicy Enabled (the default)
+// the operator keeps two:
+//
+//   - <name>: ingress to the engine pod's port 8082 only from the
+//     operator's pods (namespace Options.OperatorNamespace, label
+//     app.kubernetes.io/name=summa-operator), from the pods of the index's
+//     namespace labelled summa.dev/client=<name>, and from the peers of
+//     spec.access.allowFrom. Other ingress to the engine pod is refused;
+//     its egress is left alone (app containers of spec.podTemplate share
+//     the pod's network).
+//   - <name>-jobs: no ingress and no egress at all for the doctor and
+//     backup Jobs' pods, which need no network.
+//
+// With Disabled the operator deletes the ones it made and makes none.
+
+const (
+	// LabelAppName is the standard label naming the application; the
+	// operator's own pods carry app.kubernetes.io/name=summa-operator.
+	LabelAppName = "app.kubernetes.io/name"
+	// OperatorAppName is LabelAppName's value on the operator's pods.
+	OperatorAppName = "summa-operator"
+	// labelNamespaceName is set by the API server on every namespace.
+	labelNamespaceName = "kubernetes.io/metadata.name"
+)
+
+// desiredNetworkPolicy is the engine's NetworkPolicy for an operator
+// running in operatorNamespace ("" when it runs outside the cluster, so
+// that no pod of it is admitted).
+func desiredNetworkPolicy(x *summav1.SummaIndex, operatorNamespace string) networkingv1.NetworkPolicySpec {
+	var from []networkingv1.NetworkPolicyPeer
+	if operatorNamespace != "" {
+		from = append(from, networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelNamespaceName: operatorNamespace}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{LabelAppName: OperatorAppName}},
+		})
+	}
+	from = append(from, networkingv1.NetworkPolicyPeer{
+		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{summav1.LabelClient: x.Name}},
+	})
+	for _, p := range x.Spec.Access.AllowFrom {
+		from = append(from, *p.DeepCopy())
+	}
+	return networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: engineLabels(x)},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			Ports: []networkingv1.NetworkPolicyPort{{
+				Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(EnginePort)),
+			}},
+			From: from,
+		}},
+	}
+}
+
+// desiredJobsNetworkPolicy selects the doctor and backup Jobs' pods and
+// admits nothing in or out.
+func desiredJobsNetworkPolicy(x *summav1.SummaIndex) networkingv1.NetworkPolicySpec {
+	return networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{
+			MatchLabels: x.Labels(),
+			MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{backupContainer, doctorContainer},
+			}},
+		},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+	}
+}
+
+// ensureNetworkPolicies makes x's NetworkPolicies what the spec asks for.
+func (r *SummaIndexReconciler) ensureNetworkPolicies(ctx context.Context, x *summav1.SummaIndex) error {
+	policies := map[string]networkingv1.NetworkPolicySpec{
+		x.NetworkPolicyName():     desiredNetworkPolicy(x, r.Options.OperatorNamespace),
+		x.JobsNetworkPolicyName(): desiredJobsNetworkPolicy(x),
+	}
+	for _, name := range []string{x.NetworkPolicyName(), x.JobsNetworkPolicyName()} {
+		var err error
+		if x.NetworkPolicyEnabled() {
+			err = r.ensureNetworkPolicy(ctx, x, name, policies[name])
+		} else {
+			err = r.deleteNetworkPolicy(ctx, x, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureNetworkPolicy creates or updates one NetworkPolicy.
+func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summav1.SummaIndex, name string, spec networkingv1.NetworkPolicySpec) error {
+	cur := &networkingv1.NetworkPolicy{}
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	if apierrors.IsNotFound(err) {
+		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()}, Spec: spec}
+		if err := controllerutil.SetControllerReference(x, np, r.Scheme); err != nil {
+			return fmt.Errorf("owner reference on network policy: %w", err)
+		}
+		if err := r.Create(ctx, np); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return &accessError{reason: ReasonNetworkPolicyConflict, msg: fmt.Sprintf(
+					"NetworkPolicy %s exists and was not made by the operator for this SummaIndex: delete or rename it, or set spec.access.networkPolicy to Disabled", name)}
+			}
+			return fmt.Errorf("create network policy %s: %w", name, err)
+		}
+		r.event(x, np, corev1.EventTypeNormal, "NetworkPolicyCreated", "network policy %s created", name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get network policy %s: %w", name, err)
+	}
+	if err := r.checkOwned(x, cur, ""); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, spec) {
+		return nil
+	}
+	cur.Spec = spec
+	if err := r.Update(ctx, cur); err != nil {
+		return fmt.Errorf("update network policy %s: %w", name, err)
+	}
+	r.event(x, cur, corev1.EventTypeNormal, "NetworkPolicyUpdated", "network policy %s updated", name)
+	return nil
+}
+
+// deleteNetworkPolicy deletes one of x's NetworkPolicies, if it exists.
+func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, x *summav1.SummaIndex, name string) error {
+	cur := &networkingv1.NetworkPolicy{}
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get network policy %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(cur, x) || cur.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := r.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete network policy %s: %w", name, err)
+	}
+	r.event(x, cur, corev1.EventTypeNormal, "NetworkPolicyDeleted", "network policy %s deleted (spec.access.networkPolicy Disabled)", name)
+	return nil
+}
