@@ -161,6 +161,17 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
+// TestValuesSchemaRefusesMistakes checks that values.schema.json turns a
+// misspelt or mistyped value into an error instead of a silent default.
+func TestValuesSchemaRefusesMistakes(t *testing.T) {
+	for _, set := range []string{"replicaCount=two", "imagee.tag=v1", "metrics.port=0", "operator.resyncPeriod=soon"} {
+		cmd := exec.Command(helmBin(t), "template", releaseName, chartDir, "--set", set)
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("--set %s rendered:\n%.200s", set, out)
+		}
+	}
+}
+
 // TestChartCRDsAreConfigs checks that crds/ holds exactly config/crd/bases,
 // byte for byte (make chart-sync copies them).
 func TestChartCRDsAreConfigs(t *testing.T) {
