@@ -1,6 +1,9 @@
 package client
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // IndexStatus is the STATUS of an index.
 type IndexStatus struct {
@@ -22,6 +25,31 @@ type IndexStatus struct {
 	UncommittedDocuments int `json:"uncommittedDocuments"`
 	// ActiveOperations counts segment IDs held by active operations.
 	ActiveOperations int `json:"activeOperations"`
+	// HeldPublication is set while a committed generation's publication
+	// failed before the commit point and is retried by the engine in the
+	// background (ingestion answers Backpressure meanwhile); nil otherwise.
+	HeldPublication *HeldPublication `json:"heldPublication,omitempty"`
+}
+
+// HeldPublication is a generation whose publication failed before the
+// commit point; the engine keeps it and retries it with exponential
+// backoff until it is published (a commit or a drain also retries it).
+type HeldPublication struct {
+	// Since is when its first publication attempt failed.
+	Since time.Time `json:"since"`
+	// Attempts counts its failed publication attempts.
+	Attempts int `json:"attempts"`
+	// LastError is the last attempt's error.
+	LastError string `json:"lastError"`
+	// NextRetry is when the engine retries it in the background.
+	NextRetry time.Time `json:"nextRetry"`
+}
+
+// IndexHeldPublication is one index's held publication in Lifecycle.
+type IndexHeldPublication struct {
+	// Index is the index name.
+	Index string `json:"index"`
+	HeldPublication
 }
 
 // SegmentStatus is one live segment.
@@ -173,4 +201,8 @@ type Lifecycle struct {
 	IndexesWithPendingWrites int `json:"indexesWithPendingWrites"`
 	// CommitsInFlight counts running commits.
 	CommitsInFlight int `json:"commitsInFlight"`
+	// HeldPublications lists the indexes whose last publication failed
+	// before the commit point and is retried in the background; empty when
+	// none is held.
+	HeldPublications []IndexHeldPublication `json:"heldPublications,omitempty"`
 }

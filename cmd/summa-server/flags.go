@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/summadev/summa/engine/index"
 )
 
 // Config is the whole command line.
@@ -30,6 +32,13 @@ type Config struct {
 	IndexingWorkers int
 	// CommitFlushTimeout bounds one wait for the workers' flush.
 	CommitFlushTimeout time.Duration
+	// IndexingBufferBytes is the in-memory size at which an indexing
+	// worker writes its documents as a prepared segment before the commit.
+	IndexingBufferBytes int64
+	// PublicationRetryMin and PublicationRetryMax bound the exponential
+	// backoff of the background retry of a publication that failed before
+	// its commit point.
+	PublicationRetryMin, PublicationRetryMax time.Duration
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
 	// MaxDocumentBytes bounds one NDJSON document.
@@ -167,7 +176,7 @@ const maintenanceHelp = " (see docs/engine.md, maintenance)"
 // parseFlags reads the command line, then fills every flag not given there
 // from its environment variable.
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
-	cfg := Config{MaxRequestBytes: 64 << 20, MaxDocumentBytes: 1 << 20}
+	cfg := Config{MaxRequestBytes: 64 << 20, MaxDocumentBytes: 1 << 20, IndexingBufferBytes: 64 << 20}
 	fs := flag.NewFlagSet("summa-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -186,6 +195,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&cfg.AutocommitInterval, "autocommit-interval", 0, "commit every index with uncommitted documents at this interval (0: off)")
 	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 0, "indexing workers per index (0: GOMAXPROCS, at most 8)")
 	fs.DurationVar(&cfg.CommitFlushTimeout, "commit-flush-timeout", 5*time.Minute, "wait for the indexing workers' flush before a commit answers CommitFlushTimeout")
+	fs.Var((*byteSize)(&cfg.IndexingBufferBytes), "indexing-buffer-bytes", "in-memory size at which an indexing worker writes a segment before the commit (e.g. 64MiB)")
+	fs.DurationVar(&cfg.PublicationRetryMin, "publication-retry-min", index.DefaultPublicationRetryMin,
+		"first background retry of a publication that failed before its commit point (doubles up to --publication-retry-max)")
+	fs.DurationVar(&cfg.PublicationRetryMax, "publication-retry-max", index.DefaultPublicationRetryMax,
+		"largest delay between background retries of a failed publication")
 	fs.Var((*byteSize)(&cfg.MaxRequestBytes), "max-request-bytes", "largest request body; larger bodies get 413 (e.g. 64MiB)")
 	fs.Var((*byteSize)(&cfg.MaxDocumentBytes), "max-document-bytes", "largest NDJSON document; larger ones get 413 (e.g. 1MiB)")
 	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
@@ -263,6 +277,8 @@ func (c *Config) validate() error {
 		return errors.New("--indexing-workers must not be negative")
 	case c.CommitFlushTimeout <= 0:
 		return errors.New("--commit-flush-timeout must be positive")
+	case c.PublicationRetryMin <= 0 || c.PublicationRetryMax < c.PublicationRetryMin:
+		return errors.New("--publication-retry-min must be positive and at most --publication-retry-max")
 	case c.MaxDocumentBytes > c.MaxRequestBytes:
 		return errors.New("--max-document-bytes must not exceed --max-request-bytes")
 	case m.OptimizerThreads < 0:

@@ -27,13 +27,15 @@ func TestFlagsFromEnv(t *testing.T) {
 		"SUMMA_TLS_KEY_FILE":                     "/tls/tls.key",
 		"SUMMA_READ_TIMEOUT":                     "30s",
 		"SUMMA_MAX_CONNECTIONS":                  "64",
+		"SUMMA_PUBLICATION_RETRY_MAX":            "30s",
 	}
 	cfg, err := parseFlags([]string{"--listen", "127.0.0.1:1234"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{DataDir: "/env/data", Listen: "127.0.0.1:1234", ShutdownDeadline: 40 * time.Second,
-		CommitFlushTimeout: 5 * time.Minute, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
+		CommitFlushTimeout: 5 * time.Minute, IndexingBufferBytes: 64 << 20,
+		PublicationRetryMin: time.Second, PublicationRetryMax: 30 * time.Second, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
 		Maintenance: MaintenanceConfig{OptimizerThreads: 0, OptimizerScanInterval: 30 * time.Second,
 			OptimizerBackoffMin: 30 * time.Second, OptimizerBackoffMax: 30 * time.Minute,
 			OptimizerMaxUnconvergedPasses: 5, BPMemoryBudgetMB: 256, BPTimeBudget: 2 * time.Minute},
@@ -62,6 +64,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--data-dir", "d"}, map[string]string{"SUMMA_SHUTDOWN_DEADLINE": "soon"}, "SUMMA_SHUTDOWN_DEADLINE"},
 		{[]string{"--data-dir", "d", "--max-document-bytes", "2MiB", "--max-request-bytes", "1MiB"}, nil, "must not exceed"},
 		{[]string{"--data-dir", "d", "--optimizer-backoff-min", "1h"}, nil, "backoff"},
+		{[]string{"--data-dir", "d", "--publication-retry-min", "2m"}, nil, "--publication-retry-min"},
+		{[]string{"--data-dir", "d", "--indexing-buffer-bytes", "0"}, nil, "invalid size"},
 		{[]string{"--data-dir", "d", "--report-file", "r"}, nil, "only with --doctor"},
 		{[]string{"--data-dir", "d", "--log-level", "loud"}, nil, "log level"},
 	} {

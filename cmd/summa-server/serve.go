@@ -153,9 +153,12 @@ func registryOptions(cfg Config, log logr.Logger) registry.Options {
 	return registry.Options{
 		Logger: log.WithName("registry"),
 		Index: index.Options{
-			Logger:             log.WithName("index"),
-			IndexingWorkers:    cfg.IndexingWorkers,
-			CommitFlushTimeout: cfg.CommitFlushTimeout,
+			Logger:              log.WithName("index"),
+			IndexingWorkers:     cfg.IndexingWorkers,
+			CommitFlushTimeout:  cfg.CommitFlushTimeout,
+			WorkerBufferBytes:   cfg.IndexingBufferBytes,
+			PublicationRetryMin: cfg.PublicationRetryMin,
+			PublicationRetryMax: cfg.PublicationRetryMax,
 		},
 		Optimizer: optimizer.Config{
 			Threads:      m.OptimizerThreads,

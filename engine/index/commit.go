@@ -89,7 +89,9 @@ func (w *writer) runCommit() (CommitResult, error) {
 	res, err := w.idx.publish(job)
 	if err != nil {
 		// C11: the prepared outputs stay owned by the job; workers stay
-		// paused; a retried Commit publishes the same outputs.
+		// paused; a retried Commit, or the background retry, publishes the
+		// same outputs.
+		w.hold(err)
 		return CommitResult{}, err
 	}
 	// C09: publication and the primary-key view refresh (the new snapshot)
@@ -132,16 +134,20 @@ func (w *writer) retry(failed *generation) {
 		next.tasks = append(next.tasks, t)
 		w.enqueueLocked(t)
 	}
-	w.mu.job = nil
+	w.mu.job, w.mu.held = nil, nil
 	w.mu.gen = next
 	close(w.mu.idle)
 }
 
-// resume starts a new generation and admits ingestion again.
+// resume starts a new generation and admits ingestion again; a held
+// publication is over.
 func (w *writer) resume() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.mu.job = nil
+	if w.background && w.mu.held != nil {
+		w.mu.retries.Succeeded++
+	}
+	w.mu.job, w.mu.held = nil, nil
 	w.mu.gen = newGeneration()
 	close(w.mu.idle)
 }
@@ -177,14 +183,14 @@ func (j *flushJob) outputs() []*prepared {
 
 // IsRetryable reports whether err from Commit leaves the generation intact
 // for a retried Commit (flush timeout or publication failure before the
-// rename).
+// rename; the latter is also retried in the background).
 func IsRetryable(err error) bool {
 	return errors.Is(err, ErrCommitFlushTimeout) || errors.Is(err, ErrPublication)
 }
 
 // ErrPublication: publication failed before the rename (C11); nothing was
-// committed, the prepared segments stay owned, and a retried Commit
-// publishes them.
+// committed, the prepared segments stay owned, and a retried Commit or the
+// writer's background retry (Options.PublicationRetryMin) publishes them.
 var ErrPublication = errors.New("index: publication failed before the commit point; retry commit")
 
 // currentResult describes the published generation without changing it.

@@ -282,6 +282,11 @@ type Status struct {
 	UncommittedDocuments int
 	// ActiveOperations counts IDs held by active operations.
 	ActiveOperations int
+	// HeldPublication is set while a prepared generation whose publication
+	// failed before the commit point awaits its retry (C11); nil otherwise.
+	HeldPublication *HeldPublication
+	// PublicationRetries counts background retries of held publications.
+	PublicationRetries PublicationRetries
 }
 
 // SegmentStatus describes one live segment.
@@ -323,6 +328,7 @@ func (idx *Index) Status() Status {
 	sort.Slice(st.Quarantined, func(i, j int) bool { return st.Quarantined[i].Segment < st.Quarantined[j].Segment })
 	if idx.w != nil {
 		st.UncommittedDocuments = idx.w.uncommitted()
+		st.HeldPublication, st.PublicationRetries = idx.w.heldStatus()
 	}
 	st.ActiveOperations = idx.mgr.ActiveOperations()
 	return st

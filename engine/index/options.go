@@ -7,6 +7,14 @@ import (
 	"github.com/go-logr/logr"
 )
 
+// Defaults of the background retry of a held publication.
+const (
+	// DefaultPublicationRetryMin is the default of Options.PublicationRetryMin.
+	DefaultPublicationRetryMin = time.Second
+	// DefaultPublicationRetryMax is the default of Options.PublicationRetryMax.
+	DefaultPublicationRetryMax = time.Minute
+)
+
 // Options tune an index. The zero value is usable.
 type Options struct {
 	// Logger receives lifecycle events.
@@ -20,6 +28,12 @@ type Options struct {
 	// CommitFlushTimeout bounds how long Commit waits for the workers'
 	// flush before returning ErrCommitFlushTimeout (default 5 minutes).
 	CommitFlushTimeout time.Duration
+	// PublicationRetryMin is the first delay before the writer retries, in
+	// the background, a publication that failed before its commit point
+	// (C11); the delay doubles after every failed attempt (default 1s).
+	PublicationRetryMin time.Duration
+	// PublicationRetryMax caps that delay (default 1 minute).
+	PublicationRetryMax time.Duration
 	// Hooks are test-only fault points.
 	Hooks Hooks
 }
@@ -49,5 +63,12 @@ func (o Options) withDefaults() Options {
 	if o.CommitFlushTimeout <= 0 {
 		o.CommitFlushTimeout = 5 * time.Minute
 	}
+	if o.PublicationRetryMin <= 0 {
+		o.PublicationRetryMin = DefaultPublicationRetryMin
+	}
+	if o.PublicationRetryMax <= 0 {
+		o.PublicationRetryMax = DefaultPublicationRetryMax
+	}
+	o.PublicationRetryMax = max(o.PublicationRetryMax, o.PublicationRetryMin)
 	return o
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -361,9 +362,13 @@ func TestC10_IngestionBackpressureUntilFinalizerEnds(t *testing.T) {
 func TestC11_PublicationFailureKeepsPreparedForRetry(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := testOptions()
-	fail := true
+	// The client's retry is tested here; the background retry (which would
+	// also publish) is tested in rules_held_test.go.
+	opts.PublicationRetryMin = time.Hour
+	var fail atomic.Bool
+	fail.Store(true)
 	opts.Hooks.BeforePublish = func() error {
-		if fail {
+		if fail.Load() {
 			return errors.New("injected publication failure")
 		}
 		return nil
@@ -387,7 +392,7 @@ func TestC11_PublicationFailureKeepsPreparedForRetry(t *testing.T) {
 	if err := idx.Add(docs(t, 40, 41, 1)); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("a new generation mixed into the prepared one: %v", err)
 	}
-	fail = false
+	fail.Store(false)
 	res := mustCommit(t, idx)
 	if res.Documents != 40 {
 		t.Fatalf("retry published %d docs, want 40", res.Documents)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/summadev/summa/engine/schema"
 )
@@ -22,6 +23,13 @@ type writer struct {
 	workersDone sync.WaitGroup
 	// cancelWorkers stops long worker loops on close.
 	cancelWorkers context.CancelFunc
+	// retrier retries a held publication in the background (C11).
+	retrier retrier
+	// stopOnce closes retrier.stop once.
+	stopOnce sync.Once
+	// background is true while the retrier's attempt runs. Guarded by the
+	// writer guard (only its holder reads or writes it).
+	background bool
 
 	// mu guards the admission state below.
 	mu struct {
@@ -31,6 +39,11 @@ type writer struct {
 		// job is the generation being committed; while set, ingestion gets
 		// ErrBackpressure (C10) and a retried Commit resumes it (C06, C11).
 		job *flushJob
+		// held is set while job's publication failed before the commit
+		// point and awaits a retry (C11); see held.go.
+		held *heldPublication
+		// retries counts background retries of held publications.
+		retries PublicationRetries
 		// idle is closed when no commit holds the generation.
 		idle chan struct{}
 		// nextOpstamp orders operations.
@@ -43,7 +56,7 @@ type writer struct {
 }
 
 func newWriter(idx *Index) *writer {
-	w := &writer{idx: idx, guard: make(chan struct{}, 1)}
+	w := &writer{idx: idx, guard: make(chan struct{}, 1), retrier: newRetrier()}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancelWorkers = cancel
 	w.mu.gen = newGeneration()
@@ -57,6 +70,7 @@ func newWriter(idx *Index) *writer {
 		w.workersDone.Add(1)
 		go wk.run(ctx, &w.workersDone)
 	}
+	go w.retryLoop()
 	return w
 }
 
@@ -66,6 +80,11 @@ func (w *writer) admitLocked() error {
 	switch {
 	case w.mu.closed:
 		return ErrClosed
+	case w.mu.held != nil:
+		h := w.mu.held
+		return fmt.Errorf("%w: the publication of the previous commit failed before its commit point (%v); "+
+			"it is retried in the background (next at %s) or by the next commit",
+			ErrBackpressure, h.lastErr, h.nextRetry.UTC().Format(time.RFC3339))
 	case w.mu.job != nil:
 		return ErrBackpressure
 	}
@@ -197,13 +216,16 @@ func (idx *Index) UncommittedDocuments() int {
 	return idx.w.uncommitted()
 }
 
-// close stops the writer: it waits for an accepted commit task to release
-// the writer guard (S02), rejects new operations, joins the workers (D01
-// step 4) and abandons unpublished outputs (D01 step 5).
+// close stops the writer: it stops the background retry of a held
+// publication, waits for an accepted commit task (or a retry already
+// publishing) to release the writer guard (S02), rejects new operations,
+// joins the workers (D01 step 4) and abandons unpublished outputs, a held
+// generation included (D01 step 5).
 func (w *writer) close(ctx context.Context, deleting bool) error {
 	w.mu.Lock()
 	w.mu.closed = true
 	w.mu.Unlock()
+	w.stopRetrier()
 	if deleting {
 		w.cancelWorkers()
 	}
@@ -213,6 +235,13 @@ func (w *writer) close(ctx context.Context, deleting bool) error {
 		return fmt.Errorf("index: waiting for the running commit: %w", ctx.Err())
 	}
 	defer func() { <-w.guard }()
+	// With the guard held and stop closed the retrier cannot start an
+	// attempt; it returns at once.
+	select {
+	case <-w.retrier.done:
+	case <-ctx.Done():
+		return fmt.Errorf("index: waiting for the publication retrier: %w", ctx.Err())
+	}
 	w.cancelWorkers()
 	for _, wk := range w.workers {
 		close(wk.queue)
@@ -220,7 +249,7 @@ func (w *writer) close(ctx context.Context, deleting bool) error {
 	w.workersDone.Wait()
 	w.mu.Lock()
 	job, gen := w.mu.job, w.mu.gen
-	w.mu.job = nil
+	w.mu.job, w.mu.held = nil, nil
 	w.mu.Unlock()
 	if job != nil && !job.published {
 		abandonAll(job.takeResults())

@@ -101,7 +101,7 @@ func (h *Handle) retryBackpressure(ctx context.Context, op func(*index.Index) er
 		select {
 		case <-idx.Idle():
 		case <-ctx.Done():
-			return index.ErrBackpressure
+			return err // ErrBackpressure, with the engine's reason
 		case <-h.Done():
 			return ErrIndexDeleting
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -387,5 +388,58 @@ func TestLifecycleEstimateGrowsWithBacklog(t *testing.T) {
 	big := r.Lifecycle()
 	if !(small.DrainEstimateSeconds > 0 && big.DrainEstimateSeconds > small.DrainEstimateSeconds) || big.UncommittedDocuments != 5000 {
 		t.Fatalf("estimates: idle %+v, small %+v, big %+v", empty, small, big)
+	}
+}
+
+// TestC11_HeldPublicationHealsAfterADrainTimedOutAndResumed: a drain over a
+// publication that fails before its commit point cannot finish; it times
+// out and writes resume. Nobody commits again, yet once the fault heals
+// the engine's background retry publishes the held generation, ingestion
+// is admitted again and the lifecycle answer no longer lists it.
+func TestC11_HeldPublicationHealsAfterADrainTimedOutAndResumed(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	opts := Options{Index: index.Options{
+		PublicationRetryMin: 5 * time.Millisecond,
+		PublicationRetryMax: 20 * time.Millisecond,
+		Hooks: index.Hooks{BeforePublish: func() error {
+			if fail.Load() {
+				return errors.New("injected publication failure")
+			}
+			return nil
+		}},
+	}}
+	r := openTest(t, vfs.NewMem(), opts)
+	defer r.Close(context.Background())
+	h := mustCreate(t, r, "articles")
+	defer h.Release()
+	if err := h.Add(context.Background(), docs(t, 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	err := r.Drain(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("a drain over a failing publication finished")
+	}
+	held := r.Lifecycle().HeldPublications
+	if len(held) != 1 || held[0].Index != "articles" || held[0].Attempts < 1 || held[0].LastError == "" {
+		t.Fatalf("lifecycle after the failed drain: %+v", held)
+	}
+	r.Resume()
+	fail.Store(false)
+	// No commit: the write below waits for the background publication
+	// (the generous bound only keeps a broken build from hanging).
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Add(ctx, docs(t, 10, 11)); err != nil {
+		t.Fatalf("ingestion after the fault healed: %v", err)
+	}
+	st := h.Status()
+	if st.Documents != 10 || st.UncommittedDocuments != 1 || st.HeldPublication != nil {
+		t.Fatalf("status after the background publication: %+v", st.Status)
+	}
+	if held := r.Lifecycle().HeldPublications; len(held) != 0 {
+		t.Fatalf("lifecycle still lists %+v", held)
 	}
 }

@@ -94,6 +94,24 @@ type Estimate struct {
 	IndexesWithPendingWrites int `json:"indexesWithPendingWrites"`
 	// CommitsInFlight counts running commit tasks.
 	CommitsInFlight int `json:"commitsInFlight"`
+	// HeldPublications lists, by index name, the generations whose
+	// publication failed before the commit point and is being retried
+	// (C11); omitted when none is held.
+	HeldPublications []HeldPublication `json:"heldPublications,omitempty"`
+}
+
+// HeldPublication is one index's held publication in the lifecycle answer.
+type HeldPublication struct {
+	// Index is the index name.
+	Index string `json:"index"`
+	// Since is when its first publication attempt failed.
+	Since time.Time `json:"since"`
+	// Attempts counts its failed publication attempts.
+	Attempts int `json:"attempts"`
+	// LastError is the last attempt's error.
+	LastError string `json:"lastError"`
+	// NextRetry is when the engine retries it in the background.
+	NextRetry time.Time `json:"nextRetry"`
 }
 
 // Lifecycle returns the drain estimate: for every index with pending
@@ -114,6 +132,10 @@ func (r *Registry) Lifecycle() Estimate {
 		est.ActiveOperations += st.ActiveOperations
 		est.QuarantinedSegments += len(st.Quarantined)
 		est.DurabilityDegraded = est.DurabilityDegraded || st.DurabilityDegraded
+		if h := st.HeldPublication; h != nil {
+			est.HeldPublications = append(est.HeldPublications, HeldPublication{Index: e.name,
+				Since: h.Since.UTC(), Attempts: h.Attempts, LastError: h.LastError, NextRetry: h.NextRetry.UTC()})
+		}
 		if st.UncommittedDocuments > 0 {
 			est.IndexesWithPendingWrites++
 			est.DrainEstimateSeconds += float64(st.UncommittedDocuments)/rate + fixed

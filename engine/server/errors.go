@@ -189,7 +189,8 @@ func toAPIError(err error) *apiError {
 		e.retryable = true
 		return e
 	case errors.Is(err, index.ErrPublication):
-		e := newError(http.StatusInternalServerError, CodeInternal, "%v", err)
+		e := newError(http.StatusInternalServerError, CodeInternal,
+			"%v; nothing was committed, the generation is held and the engine retries it in the background", err)
 		e.retryable = true
 		return e
 	case errors.Is(err, index.ErrNoPrimaryKey):

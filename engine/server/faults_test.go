@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,6 +102,96 @@ func TestGenerationFailed(t *testing.T) {
 	}
 	// The accepted documents were kept: committing again publishes them.
 	if res := e.mustCommit("gf"); res.Documents != uint64(len(docs)) {
+		t.Fatalf("documents %d", res.Documents)
+	}
+}
+
+// TestHeldPublicationRetriedInBackground fails a publication before its
+// commit point: commit answers 500, retryable; STATUS, /v1/admin/lifecycle
+// and /metrics show the held publication; ingestion answers Backpressure.
+// Once the fault heals the engine publishes the held generation itself,
+// without another commit: the documents are visible, ingestion is
+// admitted, and the held state is gone.
+func TestHeldPublicationRetriedInBackground(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	e := newEnvWith(t, server.Limits{BackpressureWait: 50 * time.Millisecond}, index.Options{
+		IndexingWorkers:     1,
+		PublicationRetryMin: 5 * time.Millisecond,
+		PublicationRetryMax: 20 * time.Millisecond,
+		Hooks: index.Hooks{BeforePublish: func() error {
+			if fail.Load() {
+				return errors.New("injected: the directory refuses metadata.json.tmp")
+			}
+			return nil
+		}},
+	})
+	e.create("hp")
+	docs := paragraphDocs(t, 10)
+	e.mustAdd("hp", docs...)
+	_, err := e.c.Commit(e.ctx, "hp")
+	if ae := wantAPIError(t, err, 500, client.CodeInternal); !ae.Retryable || !strings.Contains(ae.Message, "background") {
+		t.Fatalf("failed publication: %+v", ae)
+	}
+	st, err := e.c.GetIndex(e.ctx, "hp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := st.HeldPublication; h == nil || h.Attempts < 1 || !strings.Contains(h.LastError, "injected") ||
+		h.Since.IsZero() || h.NextRetry.Before(h.Since) {
+		t.Fatalf("STATUS while held: %+v", h)
+	}
+	lc, err := e.c.Lifecycle(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lc.HeldPublications) != 1 || lc.HeldPublications[0].Index != "hp" || lc.HeldPublications[0].Attempts < 1 {
+		t.Fatalf("lifecycle while held: %+v", lc.HeldPublications)
+	}
+	out, err := e.c.Metrics(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `summa_index_held_publication{index="hp"} 1`) {
+		t.Errorf("metrics lack the held gauge")
+	}
+	_, err = e.c.AddDocuments(e.ctx, "hp", map[string]any{"id": "late"})
+	if ae := wantAPIError(t, err, 503, client.CodeBackpressure); !strings.Contains(ae.Message, "retried in the background") {
+		t.Fatalf("backpressure while held: %+v", ae)
+	}
+
+	fail.Store(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err = e.c.GetIndex(e.ctx, "hp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.HeldPublication == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held publication was not retried: %+v", st.HeldPublication)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.Documents != uint64(len(docs)) || st.UncommittedDocuments != 0 || st.Generation != 1 {
+		t.Fatalf("after the background retry: %+v", st)
+	}
+	if lc, err = e.c.Lifecycle(e.ctx); err != nil || len(lc.HeldPublications) != 0 {
+		t.Fatalf("lifecycle after the retry: %v %+v", err, lc)
+	}
+	out, _ = e.c.Metrics(e.ctx)
+	for _, want := range []string{
+		`summa_index_held_publication{index="hp"} 0`,
+		`summa_held_publication_retries_total{index="hp",outcome="success"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	e.mustAdd("hp", map[string]any{"id": "late"})
+	if res := e.mustCommit("hp"); res.Documents != uint64(len(docs))+1 {
 		t.Fatalf("documents %d", res.Documents)
 	}
 }

@@ -42,6 +42,10 @@ func toIndexStatus(st registry.Status) IndexStatus {
 	if st.Deleting {
 		out.State = StateDeleting
 	}
+	if h := st.HeldPublication; h != nil {
+		out.HeldPublication = &client.HeldPublication{Since: h.Since.UTC(), Attempts: h.Attempts,
+			LastError: h.LastError, NextRetry: h.NextRetry.UTC()}
+	}
 	for _, s := range st.Segments {
 		out.Segments = append(out.Segments, SegmentStatus{ID: s.ID.String(), Documents: s.Documents,
 			DeletedDocuments: s.DeletedDocuments, SizeBytes: s.SizeBytes})

@@ -202,6 +202,14 @@ var (
 		"How long a drain would take now.", nil, nil)
 	descActiveOps = prometheus.NewDesc("summa_active_operations",
 		"Segment IDs held by active operations plus running commits.", nil, nil)
+	descHeld = prometheus.NewDesc("summa_index_held_publication",
+		"1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).",
+		[]string{"index"}, nil)
+	descHeldAttempts = prometheus.NewDesc("summa_index_held_publication_attempts",
+		"Failed publication attempts of the held generation (0 when none is held).", []string{"index"}, nil)
+	descHeldRetries = prometheus.NewDesc("summa_held_publication_retries_total",
+		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).",
+		[]string{"index", "outcome"}, nil)
 	descSwept = prometheus.NewDesc("summa_orphan_segments_swept_total",
 		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).", nil, nil)
 )
@@ -216,7 +224,7 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDocuments, descSegments, descQuarantined, descDegraded,
 		descUncommitted, descGeneration, descSize, descDeleting, descDraining, descDrained,
-		descDrainEstimate, descActiveOps, descSwept} {
+		descDrainEstimate, descActiveOps, descSwept, descHeld, descHeldAttempts, descHeldRetries} {
 		ch <- d
 	}
 }
@@ -239,6 +247,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descGeneration, float64(st.Generation), st.Name)
 		gauge(descSize, float64(size), st.Name)
 		gauge(descDeleting, boolValue(st.Deleting), st.Name)
+		attempts := 0
+		if st.HeldPublication != nil {
+			attempts = st.HeldPublication.Attempts
+		}
+		gauge(descHeld, boolValue(st.HeldPublication != nil), st.Name)
+		gauge(descHeldAttempts, float64(attempts), st.Name)
+		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
+			float64(st.PublicationRetries.Succeeded), st.Name, OutcomeSuccess)
+		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
+			float64(st.PublicationRetries.Failed), st.Name, OutcomeError)
 	}
 	ds := c.r.DrainStatus()
 	gauge(descDraining, boolValue(ds.Draining))

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/summadev/summa/internal/testserver"
 )
@@ -139,6 +140,18 @@ type IndexStatus struct {
 	Quarantined          []QuarantineStatus `json:"quarantined"`
 	DurabilityDegraded   bool               `json:"durabilityDegraded"`
 	UncommittedDocuments int64              `json:"uncommittedDocuments"`
+	HeldPublication      *HeldPublication   `json:"heldPublication"`
+}
+
+// HeldPublication is a generation whose publication failed before the
+// commit point and that the engine retries in the background (STATUS and
+// /v1/admin/lifecycle); absent or null when nothing is held.
+type HeldPublication struct {
+	Index     string    `json:"index"` // lifecycle only
+	Since     time.Time `json:"since"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"lastError"`
+	NextRetry time.Time `json:"nextRetry"`
 }
 
 // CommitResult is the answer to a commit.
