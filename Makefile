@@ -3,7 +3,23 @@
 GO ?= go
 FUZZTIME ?= 2000x
 
+# The release: its version, and the images it ships (registry-qualified, so
+# that config/default, dist/install.yaml and the Helm chart pull on any
+# cluster). The operator's default engine image is ENGINE_IMG, stamped into
+# its binary by the Dockerfile.
+VERSION ?= v0.2.0
+IMAGE_REGISTRY ?= ghcr.io/summadev
+IMG ?= $(IMAGE_REGISTRY)/summa-operator:$(VERSION)
+ENGINE_IMG ?= $(IMAGE_REGISTRY)/summa-server:$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# CONTAINER_TOOL builds and pushes the images (docker, podman or buildah).
+CONTAINER_TOOL ?= docker
+
 ##@ General
+
+.PHONY: print-%
+print-%: ## Print a variable's value (make print-IMG).
+	@echo $($*)
 
 .PHONY: help
 help: ## Show this help.
@@ -23,8 +39,8 @@ vet: ## go vet and gofmt check.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: vet envtest ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, a short fuzz run, then the e2e specs on the local cluster).
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./...
+test: vet envtest helm ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, Helm chart against config/, a short fuzz run, then the e2e specs on the local cluster).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 HELM=$(HELM) SUMMA_REQUIRE_HELM=1 $(GO) test -count=1 ./...
 	@cat bin/hostile-figures.txt
 	$(GO) test -count=1 -race -short ./engine/lifecycle/ ./engine/index/ ./engine/registry/ ./engine/optimizer/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
@@ -86,18 +102,19 @@ $(CONTROLLER_GEN):
 	mv $(CURDIR)/bin/controller-gen $@
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRD (config/crd/bases) and the operator's ClusterRole (config/rbac/role.yaml).
+manifests: controller-gen ## Generate the CRD (config/crd/bases) and the operator's ClusterRole (config/rbac/role.yaml); copy both into the Helm chart.
 	$(CONTROLLER_GEN) rbac:roleName=summa-operator crd:allowDangerousTypes=true paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart-sync
 
 .PHONY: generate
 generate: controller-gen ## Generate the deepcopy code of api/ (zz_generated.deepcopy.go).
 	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: verify-manifests
-verify-manifests: manifests generate ## Regenerate CRD, RBAC and deepcopy code; fail if config/ or api/ differ from git (CI).
-	@git diff --exit-code -- config api || { echo "config/ or api/ is out of date: run 'make manifests generate' and commit the result"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- config api); if [ -n "$$untracked" ]; then \
+verify-manifests: manifests generate ## Regenerate CRD, RBAC, the chart's copies and deepcopy code; fail if config/, api/ or the chart differ from git (CI).
+	@git diff --exit-code -- config api $(CHART_DIR) || { echo "config/, api/ or $(CHART_DIR) is out of date: run 'make manifests generate' and commit the result"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- config api $(CHART_DIR)); if [ -n "$$untracked" ]; then \
 	  echo "generated files not in git:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: envtest
@@ -137,6 +154,95 @@ e2e: ## End-to-end specs (test/e2e) on the local cluster (brought up, and down a
 .PHONY: e2e-kind
 e2e-kind: ## The same e2e specs on a kind cluster (needs Docker and kind; not run on machines without them).
 	GO=$(GO) hack/e2e-kind.sh
+
+##@ Build and release
+
+# Platforms of docker-buildx.
+PLATFORMS ?= linux/arm64,linux/amd64
+# The Dockerfile's build arguments: version, commit and the engine image the
+# operator defaults to.
+DOCKER_BUILD_ARGS ?= --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg ENGINE_IMAGE=$(ENGINE_IMG)
+
+.PHONY: docker-build docker-push docker-buildx docker-build-local
+docker-build: ## Build the operator (IMG) and engine (ENGINE_IMG) images from the Dockerfile with CONTAINER_TOOL.
+	$(CONTAINER_TOOL) build $(DOCKER_BUILD_ARGS) --target operator -t $(IMG) .
+	$(CONTAINER_TOOL) build $(DOCKER_BUILD_ARGS) --target engine -t $(ENGINE_IMG) .
+
+docker-push: ## Push IMG and ENGINE_IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+	$(CONTAINER_TOOL) push $(ENGINE_IMG)
+
+docker-buildx: ## Build and push both images for PLATFORMS with docker buildx (cross-compiled: the builder runs on the build platform).
+	- $(CONTAINER_TOOL) buildx create --name summa-builder
+	$(CONTAINER_TOOL) buildx use summa-builder
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) $(DOCKER_BUILD_ARGS) --target operator -t $(IMG) .
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) $(DOCKER_BUILD_ARGS) --target engine -t $(ENGINE_IMG) .
+	- $(CONTAINER_TOOL) buildx rm summa-builder
+
+docker-build-local: ## Build both images from the Dockerfile here (buildah, base images made from this machine), as tarballs in bin/images/dockerfile; import them when the local cluster runs.
+	VERSION=$(VERSION) COMMIT=$(COMMIT) IMG=$(IMG) ENGINE_IMG=$(ENGINE_IMG) GO=$(GO) \
+	  CONTAINERD_SOCK=$(CLUSTER_DIR)/run/containerd/containerd.sock hack/dockerbuild.sh
+
+##@ Deployment
+
+# KUSTOMIZE builds a kustomization with the images pinned (hack/kustomize:
+# kustomize's Go API; no binary to install, no committed file edited).
+KUSTOMIZE ?= $(GO) run ./hack/kustomize
+# The operator image's name as config/manager spells it, replaced by IMG.
+CONFIG_IMG_NAME = ghcr.io/summadev/summa-operator
+# KUBECTL is the kubectl on PATH, else the local cluster's.
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(CLUSTER_DIR)/kubectl)
+ignore-not-found ?= true
+
+.PHONY: build-installer install uninstall deploy undeploy
+build-installer: ## Write dist/install.yaml: CRD, namespace, RBAC and the operator Deployment with IMG and ENGINE_IMG pinned.
+	@mkdir -p dist
+	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default > dist/install.yaml.tmp
+	@mv dist/install.yaml.tmp dist/install.yaml
+	@echo "wrote dist/install.yaml ($(IMG), engine $(ENGINE_IMG))"
+
+install: ## Install the CRD into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) config/crd | $(KUBECTL) apply --server-side -f -
+
+uninstall: ## Remove the CRD (and with it every SummaIndex: their volumes follow each one's reclaimPolicy only while the operator runs).
+	$(KUSTOMIZE) config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+deploy: ## Deploy the operator (config/default, IMG and ENGINE_IMG pinned) to the cluster of the current kubeconfig.
+	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default | $(KUBECTL) apply --server-side -f -
+
+undeploy: ## Remove what deploy created (SummaIndexes first, so the operator still runs their deletion).
+	-$(KUBECTL) delete summaindexes --all --all-namespaces --wait=true --timeout=10m
+	$(KUSTOMIZE) -image $(CONFIG_IMG_NAME)=$(IMG) -engine-image $(ENGINE_IMG) config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+##@ Helm chart
+
+CHART_DIR = charts/summa-operator
+# Helm, built from its Go module into bin/ (like controller-gen); the
+# binary's name carries the version so that a bump builds the new one.
+HELM_VERSION ?= v4.3.2
+HELM ?= $(CURDIR)/bin/helm-$(HELM_VERSION)
+# The RBAC files of config/rbac whose rules the chart's templates use.
+CHART_RBAC = role.yaml leader_election_role.yaml summaindex_editor_role.yaml summaindex_viewer_role.yaml
+
+.PHONY: helm chart-sync helm-lint helm-package
+helm: $(HELM) ## Build helm (HELM_VERSION) from its Go module into bin/ (cached; a few minutes cold).
+$(HELM):
+	@mkdir -p $(CURDIR)/bin/.helm-build
+	GOBIN=$(CURDIR)/bin/.helm-build $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(CURDIR)/bin/.helm-build/helm $@
+
+chart-sync: ## Copy the CRD (config/crd/bases) and the RBAC rules (config/rbac) into the chart (run by manifests; never edit the copies).
+	@mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/files/rbac
+	@rm -f $(CHART_DIR)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	cd config/rbac && cp $(CHART_RBAC) $(CURDIR)/$(CHART_DIR)/files/rbac/
+
+helm-lint: helm ## helm lint the chart (strict).
+	$(HELM) lint --strict $(CHART_DIR)
+
+helm-package: helm ## Package the chart for VERSION into dist/ (chart version VERSION without the v, appVersion VERSION).
+	@mkdir -p dist
+	$(HELM) package $(CHART_DIR) --version $(VERSION:v%=%) --app-version $(VERSION) -d dist
 
 ##@ kubectl plugin
 

@@ -6,12 +6,14 @@
 //	        [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
 //
 // It finds the cluster from KUBECONFIG or the in-cluster service account.
+// `manager version` prints the build's version.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +31,28 @@ import (
 // leaderElectionID names the Lease the replicas compete for.
 const leaderElectionID = "summa-operator.summa.dev"
 
+// Set at build time (Dockerfile, Makefile) with
+// -ldflags "-X main.version=v0.2.0 -X main.commit=<sha> -X main.defaultEngineImage=<ref>".
+var (
+	// version is the operator's release.
+	version = "dev"
+	// commit is the source revision it was built from, when stamped.
+	commit = ""
+	// defaultEngineImage is the engine image of the same release; empty in
+	// a development build, which then uses controllers.DefaultEngineImage.
+	defaultEngineImage = ""
+)
+
+// engineImageDefault is --engine-image's default: the environment's
+// SUMMA_ENGINE_IMAGE, else the engine image stamped into the build, else
+// the development image.
+func engineImageDefault() string {
+	if defaultEngineImage != "" {
+		return envOr("SUMMA_ENGINE_IMAGE", defaultEngineImage)
+	}
+	return envOr("SUMMA_ENGINE_IMAGE", controllers.DefaultEngineImage)
+}
+
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
@@ -38,12 +62,16 @@ func main() {
 
 // run parses flags and runs the manager until SIGTERM.
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Printf("%s, engine image %s\n", versionString(), engineImageDefault())
+		return nil
+	}
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	var (
 		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 turns it off)")
 		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 		leaderElect   = fs.Bool("leader-elect", false, "hold a Lease so that only one replica reconciles")
-		engineImage   = fs.String("engine-image", envOr("SUMMA_ENGINE_IMAGE", controllers.DefaultEngineImage), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
+		engineImage   = fs.String("engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
 		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
 		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "bound of each call to an engine's API")
 		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
@@ -114,12 +142,21 @@ func run(args []string) error {
 	if *operatorNS == "" {
 		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
 	}
-	lg.Info("Starting", "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
+	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
 		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// versionString names the build.
+func versionString() string {
+	v := version
+	if commit != "" {
+		v += " (commit " + commit + ")"
+	}
+	return fmt.Sprintf("summa-operator %s %s %s/%s", v, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 }
 
 // envOr returns the environment variable k, or def when unset.

@@ -36,8 +36,13 @@ const (
 	exitUsage = 2
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3".
-var version = "dev"
+// Set at build time with -ldflags "-X main.version=v1.2.3 -X main.commit=<sha>".
+var (
+	// version is the release.
+	version = "dev"
+	// commit is the source revision, when stamped.
+	commit = ""
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -81,6 +86,9 @@ func versionString() string {
 				}
 			}
 		}
+	}
+	if commit != "" {
+		v += " (commit " + commit + ")"
 	}
 	return fmt.Sprintf("summa-server %s %s %s/%s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

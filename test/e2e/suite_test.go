@@ -85,7 +85,9 @@ var _ = BeforeSuite(func() {
 	if mode == "kind" {
 		overlay = "config/default"
 	}
-	kubectl("apply", "--server-side", "-k", filepath.Join(repoRoot, overlay))
+	// --force-conflicts: the suite owns the cluster, also fields another
+	// manager (helm, in the installation specs) applied before.
+	kubectl("apply", "--server-side", "--force-conflicts", "-k", filepath.Join(repoRoot, overlay))
 	kubectl("-n", "summa-system", "rollout", "status", "deployment/summa-operator", "--timeout=180s")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}
 	if err := k8s.Create(ctx, ns); err != nil {

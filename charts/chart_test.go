@@ -1,0 +1,451 @@
+// Package charts holds the Helm chart of the operator (summa-operator/)
+// and this test, which keeps it from drifting from config/: it renders the
+// chart with helm and builds config/default with kustomize, then compares
+// the CRD, every Role and ClusterRole's rules and bindings, the operator's
+// security settings and flags, and the release versions. `helm lint
+// --strict` must pass too.
+//
+// helm comes from $HELM or bin/helm-<version> (`make helm`); without it
+// the test is skipped, unless SUMMA_REQUIRE_HELM is set, as `make test`
+// does.
+package charts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// chartDir is the chart, from this package.
+	chartDir = "summa-operator"
+	// releaseName and namespace are the release the comparison renders;
+	// config/default installs into the same namespace.
+	releaseName = "summa-operator"
+	namespace   = "summa-system"
+)
+
+// chartRoleName maps each Role and ClusterRole of config/ to its name in
+// the chart rendered as releaseName. A role added to config/ fails the test
+// until the chart has it too.
+var chartRoleName = map[string]string{
+	"ClusterRole/summa-operator":                 "summa-operator",
+	"Role/summa-operator-leader-election":        "summa-operator-leader-election",
+	"ClusterRole/summa-summaindex-editor":        "summa-operator-summaindex-editor",
+	"ClusterRole/summa-summaindex-viewer":        "summa-operator-summaindex-viewer",
+	"ClusterRoleBinding/summa-operator":          "summa-operator",
+	"RoleBinding/summa-operator-leader-election": "summa-operator-leader-election",
+}
+
+// helmBin finds helm, or skips the test when it is not built and not
+// required.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	if h := os.Getenv("HELM"); h != "" {
+		return h
+	}
+	matches, _ := filepath.Glob(filepath.Join("..", "bin", "helm-v*"))
+	sort.Strings(matches)
+	if len(matches) > 0 {
+		p, err := filepath.Abs(matches[len(matches)-1])
+		if err == nil {
+			return p
+		}
+	}
+	msg := "helm is not built (make helm), and $HELM is unset"
+	if os.Getenv("SUMMA_REQUIRE_HELM") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// runHelm runs helm and returns its standard output.
+func runHelm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(helmBin(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+	}
+	return out
+}
+
+// decode splits a multi-document YAML stream into objects.
+func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("decode: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// byKindName indexes objects by "Kind/name".
+func byKindName(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	m := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		m[o.GetKind()+"/"+o.GetName()] = o
+	}
+	return m
+}
+
+// renderChart renders the chart as releaseName in namespace, CRDs included.
+func renderChart(t *testing.T, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	base := []string{"template", releaseName, chartDir, "--namespace", namespace, "--include-crds"}
+	return decode(t, runHelm(t, append(base, args...)...))
+}
+
+// buildConfig builds config/default with kustomize's API.
+func buildConfig(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("..", "config", "default"))
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v", err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
+}
+
+func TestHelmLint(t *testing.T) {
+	runHelm(t, "lint", "--strict", chartDir)
+	// The optional parts render too.
+	objs := renderChart(t, "--set", "metrics.serviceMonitor.enabled=true,leaderElection.enabled=false,image.digest=sha256:0123",
+		"--set", "rbac.aggregateToDefaultRoles=false,operator.volumePermissions=true,hostNetwork=true")
+	kinds := byKindName(objs)
+	if kinds["ServiceMonitor/summa-operator"] == nil {
+		t.Error("metrics.serviceMonitor.enabled renders no ServiceMonitor")
+	}
+	if kinds["Role/summa-operator-leader-election"] != nil {
+		t.Error("leaderElection.enabled=false still renders the leader-election Role")
+	}
+	if kinds["ClusterRole/summa-operator-summaindex-editor"] != nil {
+		t.Error("rbac.aggregateToDefaultRoles=false still renders the editor role")
+	}
+	c := managerContainer(t, kinds["Deployment/summa-operator"])
+	if c["image"] != "ghcr.io/summadev/summa-operator@sha256:0123" {
+		t.Errorf("image.digest: image %v", c["image"])
+	}
+	if flags := flagSet(c); !flags["--volume-permissions"] || flags["--leader-elect"] {
+		t.Errorf("flags %v", c["args"])
+	}
+}
+
+// TestValuesSchemaRefusesMistakes checks that values.schema.json turns a
+// misspelt or mistyped value into an error instead of a silent default.
+func TestValuesSchemaRefusesMistakes(t *testing.T) {
+	for _, set := range []string{"replicaCount=two", "imagee.tag=v1", "metrics.port=0", "operator.resyncPeriod=soon"} {
+		cmd := exec.Command(helmBin(t), "template", releaseName, chartDir, "--set", set)
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("--set %s rendered:\n%.200s", set, out)
+		}
+	}
+}
+
+// TestChartCRDsAreConfigs checks that crds/ holds exactly config/crd/bases,
+// byte for byte (make chart-sync copies them).
+func TestChartCRDsAreConfigs(t *testing.T) {
+	want, _ := filepath.Glob(filepath.Join("..", "config", "crd", "bases", "*.yaml"))
+	got, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("config/crd/bases has %d CRDs, the chart %d: run make chart-sync", len(want), len(got))
+	}
+	for _, w := range want {
+		a, err := os.ReadFile(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(w)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs from the chart's copy (%v): run make chart-sync", w, err)
+		}
+	}
+}
+
+// TestChartMatchesConfig renders both and compares what must agree.
+func TestChartMatchesConfig(t *testing.T) {
+	chart := byKindName(renderChart(t))
+	config := byKindName(buildConfig(t))
+
+	t.Run("CRD", func(t *testing.T) {
+		n := 0
+		for key, c := range config {
+			if c.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			n++
+			h := chart[key]
+			if h == nil {
+				t.Errorf("the chart renders no %s", key)
+				continue
+			}
+			// config/default adds its common label; the schema and the rest
+			// must be the same.
+			if !reflect.DeepEqual(c.Object["spec"], h.Object["spec"]) {
+				t.Errorf("%s: spec differs between config/ and the chart: run make chart-sync", key)
+			}
+		}
+		if n == 0 {
+			t.Fatal("config/default has no CRD")
+		}
+	})
+
+	t.Run("RBAC", func(t *testing.T) {
+		for key, c := range config {
+			kind := c.GetKind()
+			if kind != "Role" && kind != "ClusterRole" && kind != "RoleBinding" && kind != "ClusterRoleBinding" {
+				continue
+			}
+			name, ok := chartRoleName[key]
+			if !ok {
+				t.Errorf("config/ has %s, which the chart does not know: add it to the chart and to chartRoleName", key)
+				continue
+			}
+			h := chart[kind+"/"+name]
+			if h == nil {
+				t.Errorf("config/ has %s, the chart no %s/%s", key, kind, name)
+				continue
+			}
+			if kind == "Role" && h.GetNamespace() != namespace {
+				t.Errorf("%s: chart namespace %q", key, h.GetNamespace())
+			}
+			switch kind {
+			case "Role", "ClusterRole":
+				if cr, hr := rules(t, c), rules(t, h); cr != hr {
+					t.Errorf("%s: rules differ\nconfig/:\n%s\nchart:\n%s", key, cr, hr)
+				}
+				if ca, ha := aggregation(c), aggregation(h); !reflect.DeepEqual(ca, ha) {
+					t.Errorf("%s: aggregation labels differ: config/ %v, chart %v", key, ca, ha)
+				}
+			default:
+				checkBinding(t, key, c, h)
+			}
+		}
+		for key := range chart {
+			kind := strings.Split(key, "/")[0]
+			if strings.Contains(kind, "Role") && !chartKnows(key) {
+				t.Errorf("the chart has %s, which config/ lacks", key)
+			}
+		}
+	})
+
+	t.Run("Deployment", func(t *testing.T) {
+		c := config["Deployment/summa-operator"]
+		h := chart["Deployment/summa-operator"]
+		if c == nil || h == nil {
+			t.Fatalf("Deployment: config/ %v, chart %v", c != nil, h != nil)
+		}
+		for _, path := range [][]string{
+			{"spec", "template", "spec", "securityContext"},
+			{"spec", "template", "spec", "serviceAccountName"},
+		} {
+			cv, _, _ := unstructured.NestedFieldNoCopy(c.Object, path...)
+			hv, _, _ := unstructured.NestedFieldNoCopy(h.Object, path...)
+			if !reflect.DeepEqual(cv, hv) {
+				t.Errorf("%s: config/ %v, chart %v", strings.Join(path, "."), cv, hv)
+			}
+		}
+		cc, hc := managerContainer(t, c), managerContainer(t, h)
+		for _, k := range []string{"securityContext", "command", "livenessProbe", "readinessProbe", "image"} {
+			if !reflect.DeepEqual(cc[k], hc[k]) {
+				t.Errorf("manager container %s: config/ %v, chart %v", k, cc[k], hc[k])
+			}
+		}
+		hf := flagSet(hc)
+		for f := range flagSet(cc) {
+			if !hf[f] {
+				t.Errorf("config/ runs the operator with %s, the chart does not", f)
+			}
+		}
+		he := envNames(hc)
+		for n := range envNames(cc) {
+			if !he[n] {
+				t.Errorf("config/ gives the operator environment variable %s, the chart does not", n)
+			}
+		}
+		if hl := h.GetLabels()["app.kubernetes.io/name"]; hl != "summa-operator" {
+			t.Errorf("chart Deployment app.kubernetes.io/name %q: NetworkPolicies admit the operator by summa-operator", hl)
+		}
+	})
+}
+
+// TestVersionsAgree checks that the Makefile's VERSION is the chart's
+// appVersion (and version, without the v) and config/manager's image tag.
+func TestVersionsAgree(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^VERSION \?= (\S+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("no VERSION ?= line in the Makefile")
+	}
+	version := string(m[1])
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	readYAML(t, filepath.Join(chartDir, "Chart.yaml"), &chart)
+	if chart.AppVersion != version || chart.Version != strings.TrimPrefix(version, "v") {
+		t.Errorf("Chart.yaml version %s appVersion %s, Makefile VERSION %s", chart.Version, chart.AppVersion, version)
+	}
+	var kust struct {
+		Images []struct {
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+		} `json:"images"`
+	}
+	readYAML(t, filepath.Join("..", "config", "manager", "kustomization.yaml"), &kust)
+	if len(kust.Images) != 1 || kust.Images[0].NewTag != version {
+		t.Errorf("config/manager images %+v, Makefile VERSION %s", kust.Images, version)
+	}
+}
+
+// readYAML decodes a YAML file into v.
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// chartKnows reports whether a chart object is the counterpart of one in
+// config/.
+func chartKnows(key string) bool {
+	kind, name, _ := strings.Cut(key, "/")
+	for k, n := range chartRoleName {
+		if strings.HasPrefix(k, kind+"/") && n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// rules returns a role's rules in a canonical form: every list sorted, the
+// rules sorted.
+func rules(t *testing.T, o *unstructured.Unstructured) string {
+	t.Helper()
+	raw, _, _ := unstructured.NestedSlice(o.Object, "rules")
+	var out []string
+	for _, r := range raw {
+		rule := r.(map[string]any)
+		var parts []string
+		for _, k := range []string{"apiGroups", "resources", "resourceNames", "nonResourceURLs", "verbs"} {
+			vals, _, _ := unstructured.NestedStringSlice(rule, k)
+			vals = append([]string(nil), vals...)
+			sort.Strings(vals)
+			parts = append(parts, fmt.Sprintf("%s=%q", k, vals))
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// aggregation returns a role's rbac.authorization.k8s.io/aggregate-to-*
+// labels.
+func aggregation(o *unstructured.Unstructured) map[string]string {
+	m := map[string]string{}
+	for k, v := range o.GetLabels() {
+		if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// checkBinding compares a binding of config/ with the chart's: the role it
+// binds (by the chart's name) and its subjects.
+func checkBinding(t *testing.T, key string, c, h *unstructured.Unstructured) {
+	t.Helper()
+	cKind, _, _ := unstructured.NestedString(c.Object, "roleRef", "kind")
+	cName, _, _ := unstructured.NestedString(c.Object, "roleRef", "name")
+	hKind, _, _ := unstructured.NestedString(h.Object, "roleRef", "kind")
+	hName, _, _ := unstructured.NestedString(h.Object, "roleRef", "name")
+	if want := chartRoleName[cKind+"/"+cName]; hKind != cKind || hName != want {
+		t.Errorf("%s binds %s/%s, the chart's %s/%s (want %s/%s)", key, cKind, cName, hKind, hName, cKind, want)
+	}
+	cs, _, _ := unstructured.NestedSlice(c.Object, "subjects")
+	hs, _, _ := unstructured.NestedSlice(h.Object, "subjects")
+	if !reflect.DeepEqual(cs, hs) {
+		t.Errorf("%s: subjects differ: config/ %v, chart %v", key, cs, hs)
+	}
+}
+
+// managerContainer returns the Deployment's manager container.
+func managerContainer(t *testing.T, d *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	if d == nil {
+		t.Fatal("no operator Deployment")
+	}
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		if m := c.(map[string]any); m["name"] == "manager" {
+			return m
+		}
+	}
+	t.Fatalf("Deployment %s has no manager container", d.GetName())
+	return nil
+}
+
+// envNames returns the names of the container's environment variables.
+func envNames(c map[string]any) map[string]bool {
+	m := map[string]bool{}
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if n, ok := e.(map[string]any)["name"].(string); ok {
+			m[n] = true
+		}
+	}
+	return m
+}
+
+// flagSet returns the container's flags that are on: "--name" for
+// "--name", "--name=value" and "--name value", except "--name=false".
+func flagSet(c map[string]any) map[string]bool {
+	m := map[string]bool{}
+	args, _ := c["args"].([]any)
+	for _, a := range args {
+		s, _ := a.(string)
+		if !strings.HasPrefix(s, "--") {
+			continue
+		}
+		name, val, _ := strings.Cut(s, "=")
+		m[name] = val != "false"
+	}
+	return m
+}
