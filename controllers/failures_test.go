@@ -196,4 +196,25 @@ var _ = Describe("Failures and control", func() {
 		Expect(other.OwnerReferences).To(BeEmpty())
 		waitReady("dup")
 	})
+
+	It("resumes an engine draining with no restart in progress (a drain call whose status write was lost)", func() {
+		createReady("stray", nil)
+		old := podUID("stray")
+		// What an operator killed between its drain call and the status
+		// write that records it leaves behind: a draining engine, and no
+		// drain in status.
+		_, err := engineOf("stray").Drain(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			ds, err := engineOf("stray").DrainStatus(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ds.Draining).To(BeFalse(), "still draining")
+			g.Expect(eventReasons("stray")).To(ContainElement("Resumed"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		waitReady("stray")
+		ingest("stray", 0, 10)
+		commit("stray")
+		Expect(podUID("stray")).To(Equal(old), "no restart")
+		Expect(getIndex("stray").Status.DrainStartTime).To(BeNil())
+	})
 })

@@ -333,6 +333,13 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		}
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
+	if !engineUp && engineErr == nil && !podReady(pod) {
+		if resumed, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
+			engineErr = failed(ReasonEngineUnreachable, err)
+		} else if resumed {
+			return reconcile.Result{RequeueAfter: pollInterval}, nil
+		}
+	}
 	markRunning(x, engineUp, pod)
 	if engineErr != nil {
 		// Shown as Degraded and a Warning by report; retried at the poll

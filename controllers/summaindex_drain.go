@@ -107,9 +107,10 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 	defer cancel()
 	now := r.Options.Now()
 	if x.Status.DrainStartTime == nil {
-		if _, err := c.Drain(cctx); err != nil {
-			return drainWaiting, fmt.Errorf("drain the engine of %s: %w", pod.Name, err)
-		}
+		// The intent is persisted before the engine is told: this pass
+		// only records it (the status write at its end), and the next one
+		// sends the drain. An operator killed, or a status write refused,
+		// in between leaves no drained engine that nobody will resume.
 		x.Status.DrainStartTime = &metav1.Time{Time: now}
 		x.Status.Phase = summav1.PhaseDraining
 		if purpose == purposeDoctor {
@@ -127,8 +128,11 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 	elapsed := now.Sub(x.Status.DrainStartTime.Time)
 	ds, err := c.DrainStatus(cctx)
 	if err == nil && !ds.Draining {
-		// The engine restarted (or was resumed) since: drain it again.
-		_, err = c.Drain(cctx)
+		// The intent was recorded by the last pass (or the engine
+		// restarted, or was resumed, since): send the drain now.
+		if ds, err = c.Drain(cctx); err != nil {
+			err = fmt.Errorf("drain the engine of %s: %w", pod.Name, err)
+		}
 	}
 	if err == nil && ds.Drained {
 		drainsTotal.WithLabelValues(purpose, "drained").Inc()
@@ -205,4 +209,34 @@ func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.Summ
 	x.Status.DrainStartTime = nil
 	r.event(x, pod, corev1.EventTypeNormal, "Resumed", "the restart is no longer needed: writes admitted again")
 	return nil
+}
+
+// resumeStrayDrain resumes an engine that reports a drain no restart,
+// suspend, doctor run or deletion of this operator asked for (an operator
+// of an older version killed between its drain call and the status write
+// that records it, or a person's POST /v1/admin/drain): a draining engine
+// answers 503 on /readyz, so without this it would refuse writes forever.
+// It is called only with no drain recorded in status and no restart
+// pending. resumed tells whether the engine was draining.
+func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (resumed bool, err error) {
+	if !engineRunning(pod) || x.Status.DrainStartTime != nil {
+		return false, nil
+	}
+	c, err := r.engineFor(ctx, x, pod)
+	if err != nil {
+		return false, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
+	ds, err := c.DrainStatus(cctx)
+	if err != nil || !ds.Draining {
+		return false, nil // not reachable yet, or not draining: the probes tell the rest
+	}
+	if _, err := c.Resume(cctx); err != nil {
+		return false, fmt.Errorf("resume the engine of %s, draining with no restart in progress: %w", pod.Name, err)
+	}
+	r.event(x, pod, corev1.EventTypeNormal, "Resumed",
+		"the engine of %s was draining with no restart, suspend, doctor run or deletion in progress: writes admitted again", pod.Name)
+	log.FromContext(ctx).Info("Resumed an engine draining with no restart in progress", "pod", pod.Name)
+	return true, nil
 }

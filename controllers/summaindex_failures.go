@@ -254,6 +254,9 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 		}
 	}
 	if !podReady(pod) {
+		if _, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
+			return reconcile.Result{RequeueAfter: pollInterval}, failed(ReasonEngineUnreachable, err)
+		}
 		markRunning(x, false, pod)
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
