@@ -147,10 +147,10 @@ type IndexStatus struct {
 // commit point and that the engine retries in the background (STATUS and
 // /v1/admin/lifecycle); absent or null when nothing is held.
 type HeldPublication struct {
-	Index     string    `json:"index"` // lifecycle only
-	Since     time.Time `json:"since"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"lastError"`
+	Index     string     `json:"index"` // lifecycle only
+	Since     time.Time  `json:"since"`
+	Attempts  int        `json:"attempts"`
+	LastError string     `json:"lastError"`
 	NextRetry *time.Time `json:"nextRetry,omitempty"`
 }
 
