@@ -12,6 +12,7 @@ package charts
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,7 @@ var chartRoleName = map[string]string{
 	"ClusterRole/summa-summaindex-viewer":        "summa-operator-summaindex-viewer",
 	"ClusterRoleBinding/summa-operator":          "summa-operator",
 	"RoleBinding/summa-operator-leader-election": "summa-operator-leader-election",
+	"ClusterRole/summa-metrics-reader":           "summa-operator-metrics-reader",
 }
 
 // helmBin finds helm, or skips the test when it is not built and not
@@ -159,6 +161,137 @@ func TestHelmLint(t *testing.T) {
 	if flags := flagSet(c); !flags["--volume-permissions"] || flags["--leader-elect"] {
 		t.Errorf("flags %v", c["args"])
 	}
+}
+
+// TestMonitoring renders the chart's monitoring objects and checks them
+// against config/prometheus and config/grafana: the ServiceMonitor scrapes
+// HTTPS with a token while metrics are secure (plain HTTP otherwise), the
+// PodMonitor selects the engine pods, the PrometheusRule carries the rule
+// groups of config/prometheus/summa-rules.yaml (as config/prometheus's
+// rules.yaml does), and the dashboard ConfigMap holds
+// config/grafana/summa-dashboard.json for Grafana's sidecar.
+func TestMonitoring(t *testing.T) {
+	if k := byKindName(renderChart(t)); k["ServiceMonitor/summa-operator"] != nil || k["PodMonitor/summa-operator-engines"] != nil ||
+		k["PrometheusRule/summa-operator"] != nil || k["ConfigMap/summa-operator-dashboard"] != nil {
+		t.Error("monitoring objects render by default")
+	}
+	kinds := byKindName(renderChart(t, "--set", "metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true",
+		"--set", "metrics.prometheusRule.enabled=true,grafana.dashboard.enabled=true"))
+
+	sm := kinds["ServiceMonitor/summa-operator"]
+	if sm == nil {
+		t.Fatal("no ServiceMonitor")
+	}
+	ep, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(ep) != 1 || ep[0].(map[string]any)["scheme"] != "https" || ep[0].(map[string]any)["bearerTokenFile"] == nil {
+		t.Errorf("secure metrics: ServiceMonitor endpoints %v", ep)
+	}
+	plain := byKindName(renderChart(t, "--set", "metrics.serviceMonitor.enabled=true,metrics.secure=false,metrics.port=8080,metrics.service.port=8080"))
+	ep, _, _ = unstructured.NestedSlice(plain["ServiceMonitor/summa-operator"].Object, "spec", "endpoints")
+	if len(ep) != 1 || ep[0].(map[string]any)["scheme"] != "http" || ep[0].(map[string]any)["bearerTokenFile"] != nil {
+		t.Errorf("plain metrics: ServiceMonitor endpoints %v", ep)
+	}
+	if f := flagSet(managerContainer(t, plain["Deployment/summa-operator"])); f["--metrics-secure"] {
+		t.Errorf("metrics.secure=false: flags %v", f)
+	}
+
+	pm := kinds["PodMonitor/summa-operator-engines"]
+	if pm == nil {
+		t.Fatal("no PodMonitor")
+	}
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	if sel["app.kubernetes.io/managed-by"] != "summa-operator" || sel["summa.dev/component"] != "engine" {
+		t.Errorf("PodMonitor selector %v", sel)
+	}
+	cfgPM := readObject(t, filepath.Join("..", "config", "prometheus", "engine_podmonitor.yaml"))
+	for _, path := range [][]string{{"spec", "selector"}, {"spec", "namespaceSelector"}} {
+		a, _, _ := unstructured.NestedFieldNoCopy(cfgPM.Object, path...)
+		b, _, _ := unstructured.NestedFieldNoCopy(pm.Object, path...)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("PodMonitor %s: config/ %v, chart %v", strings.Join(path, "."), a, b)
+		}
+	}
+
+	var plainRules map[string]any
+	readYAML(t, filepath.Join("..", "config", "prometheus", "summa-rules.yaml"), &plainRules)
+	pr := kinds["PrometheusRule/summa-operator"]
+	if pr == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	cfgPR := readObject(t, filepath.Join("..", "config", "prometheus", "rules.yaml"))
+	for name, o := range map[string]*unstructured.Unstructured{"chart": pr, "config/prometheus/rules.yaml": cfgPR} {
+		g, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+		if !reflect.DeepEqual(any(g), plainRules["groups"]) {
+			t.Errorf("%s: rule groups differ from config/prometheus/summa-rules.yaml: run make chart-sync", name)
+		}
+	}
+	alerts := map[string]bool{}
+	for _, g := range plainRules["groups"].([]any) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if a, ok := r.(map[string]any)["alert"].(string); ok {
+				alerts[a] = true
+			}
+		}
+	}
+	for _, a := range []string{"SummaIndexDoctorRequired", "SummaIndexDurabilityDegraded", "SummaIndexDrainTimeouts",
+		"SummaIndexEngineUnreachable", "SummaIndexNotReady", "SummaOperatorReconcileErrors"} {
+		if !alerts[a] {
+			t.Errorf("no alert %s", a)
+		}
+	}
+
+	cm := kinds["ConfigMap/summa-operator-dashboard"]
+	if cm == nil {
+		t.Fatal("no dashboard ConfigMap")
+	}
+	if cm.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap labels %v", cm.GetLabels())
+	}
+	want, err := os.ReadFile(filepath.Join("..", "config", "grafana", "summa-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(cm.Object, "data", "summa-dashboard.json")
+	if strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Error("the dashboard ConfigMap differs from config/grafana/summa-dashboard.json: run make chart-sync")
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(want, &dash); err != nil {
+		t.Fatalf("summa-dashboard.json: %v", err)
+	}
+	exprs := ""
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs += tg.Expr + "\n"
+		}
+	}
+	for _, m := range []string{"summa_index_documents", "summa_index_uncommitted_documents", "summa_index_segments",
+		"summa_index_ready", "summa_index_degraded", "summa_index_drain_estimate_seconds", "summa_commit_duration_seconds",
+		"summa_http_requests_total", "summa_operator_reconcile_errors_total", "summa_operator_drains_total"} {
+		if !strings.Contains(exprs, m) {
+			t.Errorf("the dashboard does not show %s", m)
+		}
+	}
+}
+
+// readObject reads a file of one Kubernetes object.
+func readObject(t *testing.T, path string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decode(t, data)
+	if len(objs) != 1 {
+		t.Fatalf("%s: %d objects", path, len(objs))
+	}
+	return objs[0]
 }
 
 // TestValuesSchemaRefusesMistakes checks that values.schema.json turns a
@@ -292,6 +425,20 @@ func TestChartMatchesConfig(t *testing.T) {
 			if !he[n] {
 				t.Errorf("config/ gives the operator environment variable %s, the chart does not", n)
 			}
+		}
+		ports := func(o *unstructured.Unstructured) []any {
+			p, _, _ := unstructured.NestedSlice(o.Object, "spec", "ports")
+			return p
+		}
+		if cs, hs := config["Service/summa-operator-metrics"], chart["Service/summa-operator-metrics"]; cs == nil || hs == nil {
+			t.Errorf("metrics Service: config/ %v, chart %v", cs != nil, hs != nil)
+		} else if !reflect.DeepEqual(ports(cs), ports(hs)) {
+			t.Errorf("metrics Service ports: config/ %v, chart %v", ports(cs), ports(hs))
+		}
+		cp, _, _ := unstructured.NestedSlice(cc, "ports")
+		hp, _, _ := unstructured.NestedSlice(hc, "ports")
+		if !reflect.DeepEqual(cp, hp) {
+			t.Errorf("manager container ports: config/ %v, chart %v", cp, hp)
 		}
 		if hl := h.GetLabels()["app.kubernetes.io/name"]; hl != "summa-operator" {
 			t.Errorf("chart Deployment app.kubernetes.io/name %q: NetworkPolicies admit the operator by summa-operator", hl)

@@ -2,7 +2,11 @@ package controllers
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	summav1 "github.com/summadev/summa/api/v1"
 )
 
 // The operator's Prometheus metrics, served with controller-runtime's on
@@ -38,4 +42,129 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(drainsTotal, drainSeconds, restartsTotal, doctorRunsTotal, reconcileErrorsTotal)
+}
+
+// Per-index gauges, set from each SummaIndex's status at the end of every
+// reconcile pass (recordIndexMetrics) and deleted with the index
+// (forgetIndexMetrics). Labels: namespace and index.
+var (
+	indexLabels = []string{"namespace", "index"}
+	// indexReady is 1 while the Ready condition is True.
+	indexReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_ready",
+		Help: "1 while the SummaIndex's Ready condition is True, else 0.",
+	}, indexLabels)
+	// indexDocuments is status.documents.
+	indexDocuments = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_documents",
+		Help: "Live, committed, searchable documents (status.documents).",
+	}, indexLabels)
+	// indexSegments is status.segments.
+	indexSegments = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_segments",
+		Help: "Metadata-live segments (status.segments).",
+	}, indexLabels)
+	// indexQuarantined counts status.quarantinedSegments.
+	indexQuarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_quarantined_segments",
+		Help: "Segments excluded from search because they failed to open (status.quarantinedSegments).",
+	}, indexLabels)
+	// indexUncommitted is status.uncommittedDocuments.
+	indexUncommitted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_uncommitted_documents",
+		Help: "Accepted operations not yet committed (status.uncommittedDocuments).",
+	}, indexLabels)
+	// indexDurabilityDegraded is status.durabilityDegraded.
+	indexDurabilityDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_durability_degraded",
+		Help: "1 when a directory fsync after a commit failed: crash durability is degraded (status.durabilityDegraded).",
+	}, indexLabels)
+	// indexDrainEstimate is status.drainEstimateSeconds (absent when the
+	// status has none).
+	indexDrainEstimate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_drain_estimate_seconds",
+		Help: "How long a drain of the engine would take now (status.drainEstimateSeconds; absent when unknown).",
+	}, indexLabels)
+	// indexDegraded is 1 while the Degraded condition is True.
+	indexDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_degraded",
+		Help: "1 while the SummaIndex's Degraded condition is True, else 0 (the reason is on summa_index_info).",
+	}, indexLabels)
+	// indexDoctorRequired is 1 while the DoctorRequired condition is True.
+	indexDoctorRequired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_doctor_required",
+		Help: "1 while the SummaIndex's DoctorRequired condition is True: the engine refused to open the index and waits for a doctor run.",
+	}, indexLabels)
+	// indexInfo is always 1; its labels carry the phase and the reasons of
+	// the Ready and Degraded conditions.
+	indexInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "summa_index_info",
+		Help: "Always 1: the SummaIndex's phase and the reasons of its Ready and Degraded conditions (empty when absent).",
+	}, []string{"namespace", "index", "phase", "ready_reason", "degraded_reason"})
+
+	// indexGauges are the vectors keyed by namespace and index only.
+	indexGauges = []*prometheus.GaugeVec{indexReady, indexDocuments, indexSegments, indexQuarantined,
+		indexUncommitted, indexDurabilityDegraded, indexDrainEstimate, indexDegraded, indexDoctorRequired}
+)
+
+func init() {
+	for _, g := range indexGauges {
+		metrics.Registry.MustRegister(g)
+	}
+	metrics.Registry.MustRegister(indexInfo)
+}
+
+// recordIndexMetrics sets the per-index gauges from x's status.
+func recordIndexMetrics(x *summav1.SummaIndex) {
+	ns, name := x.Namespace, x.Name
+	st := &x.Status
+	cond := func(t string) (float64, string) {
+		c := meta.FindStatusCondition(st.Conditions, t)
+		if c == nil {
+			return 0, ""
+		}
+		if c.Status == metav1.ConditionTrue {
+			return 1, c.Reason
+		}
+		return 0, c.Reason
+	}
+	ready, readyReason := cond(summav1.ConditionReady)
+	degraded, degradedReason := cond(summav1.ConditionDegraded)
+	doctor, _ := cond(summav1.ConditionDoctorRequired)
+	if degraded == 0 {
+		degradedReason = ""
+	}
+	indexReady.WithLabelValues(ns, name).Set(ready)
+	indexDocuments.WithLabelValues(ns, name).Set(float64(st.Documents))
+	indexSegments.WithLabelValues(ns, name).Set(float64(st.Segments))
+	indexQuarantined.WithLabelValues(ns, name).Set(float64(len(st.QuarantinedSegments)))
+	indexUncommitted.WithLabelValues(ns, name).Set(float64(st.UncommittedDocuments))
+	indexDurabilityDegraded.WithLabelValues(ns, name).Set(boolGauge(st.DurabilityDegraded))
+	if st.DrainEstimateSeconds != nil {
+		indexDrainEstimate.WithLabelValues(ns, name).Set(*st.DrainEstimateSeconds)
+	} else {
+		indexDrainEstimate.DeleteLabelValues(ns, name)
+	}
+	indexDegraded.WithLabelValues(ns, name).Set(degraded)
+	indexDoctorRequired.WithLabelValues(ns, name).Set(doctor)
+	// One info series per index: the old one goes when a label changes.
+	indexInfo.DeletePartialMatch(prometheus.Labels{"namespace": ns, "index": name})
+	indexInfo.WithLabelValues(ns, name, string(st.Phase), readyReason, degradedReason).Set(1)
+}
+
+// forgetIndexMetrics deletes the per-index series of a deleted index.
+func forgetIndexMetrics(namespace, name string) {
+	l := prometheus.Labels{"namespace": namespace, "index": name}
+	for _, g := range indexGauges {
+		g.DeletePartialMatch(l)
+	}
+	indexInfo.DeletePartialMatch(l)
+}
+
+// boolGauge is 1 for true, else 0.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -18,7 +18,9 @@
 //     with a label selector), and reading the Secrets spec.access names;
 //   - networkpolicies: the engine's and the Jobs' NetworkPolicies (delete
 //     when spec.access.networkPolicy is Disabled);
-//   - events: one for every lifecycle step.
+//   - events: one for every lifecycle step;
+//   - tokenreviews and subjectaccessreviews (create): the secure metrics
+//     endpoint authenticates and authorizes each scrape with them.
 //
 // Leader election (coordination.k8s.io leases and its events) has its own
 // namespaced Role in config/rbac/leader_election_role.yaml.
@@ -36,3 +38,5 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

@@ -155,6 +155,9 @@ func (r *SummaIndexReconciler) image(x *summav1.SummaIndex) string {
 func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	x := &summav1.SummaIndex{}
 	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetIndexMetrics(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	sw := newStatusWriter(r.Client, x)
@@ -163,8 +166,10 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
 	}
 	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
+		forgetIndexMetrics(x.Namespace, x.Name)
 		return res, err // gone once the finalizer left
 	}
+	recordIndexMetrics(x)
 	if werr := sw.write(ctx, x); werr != nil {
 		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
 			return reconcile.Result{Requeue: true}, err

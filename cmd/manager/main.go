@@ -3,13 +3,22 @@
 //
 //	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s] [--volume-permissions]
 //	        [--operator-namespace NS] [--cluster-domain cluster.local] [--certificate-validity 8760h]
-//	        [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
+//	        [--metrics-secure=true] [--metrics-bind-address :8443] [--enable-http2]
+//	        [--health-probe-bind-address :8081]
+//
+// Metrics are served as kubebuilder v4 scaffolds them: over HTTPS on :8443
+// (a self-signed certificate unless --metrics-cert-dir holds tls.crt and
+// tls.key), each scrape authenticated with a TokenReview and authorized with
+// a SubjectAccessReview (get on the non-resource URL /metrics: the
+// metrics-reader ClusterRole). --metrics-secure=false serves plain HTTP on
+// :8080 without either.
 //
 // It finds the cluster from KUBECONFIG or the in-cluster service account.
 // `manager version` prints the build's version.
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -22,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -68,7 +78,10 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	var (
-		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 turns it off)")
+		metricsAddr   = fs.String("metrics-bind-address", "", "address of the Prometheus metrics endpoint (default :8443 with --metrics-secure, else :8080; 0 turns it off)")
+		metricsSecure = fs.Bool("metrics-secure", true, "serve metrics over HTTPS, authenticating and authorizing each scrape (TokenReview, SubjectAccessReview); false serves plain HTTP")
+		metricsCerts  = fs.String("metrics-cert-dir", "", "directory of tls.crt and tls.key for the secure metrics endpoint (default: a self-signed certificate)")
+		enableHTTP2   = fs.Bool("enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: HTTP/2 Stream Cancellation and Rapid Reset CVEs)")
 		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 		leaderElect   = fs.Bool("leader-elect", false, "hold a Lease so that only one replica reconciles")
 		engineImage   = fs.String("engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
@@ -105,7 +118,7 @@ func run(args []string) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cache.Options{ByObject: controllers.CacheByObject()},
-		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		Metrics:                       metricsOptions(*metricsAddr, *metricsSecure, *metricsCerts, *enableHTTP2),
 		HealthProbeBindAddress:        *probeAddr,
 		LeaderElection:                *leaderElect,
 		LeaderElectionID:              leaderElectionID,
@@ -143,11 +156,35 @@ func run(args []string) error {
 		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
 	}
 	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
-		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS)
+		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS, "metricsSecure", *metricsSecure)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// metricsOptions configures the metrics endpoint. Secure, it serves HTTPS
+// and lets only callers through whose token authenticates and who may get
+// /metrics (controller-runtime's WithAuthenticationAndAuthorization filter,
+// as kubebuilder v4 scaffolds it); else plain HTTP, open to anyone who can
+// reach the port.
+func metricsOptions(addr string, secure bool, certDir string, http2 bool) metricsserver.Options {
+	if addr == "" {
+		addr = ":8080"
+		if secure {
+			addr = ":8443"
+		}
+	}
+	opts := metricsserver.Options{BindAddress: addr, SecureServing: secure}
+	if !secure {
+		return opts
+	}
+	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	opts.CertDir = certDir
+	if !http2 {
+		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return opts
 }
 
 // versionString names the build.

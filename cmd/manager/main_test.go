@@ -38,3 +38,23 @@ func TestVersionString(t *testing.T) {
 		t.Errorf("versionString() = %q", got)
 	}
 }
+
+// TestMetricsOptions checks the metrics endpoint's two modes: secure
+// (HTTPS on :8443 behind the authn/authz filter, HTTP/2 off unless asked)
+// and plain (HTTP on :8080, no filter), and that an explicit address wins.
+func TestMetricsOptions(t *testing.T) {
+	o := metricsOptions("", true, "", false)
+	if o.BindAddress != ":8443" || !o.SecureServing || o.FilterProvider == nil || len(o.TLSOpts) != 1 {
+		t.Errorf("secure: %+v", o)
+	}
+	if o := metricsOptions("", true, "/certs", true); len(o.TLSOpts) != 0 || o.CertDir != "/certs" {
+		t.Errorf("secure with HTTP/2 and a certificate directory: %+v", o)
+	}
+	o = metricsOptions("", false, "", false)
+	if o.BindAddress != ":8080" || o.SecureServing || o.FilterProvider != nil {
+		t.Errorf("plain: %+v", o)
+	}
+	if o := metricsOptions("0", true, "", false); o.BindAddress != "0" {
+		t.Errorf("--metrics-bind-address=0: %q", o.BindAddress)
+	}
+}
