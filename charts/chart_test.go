@@ -596,3 +596,35 @@ func flagSet(c map[string]any) map[string]bool {
 	}
 	return m
 }
+
+// TestOperatorNetworkPolicy: off by default; when on, it selects only the
+// operator's pod and admits its metrics port from metricsFrom alone.
+func TestOperatorNetworkPolicy(t *testing.T) {
+	if k := byKindName(renderChart(t)); k["NetworkPolicy/summa-operator"] != nil {
+		t.Error("the operator's NetworkPolicy renders by default")
+	}
+	kinds := byKindName(renderChart(t, "--set", "networkPolicy.enabled=true",
+		"--set-json", `networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`))
+	np := kinds["NetworkPolicy/summa-operator"]
+	if np == nil {
+		t.Fatal("no NetworkPolicy with networkPolicy.enabled")
+	}
+	sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	if sel["app.kubernetes.io/component"] != "operator" || sel["app.kubernetes.io/name"] != "summa-operator" {
+		t.Errorf("podSelector %v", sel)
+	}
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	if len(ingress) != 1 {
+		t.Fatalf("ingress rules %v", ingress)
+	}
+	rule := ingress[0].(map[string]any)
+	ports := rule["ports"].([]any)
+	from := rule["from"].([]any)
+	if len(ports) != 1 || fmt.Sprint(ports[0].(map[string]any)["port"]) != "8443" || len(from) != 1 {
+		t.Errorf("metrics rule %v", rule)
+	}
+	types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+	if len(types) != 1 || types[0] != "Ingress" {
+		t.Errorf("policyTypes %v: egress must stay open (API server, engines)", types)
+	}
+}
