@@ -628,3 +628,44 @@ func TestOperatorNetworkPolicy(t *testing.T) {
 		t.Errorf("policyTypes %v: egress must stay open (API server, engines)", types)
 	}
 }
+
+// TestNamespacedMode: with operator.watchNamespaces the operator's
+// ClusterRole is bound only in those namespaces, the only cluster-wide
+// binding is to the cluster-scoped rules, and the flag reaches the
+// operator.
+func TestNamespacedMode(t *testing.T) {
+	objs := renderChart(t, "--set", "operator.watchNamespaces={search,team-b}")
+	kinds := byKindName(objs)
+	if kinds["ClusterRoleBinding/summa-operator"] != nil {
+		t.Error("namespaced mode still binds the ClusterRole cluster-wide")
+	}
+	var bound []string
+	for _, obj := range objs {
+		if obj.GetKind() == "RoleBinding" && obj.GetName() == "summa-operator" {
+			ref, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
+			if ref == "summa-operator" {
+				bound = append(bound, obj.GetNamespace())
+			}
+		}
+	}
+	sort.Strings(bound)
+	if strings.Join(bound, ",") != "search,team-b" {
+		t.Errorf("the ClusterRole is bound in %v, want search and team-b", bound)
+	}
+	cluster := kinds["ClusterRole/summa-operator-cluster-scoped"]
+	if cluster == nil || kinds["ClusterRoleBinding/summa-operator-cluster-scoped"] == nil {
+		t.Fatal("no cluster-scoped role and binding")
+	}
+	rules, _, _ := unstructured.NestedSlice(cluster.Object, "rules")
+	for _, r := range rules {
+		res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+		for _, name := range res {
+			if name != "storageclasses" && name != "tokenreviews" && name != "subjectaccessreviews" {
+				t.Errorf("cluster-wide rule on %s in namespaced mode", name)
+			}
+		}
+	}
+	if args := fmt.Sprint(managerContainer(t, kinds["Deployment/summa-operator"])["args"]); !strings.Contains(args, "--watch-namespaces=search,team-b") {
+		t.Errorf("args %s", args)
+	}
+}

@@ -23,9 +23,11 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -91,6 +93,7 @@ func run(args []string) error {
 		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
 		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
 		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
+		watchNS       = fs.String("watch-namespaces", os.Getenv("WATCH_NAMESPACES"), "comma-separated namespaces whose SummaIndexes this operator reconciles, with Roles there instead of cluster-wide rights (default: every namespace; env WATCH_NAMESPACES)")
 		volumePerms   = fs.Bool("volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
 	)
 	zopts := zap.Options{}
@@ -100,6 +103,10 @@ func run(args []string) error {
 	}
 	if *resync <= 0 || *engineTimeout <= 0 || *certValidity <= 0 {
 		return fmt.Errorf("--resync-period, --engine-timeout and --certificate-validity must be positive")
+	}
+	cacheOpts, err := cacheOptions(*watchNS)
+	if err != nil {
+		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	lg := ctrl.Log.WithName("manager")
@@ -117,7 +124,7 @@ func run(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: controllers.CacheByObject()},
+		Cache:                         cacheOpts,
 		Metrics:                       metricsOptions(*metricsAddr, *metricsSecure, *metricsCerts, *enableHTTP2),
 		HealthProbeBindAddress:        *probeAddr,
 		LeaderElection:                *leaderElect,
@@ -156,7 +163,8 @@ func run(args []string) error {
 		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
 	}
 	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
-		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS, "metricsSecure", *metricsSecure)
+		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS, "metricsSecure", *metricsSecure,
+		"watchNamespaces", *watchNS)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -185,6 +193,28 @@ func metricsOptions(addr string, secure bool, certDir string, http2 bool) metric
 		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	return opts
+}
+
+// cacheOptions caches only the operator's own objects (CacheByObject) and,
+// with --watch-namespaces, only in those namespaces: the namespaced
+// install mode, where the operator holds Roles (RoleBindings of its
+// ClusterRole) in each watched namespace and no cluster-wide rights but
+// reading StorageClasses (and, for secure metrics, TokenReviews and
+// SubjectAccessReviews).
+func cacheOptions(watch string) (cache.Options, error) {
+	opts := cache.Options{ByObject: controllers.CacheByObject()}
+	if strings.TrimSpace(watch) == "" {
+		return opts, nil
+	}
+	opts.DefaultNamespaces = map[string]cache.Config{}
+	for _, ns := range strings.Split(watch, ",") {
+		ns = strings.TrimSpace(ns)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return opts, fmt.Errorf("--watch-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return opts, nil
 }
 
 // versionString names the build.

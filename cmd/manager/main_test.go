@@ -58,3 +58,30 @@ func TestMetricsOptions(t *testing.T) {
 		t.Errorf("--metrics-bind-address=0: %q", o.BindAddress)
 	}
 }
+
+func TestCacheOptionsWatchNamespaces(t *testing.T) {
+	all, err := cacheOptions("")
+	if err != nil || all.DefaultNamespaces != nil || len(all.ByObject) == 0 {
+		t.Fatalf("no --watch-namespaces: %+v, %v", all, err)
+	}
+	some, err := cacheOptions(" search, team-b ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(some.DefaultNamespaces) != 2 {
+		t.Fatalf("namespaces %v", some.DefaultNamespaces)
+	}
+	for _, ns := range []string{"search", "team-b"} {
+		if _, ok := some.DefaultNamespaces[ns]; !ok {
+			t.Errorf("%s not watched: %v", ns, some.DefaultNamespaces)
+		}
+	}
+	if len(some.ByObject) == 0 {
+		t.Error("namespaced mode dropped the label-filtered cache")
+	}
+	for _, bad := range []string{"Search", "a,,b", "team_b"} {
+		if _, err := cacheOptions(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -63,3 +63,26 @@ files/rbac by `make chart-sync`: the chart and config/ share one source. */}}
 {{- end }}
 {{- toYaml $doc.rules }}
 {{- end }}
+
+{{/* The rules of the operator's ClusterRole on resources that have no
+namespace (StorageClasses, TokenReviews, SubjectAccessReviews): in the
+namespaced mode they are all it holds cluster-wide. */}}
+{{- define "summa-operator.clusterScopedRules" -}}
+{{- $doc := .Files.Get (printf "files/rbac/%s" .file) | fromYaml }}
+{{- $out := list }}
+{{- range $doc.rules }}
+{{- $kept := list }}
+{{- range .resources }}
+{{- if has . (list "storageclasses" "tokenreviews" "subjectaccessreviews") }}
+{{- $kept = append $kept . }}
+{{- end }}
+{{- end }}
+{{- if $kept }}
+{{- $out = append $out (dict "apiGroups" .apiGroups "resources" $kept "verbs" .verbs) }}
+{{- end }}
+{{- end }}
+{{- if not $out }}
+{{- fail (printf "files/rbac/%s has no cluster-scoped rules: run make chart-sync" .file) }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
