@@ -50,6 +50,17 @@ var (
 	// certificateValidity is the lifetime of the certificates the next
 	// started operator issues (zero: the default year).
 	certificateValidity time.Duration
+	// maxConcurrentRestarts is the restart budget of the next started
+	// operator (high, so that specs do not wait for each other's indexes).
+	maxConcurrentRestarts = 100
+	// operatorVersion is the version the next started operator records on
+	// its pods.
+	operatorVersion = "v-specs"
+	// engineCallHook, when set, runs in the operator after each engine
+	// call that changes the engine, before it is recorded.
+	engineCallHook func(ctx context.Context, call string)
+	// hookMu guards engineCallHook.
+	hookMu sync.Mutex
 )
 
 // operatorProcess is one running manager.
@@ -125,13 +136,23 @@ func startOperator() {
 		Recorder:  mgr.GetEventRecorder("summa-operator"),
 		APIReader: mgr.GetAPIReader(),
 		Options: Options{
-			ResyncPeriod:        time.Second,
-			EngineTimeout:       5 * time.Second,
-			DrainBackoff:        2 * time.Second,
-			VolumePermissions:   true,
-			SkipNameValidation:  true,
-			OperatorNamespace:   operatorNamespace, // as config/ installs it
-			CertificateValidity: certificateValidity,
+			ResyncPeriod:          time.Second,
+			EngineTimeout:         5 * time.Second,
+			DrainBackoff:          2 * time.Second,
+			VolumePermissions:     true,
+			SkipNameValidation:    true,
+			OperatorNamespace:     operatorNamespace, // as config/ installs it
+			CertificateValidity:   certificateValidity,
+			OperatorVersion:       operatorVersion,
+			MaxConcurrentRestarts: maxConcurrentRestarts,
+			afterEngineCall: func(ctx context.Context, call string) {
+				hookMu.Lock()
+				h := engineCallHook
+				hookMu.Unlock()
+				if h != nil {
+					h(ctx, call)
+				}
+			},
 		},
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())

@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	summav1 "github.com/summadev/summa/api/v1"
 	engineclient "github.com/summadev/summa/client"
@@ -35,9 +37,12 @@ const (
 	// refreshed from its engine.
 	DefaultResyncPeriod = 30 * time.Second
 	// defaultEngineTimeout bounds one call to the engine's API.
-	defaultEngineTimeout = 10 * time.Second
+	defaultEngineTimeout = 5 * time.Second
 	// pollInterval is the requeue while something is in motion.
 	pollInterval = time.Second
+	// notReadyPoll is the fallback requeue of a pod that is not ready yet
+	// (its readiness changing wakes a pass anyway).
+	notReadyPoll = 5 * time.Second
 )
 
 // Options tune the SummaIndex reconciler.
@@ -72,6 +77,16 @@ type Options struct {
 	// CertificateValidity is the lifetime of the engine certificates the
 	// operator issues (renewed two thirds into it); zero means one year.
 	CertificateValidity time.Duration
+	// OperatorVersion is recorded on the engine pods the operator makes.
+	OperatorVersion string
+	// MaxConcurrentRestarts bounds how many engines restart at once for a
+	// new revision (a spec change or an operator upgrade that needs one);
+	// zero means DefaultMaxConcurrentRestarts.
+	MaxConcurrentRestarts int
+	// afterEngineCall, when set, runs after each engine call that changes
+	// the engine, before anything records it (tests kill the operator
+	// there).
+	afterEngineCall func(ctx context.Context, call string)
 	// MaxConcurrentReconciles is how many indexes are reconciled at once,
 	// so that one slow engine does not hold up the others; zero means
 	// DefaultMaxConcurrentReconciles.
@@ -108,6 +123,10 @@ type SummaIndexReconciler struct {
 	warnings warningLimiter
 	// clients are the HTTPS clients of the engines.
 	clients engineClients
+	// restarts is the restart budget.
+	restarts *restartBudget
+	// unreachable backs off the polls of engines that do not answer.
+	unreachable backoffs
 }
 
 // defaults fills unset options.
@@ -140,6 +159,12 @@ func (r *SummaIndexReconciler) defaults() {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
+	if o.MaxConcurrentRestarts <= 0 {
+		o.MaxConcurrentRestarts = DefaultMaxConcurrentRestarts
+	}
+	if r.restarts == nil {
+		r.restarts = newRestartBudget(1024)
+	}
 }
 
 // image is x's engine image.
@@ -157,6 +182,8 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetIndexMetrics(req.Namespace, req.Name)
+			r.restarts.settle(req.NamespacedName, false, false, r.Options.MaxConcurrentRestarts)
+			r.unreachable.reset(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -164,7 +191,14 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	res, err := r.reconcile(ctx, x, sw)
 	if err != nil {
 		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
+	} else {
+		// Every step of this generation was decided (a step that failed
+		// says so in Degraded): status tells of this spec.
+		x.Status.ObservedGeneration = x.Generation
 	}
+	queued := x.GetCondition(summav1.ConditionProgressing)
+	r.restarts.settle(req.NamespacedName, restarting(x),
+		queued != nil && queued.Status == metav1.ConditionTrue && queued.Reason == ReasonRestartQueued, r.Options.MaxConcurrentRestarts)
 	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
 		forgetIndexMetrics(x.Namespace, x.Name)
 		return res, err // gone once the finalizer left
@@ -193,7 +227,6 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 		}
 		sw.last = *x.Status.DeepCopy()
 	}
-	x.Status.ObservedGeneration = x.Generation
 	if x.Status.Phase == "" {
 		x.Status.Phase = summav1.PhasePending
 	}
@@ -291,10 +324,8 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
 		case errors.As(err, &conflict):
 			x.Status.Phase = summav1.PhaseFailed
-			setCondition(x, summav1.ConditionReady, false, "SchemaConflict", err.Error())
-			setCondition(x, summav1.ConditionDegraded, true, "SchemaConflict", err.Error())
-			r.event(x, pod, corev1.EventTypeWarning, "SchemaConflict", "%v", err)
-			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+			setCondition(x, summav1.ConditionReady, false, ReasonSchemaConflict, err.Error())
+			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, failed(ReasonSchemaConflict, err)
 		case engineclient.IsCode(err, engineclient.CodeUnauthorized):
 			engineErr = failed(ReasonUnauthorized, unauthorized(x, err))
 		case err != nil:
@@ -320,13 +351,23 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		return reconcile.Result{RequeueAfter: failureRetry}, engineErr
 	}
 	desired := desiredPod(x, r.podInputs(x, grace, acc))
+	if adopted, err := r.adoptLegacyRevision(ctx, x, pod, desired); err != nil {
+		return reconcile.Result{}, failed(ReasonPodFailed, err)
+	} else if adopted {
+		x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
+	}
 	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
-	if x.Status.UpdateRevision == x.Status.CurrentRevision && x.Status.DrainStartTime != nil {
-		// A drain for a restart that is no longer wanted (the spec went
-		// back): admit writes again rather than leave the engine drained.
-		if err := r.resumeEngine(ctx, x, pod); err != nil {
-			return reconcile.Result{}, err
+	if x.Status.UpdateRevision == x.Status.CurrentRevision {
+		if x.Status.DrainStartTime != nil {
+			// A drain for a restart that is no longer wanted (the spec
+			// went back): admit writes again rather than leave the engine
+			// drained.
+			if err := r.resumeEngine(ctx, x, pod); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
+		// No restart is pending: drains that timed out for one are over.
+		x.Status.DrainFailures, x.Status.LastDrainFailureTime = 0, nil
 	}
 	if x.Status.UpdateRevision != x.Status.CurrentRevision {
 		if wait, ok := r.drainBackoff(x); !ok {
@@ -335,6 +376,19 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			markRunning(x, engineUp, pod)
 			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
 			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if x.Status.DrainStartTime == nil && engineUp {
+			// An engine that serves restarts under the budget; one that
+			// does not restarts at once.
+			ok, why, err := r.admitRestart(ctx, x)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if !ok {
+				markRunning(x, engineUp, pod)
+				setCondition(x, summav1.ConditionProgressing, true, ReasonRestartQueued, why)
+				return reconcile.Result{RequeueAfter: restartQueueRetry}, nil
+			}
 		}
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
@@ -346,14 +400,19 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		}
 	}
 	markRunning(x, engineUp, pod)
+	key := client.ObjectKeyFromObject(x)
 	if engineErr != nil {
-		// Shown as Degraded and a Warning by report; retried at the poll
-		// interval, not through the error path.
+		// Shown as Degraded and a Warning by report; asked again with
+		// exponential backoff (a pod or Secret change still wakes it at
+		// once), not through the error path.
 		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, engineErr.Error())
-		return reconcile.Result{RequeueAfter: pollInterval}, engineErr
+		return reconcile.Result{RequeueAfter: r.unreachable.next(key, r.Options.ResyncPeriod)}, engineErr
 	}
+	r.unreachable.reset(key)
 	if !engineUp {
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		// The pod's own changes (readiness) wake the next pass; this is
+		// the fallback.
+		return reconcile.Result{RequeueAfter: notReadyPoll}, nil
 	}
 	return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 }
@@ -376,14 +435,12 @@ func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
 	x.Status.Phase = summav1.PhaseRunning
 	setCondition(x, summav1.ConditionReady, true, "EngineReady", "the engine serves index "+x.Name)
 	setCondition(x, summav1.ConditionProgressing, false, "Stable", "the engine pod runs the desired revision")
-	if x.Status.DrainFailures == 0 && !x.Status.DurabilityDegraded && !doctorFailed(x) {
-		setCondition(x, summav1.ConditionDegraded, false, "Healthy", "")
-	}
 }
 
 // podInputs are the operator's decisions for x's pod.
 func (r *SummaIndexReconciler) podInputs(x *summav1.SummaIndex, grace int64, acc access) podInputs {
-	return podInputs{image: r.image(x), grace: grace, volumePermissions: r.Options.VolumePermissions, access: acc}
+	return podInputs{image: r.image(x), grace: grace, volumePermissions: r.Options.VolumePermissions, access: acc,
+		operatorVersion: r.Options.OperatorVersion}
 }
 
 // createPod creates the engine pod at the desired revision, with the grace
@@ -467,6 +524,7 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		WatchesRawSource(source.Channel(r.restarts.wake, &handler.EnqueueRequestForObject{})).
 		Named("summaindex").
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).

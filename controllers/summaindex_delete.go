@@ -101,6 +101,7 @@ func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, x *summav1
 		return false, nil
 	}
 	err = c.DeleteIndex(cctx, x.Name)
+	r.engineCalled(ctx, "delete-index")
 	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
 		return true, nil
 	}

@@ -109,8 +109,7 @@ func (r *SummaIndexReconciler) failDoctor(ctx context.Context, x *summav1.SummaI
 	now := metav1.NewTime(r.Options.Now())
 	d.Phase, d.Message, d.CompletionTime = summav1.DoctorPhaseFailed, msg, &now
 	doctorRunsTotal.WithLabelValues("failed").Inc()
-	setCondition(x, summav1.ConditionDegraded, true, "DoctorFailed", "doctor run "+d.RequestID+" failed: "+msg)
-	r.event(x, nil, corev1.EventTypeWarning, "DoctorFailed", "doctor run %s failed: %s", d.RequestID, msg)
+	r.event(x, nil, corev1.EventTypeWarning, ReasonDoctorFailed, "doctor run %s failed: %s", d.RequestID, msg)
 	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
 }
 

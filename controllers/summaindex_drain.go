@@ -133,6 +133,7 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 		if ds, err = c.Drain(cctx); err != nil {
 			err = fmt.Errorf("drain the engine of %s: %w", pod.Name, err)
 		}
+		r.engineCalled(ctx, "drain/"+purpose)
 	}
 	if err == nil && ds.Drained {
 		drainsTotal.WithLabelValues(purpose, "drained").Inc()
@@ -168,10 +169,10 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 	if _, rerr := c.Resume(cctx); rerr != nil {
 		lg.Error(rerr, "Resume after a timed-out drain failed")
 	}
+	r.engineCalled(ctx, "resume/timeout")
 	x.Status.DrainFailures++
 	x.Status.LastDrainFailureTime = &metav1.Time{Time: now}
 	x.Status.Phase = summav1.PhaseRunning
-	setCondition(x, summav1.ConditionDegraded, true, "DrainTimeout", reason+"; the pod keeps running and the drain is retried with backoff")
 	r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; pod %s keeps running, retry with backoff", reason, pod.Name)
 	lg.Info("Drain timed out; writes resumed", "failures", x.Status.DrainFailures)
 	return drainTimedOut, nil
@@ -205,6 +206,7 @@ func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.Summ
 		if _, err := c.Resume(cctx); err != nil {
 			return fmt.Errorf("resume the engine of %s: %w", pod.Name, err)
 		}
+		r.engineCalled(ctx, "resume/unwanted")
 	}
 	x.Status.DrainStartTime = nil
 	r.event(x, pod, corev1.EventTypeNormal, "Resumed", "the restart is no longer needed: writes admitted again")
@@ -235,6 +237,7 @@ func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, x *summav1.
 	if _, err := c.Resume(cctx); err != nil {
 		return false, fmt.Errorf("resume the engine of %s, draining with no restart in progress: %w", pod.Name, err)
 	}
+	r.engineCalled(ctx, "resume/stray")
 	r.event(x, pod, corev1.EventTypeNormal, "Resumed",
 		"the engine of %s was draining with no restart, suspend, doctor run or deletion in progress: writes admitted again", pod.Name)
 	log.FromContext(ctx).Info("Resumed an engine draining with no restart in progress", "pod", pod.Name)

@@ -83,6 +83,7 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 			return serr
 		}
 		created, cerr := c.CreateIndex(ctx, x.Name, schema)
+		r.engineCalled(ctx, "create-index")
 		if client.IsCode(cerr, client.CodeIndexExists) {
 			return &errSchemaConflict{msg: "the engine holds index " + x.Name + " with another schema: " + cerr.Error()}
 		}
@@ -130,9 +131,13 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	} else {
 		setCondition(x, summav1.ConditionDoctorRequired, false, "NoQuarantine", "every segment opens")
 	}
-	if st.DurabilityDegraded {
-		setCondition(x, summav1.ConditionDegraded, true, "DurabilityDegraded",
-			"a directory fsync failed after a commit; the engine's disk needs attention")
-	}
 	return nil
+}
+
+// engineCalled marks the moment after an engine call that changed the
+// engine and before any record of it (Options.afterEngineCall).
+func (r *SummaIndexReconciler) engineCalled(ctx context.Context, call string) {
+	if h := r.Options.afterEngineCall; h != nil {
+		h(ctx, call)
+	}
 }

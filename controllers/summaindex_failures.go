@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -61,20 +62,6 @@ const (
 	// ReasonReconcileError: any other error that stopped a step.
 	ReasonReconcileError = "ReconcileError"
 )
-
-// stepReasons are the Degraded reasons this file owns: they clear when a
-// pass has no failure. Other reasons (a drain timeout, a doctor failure,
-// degraded durability, a schema conflict) are set and cleared by their own
-// steps.
-var stepReasons = map[string]bool{
-	ReasonVolumeFailed: true, ReasonVolumeExpansionRefused: true, ReasonServiceFailed: true,
-	ReasonPodInvalid: true, ReasonQuotaExceeded: true, ReasonPodFailed: true,
-	ReasonEngineUnreachable: true, ReasonReconcileError: true,
-	// The access step's (summaindex_access.go).
-	ReasonCredentialsSecretMissing: true, ReasonCredentialsSecretInvalid: true, ReasonTLSSecretMissing: true,
-	ReasonTLSSecretInvalid: true, ReasonSecretConflict: true, ReasonNetworkPolicyConflict: true,
-	ReasonWaitingForGarbageCollection: true, ReasonAccessFailed: true, ReasonUnauthorized: true,
-}
 
 // stepError is an error of a reconcile step with the Degraded reason it
 // stands for.
@@ -145,30 +132,22 @@ func (f *failures) add(err error) {
 	}
 }
 
-// report shows this pass's failures on x: Degraded=True with the first
-// failure's reason and every message, and one Warning event per failure
-// (rate-limited). With no failure, a Degraded set by an earlier failing
-// step is cleared (with a Normal event).
+// report shows this pass's failures on x: one Warning event and one Info
+// log line per failure (rate-limited), and Degraded decided from
+// everything true now (summaindex_conditions.go), cleared with a Normal
+// event when nothing holds any more.
 func (r *SummaIndexReconciler) report(ctx context.Context, x *summav1.SummaIndex, f failures) {
-	cur := x.GetCondition(summav1.ConditionDegraded)
-	if len(f) == 0 {
-		if cur != nil && cur.Status == "True" && stepReasons[cur.Reason] {
-			setCondition(x, summav1.ConditionDegraded, false, "Recovered", "the failure ("+cur.Reason+") went away")
-			r.event(x, nil, corev1.EventTypeNormal, "Recovered", "%s cleared", cur.Reason)
-			r.warnings.forget(x)
-		}
-		return
-	}
-	msgs := make([]string, 0, len(f))
 	for _, err := range f {
 		reason := failureReason(err)
-		msgs = append(msgs, reason+": "+err.Error())
 		if r.warnings.due(x, reason, err.Error()) {
 			r.event(x, nil, corev1.EventTypeWarning, reason, "%v", err)
 			log.FromContext(ctx).Info("Reconcile step failed", "reason", reason, "error", err.Error())
 		}
 	}
-	setCondition(x, summav1.ConditionDegraded, true, failureReason(f[0]), clip(strings.Join(msgs, "; "), 1024))
+	if was := setDegraded(x, degradedCauses(x, f)); was != "" {
+		r.event(x, nil, corev1.EventTypeNormal, "Recovered", "%s cleared", was)
+		r.warnings.forget(x)
+	}
 }
 
 // clip shortens s to at most n bytes.
@@ -264,8 +243,9 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 		markRunning(x, false, pod)
 		err = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
 		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, err.Error())
-		return reconcile.Result{RequeueAfter: pollInterval}, err
+		return reconcile.Result{RequeueAfter: r.unreachable.next(client.ObjectKeyFromObject(x), r.Options.ResyncPeriod)}, err
 	}
+	r.unreachable.reset(client.ObjectKeyFromObject(x))
 	markRunning(x, true, pod)
 	return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 }

@@ -1,9 +1,6 @@
 package controllers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -165,6 +162,8 @@ type podInputs struct {
 	volumePermissions bool
 	// access names the Secrets of the tokens and certificate.
 	access access
+	// operatorVersion is recorded on the pod (not part of its revision).
+	operatorVersion string
 }
 
 // desiredPod builds the engine pod. With app containers in
@@ -226,7 +225,10 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 	if pod.Spec.EnableServiceLinks == nil {
 		pod.Spec.EnableServiceLinks = ptr.To(false)
 	}
-	pod.Annotations[AnnotationRevision] = podRevision(pod)
+	pod.Annotations[AnnotationRevision] = revisionOf(x, in)
+	if in.operatorVersion != "" {
+		pod.Annotations[AnnotationOperatorVersion] = in.operatorVersion
+	}
 	if in.access.hash != "" {
 		pod.Annotations[AnnotationAccessHash] = in.access.hash
 	}
@@ -238,26 +240,6 @@ func engineLabels(x *summav1.SummaIndex) map[string]string {
 	l := x.Labels()
 	l[LabelComponent] = ComponentEngine
 	return l
-}
-
-// podRevision hashes what the operator decides about a pod (spec, labels,
-// template annotations): a change means a drain and a restart. The access
-// hash is left out: new tokens or a renewed certificate reach the running
-// engine through its Secret volumes.
-func podRevision(pod *corev1.Pod) string {
-	ann := make(map[string]string, len(pod.Annotations))
-	for k, v := range pod.Annotations {
-		if k != AnnotationRevision && k != AnnotationAccessHash {
-			ann[k] = v
-		}
-	}
-	raw, _ := json.Marshal(struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-		Spec        corev1.PodSpec    `json:"spec"`
-	}{pod.Labels, ann, pod.Spec})
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])[:12]
 }
 
 // podReady reports whether the pod's Ready condition is True.

@@ -88,9 +88,10 @@ func run(args []string) error {
 		leaderElect   = fs.Bool("leader-elect", false, "hold a Lease so that only one replica reconciles")
 		engineImage   = fs.String("engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
 		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
-		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "bound of each call to an engine's API")
+		engineTimeout = fs.Duration("engine-timeout", 5*time.Second, "bound of each call to an engine's API")
 		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
 		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
+		restarts      = fs.Int("max-concurrent-restarts", controllers.DefaultMaxConcurrentRestarts, "engines restarted at once for a new revision (a spec change, or an upgrade that needs one), across every index; the others wait their turn, still serving")
 		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
 		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
 		watchNS       = fs.String("watch-namespaces", os.Getenv("WATCH_NAMESPACES"), "comma-separated namespaces whose SummaIndexes this operator reconciles, with Roles there instead of cluster-wide rights (default: every namespace; env WATCH_NAMESPACES)")
@@ -101,8 +102,8 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *resync <= 0 || *engineTimeout <= 0 || *certValidity <= 0 {
-		return fmt.Errorf("--resync-period, --engine-timeout and --certificate-validity must be positive")
+	if *resync <= 0 || *engineTimeout <= 0 || *certValidity <= 0 || *restarts <= 0 {
+		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity and --max-concurrent-restarts must be positive")
 	}
 	cacheOpts, err := cacheOptions(*watchNS)
 	if err != nil {
@@ -141,6 +142,8 @@ func run(args []string) error {
 		APIReader: mgr.GetAPIReader(),
 		Options: controllers.Options{
 			MaxConcurrentReconciles: *concurrent,
+			MaxConcurrentRestarts:   *restarts,
+			OperatorVersion:         version,
 			DefaultImage:            *engineImage,
 			ResyncPeriod:            *resync,
 			EngineTimeout:           *engineTimeout,

@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Degraded is decided once per pass, at its end, from what is true at that
+// moment, never left over from an earlier pass: the failures of this
+// pass's steps, a restart whose drains keep timing out, the engine's
+// durability, a schema conflict, and a doctor run that failed while its
+// cause lasts. When none holds, Degraded is False, whichever step set it.
+
+// Degraded reasons that are not a step's failure.
+const (
+	// ReasonDrainTimeout: the drain before a restart, suspend or doctor
+	// run timed out; the pod keeps running and the drain is retried with
+	// backoff.
+	ReasonDrainTimeout = "DrainTimeout"
+	// ReasonDurabilityDegraded: the engine reports a failed directory
+	// fsync after a commit.
+	ReasonDurabilityDegraded = "DurabilityDegraded"
+	// ReasonDoctorFailed: the last doctor run failed and the engine is not
+	// serving yet, or still reports quarantined segments.
+	ReasonDoctorFailed = "DoctorFailed"
+	// ReasonSchemaConflict: the volume holds an index of this name with
+	// another schema.
+	ReasonSchemaConflict = "SchemaConflict"
+)
+
+// cause is one reason for Degraded=True.
+type cause struct {
+	reason, message string
+}
+
+// degradedCauses lists why x is degraded now, the pass's failures f first.
+func degradedCauses(x *summav1.SummaIndex, f failures) []cause {
+	var cs []cause
+	for _, err := range f {
+		cs = append(cs, cause{failureReason(err), err.Error()})
+	}
+	if x.Status.DrainFailures > 0 {
+		msg := fmt.Sprintf("%d drain(s) in a row did not finish within %s", x.Status.DrainFailures, x.Spec.Lifecycle.DrainTimeout())
+		if t := x.Status.LastDrainFailureTime; t != nil {
+			msg += ", the last at " + t.UTC().Format("15:04:05Z")
+		}
+		msg += "; the pod keeps running and the drain is retried with backoff (the DrainTimedOut event says what was left)"
+		cs = append(cs, cause{ReasonDrainTimeout, msg})
+	}
+	if x.Status.DurabilityDegraded {
+		cs = append(cs, cause{ReasonDurabilityDegraded, "a directory fsync failed after a commit; the engine's disk needs attention"})
+	}
+	if doctorFailed(x) && doctorFailureLasts(x) {
+		cs = append(cs, cause{ReasonDoctorFailed, "doctor run " + x.Status.Doctor.RequestID + " failed: " + x.Status.Doctor.Message})
+	}
+	return cs
+}
+
+// doctorFailureLasts reports whether a failed doctor run still matters:
+// quarantined segments remain, or the engine has not served again since
+// (a suspended index serves nothing and waits for nothing).
+func doctorFailureLasts(x *summav1.SummaIndex) bool {
+	if x.IsConditionTrue(summav1.ConditionDoctorRequired) {
+		return true
+	}
+	return !x.Spec.Suspend && !x.IsReady()
+}
+
+// setDegraded sets Degraded from causes and reports whether it went from
+// True to False (a recovery, worth an event).
+func setDegraded(x *summav1.SummaIndex, cs []cause) (recovered string) {
+	cur := x.GetCondition(summav1.ConditionDegraded)
+	if len(cs) == 0 {
+		switch {
+		case cur != nil && cur.Status == "True":
+			was := cur.Reason
+			setCondition(x, summav1.ConditionDegraded, false, "Recovered", "the failure ("+was+") went away")
+			return was
+		case cur == nil:
+			setCondition(x, summav1.ConditionDegraded, false, "Healthy", "")
+		}
+		return ""
+	}
+	msgs := make([]string, 0, len(cs))
+	for _, c := range cs {
+		msgs = append(msgs, c.reason+": "+c.message)
+	}
+	msg := cs[0].message
+	if len(cs) > 1 {
+		msg = strings.Join(msgs, "; ")
+	}
+	setCondition(x, summav1.ConditionDegraded, true, cs[0].reason, clip(msg, 1024))
+	return ""
+}

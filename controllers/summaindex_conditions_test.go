@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+func degradedOf(x *summav1.SummaIndex) (bool, string) {
+	c := x.GetCondition(summav1.ConditionDegraded)
+	if c == nil {
+		return false, ""
+	}
+	return c.Status == metav1.ConditionTrue, c.Reason
+}
+
+func TestDegradedClearsWhenARestartIsNoLongerPending(t *testing.T) {
+	x := podTestIndex()
+	x.Status.DrainFailures = 2
+	x.Status.LastDrainFailureTime = &metav1.Time{Time: time.Now()}
+	setDegraded(x, degradedCauses(x, nil))
+	if on, reason := degradedOf(x); !on || reason != ReasonDrainTimeout {
+		t.Fatalf("timed-out drains: Degraded %v %s", on, reason)
+	}
+	// The spec went back (reconcileEngine forgets the drain failures when
+	// no restart is pending): nothing holds any more.
+	x.Status.DrainFailures, x.Status.LastDrainFailureTime = 0, nil
+	if was := setDegraded(x, degradedCauses(x, nil)); was != ReasonDrainTimeout {
+		t.Errorf("recovery from %q reported, want DrainTimeout", was)
+	}
+	if on, reason := degradedOf(x); on || reason != "Recovered" {
+		t.Fatalf("Degraded sticks: %v %s", on, reason)
+	}
+}
+
+func TestAnOldDoctorFailureDoesNotKeepTheIndexDegraded(t *testing.T) {
+	x := podTestIndex()
+	x.Status.Doctor = &summav1.DoctorStatus{RequestID: "r1", Phase: summav1.DoctorPhaseFailed, Message: "job failed"}
+	setCondition(x, summav1.ConditionReady, false, "PodCreated", "")
+	setDegraded(x, degradedCauses(x, nil))
+	if on, reason := degradedOf(x); !on || reason != ReasonDoctorFailed {
+		t.Fatalf("a failed run with the engine not back: Degraded %v %s", on, reason)
+	}
+	// The engine serves again and nothing is quarantined.
+	setCondition(x, summav1.ConditionReady, true, "EngineReady", "")
+	setCondition(x, summav1.ConditionDoctorRequired, false, "NoQuarantine", "")
+	setDegraded(x, degradedCauses(x, nil))
+	if on, _ := degradedOf(x); on {
+		t.Fatal("an old doctor failure keeps Degraded on a serving, healthy index")
+	}
+	// Quarantined segments remain: the failure still matters.
+	setCondition(x, summav1.ConditionDoctorRequired, true, "SegmentsQuarantined", "")
+	setDegraded(x, degradedCauses(x, nil))
+	if on, reason := degradedOf(x); !on || reason != ReasonDoctorFailed {
+		t.Fatalf("a failed run with quarantine left: Degraded %v %s", on, reason)
+	}
+}
+
+func TestDegradedNamesThePassesFailureFirstAndEveryCause(t *testing.T) {
+	x := podTestIndex()
+	x.Status.DurabilityDegraded = true
+	f := failures{failed(ReasonServiceFailed, errors.New("service refused"))}
+	setDegraded(x, degradedCauses(x, f))
+	c := x.GetCondition(summav1.ConditionDegraded)
+	if c.Reason != ReasonServiceFailed || c.Message != "ServiceFailed: service refused; DurabilityDegraded: a directory fsync failed after a commit; the engine's disk needs attention" {
+		t.Fatalf("Degraded %s: %s", c.Reason, c.Message)
+	}
+	x.Status.DurabilityDegraded = false
+	setDegraded(x, degradedCauses(x, nil))
+	if on, _ := degradedOf(x); on {
+		t.Fatal("Degraded sticks after every cause went")
+	}
+}
+
+func TestUnreachableEnginesBackOffExponentiallyToTheCap(t *testing.T) {
+	var b backoffs
+	k := key("a")
+	var got []time.Duration
+	for range 7 {
+		got = append(got, b.next(k, 30*time.Second))
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
+	for i := range want {
+		if got[i] != want[i]*time.Second {
+			t.Fatalf("waits %v, want %v s", got, want)
+		}
+	}
+	b.reset(k)
+	if w := b.next(k, 30*time.Second); w != time.Second {
+		t.Fatalf("after an answer the wait is %v, want 1s", w)
+	}
+}
