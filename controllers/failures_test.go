@@ -150,6 +150,10 @@ var _ = Describe("Failures and control", func() {
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(ReasonVolumeExpansionRefused))
 			g.Expect(c.Message).To(ContainSubstring("allowVolumeExpansion"))
+			v := getIndex("cramped").Status.Volume
+			g.Expect(v).NotTo(BeNil())
+			g.Expect(v.Resize).To(Equal(summav1.VolumeResizeRefused))
+			g.Expect(v.Requested.String()).To(Equal("1Gi"))
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		Expect(warningReasons("cramped")).To(ContainElement(ReasonVolumeExpansionRefused))
 		// The refused step does not block the others.
@@ -169,6 +173,44 @@ var _ = Describe("Failures and control", func() {
 			pvc := &corev1.PersistentVolumeClaim{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "cramped-data"}, pvc)).To(Succeed())
 			g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
+			v := getIndex("cramped").Status.Volume
+			g.Expect(v.Capacity.String()).To(Equal("2Gi"))
+			g.Expect(v.Resize).To(BeEmpty())
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+
+		By("showing the resize conditions the storage reports on the claim")
+		setClaimCondition := func(t corev1.PersistentVolumeClaimConditionType, msg string) {
+			GinkgoHelper()
+			Eventually(func() error {
+				pvc := &corev1.PersistentVolumeClaim{}
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "cramped-data"}, pvc); err != nil {
+					return err
+				}
+				pvc.Status.Conditions = nil
+				if t != "" {
+					pvc.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: t, Status: corev1.ConditionTrue, Message: msg}}
+				}
+				return k8sClient.Status().Update(ctx, pvc)
+			}).WithTimeout(30 * time.Second).Should(Succeed())
+		}
+		setClaimCondition(corev1.PersistentVolumeClaimFileSystemResizePending, "Waiting for user to (re-)start a pod to finish file system resize")
+		Eventually(func(g Gomega) {
+			x := getIndex("cramped")
+			g.Expect(x.Status.Volume.Resize).To(Equal(summav1.VolumeResizeFileSystemPending))
+			g.Expect(x.Status.Volume.Message).To(ContainSubstring("re-)start a pod"))
+			g.Expect(x.IsConditionTrue(summav1.ConditionDegraded)).To(BeFalse())
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		setClaimCondition(corev1.PersistentVolumeClaimControllerResizeError, "the disk API refused: quota")
+		Eventually(func(g Gomega) {
+			c := condition("cramped", summav1.ConditionDegraded)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(ReasonVolumeExpansionFailed))
+			g.Expect(c.Message).To(ContainSubstring("the disk API refused"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		setClaimCondition("", "")
+		Eventually(func(g Gomega) {
+			g.Expect(condition("cramped", summav1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(getIndex("cramped").Status.Volume.Resize).To(BeEmpty())
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 	})
 

@@ -49,6 +49,9 @@ func degradedCauses(x *summav1.SummaIndex, f failures) []cause {
 		msg += "; the pod keeps running and the drain is retried with backoff (the DrainTimedOut event says what was left)"
 		cs = append(cs, cause{ReasonDrainTimeout, msg})
 	}
+	if v := x.Status.Volume; v != nil && v.Resize == summav1.VolumeResizeFailed {
+		cs = append(cs, cause{ReasonVolumeExpansionFailed, "volume " + v.ClaimName + " could not grow: " + v.Message})
+	}
 	if x.Status.DurabilityDegraded {
 		cs = append(cs, cause{ReasonDurabilityDegraded, "a directory fsync failed after a commit; the engine's disk needs attention"})
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -92,5 +94,44 @@ func TestUnreachableEnginesBackOffExponentiallyToTheCap(t *testing.T) {
 	b.reset(k)
 	if w := b.next(k, 30*time.Second); w != time.Second {
 		t.Fatalf("after an answer the wait is %v, want 1s", w)
+	}
+}
+
+func TestResizeStateReadsTheClaim(t *testing.T) {
+	pvc := func(req, capacity string, conds ...corev1.PersistentVolumeClaimConditionType) *corev1.PersistentVolumeClaim {
+		p := &corev1.PersistentVolumeClaim{}
+		p.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(req)}
+		p.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(capacity)}
+		for _, c := range conds {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PersistentVolumeClaimCondition{Type: c, Status: corev1.ConditionTrue})
+		}
+		return p
+	}
+	for _, c := range []struct {
+		claim *corev1.PersistentVolumeClaim
+		want  string
+	}{
+		{pvc("1Gi", "1Gi"), summav1.VolumeResizeNone},
+		{pvc("2Gi", "1Gi"), summav1.VolumeResizePending},
+		{pvc("2Gi", "1Gi", corev1.PersistentVolumeClaimResizing), summav1.VolumeResizeInProgress},
+		{pvc("2Gi", "1Gi", corev1.PersistentVolumeClaimFileSystemResizePending), summav1.VolumeResizeFileSystemPending},
+		{pvc("2Gi", "1Gi", corev1.PersistentVolumeClaimResizing, corev1.PersistentVolumeClaimControllerResizeError), summav1.VolumeResizeFailed},
+		{pvc("2Gi", "1Gi", corev1.PersistentVolumeClaimNodeResizeError), summav1.VolumeResizeFailed},
+	} {
+		if got, _ := resizeState(c.claim); got != c.want {
+			t.Errorf("claim %+v: %q, want %q", c.claim.Status, got, c.want)
+		}
+	}
+	infeasible := pvc("2Gi", "1Gi")
+	infeasible.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+		corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInfeasible}
+	if got, _ := resizeState(infeasible); got != summav1.VolumeResizeFailed {
+		t.Errorf("infeasible: %q", got)
+	}
+	x := podTestIndex()
+	recordVolume(x, pvc("2Gi", "1Gi", corev1.PersistentVolumeClaimNodeResizeError), nil)
+	setDegraded(x, degradedCauses(x, nil))
+	if on, reason := degradedOf(x); !on || reason != ReasonVolumeExpansionFailed {
+		t.Fatalf("a failed expansion: Degraded %v %s", on, reason)
 	}
 }

@@ -46,6 +46,7 @@ func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.S
 			return failed(ReasonVolumeFailed, fmt.Errorf("create volume %s: %w", pvc.Name, err))
 		}
 		r.event(x, pvc, corev1.EventTypeNormal, "VolumeCreated", "data volume %s created (%s)", pvc.Name, x.Spec.Storage.Size.String())
+		recordVolume(x, pvc, nil)
 		return nil
 	}
 	if err != nil {
@@ -59,7 +60,13 @@ func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.S
 			return failed(ReasonVolumeFailed, err)
 		}
 	}
-	return r.expandClaim(ctx, x, cur)
+	err = r.expandClaim(ctx, x, cur)
+	if failureReason(err) == ReasonVolumeExpansionRefused {
+		recordVolume(x, cur, err)
+	} else {
+		recordVolume(x, cur, nil)
+	}
+	return err
 }
 
 // adoptClaim takes a retained volume of this index's name as x's own.

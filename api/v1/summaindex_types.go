@@ -561,6 +561,10 @@ type SummaIndexStatus struct {
 	// Access records the credentials and certificate the engine uses.
 	// +optional
 	Access *AccessStatus `json:"access,omitempty"`
+
+	// Volume is the data volume's size and any resize in progress.
+	// +optional
+	Volume *VolumeStatus `json:"volume,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
