@@ -34,6 +34,10 @@ trap stop EXIT
 
 make --no-print-directory cluster-up
 make --no-print-directory images
+# A second operator image of another version, for the upgrade spec.
+"$GO" run ./hack/imagebuild -out bin/images/next -containerd "$CLUSTER_DIR/run/containerd/containerd.sock" \
+	-tag e2e-next -version v-e2e-next summa-operator
+export SUMMA_E2E_NEXT_OPERATOR_IMG=summa-operator:e2e-next
 # The release's images from the Dockerfile (imported: the cluster runs), the
 # installer and helm, for the installation specs.
 t=$(date +%s)

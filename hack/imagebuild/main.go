@@ -3,7 +3,7 @@
 // one layer holding one static Go binary, written as an image tarball that
 // `ctr images import` reads.
 //
-//	go run ./hack/imagebuild [-out bin/images] [-containerd SOCKET] [IMAGE...]
+//	go run ./hack/imagebuild [-out bin/images] [-containerd SOCKET] [-tag TAG] [-version V] [IMAGE...]
 //
 // Images (all by default):
 //
@@ -14,7 +14,10 @@
 // With -containerd, the tarballs are then imported into that containerd's
 // k8s.io namespace, where the kubelet finds them (pods use
 // imagePullPolicy IfNotPresent or Never: there is nothing to pull from).
-// Run it from the module root.
+// -tag replaces the images' tags, and -version stamps the operator's
+// version (main.version), so that the e2e specs can roll out a second
+// operator image that differs from the first (an upgrade). Run it from the
+// module root.
 package main
 
 import (
@@ -78,6 +81,8 @@ func run(args []string) error {
 	out := fs.String("out", "bin/images", "directory of the image tarballs")
 	sock := fs.String("containerd", "", "containerd socket to import the images into (namespace k8s.io); empty: do not import")
 	ctr := fs.String("ctr", "ctr", "ctr command")
+	tag := fs.String("tag", "", "tag of the images (default: each image's own)")
+	version := fs.String("version", "", "version stamped into the operator (main.version)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,8 +108,15 @@ func run(args []string) error {
 			return fmt.Errorf("unknown image %q (known: %s)", n, strings.Join(order, ", "))
 		}
 		start := time.Now()
+		if *tag != "" {
+			s.ref = s.ref[:strings.LastIndex(s.ref, ":")+1] + *tag
+		}
+		ldflags := "-s -w"
+		if *version != "" && s.pkg == "./cmd/manager" {
+			ldflags += " -X main.version=" + *version
+		}
 		bin := filepath.Join(binDir, n)
-		if err := goBuild(s.pkg, bin); err != nil {
+		if err := goBuild(s.pkg, bin, ldflags); err != nil {
 			return err
 		}
 		tarPath := filepath.Join(*out, n+".tar")
@@ -122,12 +134,12 @@ func run(args []string) error {
 }
 
 // goBuild builds a static Linux binary of pkg at out.
-func goBuild(pkg, out string) error {
+func goBuild(pkg, out, ldflags string) error {
 	goCmd := os.Getenv("GO")
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	cmd := exec.Command(goCmd, "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd := exec.Command(goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

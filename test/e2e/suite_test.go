@@ -123,3 +123,9 @@ func kubectl(args ...string) string {
 	Expect(err).NotTo(HaveOccurred(), "kubectl %s: %s", strings.Join(args, " "), out)
 	return string(out)
 }
+
+// kubectlOut runs kubectl and returns its output and error, for polls.
+func kubectlOut(args ...string) (string, error) {
+	out, err := exec.Command(kubectlBin, args...).CombinedOutput()
+	return string(out), err
+}
