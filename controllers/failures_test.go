@@ -150,6 +150,7 @@ var _ = Describe("Failures and control", func() {
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(ReasonVolumeExpansionRefused))
 			g.Expect(c.Message).To(ContainSubstring("allowVolumeExpansion"))
+			g.Expect(getIndex("cramped").Status.Message).To(HavePrefix(ReasonVolumeExpansionRefused + ": "))
 			v := getIndex("cramped").Status.Volume
 			g.Expect(v).NotTo(BeNil())
 			g.Expect(v.Resize).To(Equal(summav1.VolumeResizeRefused))

@@ -203,6 +203,7 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		forgetIndexMetrics(x.Namespace, x.Name)
 		return res, err // gone once the finalizer left
 	}
+	summarize(x)
 	recordIndexMetrics(x)
 	if werr := sw.write(ctx, x); werr != nil {
 		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
