@@ -69,7 +69,7 @@ const (
 var stepReasons = map[string]bool{
 	ReasonVolumeFailed: true, ReasonVolumeExpansionRefused: true, ReasonServiceFailed: true,
 	ReasonPodInvalid: true, ReasonQuotaExceeded: true, ReasonPodFailed: true,
-	ReasonEngineUnreachable: true, ReasonReconcileError: true,
+	ReasonEngineUnreachable: true, ReasonReconcileError: true, ReasonInvalidPodTemplate: true,
 	// The access step's (summaindex_access.go).
 	ReasonCredentialsSecretMissing: true, ReasonCredentialsSecretInvalid: true, ReasonTLSSecretMissing: true,
 	ReasonTLSSecretInvalid: true, ReasonSecretConflict: true, ReasonNetworkPolicyConflict: true,
@@ -253,7 +253,7 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 			return reconcile.Result{}, failed(ReasonEngineUnreachable, err)
 		}
 	}
-	if !podReady(pod) {
+	if !engineReady(pod) {
 		if _, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
 			return reconcile.Result{RequeueAfter: pollInterval}, failed(ReasonEngineUnreachable, err)
 		}

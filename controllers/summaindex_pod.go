@@ -102,7 +102,7 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		Name:    EngineContainerName,
 		Image:   in.image,
 		Command: []string{EngineCommand},
-		Args:    engineArgs(x, shutdownDeadlineFor(in.grace), in.access),
+		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.access),
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
@@ -258,16 +258,6 @@ func podRevision(pod *corev1.Pod) string {
 	}{pod.Labels, ann, pod.Spec})
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:12]
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // engineRunning reports whether the engine container is running, so its
