@@ -18,7 +18,7 @@ func TestPodTemplateErrorsNameEveryReservedName(t *testing.T) {
 			{Name: "app", Image: "app:1", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}},
 			{Name: EngineContainerName, Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9090}, {ContainerPort: EnginePort}}},
 		},
-		Volumes: []corev1.Volume{{Name: "cache"}, {Name: dataVolumeName}, {Name: credentialsVolumeName}},
+		Volumes:             []corev1.Volume{{Name: "cache"}, {Name: dataVolumeName}, {Name: credentialsVolumeName}},
 		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}},
 	}}
 	got := podTemplateErrors(x).ToAggregate().Error()
