@@ -64,6 +64,13 @@ var _ = Describe("SummaIndex CRD validation of spec.podTemplate", func() {
 		Expect(t.Spec.NodeSelector).To(HaveKeyWithValue("disk", "ssd"))
 	})
 
+	It("accepts a template of pod settings only, without containers", func() {
+		createValid("template-settings", withTemplate(corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"disk": "ssd"},
+			Tolerations:  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "search", Effect: corev1.TaintEffectNoSchedule}},
+		}}))
+	})
+
 	It("prunes a misspelt field, and refuses it under strict field validation", func() {
 		template := map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"name": "app", "image": "app:1", "imagePullPolicee": "Always"},

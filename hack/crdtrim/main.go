@@ -10,7 +10,8 @@
 //
 // It also bounds the lists the CEL rules of spec.podTemplate iterate
 // (containers, init containers, volumes, ports), so that the API server's
-// cost estimate of those rules stays within its limits (see maxItems).
+// cost estimate of those rules stays within its limits (see maxItems), and
+// makes the template's containers optional (see optional).
 //
 //	go run ./hack/crdtrim FILE...
 //
@@ -23,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -43,6 +45,14 @@ var maxItems = map[string]int64{
 	"spec.volumes":                256,
 	"spec.containers[].ports":     64,
 	"spec.initContainers[].ports": 64,
+}
+
+// optional lists properties that the template does not require, by the
+// path of their parent below trimmedPath: a template may hold only pod
+// settings (a node selector, tolerations), and the engine is then the
+// pod's one container.
+var optional = map[string][]string{
+	"spec": {"containers"},
 }
 
 func main() {
@@ -142,6 +152,12 @@ func trimSchema(s apiextensionsv1.JSONSchemaProps, path string, clear bool) apie
 	}
 	if n, ok := maxItems[path]; ok && s.Type == "array" {
 		s.MaxItems = &n
+	}
+	if drop, ok := optional[path]; ok {
+		s.Required = slices.DeleteFunc(slices.Clone(s.Required), func(r string) bool { return slices.Contains(drop, r) })
+		if len(s.Required) == 0 {
+			s.Required = nil
+		}
 	}
 	if s.Properties != nil {
 		props := make(map[string]apiextensionsv1.JSONSchemaProps, len(s.Properties))
