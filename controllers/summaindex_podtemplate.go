@@ -79,12 +79,12 @@ func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
 
 // checkDesiredPod checks pod, the engine pod the operator is about to
 // create: podTemplateErrors, then a dry-run creation under a generated
-// name (the running pod holds the real one). An invalid pod, or one an
-// admission plugin forbids, is a failure with reason InvalidPodTemplate
-// (PodInvalid without a template: then the operator made it so). A quota
-// is not checked here, since the running pod still counts against it
-// while its replacement is checked; any other error of the dry run is left
-// to the creation itself.
+// name (the running pod holds the real one). An invalid pod, or one Pod
+// Security admission forbids, is a failure with reason InvalidPodTemplate
+// (PodInvalid without a template: then the operator made it so). Any other
+// error of the dry run is left to the creation itself: a quota, above all,
+// since the running pod still counts against it while its replacement is
+// checked.
 func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
 	if errs := podTemplateErrors(x); len(errs) > 0 {
 		return failed(ReasonInvalidPodTemplate, fmt.Errorf("spec.podTemplate: %w", errs.ToAggregate()))
@@ -92,8 +92,8 @@ func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.S
 	probe := pod.DeepCopy()
 	probe.Name, probe.GenerateName, probe.ResourceVersion = "", pod.Name+"-", ""
 	err := r.Create(ctx, probe, client.DryRunAll)
-	quota := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
-	if err == nil || quota || !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+	podSecurity := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity")
+	if !apierrors.IsInvalid(err) && !podSecurity {
 		return nil
 	}
 	reason := ReasonInvalidPodTemplate
