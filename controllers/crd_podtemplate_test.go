@@ -92,6 +92,23 @@ var _ = Describe("SummaIndex CRD validation of spec.podTemplate", func() {
 		Expect(containers[0]).To(HaveKeyWithValue("image", "app:1"))
 	})
 
+	It("takes a template through server-side apply, twice, as kubectl apply --server-side does", func() {
+		template := map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "search"}},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "app:1",
+				"ports": []any{map[string]any{"containerPort": int64(8080)}}}}}}
+		for i := 0; i < 2; i++ {
+			u := unstructuredIndex("template-ssa", template)
+			unstructured.RemoveNestedField(u.Object, "status")
+			unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+			Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+				client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
+		}
+		got := &summav1.SummaIndex{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: validationNamespace, Name: "template-ssa"}, got)).To(Succeed())
+		Expect(got.Spec.PodTemplate.Labels).To(HaveKeyWithValue("team", "search"))
+		Expect(got.Spec.PodTemplate.Spec.Containers[0].Ports[0].Protocol).To(Equal(corev1.ProtocolTCP), "defaulted by the schema")
+	})
+
 	It("refuses a value of the wrong type", func() {
 		err := k8sClient.Create(ctx, unstructuredIndex("wrong-type", map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"name": "app", "image": "app:1", "ports": []any{map[string]any{"containerPort": "eighty"}}},
