@@ -151,6 +151,12 @@ var _ = Describe("SummaIndex CRD validation of spec.podTemplate", func() {
 			corev1.PodTemplateSpec{Spec: corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{
 				{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}}},
 			"spec.podTemplate.spec.ephemeralContainers", "ephemeral containers cannot be part of a pod template"),
+		Entry("a grace period, which the operator sizes", "reserved-grace",
+			corev1.PodTemplateSpec{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](5)}},
+			"spec.podTemplate.spec.terminationGracePeriodSeconds", "the operator sizes the engine pod's grace period"),
+		Entry("a restart policy other than Always", "reserved-restart",
+			corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}},
+			"spec.podTemplate.spec.restartPolicy", "restartPolicy is Always"),
 		Entry("the index label", "reserved-label",
 			corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{summav1.LabelIndex: "other"}}},
 			"spec.podTemplate.metadata.labels", "are the operator's"),

@@ -349,9 +349,10 @@ type SummaIndexSpec struct {
 	// (field descriptions trimmed: see the PodTemplateSpec of Kubernetes);
 	// what the operator puts into the engine pod is refused: containers
 	// named engine or volume-permissions, volumes named summa-*, the
-	// engine's port 8082 on another container, ephemeral containers, and
-	// the label keys summa.dev/index, summa.dev/component and
-	// app.kubernetes.io/managed-by. The operator also checks the whole pod
+	// engine's port 8082 on another container, ephemeral containers, a
+	// terminationGracePeriodSeconds (the operator sizes it), a restartPolicy
+	// other than Always, and the label keys summa.dev/index,
+	// summa.dev/component and app.kubernetes.io/managed-by. The operator also checks the whole pod
 	// (with a dry run) before it creates or replaces the engine pod, and
 	// shows a refusal as Degraded with reason InvalidPodTemplate.
 	// +optional
@@ -361,6 +362,8 @@ type SummaIndexSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !has(c.ports) || c.ports.all(p, p.containerPort != 8082))",fieldPath=".spec.containers",message="port 8082 is the engine's: app containers reach it at localhost:8082 and cannot listen on it"
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !has(c.ports) || c.ports.all(p, p.containerPort != 8082))",fieldPath=".spec.initContainers",message="port 8082 is the engine's: app containers reach it at localhost:8082 and cannot listen on it"
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.ephemeralContainers)",fieldPath=".spec.ephemeralContainers",message="ephemeral containers cannot be part of a pod template (add them to the running pod with kubectl debug)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.terminationGracePeriodSeconds)",fieldPath=".spec.terminationGracePeriodSeconds",message="the operator sizes the engine pod's grace period: bound it with spec.lifecycle.terminationGracePeriod (and spec.lifecycle.appShutdownSeconds for the apps)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",fieldPath=".spec.restartPolicy",message="the engine pod's restartPolicy is Always"
 	// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.labels) || !self.metadata.labels.exists(k, k in ['summa.dev/index', 'summa.dev/component', 'app.kubernetes.io/managed-by'])",fieldPath=".metadata.labels",message="the label keys summa.dev/index, summa.dev/component and app.kubernetes.io/managed-by are the operator's"
 	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
 
