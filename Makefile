@@ -114,9 +114,10 @@ $(CONTROLLER_GEN):
 	mv $(CURDIR)/bin/controller-gen $@
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRD (config/crd/bases) and the operator's ClusterRole (config/rbac/role.yaml); copy both into the Helm chart.
-	$(CONTROLLER_GEN) rbac:roleName=summa-operator crd:allowDangerousTypes=true paths="./api/..." paths="./controllers/..." \
+manifests: controller-gen ## Generate the CRD (config/crd/bases, descriptions below spec.podTemplate trimmed by hack/crdtrim) and the operator's ClusterRole (config/rbac/role.yaml); copy both into the Helm chart.
+	$(CONTROLLER_GEN) rbac:roleName=summa-operator crd:allowDangerousTypes=true,generateEmbeddedObjectMeta=true paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/crdtrim config/crd/bases/summa.dev_summaindexes.yaml
 	@$(MAKE) --no-print-directory chart-sync
 
 .PHONY: generate

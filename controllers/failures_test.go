@@ -128,11 +128,11 @@ var _ = Describe("Failures and control", func() {
 		Eventually(func(g Gomega) {
 			c := condition("crooked", summav1.ConditionDegraded)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal(ReasonPodInvalid))
+			g.Expect(c.Reason).To(Equal(ReasonInvalidPodTemplate))
 			g.Expect(c.Message).To(ContainSubstring("Not_A_DNS_Label"))
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		Eventually(func() []string { return warningReasons("crooked") }).
-			WithTimeout(readyTimeout).WithPolling(poll).Should(ContainElement(ReasonPodInvalid))
+			WithTimeout(readyTimeout).WithPolling(poll).Should(ContainElement(ReasonInvalidPodTemplate))
 		updateIndex("crooked", func(x *summav1.SummaIndex) { x.Spec.PodTemplate = nil })
 		waitReady("crooked")
 		Eventually(func() metav1.ConditionStatus { return condition("crooked", summav1.ConditionDegraded).Status }).

@@ -315,7 +315,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
 	engineUp := false
 	var engineErr error
-	if podReady(pod) {
+	if engineReady(pod) {
 		err := r.observeEngine(ctx, x, pod)
 		var conflict *errSchemaConflict
 		switch {
@@ -343,8 +343,8 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
 			x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
 		x.Status.TerminationGracePeriodSeconds = grace
-		x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
 	}
+	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, grace)
 	if !acc.known {
 		// Without the access step's decisions the desired pod is unknown:
 		// keep the running one.
@@ -378,6 +378,9 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
+		if err := r.holdInvalidRestart(ctx, x, pod, desired, engineUp); err != nil {
+			return reconcile.Result{RequeueAfter: failureRetry}, err
+		}
 		if x.Status.DrainStartTime == nil && engineUp {
 			// An engine that serves restarts under the budget; one that
 			// does not restarts at once.
@@ -393,7 +396,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		}
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
-	if !engineUp && engineErr == nil && !podReady(pod) {
+	if !engineUp && engineErr == nil && !engineReady(pod) {
 		if resumed, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
 			engineErr = failed(ReasonEngineUnreachable, err)
 		} else if resumed {
@@ -452,12 +455,16 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
 		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
 	}
+	if err := r.checkDesiredPod(ctx, x, pod); err != nil {
+		notReady(x, x.Status.Phase, failureReason(err), "the engine pod cannot be created: "+err.Error(), false)
+		return reconcile.Result{RequeueAfter: failureRetry}, err
+	}
 	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
 	x.Status.TerminationGracePeriodSeconds = grace
-	x.Status.ShutdownDeadlineSeconds = shutdownDeadlineFor(grace)
+	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, grace)
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
 	x.Status.UpdateRevision = x.Status.CurrentRevision
 	if acc.hash != "" {

@@ -232,7 +232,7 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 			return reconcile.Result{}, failed(ReasonEngineUnreachable, err)
 		}
 	}
-	if !podReady(pod) {
+	if !engineReady(pod) {
 		if _, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
 			return reconcile.Result{RequeueAfter: pollInterval}, failed(ReasonEngineUnreachable, err)
 		}

@@ -25,14 +25,15 @@ const (
 	graceGrowthMinSeconds = 5
 )
 
-// graceTarget is the grace period the estimate asks for, clamped to the
-// spec's bounds.
+// graceTarget is the grace period the estimate asks for, plus the app
+// containers' stop time when the engine is their sidecar (it gets SIGTERM
+// only after them), clamped to the spec's bounds.
 func graceTarget(x *summav1.SummaIndex, estimate float64) int64 {
 	lo, hi := x.Spec.Lifecycle.GraceBounds()
 	if math.IsNaN(estimate) || estimate < 0 {
 		estimate = 0
 	}
-	want := int64(math.Ceil(estimate*graceSafetyFactor)) + graceFixedSeconds
+	want := int64(math.Ceil(estimate*graceSafetyFactor)) + graceFixedSeconds + appShutdownSeconds(x)
 	return min(max(want, int64(lo)), int64(hi))
 }
 

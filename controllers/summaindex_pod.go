@@ -99,7 +99,7 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		Name:    EngineContainerName,
 		Image:   in.image,
 		Command: []string{EngineCommand},
-		Args:    engineArgs(x, shutdownDeadlineFor(in.grace), in.access),
+		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.access),
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
@@ -240,16 +240,6 @@ func engineLabels(x *summav1.SummaIndex) map[string]string {
 	l := x.Labels()
 	l[LabelComponent] = ComponentEngine
 	return l
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // engineRunning reports whether the engine container is running, so its

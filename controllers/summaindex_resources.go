@@ -129,11 +129,15 @@ func (r *SummaIndexReconciler) expandClaim(ctx context.Context, x *summav1.Summa
 
 // ensureService keeps the Service in front of the engine.
 func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.SummaIndex) error {
+	// The target port is the engine's number, not its name: the named port
+	// is looked up in the app containers first, and an app's own "http"
+	// port would take the engine's traffic.
 	want := corev1.ServiceSpec{
 		Selector: engineLabels(x),
 		Ports: []corev1.ServicePort{{
-			Name: EnginePortName, Port: EnginePort, TargetPort: intstr.FromString(EnginePortName), Protocol: corev1.ProtocolTCP,
+			Name: EnginePortName, Port: EnginePort, TargetPort: intstr.FromInt32(EnginePort), Protocol: corev1.ProtocolTCP,
 		}},
+		PublishNotReadyAddresses: servicePublishesNotReady(x),
 	}
 	cur := &corev1.Service{}
 	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.ServiceName()}, cur)
@@ -159,6 +163,7 @@ func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.Sum
 	}
 	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.Selector, cur.Spec.Ports = want.Selector, want.Ports
+	cur.Spec.PublishNotReadyAddresses = want.PublishNotReadyAddresses
 	if err := r.Patch(ctx, cur, patch); err != nil {
 		return fmt.Errorf("update service %s: %w", cur.Name, err)
 	}
@@ -167,7 +172,8 @@ func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.Sum
 
 // servicePortsMatch compares what the operator sets on its Service.
 func servicePortsMatch(have, want corev1.ServiceSpec) bool {
-	if len(have.Selector) != len(want.Selector) || len(have.Ports) != len(want.Ports) {
+	if len(have.Selector) != len(want.Selector) || len(have.Ports) != len(want.Ports) ||
+		have.PublishNotReadyAddresses != want.PublishNotReadyAddresses {
 		return false
 	}
 	for k, v := range want.Selector {

@@ -54,7 +54,7 @@ func revisionOf(x *summav1.SummaIndex, in podInputs) string {
 	raw, _ := json.Marshal(revisionInputs{
 		Image:             in.image,
 		Grace:             in.grace,
-		ShutdownDeadline:  shutdownDeadlineFor(in.grace),
+		ShutdownDeadline:  engineShutdownDeadline(x, in.grace),
 		Resources:         x.Spec.Resources,
 		Engine:            x.Spec.Engine,
 		PodTemplate:       x.Spec.PodTemplate,

@@ -250,6 +250,8 @@ type GracePeriodBounds struct {
 }
 
 // LifecycleSpec bounds how long the engine gets to stop and to drain.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.appShutdownSeconds) || !has(self.terminationGracePeriod) || !has(self.terminationGracePeriod.maxSeconds) || self.appShutdownSeconds < self.terminationGracePeriod.maxSeconds",message="appShutdownSeconds must be shorter than terminationGracePeriod.maxSeconds: the engine stops after the apps, within the same grace period"
 type LifecycleSpec struct {
 	// TerminationGracePeriod bounds the sized grace period of the engine pod.
 	// +optional
@@ -263,6 +265,19 @@ type LifecycleSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
 	DrainTimeoutSeconds int32 `json:"drainTimeoutSeconds,omitempty"`
+
+	// AppShutdownSeconds is the time the app containers of spec.podTemplate
+	// may take to stop (their preStop hooks and their exit after SIGTERM).
+	// With app containers the engine is a native sidecar: the kubelet
+	// sends it SIGTERM only once they exited, within the same grace
+	// period. So this time is added to the sized grace period and taken
+	// from the engine's own shutdown deadline. Unset, it is 10 s plus the
+	// longest preStop sleep of the app containers when there are any, and
+	// 0 without app containers (where it is ignored).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	AppShutdownSeconds *int32 `json:"appShutdownSeconds,omitempty"`
 }
 
 // BackupMode says whether a doctor run first copies the data volume.
@@ -330,13 +345,26 @@ type SummaIndexSpec struct {
 
 	// PodTemplate adds application containers (and pod settings) to the
 	// engine pod; with containers, the engine runs as a native sidecar that
-	// starts first and stops last. It is not validated by the CRD schema
-	// (to keep the CRD small) but by the API server when the pod is
-	// created.
+	// starts first and stops last. It has the schema of a pod template
+	// (field descriptions trimmed: see the PodTemplateSpec of Kubernetes);
+	// what the operator puts into the engine pod is refused: containers
+	// named engine or volume-permissions, volumes named summa-*, the
+	// engine's port 8082 on another container, ephemeral containers, a
+	// terminationGracePeriodSeconds (the operator sizes it), a restartPolicy
+	// other than Always, and the label keys summa.dev/index,
+	// summa.dev/component and app.kubernetes.io/managed-by. The operator also checks the whole pod
+	// (with a dry run) before it creates or replaces the engine pod, and
+	// shows a refusal as Degraded with reason InvalidPodTemplate.
 	// +optional
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !(c.name in ['engine', 'volume-permissions']))",fieldPath=".spec.containers",message="the container names engine and volume-permissions are reserved for the operator's containers"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !(c.name in ['engine', 'volume-permissions']))",fieldPath=".spec.initContainers",message="the container names engine and volume-permissions are reserved for the operator's containers"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.volumes) || self.spec.volumes.all(v, !v.name.startsWith('summa-'))",fieldPath=".spec.volumes",message="volume names starting with summa- are reserved for the operator's volumes (summa-data, summa-tmp, summa-credentials, summa-tls, summa-client-token, summa-client-ca)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !has(c.ports) || c.ports.all(p, p.containerPort != 8082))",fieldPath=".spec.containers",message="port 8082 is the engine's: app containers reach it at localhost:8082 and cannot listen on it"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !has(c.ports) || c.ports.all(p, p.containerPort != 8082))",fieldPath=".spec.initContainers",message="port 8082 is the engine's: app containers reach it at localhost:8082 and cannot listen on it"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.ephemeralContainers)",fieldPath=".spec.ephemeralContainers",message="ephemeral containers cannot be part of a pod template (add them to the running pod with kubectl debug)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.terminationGracePeriodSeconds)",fieldPath=".spec.terminationGracePeriodSeconds",message="the operator sizes the engine pod's grace period: bound it with spec.lifecycle.terminationGracePeriod (and spec.lifecycle.appShutdownSeconds for the apps)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",fieldPath=".spec.restartPolicy",message="the engine pod's restartPolicy is Always"
+	// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.labels) || !self.metadata.labels.exists(k, k in ['summa.dev/index', 'summa.dev/component', 'app.kubernetes.io/managed-by'])",fieldPath=".metadata.labels",message="the label keys summa.dev/index, summa.dev/component and app.kubernetes.io/managed-by are the operator's"
 	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
 
 	// Suspend stops the engine pod (after a drain) and keeps the volume;

@@ -40,7 +40,11 @@
 //     references are ignored. Any other container is
 //     simulated: no process, "running" until stopped (exit 0 on SIGTERM),
 //     except that regular init containers and the containers of OnFailure
-//     and Never pods succeed at once.
+//     and Never pods succeed at once. A simulated container is started at
+//     once and its readiness probe runs like a process's (see below), so
+//     that an httpGet or tcpSocket probe passes only when a process of the
+//     pod listens there: an app container that is never ready is a
+//     simulated one probing a port nobody listens on.
 //   - Lifecycle: regular init containers run to completion one by one,
 //     native sidecars (init containers with restartPolicy Always) start in
 //     order (each must be started, i.e. running and past its startupProbe),

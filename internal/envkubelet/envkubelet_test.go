@@ -132,6 +132,7 @@ func TestKubelet(t *testing.T) {
 		{"ServerPods", testServerPods},
 		{"Jobs", testJobs},
 		{"NativeSidecar", testNativeSidecar},
+		{"SimulatedReadiness", testSimulatedReadiness},
 		{"GraceExpiry", testGraceExpiry},
 		{"ClaimProtection", testClaimProtection},
 		{"GarbageCollector", testGarbageCollector},
@@ -501,6 +502,54 @@ func testNativeSidecar(t *testing.T, f *fixture) {
 	if strings.Join(got, ", ") != strings.Join(want, ", ") || !evs[3].Simulated || evs[2].Simulated {
 		t.Fatalf("history %q, want %q\n%s", got, want, f.k.Logs(ns, "sidecar"))
 	}
+}
+
+// testSimulatedReadiness: the readiness probe of a simulated container
+// passes only when a process of the pod listens where it probes: an app
+// probing the engine sidecar's /readyz is ready, one probing a port nobody
+// listens on never is, and so the pod is not Ready while its sidecar is.
+func testSimulatedReadiness(t *testing.T, f *fixture) {
+	sidecar := engine("engine")
+	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	app := func(name string, h corev1.ProbeHandler) corev1.Container {
+		return corev1.Container{Name: name, Image: "busybox", Command: []string{"sleep", "infinity"},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: h}}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unready-app", Namespace: ns},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{sidecar},
+			Containers: []corev1.Container{
+				app("follows", corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8082)}}),
+				app("waits", corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9)}}),
+				app("execs", corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}),
+			},
+			Volumes: []corev1.Volume{dataVolume("data-r")},
+		},
+	}
+	create(t, f, claim("data-r"), pod)
+	eventually(t, "engine and the apps probing something ready, the other app not", func() error {
+		if err := get(f, pod); err != nil {
+			return err
+		}
+		ready := map[string]bool{}
+		for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+			ready[cs.Name] = cs.Ready
+		}
+		if !ready["engine"] || !ready["follows"] || !ready["execs"] || ready["waits"] {
+			return fmt.Errorf("readiness %v", ready)
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "waits") {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", pod.Status.Conditions)
+	})
+	if err := f.c.Delete(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod removed", gone(f, pod))
 }
 
 // testClaimProtection: a deleted claim keeps its protection finalizer

@@ -399,7 +399,10 @@ func (p *pod) start(c *container, now time.Time) {
 		return
 	}
 	if bin == "" {
-		in.started, in.ready = true, true
+		// Started at once; ready at once without a readiness probe, else
+		// when the probe passes (against the pod's address, where only the
+		// pod's processes listen).
+		in.started, in.ready = true, c.spec.ReadinessProbe == nil
 		if p.simulatedCompletes(c) {
 			p.exited(c, in, 0, now)
 			return
@@ -413,6 +416,9 @@ func (p *pod) start(c *container, now time.Time) {
 			defer k.mu.Unlock()
 			p.exited(c, in, code, time.Now())
 		}()
+		if c.spec.ReadinessProbe != nil {
+			go p.probeLoop(c, in)
+		}
 		return
 	}
 	in.logPath = filepath.Join(k.opts.Root, "logs", p.ns+"_"+p.name+"_"+c.spec.Name+".log")

@@ -152,7 +152,7 @@ func (p *pod) containerStatus(c *container) corev1.ContainerStatus {
 		cs.ContainerID = in.id
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: mtime(in.startedAt)}
 		started = in.started
-		cs.Ready = in.started && (c.spec.ReadinessProbe == nil || in.proc == nil || in.ready)
+		cs.Ready = in.started && (c.spec.ReadinessProbe == nil || in.ready)
 	case !c.restartAt.IsZero():
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
