@@ -125,6 +125,9 @@ func New(cfg Config, permits *Permits) *Optimizer {
 	return o
 }
 
+// Policy returns the policy in use, defaults filled in.
+func (o *Optimizer) Policy() Policy { return o.cfg.Policy }
+
 // Start runs the scan loop over the targets returned by list; it does
 // nothing when Threads is 0.
 func (o *Optimizer) Start(list func() []Target) {
