@@ -358,3 +358,65 @@ func TestIDsNeverReused(t *testing.T) {
 		t.Fatalf("new ids %v did not go past the swept orphan 40", ids)
 	}
 }
+
+// TestQ06_QuarantineDuringCloseKeepsSnapshotRefcountsExact: a rewrite's
+// preflight may quarantine a source while Close waits for a running
+// commit. The current snapshot then belongs to close: quarantine must not
+// release it, or its reference count ends below zero and its tracker
+// references are dropped while the commit still reads it.
+func TestQ06_QuarantineDuringCloseKeepsSnapshotRefcountsExact(t *testing.T) {
+	armed := make(chan struct{})
+	reached, release := make(chan struct{}), make(chan struct{})
+	opts := testOptions()
+	opts.Hooks.BeforePublish = func() error {
+		select {
+		case <-armed:
+			close(reached)
+			<-release
+		default:
+		}
+		return nil
+	}
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(docs(t, 0, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	victim := idx.Metadata().Segments[0].ID
+	if err := idx.Add(docs(t, 10, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	close(armed)
+	committed := make(chan error, 1)
+	go func() { _, err := idx.Commit(context.Background()); committed <- err }()
+	<-reached
+	idx.mu.Lock()
+	snap := idx.mu.current
+	idx.mu.Unlock()
+	closed := make(chan error, 1)
+	go func() { closed <- idx.Close(context.Background()) }()
+	eventually(t, "close to begin", func() bool {
+		idx.mu.Lock()
+		defer idx.mu.Unlock()
+		return idx.mu.closed
+	})
+	idx.quarantine(victim, "corrupt source found by a rewrite preflight")
+	if n := snap.refs.Load(); n != 2 {
+		t.Fatalf("quarantine during close released the current snapshot: refs %d, want 2 (index and commit)", n)
+	}
+	close(release)
+	if err := <-committed; err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := snap.refs.Load(); n != 0 {
+		t.Fatalf("snapshot refcount %d after close, want 0", n)
+	}
+	checkOwned(t, fs, idx)
+}
