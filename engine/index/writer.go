@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/summadev/summa/engine/schema"
@@ -27,6 +28,8 @@ type writer struct {
 	retrier retrier
 	// stopOnce closes retrier.stop once.
 	stopOnce sync.Once
+	// stopped is set once close joined the workers (M07 reports it).
+	stopped atomic.Bool
 	// sends counts admitted batches whose tasks are still being sent to
 	// the workers' queues (outside mu). The seal waits for it before the
 	// flush requests; close waits for it before closing the queues.
@@ -313,6 +316,7 @@ func (w *writer) close(ctx context.Context, deleting bool) error {
 		close(wk.queue)
 	}
 	w.workersDone.Wait()
+	w.stopped.Store(true)
 	w.mu.Lock()
 	job, gen := w.mu.job, w.mu.gen
 	w.mu.job, w.mu.held = nil, nil
