@@ -113,3 +113,37 @@ func TestM05_AutomaticAdmissionNeverWaitsForAPermit(t *testing.T) {
 		p.Release()
 	})
 }
+
+// TestM04_PermitHeldUntilTheTaskDrains: a background task keeps its
+// permit, shared with explicit maintenance, until its blocking work
+// returns, even after cancellation was signalled; Shutdown joins it.
+func TestM04_PermitHeldUntilTheTaskDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPermits(1)
+		o := New(Config{Threads: 1, ScanInterval: time.Hour}, p)
+		f := newFakeTarget()
+		release := make(chan struct{})
+		f.run = func(Task) error { <-release; return context.Canceled } // blocking work ignores ctx
+		o.Scan([]Target{f})
+		synctest.Wait()
+		if f.ran() != 1 || p.InUse() != 1 {
+			t.Fatalf("task started %d, permits in use %d", f.ran(), p.InUse())
+		}
+		stopped := make(chan struct{})
+		go func() { o.Shutdown(); close(stopped) }()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Shutdown returned while a task's blocking work still ran")
+		default:
+		}
+		if p.InUse() != 1 || p.TryAcquire() {
+			t.Fatal("the permit was returned before the blocking work drained")
+		}
+		close(release)
+		<-stopped
+		if p.InUse() != 0 {
+			t.Fatal("the permit was not returned after the task drained")
+		}
+	})
+}
