@@ -176,6 +176,9 @@ func (o *Optimizer) Running() int {
 // StopScans stops the scan loop (first step of shutdown, S02).
 func (o *Optimizer) StopScans() { o.stopScans() }
 
+// ScansStopped reports whether StopScans or Shutdown was called.
+func (o *Optimizer) ScansStopped() bool { return o.scansCtx.Err() != nil }
+
 // Shutdown stops scans, signals cancellation to running tasks (BP stops
 // between bounded units) and then joins them: blocking work is drained,
 // never abandoned (S01, S02).

@@ -125,3 +125,66 @@ func TestC07_PoisonDocumentIsNotRetriedIndefinitely(t *testing.T) {
 		}
 	})
 }
+
+// TestS02_ShutdownStepsInOrder: Close first rejects new registry requests
+// and stops optimizer scans; it then waits for the accepted commit, which
+// still flushes and publishes (segment-build admission and the writers
+// stay open for it); only after the commit ended are the writers and
+// managers stopped. Every committed document survives a restart.
+func TestS02_ShutdownStepsInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := vfs.NewMem()
+		reached, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		opts := Options{Index: index.Options{IndexingWorkers: 1, Hooks: index.Hooks{BeforeWorkerFlush: func(int) {
+			once.Do(func() { close(reached); <-release })
+		}}}}
+		r := openTest(t, fs, opts)
+		h := mustCreate(t, r, "articles")
+		if err := h.Add(context.Background(), docs(t, 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		idx, err := h.Index()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go h.Commit(context.Background())
+		<-reached // the accepted commit is flushing
+		h.Release()
+		closed := make(chan error, 1)
+		go func() { closed <- r.Close(context.Background()) }()
+		synctest.Wait() // Close is blocked on the commit
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while an accepted commit was running", err)
+		default:
+		}
+		// Step 1: new requests rejected, scans stopped.
+		if _, err := r.Acquire("articles"); !errors.Is(err, ErrShuttingDown) {
+			t.Fatalf("new request during shutdown: %v", err)
+		}
+		if !r.opt.ScansStopped() {
+			t.Fatal("optimizer scans still running during shutdown")
+		}
+		// Steps 3-4 wait for step 2: the writer and its workers still run
+		// for the commit.
+		if q := idx.Quiescence(); q.Closed || q.WorkersStopped {
+			t.Fatalf("writers stopped before the accepted commit ended: %+v", q)
+		}
+		close(release)
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if q := idx.Quiescence(); !q.Quiet() {
+			t.Fatalf("after Close: %+v", q)
+		}
+		if g := idx.Metadata().Generation; g != 1 {
+			t.Fatalf("the accepted commit was not published before the writers stopped: generation %d", g)
+		}
+		r = openTest(t, fs, Options{})
+		defer r.Close(context.Background())
+		if st := r.Statuses(); len(st) != 1 || st[0].Documents != 10 {
+			t.Fatalf("after restart %+v", st)
+		}
+	})
+}
