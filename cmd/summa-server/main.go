@@ -6,6 +6,8 @@
 //	summa-server backup --data-dir DIR --to DEST [--report-file PATH]
 //	                                                           offline copy
 //	summa-server prepare-volume --data-dir DIR --uid N --gid N chown a volume
+//	summa-server merge|compact|reorder --data-dir DIR [--index NAME]
+//	                                                           offline maintenance
 //	summa-server version
 //
 // Every flag can also come from the environment as SUMMA_<FLAG_IN_CAPS>
@@ -59,6 +61,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	if len(args) > 0 && args[0] == "prepare-volume" {
 		return runPrepareVolume(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && (args[0] == "merge" || args[0] == "compact" || args[0] == "reorder") {
+		return runMaintain(args[0], args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, errHelp) {

@@ -104,16 +104,23 @@ func (w *writer) runCommit() (CommitResult, error) {
 // asking every worker to flush) if no commit is pending.
 func (w *writer) sealOrResume() (*flushJob, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.mu.job != nil {
-		return w.mu.job, nil
+		job := w.mu.job
+		w.mu.Unlock()
+		return job, nil
 	}
 	if w.mu.closed {
+		w.mu.Unlock()
 		return nil, ErrClosed
 	}
 	job := newFlushJob(w.mu.gen, len(w.workers))
 	w.mu.job = job
 	w.mu.idle = make(chan struct{})
+	w.mu.Unlock()
+	// No batch can be admitted any more (job is set); the admitted ones
+	// finish their queue sends before the flush requests follow them.
+	// Neither wait happens under w.mu.
+	w.sends.Wait()
 	for _, wk := range w.workers {
 		wk.queue <- task{flush: job}
 	}
@@ -124,19 +131,28 @@ func (w *writer) sealOrResume() (*flushJob, error) {
 // operations: its primary-key view and deletes as they were, its documents
 // queued again to the workers. Its outputs were abandoned (C05: nothing
 // partial is published); the next commit builds and publishes them all.
+// REQUIRES: the writer guard is held.
 func (w *writer) retry(failed *generation) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	next := newGeneration()
 	next.pending, next.ops = failed.pending, failed.ops
+	var sends []sendTask
 	for _, t := range failed.tasks {
 		t.gen = next
 		next.tasks = append(next.tasks, t)
-		w.enqueueLocked(t)
+		sends = append(sends, sendTask{worker: w.nextWorkerLocked(), task: t})
 	}
+	// Counted before the next generation admits anything, so the next
+	// seal waits for these sends too.
+	w.sends.Add(1)
 	w.mu.job, w.mu.held = nil, nil
 	w.mu.gen = next
 	close(w.mu.idle)
+	w.mu.Unlock()
+	defer w.sends.Done()
+	for _, st := range sends {
+		st.worker.queue <- st.task
+	}
 }
 
 // resume starts a new generation and admits ingestion again; a held

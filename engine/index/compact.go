@@ -65,6 +65,7 @@ func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSe
 	if err != nil {
 		return RewriteResult{}, err
 	}
+	rw.decorate = keepBPState
 	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
 		if maskID(cur[0]) != captured {
 			return nil, ErrVisibilityChanged
@@ -73,6 +74,15 @@ func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSe
 	})
 	published = err == nil
 	return res, err
+}
+
+// keepBPState carries the source's BP flags and counters to a
+// maintenance-only replacement (M11): compaction keeps the rows' order,
+// so completed BP stays completed and a lineage keeps its unconverged
+// passes, never escaping the Q13 limit.
+func keepBPState(out *metadata.Segment, cur []metadata.Segment) {
+	out.BPConverged = cur[0].BPConverged
+	out.BPUnconvergedPasses = cur[0].BPUnconvergedPasses
 }
 
 func maskID(s metadata.Segment) segid.ID {

@@ -54,6 +54,9 @@ type Hooks struct {
 	BeforeWorkerFlush func(worker int)
 	// BeforePublish runs in the commit finalizer before the metadata save.
 	BeforePublish func() error
+	// DuringPrimaryKeyLookup runs in Delete while it looks a key up in
+	// the committed segments; it may block.
+	DuringPrimaryKeyLookup func(pk string)
 	// BeforeRewritePublish runs after a merge or compaction output was
 	// written and validated, before its publication.
 	BeforeRewritePublish func(kind string)

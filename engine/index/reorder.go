@@ -27,6 +27,14 @@ type ReorderOptions struct {
 	MaxDepth int
 	// Workers bounds the pass's parallelism (0: GOMAXPROCS).
 	Workers int
+	// Automatic marks background maintenance (M11): eligibility is
+	// decided from the claimed source's metadata entry, so completed BP
+	// (bpConverged) and capped lineages (MaxUnconvergedPasses reached) are
+	// kept, and the pass is skipped with ErrNothingToDo.
+	Automatic bool
+	// MaxUnconvergedPasses is the lineage limit of automatic passes (Q13);
+	// 0 means no limit beyond bpConverged.
+	MaxUnconvergedPasses int
 }
 
 func (o ReorderOptions) withDefaults() ReorderOptions {
@@ -89,6 +97,11 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	}
 	published := false
 	defer func() { rw.finish(published) }()
+	if opts.Automatic {
+		if err := rw.bpEligible(opts.MaxUnconvergedPasses); err != nil {
+			return RewriteResult{}, err
+		}
+	}
 	if err := rw.preflight(ctx); err != nil {
 		return RewriteResult{}, err
 	}
@@ -133,6 +146,26 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	out.DocPostingsBytesBefore, out.DocPostingsBytesAfter = docsBefore, docsAfter
 	out.BPConverged = res.Converged
 	return out, nil
+}
+
+// bpEligible decides an automatic pass from the claimed source's current
+// metadata entry, not from the optimizer's scan (M11, Q13): completed or
+// capped BP is never redone. The claim keeps the entry from changing.
+func (rw *rewrite) bpEligible(maxPasses int) error {
+	id := rw.sources[0].Meta.ID
+	for _, s := range rw.idx.Metadata().Segments {
+		if s.ID != id {
+			continue
+		}
+		if s.BPConverged {
+			return fmt.Errorf("%w: BP of %s already converged", ErrNothingToDo, id)
+		}
+		if maxPasses > 0 && s.BPUnconvergedPasses >= maxPasses {
+			return fmt.Errorf("%w: BP lineage of %s reached %d unconverged passes", ErrNothingToDo, id, maxPasses)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %s is no longer live", ErrNothingToDo, id)
 }
 
 // forwardGraph builds the document-term graph of the reorder fields from

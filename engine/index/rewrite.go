@@ -307,8 +307,12 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 func (idx *Index) quarantine(id segid.ID, reason string) {
 	idx.mu.Lock()
 	idx.mu.quarantine[id] = reason
-	old := idx.mu.current
-	if !idx.mu.closed {
+	// Once close began, current belongs to close (which releases it
+	// once); replacing or releasing it here would drop its reference
+	// twice and drive the refcount below zero.
+	var old *Snapshot
+	if !idx.mu.closed && idx.mu.current != nil {
+		old = idx.mu.current
 		idx.mu.current = idx.newSnapshotLocked(idx.mu.meta)
 	}
 	idx.mu.Unlock()

@@ -18,8 +18,16 @@ import (
 
 func TestL03_IndexingOutputOwnedAtEveryStep(t *testing.T) {
 	fs, idx := createMem(t)
-	defer mustClose(t, idx)
 	if err := idx.Add(docs(t, 0, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	// An upsert and a delete publish mask generations through the same
+	// finalizer: their claims too are released only after Publish.
+	if err := idx.Add(docs(t, 0, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.Delete("p0005"); err != nil {
 		t.Fatal(err)
 	}
 	mustCommit(t, idx)
@@ -30,6 +38,42 @@ func TestL03_IndexingOutputOwnedAtEveryStep(t *testing.T) {
 	for id := range segFiles(t, fs) {
 		if !idx.Manager().OwnersOf(id).Live {
 			t.Fatalf("segment %s is not metadata-owned after commit", id)
+		}
+	}
+	// The committed generation's files are all still there: a claim
+	// released before metadata took ownership would have let the
+	// lifecycle manager delete a committed segment or mask.
+	checkCommittedFilesExist(t, fs, idx.Metadata())
+	want := visible(t, idx)
+	mustClose(t, idx)
+	re, err := Open(fs, testDir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, re)
+	if q := re.Status().Quarantined; len(q) != 0 {
+		t.Fatalf("reopen quarantined committed segments: %+v", q)
+	}
+	if got := visible(t, re); len(got) != 9 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopen shows %d documents, want the 9 committed", len(got))
+	}
+}
+
+// checkCommittedFilesExist fails when a file of a committed segment or
+// mask is missing or has another size than metadata records.
+func checkCommittedFilesExist(t *testing.T, fs vfs.FS, meta *metadata.Metadata) {
+	t.Helper()
+	for _, s := range meta.Segments {
+		for _, f := range s.Files {
+			st, err := fs.Stat(fs.PathJoin(testDir, segid.FileName(s.ID, f.Suffix)))
+			if err != nil || st.Size() != f.Size {
+				t.Fatalf("committed file %s of segment %s: %v", f.Suffix, s.ID, err)
+			}
+		}
+		if s.Deletes != nil && s.Deletes.ID != 0 {
+			if _, err := fs.Stat(fs.PathJoin(testDir, segid.FileName(s.Deletes.ID, "del"))); err != nil {
+				t.Fatalf("committed mask %s of segment %s: %v", s.Deletes.ID, s.ID, err)
+			}
 		}
 	}
 }
@@ -357,4 +401,66 @@ func TestIDsNeverReused(t *testing.T) {
 	if ids[len(ids)-1] <= 0x40 {
 		t.Fatalf("new ids %v did not go past the swept orphan 40", ids)
 	}
+}
+
+// TestQ06_QuarantineDuringCloseKeepsSnapshotRefcountsExact: a rewrite's
+// preflight may quarantine a source while Close waits for a running
+// commit. The current snapshot then belongs to close: quarantine must not
+// release it, or its reference count ends below zero and its tracker
+// references are dropped while the commit still reads it.
+func TestQ06_QuarantineDuringCloseKeepsSnapshotRefcountsExact(t *testing.T) {
+	armed := make(chan struct{})
+	reached, release := make(chan struct{}), make(chan struct{})
+	opts := testOptions()
+	opts.Hooks.BeforePublish = func() error {
+		select {
+		case <-armed:
+			close(reached)
+			<-release
+		default:
+		}
+		return nil
+	}
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(docs(t, 0, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	victim := idx.Metadata().Segments[0].ID
+	if err := idx.Add(docs(t, 10, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	close(armed)
+	committed := make(chan error, 1)
+	go func() { _, err := idx.Commit(context.Background()); committed <- err }()
+	<-reached
+	idx.mu.Lock()
+	snap := idx.mu.current
+	idx.mu.Unlock()
+	closed := make(chan error, 1)
+	go func() { closed <- idx.Close(context.Background()) }()
+	eventually(t, "close to begin", func() bool {
+		idx.mu.Lock()
+		defer idx.mu.Unlock()
+		return idx.mu.closed
+	})
+	idx.quarantine(victim, "corrupt source found by a rewrite preflight")
+	if n := snap.refs.Load(); n != 2 {
+		t.Fatalf("quarantine during close released the current snapshot: refs %d, want 2 (index and commit)", n)
+	}
+	close(release)
+	if err := <-committed; err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := snap.refs.Load(); n != 0 {
+		t.Fatalf("snapshot refcount %d after close, want 0", n)
+	}
+	checkOwned(t, fs, idx)
 }

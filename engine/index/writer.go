@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/summadev/summa/engine/schema"
@@ -27,6 +28,14 @@ type writer struct {
 	retrier retrier
 	// stopOnce closes retrier.stop once.
 	stopOnce sync.Once
+	// stopped is set once close joined the workers (M07 reports it).
+	stopped atomic.Bool
+	// sends counts admitted batches whose tasks are still being sent to
+	// the workers' queues (outside mu). The seal waits for it before the
+	// flush requests; close waits for it before closing the queues.
+	// INVARIANT: Add happens under mu after admitLocked succeeded, so no
+	// Add can start once a job is sealed or the writer is closed.
+	sends sync.WaitGroup
 	// background is true while the retrier's attempt runs. Guarded by the
 	// writer guard (only its holder reads or writes it).
 	background bool
@@ -108,10 +117,34 @@ func (w *writer) add(docs []*schema.Document) error {
 	if len(docs) == 0 {
 		return nil
 	}
+	tasks, err := w.admitDocs(docs)
+	if err != nil {
+		return err
+	}
+	// The queue sends may block on a busy worker: never under w.mu. The
+	// seal waits for them (sends) before asking the workers to flush, so
+	// every task reaches its worker before the generation's flush.
+	defer w.sends.Done()
+	for _, st := range tasks {
+		st.worker.queue <- st.task
+	}
+	return nil
+}
+
+// sendTask is one task and the worker it goes to.
+type sendTask struct {
+	worker *worker
+	task   task
+}
+
+// admitDocs admits a batch whole under w.mu: opstamps, the pending
+// primary-key view, the generation's task list and each task's worker.
+// On success the caller owns one w.sends count and must send the tasks.
+func (w *writer) admitDocs(docs []*schema.Document) ([]sendTask, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.admitLocked(); err != nil {
-		return err
+		return nil, err
 	}
 	gen := w.mu.gen
 	ops := make([]uint64, len(docs))
@@ -130,21 +163,23 @@ func (w *writer) add(docs []*schema.Document) error {
 	if chunk < 64 {
 		chunk = 64
 	}
+	var out []sendTask
 	for start := 0; start < len(docs); start += chunk {
 		end := min(start+chunk, len(docs))
 		t := task{docs: docs[start:end], ops: ops[start:end], gen: gen}
 		gen.tasks = append(gen.tasks, t)
-		w.enqueueLocked(t)
+		out = append(out, sendTask{worker: w.nextWorkerLocked(), task: t})
 	}
-	return nil
+	w.sends.Add(1)
+	return out, nil
 }
 
-// enqueueLocked hands a task to the next worker, round robin.
+// nextWorkerLocked picks the next worker, round robin.
 // REQUIRES: w.mu is held.
-func (w *writer) enqueueLocked(t task) {
+func (w *writer) nextWorkerLocked() *worker {
 	wk := w.workers[w.mu.rr%len(w.workers)]
 	w.mu.rr++
-	wk.queue <- t
+	return wk
 }
 
 // Delete deletes the live document with primary key pk at the next
@@ -161,29 +196,62 @@ func (idx *Index) Delete(pk string) (bool, error) {
 }
 
 func (w *writer) delete(pk string) (bool, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.admitLocked(); err != nil {
-		return false, err
-	}
-	gen := w.mu.gen
-	existed := false
-	if p, ok := gen.pending[pk]; ok {
-		existed = !p.deleted
-	} else {
-		snap, err := w.idx.Snapshot()
+	for {
+		w.mu.Lock()
+		if err := w.admitLocked(); err != nil {
+			w.mu.Unlock()
+			return false, err
+		}
+		gen := w.mu.gen
+		if p, ok := gen.pending[pk]; ok {
+			w.recordDeleteLocked(gen, pk)
+			w.mu.Unlock()
+			return !p.deleted, nil
+		}
+		w.mu.Unlock()
+		// The lookup over every committed segment runs without w.mu, so
+		// ingestion and status calls never wait for it.
+		existed, err := w.lookupCommitted(pk)
 		if err != nil {
 			return false, err
 		}
-		existed, err = snap.LookupPrimaryKey(pk)
-		snap.Close()
-		if err != nil {
-			return false, fmt.Errorf("index: look up primary key: %w", err)
+		w.mu.Lock()
+		// Committed visibility changes only when a generation is sealed
+		// and published, which replaces w.mu.gen: if it is the same and the
+		// key is still untouched, the lookup is current.
+		if w.mu.gen == gen && w.admitLocked() == nil {
+			if _, touched := gen.pending[pk]; !touched {
+				w.recordDeleteLocked(gen, pk)
+				w.mu.Unlock()
+				return existed, nil
+			}
 		}
+		w.mu.Unlock()
 	}
+}
+
+// recordDeleteLocked adds a delete of pk to gen.
+// REQUIRES: w.mu held.
+func (w *writer) recordDeleteLocked(gen *generation, pk string) {
 	w.mu.nextOpstamp++
 	gen.pending[pk] = pendingOp{opstamp: w.mu.nextOpstamp, deleted: true}
 	gen.ops++
+}
+
+// lookupCommitted reports whether a live committed document has key pk.
+func (w *writer) lookupCommitted(pk string) (bool, error) {
+	snap, err := w.idx.Snapshot()
+	if err != nil {
+		return false, err
+	}
+	defer snap.Close()
+	if h := w.idx.opts.Hooks.DuringPrimaryKeyLookup; h != nil {
+		h(pk)
+	}
+	existed, err := snap.LookupPrimaryKey(pk)
+	if err != nil {
+		return false, fmt.Errorf("index: look up primary key: %w", err)
+	}
 	return existed, nil
 }
 
@@ -243,10 +311,12 @@ func (w *writer) close(ctx context.Context, deleting bool) error {
 		return fmt.Errorf("index: waiting for the publication retrier: %w", ctx.Err())
 	}
 	w.cancelWorkers()
+	w.sends.Wait() // admitted batches still being sent; closed: no new ones
 	for _, wk := range w.workers {
 		close(wk.queue)
 	}
 	w.workersDone.Wait()
+	w.stopped.Store(true)
 	w.mu.Lock()
 	job, gen := w.mu.job, w.mu.gen
 	w.mu.job, w.mu.held = nil, nil

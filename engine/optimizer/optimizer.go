@@ -46,6 +46,10 @@ type Config struct {
 	ScanInterval time.Duration
 	// BackoffMin and BackoffMax bound the per-source failure backoff.
 	BackoffMin, BackoffMax time.Duration
+	// CompletionCooldown is how long an index gets no new automatic task
+	// after one of its tasks completed (M05); 0 means
+	// DefaultCompletionCooldown, a negative value none.
+	CompletionCooldown time.Duration
 	// Policy chooses tasks.
 	Policy Policy
 	// Logger receives maintenance events.
@@ -54,6 +58,10 @@ type Config struct {
 	// ("success", "failure", "skipped", "cancelled").
 	OnTask func(kind, outcome string)
 }
+
+// DefaultCompletionCooldown is the pause between an automatic task's
+// completion and the next automatic task on the same index (M05).
+const DefaultCompletionCooldown = 10 * time.Second
 
 // Optimizer is the background maintenance supervisor of one process.
 type Optimizer struct {
@@ -80,6 +88,9 @@ type Optimizer struct {
 	paused bool
 	// reorders cancels running reorder tasks (drain brings BP to rest).
 	reorders map[*Task]context.CancelFunc
+	// cooldown holds, per index name, the time before which no new
+	// automatic task is chosen: set when a task completes (M05).
+	cooldown map[string]time.Time
 }
 
 // New returns an optimizer that shares permits with explicit operations.
@@ -93,6 +104,9 @@ func New(cfg Config, permits *Permits) *Optimizer {
 	if cfg.BackoffMax < cfg.BackoffMin {
 		cfg.BackoffMax = max(30*time.Minute, cfg.BackoffMin)
 	}
+	if cfg.CompletionCooldown == 0 {
+		cfg.CompletionCooldown = DefaultCompletionCooldown
+	}
 	if cfg.Policy.SegmentsPerTier == 0 {
 		p := DefaultPolicy()
 		if cfg.Policy.MaxUnconvergedPasses > 0 {
@@ -101,7 +115,8 @@ func New(cfg Config, permits *Permits) *Optimizer {
 		cfg.Policy = p
 	}
 	o := &Optimizer{cfg: cfg, permits: permits, log: cfg.Logger, wake: make(chan struct{}, 1),
-		backoffs: map[string]*Backoff{}, running: map[string]map[segid.ID]bool{}, reorders: map[*Task]context.CancelFunc{}}
+		backoffs: map[string]*Backoff{}, running: map[string]map[segid.ID]bool{}, reorders: map[*Task]context.CancelFunc{},
+		cooldown: map[string]time.Time{}}
 	if o.log.GetSink() == nil {
 		o.log = logr.Discard()
 	}
@@ -109,6 +124,9 @@ func New(cfg Config, permits *Permits) *Optimizer {
 	o.tasksCtx, o.cancelTasks = context.WithCancel(context.Background())
 	return o
 }
+
+// Policy returns the policy in use, defaults filled in.
+func (o *Optimizer) Policy() Policy { return o.cfg.Policy }
 
 // Start runs the scan loop over the targets returned by list; it does
 // nothing when Threads is 0.
@@ -158,6 +176,9 @@ func (o *Optimizer) Running() int {
 // StopScans stops the scan loop (first step of shutdown, S02).
 func (o *Optimizer) StopScans() { o.stopScans() }
 
+// ScansStopped reports whether StopScans or Shutdown was called.
+func (o *Optimizer) ScansStopped() bool { return o.scansCtx.Err() != nil }
+
 // Shutdown stops scans, signals cancellation to running tasks (BP stops
 // between bounded units) and then joins them: blocking work is drained,
 // never abandoned (S01, S02).
@@ -196,7 +217,8 @@ func (o *Optimizer) loop(list func() []Target) {
 }
 
 // nextScan returns the delay to the next scan: the interval, or earlier
-// when a backed-off source becomes eligible (its own wake-up, Q07).
+// when a backed-off source becomes eligible (its own wake-up, Q07) or an
+// index's completion cooldown ends (M05).
 func (o *Optimizer) nextScan(now time.Time) time.Duration {
 	d := o.cfg.ScanInterval
 	o.mu.Lock()
@@ -204,6 +226,11 @@ func (o *Optimizer) nextScan(now time.Time) time.Duration {
 	for _, b := range o.backoffs {
 		if t, ok := b.NextWake(now); ok && t.Sub(now) < d {
 			d = max(t.Sub(now), time.Millisecond)
+		}
+	}
+	for _, until := range o.cooldown {
+		if until.After(now) && until.Sub(now) < d {
+			d = max(until.Sub(now), time.Millisecond)
 		}
 	}
 	return d
@@ -247,6 +274,13 @@ func (o *Optimizer) choose(t Target) (Task, bool) {
 	now := time.Now()
 	b := o.Backoff(t.Name())
 	o.mu.Lock()
+	if until, ok := o.cooldown[t.Name()]; ok {
+		if now.Before(until) {
+			o.mu.Unlock()
+			return Task{}, false // M05: completion cooldown
+		}
+		delete(o.cooldown, t.Name())
+	}
 	busy := o.running[t.Name()]
 	eligible := func(id segid.ID) bool {
 		return !busy[id] && !t.Quarantined(id) && b.Eligible(id, now)
@@ -286,11 +320,17 @@ func (o *Optimizer) start(t Target, task Task) {
 }
 
 // finish records a task's outcome; failures back off from now, the pass
-// completion (Q09).
+// completion (Q09). A completed task starts the index's completion
+// cooldown (M05): the next automatic task on it waits for the scan after
+// the cooldown instead of starting at once.
 func (o *Optimizer) finish(name string, task Task, err error) {
+	now := time.Now()
 	o.mu.Lock()
 	for _, id := range task.Sources {
 		delete(o.running[name], id)
+	}
+	if err == nil && o.cfg.CompletionCooldown > 0 {
+		o.cooldown[name] = now.Add(o.cfg.CompletionCooldown)
 	}
 	o.mu.Unlock()
 	b := o.Backoff(name)
@@ -304,13 +344,15 @@ func (o *Optimizer) finish(name string, task Task, err error) {
 		outcome = "skipped"
 	default:
 		outcome = "failure"
-		delay := b.Failed(task.Sources, time.Now())
+		delay := b.Failed(task.Sources, now)
 		o.log.Error(err, "Maintenance failed; backing off", "index", name, "kind", task.Kind, "delay", delay.String())
 	}
 	if o.cfg.OnTask != nil {
 		o.cfg.OnTask(task.Kind, outcome)
 	}
 	if err == nil {
-		o.Wake() // more may be due
+		// More may be due: on other indexes now, on this one when its
+		// cooldown ends (the scan schedules that wake-up, nextScan).
+		o.Wake()
 	}
 }

@@ -283,43 +283,6 @@ func TestDrainCommitsEverythingAccepted(t *testing.T) {
 	}
 }
 
-func TestS02_CloseWaitsForAcceptedCommit(t *testing.T) {
-	fs := vfs.NewMem()
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	opts := Options{Index: index.Options{Hooks: index.Hooks{BeforePublish: func() error {
-		once.Do(func() { close(reached); <-release })
-		return nil
-	}}}}
-	r := openTest(t, fs, opts)
-	h := mustCreate(t, r, "articles")
-	if err := h.Add(context.Background(), docs(t, 0, 10)); err != nil {
-		t.Fatal(err)
-	}
-	go h.Commit(context.Background())
-	<-reached
-	h.Release()
-	closed := make(chan error, 1)
-	go func() { closed <- r.Close(context.Background()) }()
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned (%v) while an accepted commit was running", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	if _, err := r.Acquire("articles"); !errors.Is(err, ErrShuttingDown) {
-		t.Fatalf("new request during shutdown: %v", err)
-	}
-	close(release)
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	r = openTest(t, fs, Options{})
-	defer r.Close(context.Background())
-	if st := r.Statuses(); len(st) != 1 || st[0].Documents != 10 {
-		t.Fatalf("after restart %+v", st)
-	}
-}
-
 func TestC07_CommitTaskRetriesFlushTimeoutsOnly(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once

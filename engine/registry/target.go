@@ -67,7 +67,11 @@ func (t *target) Run(ctx context.Context, task optimizer.Task) error {
 	case "compact":
 		_, err = idx.CompactSegment(ctx, task.Sources[0])
 	case "reorder":
-		_, err = idx.ReorderSegment(ctx, task.Sources[0], t.h.r.opts.Reorder)
+		// M11: the index decides from the claimed source's metadata.
+		opts := t.h.r.opts.Reorder
+		opts.Automatic = true
+		opts.MaxUnconvergedPasses = t.h.r.opt.Policy().MaxUnconvergedPasses
+		_, err = idx.ReorderSegment(ctx, task.Sources[0], opts)
 	default:
 		err = fmt.Errorf("registry: unknown maintenance kind %q", task.Kind)
 	}

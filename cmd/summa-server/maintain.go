@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
+)
+
+// maintainConfig is the command line of `summa-server merge|compact|reorder`.
+type maintainConfig struct {
+	// Op is the operation.
+	Op registry.OfflineOp
+	// DataDir is the offline data directory (required).
+	DataDir string
+	// ReportFile also receives the JSON report.
+	ReportFile string
+	// LogVerbosity is the logr verbosity.
+	LogVerbosity int
+	// IndexingWorkers is the number of indexing workers each opened index
+	// starts (they only flush what a crash left uncommitted: nothing).
+	IndexingWorkers int
+	// BPTimeBudget and BPMemoryBudgetMB budget every reorder pass.
+	BPTimeBudget     time.Duration
+	BPMemoryBudgetMB int
+}
+
+// maintainHelp describes each offline maintenance command.
+var maintainHelp = map[string]string{
+	"merge":   "Force-merges each index (or --index) down to --max-segments segments.",
+	"compact": "Rewrites the segment with the most deleted rows of each index (or --index) without them.",
+	"reorder": "Runs one BP reorder pass over every segment of each index (or --index) that has reorder fields.",
+}
+
+// parseMaintainFlags reads the command line after the command name, then
+// fills every flag not given there from SUMMA_<FLAG_IN_CAPS>.
+func parseMaintainFlags(kind string, args []string, getenv func(string) string, stderr io.Writer) (maintainConfig, error) {
+	cfg := maintainConfig{Op: registry.OfflineOp{Kind: kind}}
+	fs := flag.NewFlagSet("summa-server "+kind, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  summa-server %s --data-dir DIR [--index NAME] [--report-file PATH]\n\n%s\n"+
+			"Offline, like --doctor: fails with exit 2, touching nothing, while a server or another command\n"+
+			"holds the data directory. Before it exits, on success and on failure, it stops the indexing\n"+
+			"workers, releases every snapshot and waits for the deletion of replaced segments; the JSON\n"+
+			"report on stdout shows that state per index (\"after\").\n"+
+			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n",
+			kind, maintainHelp[kind])
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory (required; the server must be stopped)")
+	fs.StringVar(&cfg.Op.Index, "index", "", "the index to maintain (default: every index)")
+	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
+	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 1, "indexing workers per opened index")
+	if kind == "merge" {
+		fs.IntVar(&cfg.Op.MaxSegments, "max-segments", 1, "merge down to at most this many segments")
+	}
+	if kind == "reorder" {
+		fs.DurationVar(&cfg.BPTimeBudget, "bp-time-budget", 60*time.Second, "wall-clock budget of each BP pass")
+		fs.IntVar(&cfg.BPMemoryBudgetMB, "bp-memory-budget-mb", 256, "memory budget of each BP pass's graph, in MiB")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, errHelp
+		}
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%s: unexpected argument %q (see %s --help)", kind, fs.Arg(0), kind)
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return cfg, err
+	}
+	switch {
+	case cfg.DataDir == "":
+		return cfg, fmt.Errorf("%s: --data-dir (or SUMMA_DATA_DIR) is required", kind)
+	case cfg.Op.Index != "" && !registry.ValidIndexName(cfg.Op.Index):
+		return cfg, fmt.Errorf("%s: --index %q is not a valid index name", kind, cfg.Op.Index)
+	case kind == "merge" && cfg.Op.MaxSegments < 1:
+		return cfg, fmt.Errorf("merge: --max-segments must be at least 1")
+	case cfg.IndexingWorkers < 1:
+		return cfg, fmt.Errorf("%s: --indexing-workers must be at least 1", kind)
+	}
+	return cfg, nil
+}
+
+// maintainOutput is the JSON report of an offline maintenance command.
+type maintainOutput struct {
+	registry.OfflineReport
+	// Error is set when the command did not complete.
+	Error string `json:"error,omitempty"`
+}
+
+// runMaintain runs `summa-server merge|compact|reorder`: offline
+// maintenance for a Job in a maintenance window (M07). It exits 0 when the
+// operation completed and every index was closed cleanly; 2, touching
+// nothing, when another process holds the data directory or the flags are
+// wrong; 1 when the operation or its cleanup failed. Either way the
+// registry was closed first (workers stopped, snapshots released, cleanup
+// awaited).
+func runMaintain(kind string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseMaintainFlags(kind, args, getenv, stderr)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(stderr, cfg.LogVerbosity)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	out := maintainOutput{OfflineReport: registry.OfflineReport{Operation: kind, Indexes: []registry.OfflineIndexReport{}}}
+	code := exitOK
+	if st, err := os.Stat(cfg.DataDir); err != nil || !st.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", cfg.DataDir)
+		}
+		code, out.Error = exitUsage, fmt.Sprintf("%s: data directory: %v", kind, err)
+	} else if err := probeLock(cfg.DataDir); err != nil {
+		code, out.Error = maintainExitCode(err), fmt.Sprintf("%s: %v", kind, err)
+		fmt.Fprintf(stderr, "summa-server: %s; stop the server first (nothing was touched)\n", out.Error)
+	} else {
+		rep, err := registry.RunOffline(ctx, vfs.Default, cfg.DataDir, registry.Options{
+			Logger: log.WithName(kind),
+			Index:  index.Options{Logger: log.WithName(kind), IndexingWorkers: cfg.IndexingWorkers},
+			Reorder: index.ReorderOptions{TimeBudget: cfg.BPTimeBudget,
+				MemoryBudgetBytes: int64(cfg.BPMemoryBudgetMB) << 20},
+		}, cfg.Op)
+		out.OfflineReport = rep
+		if err != nil {
+			code, out.Error = maintainExitCode(err), err.Error()
+			fmt.Fprintf(stderr, "summa-server: %s: %v\n", kind, err)
+		}
+	}
+	return writeMaintainReport(out, code, cfg.ReportFile, stdout, stderr)
+}
+
+// maintainExitCode is 2 for a locked data directory, 1 otherwise.
+func maintainExitCode(err error) int {
+	if errors.Is(err, registry.ErrDataDirLocked) || errors.Is(err, index.ErrLocked) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// writeMaintainReport prints the report and writes it to reportFile; it
+// returns the exit code.
+func writeMaintainReport(out maintainOutput, code int, reportFile string, stdout, stderr io.Writer) int {
+	data, err := json.Marshal(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %s: encode the report: %v\n", out.Operation, err)
+		return exitFailure
+	}
+	data = append(data, '\n')
+	if _, err := stdout.Write(data); err != nil {
+		return exitFailure
+	}
+	if reportFile != "" {
+		if err := os.WriteFile(reportFile, data, 0o644); err != nil {
+			fmt.Fprintf(stderr, "summa-server: %s: write the report to %s: %v\n", out.Operation, reportFile, err)
+			if code == exitOK {
+				code = exitFailure
+			}
+		}
+	}
+	return code
+}

@@ -1,0 +1,387 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// oneSegment commits docs [0, n) as one segment (one worker).
+func oneSegment(t *testing.T, fs vfs.FS, opts Options, n int) *Index {
+	t.Helper()
+	opts.IndexingWorkers = 1
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(docs(t, 0, n, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	if len(idx.Metadata().Segments) != 1 {
+		t.Fatalf("setup: %d segments", len(idx.Metadata().Segments))
+	}
+	return idx
+}
+
+func deleteAndCommit(t *testing.T, idx *Index, pks ...string) {
+	t.Helper()
+	for _, pk := range pks {
+		if _, err := idx.Delete(pk); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := idx.Commit(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestC09_FinalizerOwnsGuardsAndPublishesRefreshesThenResumes: a commit
+// whose caller gave up is finished by its owned finalizer: until
+// publication, the prepared segments stay claimed and the workers paused
+// (ingestion answered ErrBackpressure); metadata is published, then the
+// primary-key view (the snapshot) shows the generation, and only then is
+// ingestion admitted again.
+func TestC09_FinalizerOwnsGuardsAndPublishesRefreshesThenResumes(t *testing.T) {
+	hooks, reached, release := blockingPublish()
+	opts := testOptions()
+	opts.Hooks = hooks
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock() // a failed check must not leave Close waiting
+	if err := idx.Add(docs(t, 0, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := idx.Commit(ctx); errc <- err }()
+	<-reached
+	cancel()
+	<-errc
+	// Before the commit point: the finalizer holds its guards.
+	if idx.Manager().ActiveOperations() == 0 {
+		t.Fatal("the prepared segments lost their claims while the finalizer runs")
+	}
+	if err := idx.Add(docs(t, 20, 21, 1)); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("ingestion admitted before the finalizer ended: %v", err)
+	}
+	if idx.Metadata().Generation != 0 {
+		t.Fatal("published before the finalizer's save")
+	}
+	// The resume is observed by the first admitted Add; at that moment
+	// metadata and the primary-key view must already show the commit.
+	var seenGen uint64
+	var seenDocs int
+	var seenP0007 bool
+	unblock()
+	eventually(t, "ingestion to resume", func() bool {
+		if err := idx.Add(docs(t, 20, 21, 1)); err != nil {
+			return false
+		}
+		seenGen = idx.Metadata().Generation
+		snap, err := idx.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		seenDocs = int(snap.Documents())
+		seenP0007, err = snap.LookupPrimaryKey("p0007")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+	if seenGen != 1 || seenDocs != 20 || !seenP0007 {
+		t.Fatalf("workers resumed before publication and the view refresh: generation %d, %d docs, p0007 %v",
+			seenGen, seenDocs, seenP0007)
+	}
+	if idx.Manager().ActiveOperations() != 0 {
+		t.Fatal("claims kept after the finalizer ended")
+	}
+	checkCommittedFilesExist(t, fs, idx.Metadata())
+}
+
+// TestL10_ReorderCarriesTheLatestMaskAndCompactionChecksItsCapture: a
+// delete committed while a reorder of its segment runs stays deleted in
+// the reordered output (layout-changing rewrites carry the current mask,
+// permuted); the same delete during a compaction rejects the compaction.
+func TestL10_ReorderCarriesTheLatestMaskAndCompactionChecksItsCapture(t *testing.T) {
+	var idx *Index
+	var once sync.Once
+	var during, victim string
+	opts := testOptions()
+	opts.Hooks.BeforeRewritePublish = func(kind string) {
+		if kind == during {
+			once.Do(func() { deleteAndCommit(t, idx, victim) })
+		}
+	}
+	idx = oneSegment(t, vfs.NewMem(), opts, 300)
+	defer mustClose(t, idx)
+	deleteAndCommit(t, idx, "p0001")
+	during, victim = "reorder", "p0042"
+	if _, err := idx.ReorderSegment(context.Background(), idx.Metadata().Segments[0].ID, ReorderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vis := visible(t, idx)
+	if _, ok := vis["p0042"]; ok {
+		t.Fatal("a delete committed during the reorder was lost: the output carries the captured mask")
+	}
+	if _, ok := vis["p0001"]; ok || len(vis) != 298 {
+		t.Fatalf("after reorder %d visible", len(vis))
+	}
+	// Compaction: its captured visibility is checked at publication.
+	once = sync.Once{}
+	during, victim = "compact", "p0200"
+	deleteAndCommit(t, idx, "p0100")
+	_, err := idx.CompactSegment(context.Background(), idx.Metadata().Segments[0].ID)
+	if !errors.Is(err, ErrVisibilityChanged) {
+		t.Fatalf("compaction over a changed mask: %v", err)
+	}
+	vis = visible(t, idx)
+	if _, ok := vis["p0200"]; ok || len(vis) != 296 {
+		t.Fatalf("after the rejected compaction %d visible, p0200 visible %v", len(vis), ok)
+	}
+}
+
+// TestM02_SingleSourceRewriteMaskOwnedBeforeTheSourceRetires: this engine
+// has no address-preserving rewrite (every single-source rewrite rebuilds
+// the rows; reorder permutes them), so an exact mask generation cannot be
+// reused; see docs/engine.md. The nearest behaviour: the output's mask is
+// a new generation under its own claimed ID, metadata owns it before the
+// source and the source's mask retire, and a snapshot still holding the
+// source keeps both until it closes.
+func TestM02_SingleSourceRewriteMaskOwnedBeforeTheSourceRetires(t *testing.T) {
+	mem := vfs.NewMem()
+	var idx *Index
+	opts := testOptions()
+	opts.Hooks.BeforeRewritePublish = func(string) { checkOwned(t, mem, idx) }
+	idx = oneSegment(t, mem, opts, 300)
+	defer mustClose(t, idx)
+	deleteAndCommit(t, idx, "p0003", "p0004")
+	src := idx.Metadata().Segments[0]
+	old, err := idx.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var closeOld sync.Once
+	defer closeOld.Do(old.Close) // a failed check must not leave Close waiting
+	res, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := idx.Metadata().Segments[0]
+	if out.ID != res.Output || out.Deletes == nil || out.Deletes.Deleted != 2 {
+		t.Fatalf("output entry %+v", out)
+	}
+	if out.Deletes.ID == src.Deletes.ID {
+		t.Fatal("a permuted mask reused the source's mask generation")
+	}
+	checkCommittedFilesExist(t, mem, idx.Metadata())
+	for _, id := range []segid.ID{out.ID, out.Deletes.ID} {
+		if !idx.Manager().OwnersOf(id).Live {
+			t.Fatalf("%s not metadata-owned after the rewrite", id)
+		}
+	}
+	files := segFiles(t, mem)
+	for _, id := range []segid.ID{src.ID, src.Deletes.ID} {
+		if _, ok := files[id]; !ok {
+			t.Fatalf("%s deleted while a snapshot holds it", id)
+		}
+	}
+	closeOld.Do(old.Close)
+	files = segFiles(t, mem)
+	for _, id := range []segid.ID{src.ID, src.Deletes.ID} {
+		if _, ok := files[id]; ok {
+			t.Fatalf("%s kept after its last reader", id)
+		}
+	}
+	checkOwned(t, mem, idx)
+}
+
+// TestQ10_CorruptReorderSourceIsQuarantined: a reorder source whose files
+// fail full validation enters the merge quarantine: it stays in metadata
+// and visible in status, is excluded from search, and the next manual
+// reorder skips it.
+func TestQ10_CorruptReorderSourceIsQuarantined(t *testing.T) {
+	fs, idx := threeSegments(t, testOptions())
+	defer mustClose(t, idx)
+	victim := idx.Metadata().Segments[1].ID
+	corruptFile(t, fs, segid.FileName(victim, "fwd"))
+	_, err := idx.ReorderSegment(context.Background(), victim, ReorderOptions{})
+	if !errors.Is(err, ErrSourceQuarantined) {
+		t.Fatalf("reorder of a corrupt source: %v", err)
+	}
+	if !idx.IsQuarantined(victim) || !idx.Manager().OwnersOf(victim).Live {
+		t.Fatal("the corrupt source is not quarantined, or left metadata")
+	}
+	if st := idx.Status(); len(st.Quarantined) != 1 || st.Quarantined[0].Segment != victim {
+		t.Fatalf("status quarantine %+v", st.Quarantined)
+	}
+	results, err := idx.Reorder(context.Background(), ReorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Sources[0] == victim {
+			t.Fatal("a quarantined segment was reordered")
+		}
+	}
+	checkOwned(t, fs, idx)
+}
+
+// failSuffix fails every write of files ending in suffix while armed.
+type failSuffix struct {
+	mu     sync.Mutex
+	suffix string
+}
+
+func (f *failSuffix) set(s string) { f.mu.Lock(); f.suffix = s; f.mu.Unlock() }
+
+func (f *failSuffix) MaybeError(op errorfs.Op) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.suffix != "" && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpCreate) &&
+		strings.HasPrefix(op.Path[strings.LastIndex(op.Path, "/")+1:], "seg_") && strings.HasSuffix(op.Path, f.suffix) {
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+
+func (f *failSuffix) String() string { return "failSuffix" }
+
+// TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput: this
+// engine's reorder copies no file: it rebuilds the complete file set from
+// the source reader (docs/engine.md), so no optional file can be silently
+// skipped. The nearest behaviour: the output has exactly the source's file
+// set, and a storage error on any one of its files fails the output:
+// nothing published, no output file left, the source intact.
+func TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput(t *testing.T) {
+	inj := &failSuffix{}
+	mem := vfs.NewMem()
+	idx := oneSegment(t, errorfs.Wrap(mem, inj), testOptions(), 200)
+	defer mustClose(t, idx)
+	src := idx.Metadata().Segments[0]
+	var suffixes []string
+	for _, f := range src.Files {
+		suffixes = append(suffixes, f.Suffix)
+	}
+	sort.Strings(suffixes)
+	before := segFiles(t, mem)
+	for _, suf := range suffixes {
+		inj.set("." + suf)
+		_, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
+		inj.set("")
+		if err == nil {
+			t.Fatalf("a reorder whose %s file failed to write published", suf)
+		}
+		if after := segFiles(t, mem); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("failed %s write left files: %v", suf, after)
+		}
+		if idx.Metadata().Segments[0].ID != src.ID || idx.IsQuarantined(src.ID) {
+			t.Fatalf("a storage error on the output's %s replaced or quarantined the source", suf)
+		}
+	}
+	res, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range idx.Metadata().Segments[0].Files {
+		got = append(got, f.Suffix)
+	}
+	sort.Strings(got)
+	if fmt.Sprint(got) != fmt.Sprint(suffixes) {
+		t.Fatalf("output %s files %v, source %v", res.Output, got, suffixes)
+	}
+	if sufs := segFiles(t, mem)[res.Output]; fmt.Sprint(sufs) != fmt.Sprint(suffixes) {
+		t.Fatalf("output files on disk %v", sufs)
+	}
+}
+
+// corruptOutputPost flips a byte in the middle of the first seg_*.post
+// file synced while armed: an output damaged between write and publish.
+type corruptOutputPost struct {
+	mu    sync.Mutex
+	mem   *vfs.MemFS
+	armed bool
+	hit   string
+}
+
+func (c *corruptOutputPost) MaybeError(op errorfs.Op) error {
+	if op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, ".post") {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.armed {
+		return nil
+	}
+	c.armed = false
+	c.hit = op.Path
+	f, err := c.mem.OpenReadWrite(op.Path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 1)
+	off := st.Size() / 2
+	if _, err := f.ReadAt(b, off); err != nil {
+		return err
+	}
+	b[0] ^= 0xff
+	_, err = f.WriteAt(b, off)
+	return err
+}
+
+func (c *corruptOutputPost) String() string { return "corruptOutputPost" }
+
+// TestQ12_OutputFullyValidatedBeforePublication: an output whose bytes
+// are damaged after they were written (its sizes and headers intact, so
+// the cheap open check passes) is never published: the rewrite fails, the
+// source stays, the output's files are deleted.
+func TestQ12_OutputFullyValidatedBeforePublication(t *testing.T) {
+	mem := vfs.NewMem()
+	inj := &corruptOutputPost{mem: mem}
+	idx := oneSegment(t, errorfs.Wrap(mem, inj), testOptions(), 300)
+	defer mustClose(t, idx)
+	src := idx.Metadata().Segments[0]
+	gen := idx.Metadata().Generation
+	before := segFiles(t, mem)
+	inj.mu.Lock()
+	inj.armed = true
+	inj.mu.Unlock()
+	_, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
+	if inj.hit == "" {
+		t.Fatal("setup: no output .post file was synced")
+	}
+	if err == nil {
+		t.Fatalf("an output damaged after its write (%s) was published", inj.hit)
+	}
+	if idx.Metadata().Generation != gen || idx.Metadata().Segments[0].ID != src.ID {
+		t.Fatal("metadata switched to an unvalidated output")
+	}
+	if after := segFiles(t, mem); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the damaged output's files were left: %v", after)
+	}
+	if idx.IsQuarantined(src.ID) {
+		t.Fatal("a damaged output quarantined its healthy source")
+	}
+}
