@@ -40,7 +40,10 @@
 //     references are ignored. Any other container is
 //     simulated: no process, "running" until stopped (exit 0 on SIGTERM),
 //     except that regular init containers and the containers of OnFailure
-//     and Never pods succeed at once.
+//     and Never pods succeed at once. A container of an image under
+//     UnpullableRegistry never starts: it waits with ErrImagePull, then
+//     ImagePullBackOff; an image name with upper-case letters or spaces
+//     waits with InvalidImageName.
 //   - Lifecycle: regular init containers run to completion one by one,
 //     native sidecars (init containers with restartPolicy Always) start in
 //     order (each must be started, i.e. running and past its startupProbe),

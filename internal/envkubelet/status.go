@@ -146,6 +146,8 @@ func (p *pod) containerStatus(c *container) corev1.ContainerStatus {
 	case in == nil && p.done:
 		cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
 			Message: "The container could not be located when the pod was terminated"}
+	case in == nil && c.pulling != nil:
+		cs.State.Waiting = c.pulling.DeepCopy()
 	case in == nil:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
 	case in.running:
