@@ -463,10 +463,11 @@ type DoctorStatus struct {
 	BackupClaimName string `json:"backupClaimName,omitempty"`
 	// RemovedSegments are the IDs of the segments the doctor removed: the
 	// first MaxRemovedSegments of them (RemovedSegmentCount is the exact
-	// number; the full list is in the engine's report, ReportPath).
+	// number; the full list is in the engine's report, ReportPath). The
+	// bound is kept by the operator, not the schema, so that a status
+	// written by an older operator stays valid.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=100
 	RemovedSegments []string `json:"removedSegments,omitempty"`
 	// RemovedSegmentCount is the exact number of segments removed.
 	// +optional
@@ -496,7 +497,6 @@ type DoctorStatus struct {
 	// one above, never runs again.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=10
 	History []DoctorRun `json:"history,omitempty"`
 }
 
