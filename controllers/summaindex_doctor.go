@@ -231,6 +231,9 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	cur := &batchv1.Job{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(job), cur)
 	if apierrors.IsNotFound(err) {
+		if current, err := r.doctorStepPersisted(ctx, x); err != nil || !current {
+			return reconcile.Result{RequeueAfter: pollInterval}, err
+		}
 		if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
 			return reconcile.Result{}, fmt.Errorf("owner reference on job: %w", err)
 		}
@@ -281,4 +284,21 @@ func (r *SummaIndexReconciler) watchJobStart(ctx context.Context, x *summav1.Sum
 	}
 	r.event(x, job, corev1.EventTypeWarning, "JobNotStarted", "job %s deleted: %s", job.Name, why)
 	return r.failDoctor(ctx, x, fmt.Sprintf("job %s could not start: %s; the engine is started again", job.Name, why), sw)
+}
+
+// doctorStepPersisted reports whether the run's phase x holds is the one
+// the API server has, read past the cache. A Job is created only then: a
+// pass that read a stale SummaIndex (the cache has not seen the write that
+// ended the run, and the Job's deletion woke the pass) must not create
+// the Job of a run that is over.
+func (r *SummaIndexReconciler) doctorStepPersisted(ctx context.Context, x *summav1.SummaIndex) (bool, error) {
+	if r.APIReader == nil {
+		return true, nil
+	}
+	live := &summav1.SummaIndex{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(x), live); err != nil {
+		return false, fmt.Errorf("read SummaIndex %s before creating a job: %w", x.Name, err)
+	}
+	d, ld := x.Status.Doctor, live.Status.Doctor
+	return ld != nil && ld.RequestID == d.RequestID && ld.Phase == d.Phase, nil
 }
