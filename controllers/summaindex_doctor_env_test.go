@@ -74,15 +74,6 @@ var _ = Describe("The doctor", func() {
 		updateIndex("recall", func(x *summav1.SummaIndex) { x.Spec.Doctor.RequestID = "b" })
 		d := waitDoctor("recall", "b", summav1.DoctorPhaseSucceeded)
 		x := waitReady("recall")
-		Expect(d.History).To(HaveLen(2))
-		Expect(d.History[0].RequestID).To(Equal("a"))
-		Expect(d.History[1].RequestID).To(Equal("b"))
-		Expect(d.History[1].BackupClaimName).To(Equal("recall-backup-b"))
-
-		By("deleting the older backup volume beyond keepBackups, never the current run's")
-		Eventually(claimGone("recall-backup-a")).WithTimeout(time.Minute).WithPolling(poll).Should(BeTrue())
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "recall-backup-b"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
-		Expect(eventReasons("recall")).To(ContainElement("BackupVolumeDeleted"))
 
 		By("not running A again")
 		jobs := len(jobsOf("recall"))
@@ -96,6 +87,15 @@ var _ = Describe("The doctor", func() {
 			g.Expect(jobsOf("recall")).To(HaveLen(jobs))
 		}).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
 		Expect(engineDocuments("recall")).To(BeEquivalentTo(40))
+		Expect(d.History).To(HaveLen(2))
+		Expect(d.History[0].RequestID).To(Equal("a"))
+		Expect(d.History[1].RequestID).To(Equal("b"))
+		Expect(d.History[1].BackupClaimName).To(Equal("recall-backup-b"))
+
+		By("deleting the older backup volume beyond keepBackups, never the current run's")
+		Eventually(claimGone("recall-backup-a")).WithTimeout(time.Minute).WithPolling(poll).Should(BeTrue())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "recall-backup-b"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+		Expect(eventReasons("recall")).To(ContainElement("BackupVolumeDeleted"))
 	})
 
 	It("runs the doctor on a suspended index without starting the engine, and leaves it Suspended with the report recorded", func() {
@@ -107,20 +107,20 @@ var _ = Describe("The doctor", func() {
 
 		updateIndex("asleep", func(x *summav1.SummaIndex) { x.Spec.Doctor.RequestID = "night" })
 		d := waitDoctor("asleep", "night", summav1.DoctorPhaseSucceeded)
-		Expect(d.CheckedSegments).To(BeNumerically(">=", 1), "the report is recorded")
-		Expect(d.RemovedSegmentCount).To(BeZero())
-		Expect(d.ReportPath).To(Equal("/v1/admin/doctor-reports/night"))
-		Expect(d.History).To(ContainElement(HaveField("RequestID", "night")))
-		Consistently(func(g Gomega) {
-			_, err := enginePodOf("asleep")
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no engine pod after the run")
-			g.Expect(getIndex("asleep").Status.Phase).To(Equal(summav1.PhaseSuspended))
-		}).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
 		for _, e := range kubelet.History() {
 			if e.Pod == "asleep-engine" && e.Container == EngineContainerName && e.Type == envkubelet.ContainerStarted {
 				Expect(e.Time.Before(since)).To(BeTrue(), "the engine was started during the doctor run at %s", e.Time)
 			}
 		}
+		Consistently(func(g Gomega) {
+			_, err := enginePodOf("asleep")
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no engine pod after the run")
+			g.Expect(getIndex("asleep").Status.Phase).To(Equal(summav1.PhaseSuspended))
+		}).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+		Expect(d.CheckedSegments).To(BeNumerically(">=", 1), "the report is recorded")
+		Expect(d.RemovedSegmentCount).To(BeZero())
+		Expect(d.ReportPath).To(Equal("/v1/admin/doctor-reports/night"))
+		Expect(d.History).To(ContainElement(HaveField("RequestID", "night")))
 
 		updateIndex("asleep", func(x *summav1.SummaIndex) { x.Spec.Suspend = false })
 		waitReady("asleep")
