@@ -1,19 +1,23 @@
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	batchv1 "k8s.io/api/batch/v1"
 )
 
 // doctorTestIndex is a SummaIndex for the doctor's unit tests.
@@ -220,5 +224,54 @@ func TestDoctorReportKeepsStatusBounded(t *testing.T) {
 	x.Status.Doctor = &summav1.DoctorStatus{RequestID: "r1"}
 	if err := applyDoctorReport(x, `{"indexes":[{"name":"books","checkedSegments":3,"removedSegments":["`); err == nil {
 		t.Fatal("a cut report was accepted")
+	}
+}
+
+// TestDoctorReportCompletedFromTheEngine: when the summary listed fewer
+// removed segments than status keeps, the list is filled from the whole
+// report the engine serves; an engine without it leaves the summary.
+func TestDoctorReportCompletedFromTheEngine(t *testing.T) {
+	ids := make([]string, 150)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%x", 0x100+i)
+	}
+	served := 0
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/admin/doctor-reports/r1" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"code":"NotFound","message":"no report","retryable":false}}`))
+			return
+		}
+		served++
+		_ = json.NewEncoder(w).Encode(map[string]any{"indexes": []any{map[string]any{
+			"name": "books", "checkedSegments": 160, "removedSegments": ids, "removedDocuments": 1500}}})
+	}))
+	defer engine.Close()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, engine.Listener.Addr().String())
+	}}}
+	r := &SummaIndexReconciler{Options: Options{HTTPClient: hc, EngineTimeout: 5 * time.Second}}
+	pod := &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.9"}}
+	summary, _ := json.Marshal(map[string]any{"summary": true, "reportId": "r1", "indexes": []any{
+		map[string]any{"name": "books", "checkedSegments": 160, "removedSegmentCount": 150, "removedSegments": ids[:20], "removedDocuments": 1500},
+	}})
+	for _, id := range []string{"r1", "r2"} {
+		x := doctorTestIndex()
+		x.Status.Doctor = &summav1.DoctorStatus{RequestID: id}
+		if err := applyDoctorReport(x, strings.Replace(string(summary), `"r1"`, `"`+id+`"`, 1)); err != nil {
+			t.Fatal(err)
+		}
+		r.completeReport(context.Background(), x, pod)
+		d := x.Status.Doctor
+		want := 20 // r2: the engine has no such report
+		if id == "r1" {
+			want = summav1.MaxRemovedSegments
+		}
+		if len(d.RemovedSegments) != want || d.RemovedSegmentCount != 150 || d.RemovedSegments[0] != ids[0] {
+			t.Errorf("%s: %d listed, count %d", id, len(d.RemovedSegments), d.RemovedSegmentCount)
+		}
+	}
+	if served != 1 {
+		t.Errorf("the engine served the report %d times, want 1", served)
 	}
 }
