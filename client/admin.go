@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 )
 
 // Drain stops the server admitting writes and starts committing everything
@@ -58,4 +59,16 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return string(raw), nil
+}
+
+// DoctorReport returns the whole report of the doctor run kept under id
+// (summa-server --doctor --report-id id); an *APIError with CodeNotFound
+// when the engine keeps none.
+func (c *Client) DoctorReport(ctx context.Context, id string) (*DoctorReport, error) {
+	var out DoctorReport
+	path := "/v1/admin/doctor-reports/" + url.PathEscape(id)
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: path, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

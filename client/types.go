@@ -208,3 +208,28 @@ type Lifecycle struct {
 	// none is held.
 	HeldPublications []IndexHeldPublication `json:"heldPublications,omitempty"`
 }
+
+// DoctorReport is the whole report of an offline doctor run
+// (summa-server --doctor), as GET /v1/admin/doctor-reports/{id} serves it.
+type DoctorReport struct {
+	// Indexes has one entry per index, sorted by name.
+	Indexes []DoctorIndexReport `json:"indexes"`
+	// Error is set when the doctor could not run or finish.
+	Error string `json:"error,omitempty"`
+}
+
+// DoctorIndexReport is one index's part of a doctor report.
+type DoctorIndexReport struct {
+	// Name is the index name.
+	Name string `json:"name"`
+	// CheckedSegments counts the metadata-live segments validated.
+	CheckedSegments int64 `json:"checkedSegments"`
+	// RemovedSegments lists every segment removed (lowercase hex).
+	RemovedSegments []string `json:"removedSegments"`
+	// RemovedDocuments counts the live documents lost with them.
+	RemovedDocuments int64 `json:"removedDocuments"`
+	// Reasons maps each removed segment to why it failed validation.
+	Reasons map[string]string `json:"reasons,omitempty"`
+	// Error is set when the index could not be repaired.
+	Error string `json:"error,omitempty"`
+}

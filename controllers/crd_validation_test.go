@@ -307,6 +307,20 @@ var _ = Describe("SummaIndex CRD validation", func() {
 			}))
 			expectRefused(err, "spec.doctor.requestId")
 		})
+
+		It("doctor Job bounds out of range: negative keepBackups, a deadline under a minute, a zero start timeout", func() {
+			err := k8sClient.Create(ctx, mutated("bad-keep", func(x *summav1.SummaIndex) { x.Spec.Doctor.KeepBackups = ptr.To[int32](-1) }))
+			expectRefused(err, "spec.doctor.keepBackups")
+			err = k8sClient.Create(ctx, mutated("bad-deadline", func(x *summav1.SummaIndex) {
+				x.Spec.Doctor.ActiveDeadlineSeconds = ptr.To[int64](10)
+			}))
+			expectRefused(err, "spec.doctor.activeDeadlineSeconds")
+			err = k8sClient.Create(ctx, mutated("bad-start", func(x *summav1.SummaIndex) { x.Spec.Doctor.StartTimeoutSeconds = ptr.To[int32](0) }))
+			expectRefused(err, "spec.doctor.startTimeoutSeconds")
+			ok := mutated("keep-none", func(x *summav1.SummaIndex) { x.Spec.Doctor.KeepBackups = ptr.To[int32](0) })
+			Expect(k8sClient.Create(ctx, ok)).To(Succeed(), "keepBackups 0 keeps only the latest run's backup")
+			Expect(k8sClient.Delete(ctx, ok)).To(Succeed())
+		})
 	})
 })
 

@@ -2,18 +2,16 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -22,13 +20,24 @@ import (
 // Doctor runs. A new spec.doctor.requestId starts one run, whose phase is
 // kept in status.doctor and written (with optimistic locking) before each
 // step acts, so that an operator restarted at any point resumes the same
-// run and finds the same Jobs by name, and a requestId runs once:
+// run and finds the same Jobs by name:
 //
 //	Pending -> Draining (drain, stop the pod) -> BackingUp (copy the volume
 //	unless backup: None) -> Running (the doctor Job) -> Restarting (the
-//	engine pod again) -> Succeeded | Failed
+//	engine pod again, unless the index is suspended) -> Succeeded | Failed
 //
-// The copy is taken after the pod stopped, so it is consistent.
+// The copy is taken after the pod stopped, so it is consistent. A
+// requestId runs once: a finished run moves into status.doctor.history
+// (the last MaxDoctorHistory runs), and a requestId found there or in the
+// last run is not started again (so A, B, A runs A once).
+//
+// A Job whose pod cannot start (its image cannot be pulled, it cannot be
+// scheduled) within spec.doctor.startTimeoutSeconds fails the run, and
+// the engine is started again rather than left stopped. When a run ends,
+// the backup volumes beyond spec.doctor.keepBackups are deleted, oldest
+// first (summaindex_doctor_jobs.go). The report comes from the doctor's
+// summary in its termination message and, when that is cut, from the
+// whole report the engine keeps (summaindex_doctor_report.go).
 
 const (
 	// doctorContainer names the doctor Job's container.
@@ -50,7 +59,7 @@ func doctorActive(x *summav1.SummaIndex) bool {
 		return true
 	}
 	id := x.Spec.Doctor.RequestID
-	return id != "" && (d == nil || d.RequestID != id)
+	return id != "" && !d.Ran(id)
 }
 
 // doctorTerminal reports whether a run in phase p is over.
@@ -67,13 +76,7 @@ func doctorFailed(x *summav1.SummaIndex) bool {
 func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access, sw *statusWriter) (reconcile.Result, error) {
 	d := x.Status.Doctor
 	if d == nil || doctorTerminal(d.Phase) {
-		now := metav1.NewTime(r.Options.Now())
-		x.Status.Doctor = &summav1.DoctorStatus{RequestID: x.Spec.Doctor.RequestID, Phase: summav1.DoctorPhasePending, StartTime: &now}
-		notReady(x, summav1.PhaseRepairing, "DoctorRequested", "doctor run "+x.Spec.Doctor.RequestID+" requested", true)
-		r.event(x, nil, corev1.EventTypeNormal, "DoctorRequested", "doctor run %s requested", x.Spec.Doctor.RequestID)
-		// Recorded before anything acts: a conflict means another writer
-		// moved first, and this run is not started twice.
-		return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+		return r.startDoctor(ctx, x, sw)
 	}
 	if d.Phase != summav1.DoctorPhaseRestarting {
 		notReady(x, summav1.PhaseRepairing, "Doctor"+d.Phase, "doctor run "+d.RequestID+": "+d.Phase, true)
@@ -89,26 +92,95 @@ func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.S
 	case summav1.DoctorPhaseRunning:
 		return r.doctorJobStep(ctx, x, r.doctorJob(x), summav1.DoctorPhaseRestarting, sw)
 	case summav1.DoctorPhaseRestarting:
-		res, err := r.reconcileEngine(ctx, x, pod, acc)
-		if err == nil && x.IsReady() {
-			now := metav1.NewTime(r.Options.Now())
-			d.Phase, d.CompletionTime = summav1.DoctorPhaseSucceeded, &now
-			doctorRunsTotal.WithLabelValues("succeeded").Inc()
-			r.event(x, pod, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %d segment(s) removed, %d document(s) lost; engine ready",
-				d.RequestID, len(d.RemovedSegments), d.RemovedDocuments)
-		}
-		return res, err
+		return r.doctorRestart(ctx, x, pod, acc)
 	}
 	return reconcile.Result{}, fmt.Errorf("unknown doctor phase %q", d.Phase)
 }
 
-// failDoctor ends the run as Failed; the engine pod is started again by the
-// next reconcile, and Degraded says why.
-func (r *SummaIndexReconciler) failDoctor(ctx context.Context, x *summav1.SummaIndex, msg string, sw *statusWriter) (reconcile.Result, error) {
+// startDoctor records a new run as Pending, keeping the history of the
+// finished ones.
+func (r *SummaIndexReconciler) startDoctor(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
+	now := metav1.NewTime(r.Options.Now())
+	var history []summav1.DoctorRun
+	if prev := x.Status.Doctor; prev != nil {
+		// A run recorded by an older operator has no history entry yet.
+		recordRun(prev)
+		history = prev.History
+	}
+	x.Status.Doctor = &summav1.DoctorStatus{RequestID: x.Spec.Doctor.RequestID, Phase: summav1.DoctorPhasePending,
+		StartTime: &now, History: history}
+	notReady(x, summav1.PhaseRepairing, "DoctorRequested", "doctor run "+x.Spec.Doctor.RequestID+" requested", true)
+	r.event(x, nil, corev1.EventTypeNormal, "DoctorRequested", "doctor run %s requested", x.Spec.Doctor.RequestID)
+	// Recorded before anything acts: a conflict means another writer
+	// moved first, and this run is not started twice.
+	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+}
+
+// doctorRestart starts the engine again after the doctor Job and ends the
+// run once it is Ready. A suspended index stays stopped: the run ends at
+// once, and the suspend step reports the index Suspended.
+func (r *SummaIndexReconciler) doctorRestart(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access) (reconcile.Result, error) {
+	d := x.Status.Doctor
+	if x.Spec.Suspend {
+		r.endDoctor(ctx, x, summav1.DoctorPhaseSucceeded, "")
+		r.event(x, nil, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %s; the index stays suspended",
+			d.RequestID, d.Message)
+		return r.reconcileSuspend(ctx, x, pod)
+	}
+	res, err := r.reconcileEngine(ctx, x, pod, acc)
+	if err != nil || !x.IsReady() || pod == nil {
+		return res, err
+	}
+	r.completeReport(ctx, x, pod)
+	r.endDoctor(ctx, x, summav1.DoctorPhaseSucceeded, "")
+	r.event(x, pod, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %s; engine ready", d.RequestID, d.Message)
+	return res, nil
+}
+
+// endDoctor ends the run in phase (Succeeded or Failed, with msg), records
+// it in the history and applies the backup retention.
+func (r *SummaIndexReconciler) endDoctor(ctx context.Context, x *summav1.SummaIndex, phase, msg string) {
 	d := x.Status.Doctor
 	now := metav1.NewTime(r.Options.Now())
-	d.Phase, d.Message, d.CompletionTime = summav1.DoctorPhaseFailed, msg, &now
-	doctorRunsTotal.WithLabelValues("failed").Inc()
+	d.Phase, d.CompletionTime = phase, &now
+	if msg != "" {
+		d.Message = msg
+	}
+	recordRun(d)
+	doctorRunsTotal.WithLabelValues(map[string]string{
+		summav1.DoctorPhaseSucceeded: "succeeded", summav1.DoctorPhaseFailed: "failed"}[phase]).Inc()
+	if err := r.pruneBackups(ctx, x); err != nil {
+		// Retried when the next run ends; the volumes are only kept longer.
+		log.FromContext(ctx).Info("Backup retention failed", "error", err.Error())
+		r.event(x, nil, corev1.EventTypeWarning, "BackupRetentionFailed", "%v", err)
+	}
+}
+
+// recordRun adds the finished run d to d.History (once), keeping the last
+// MaxDoctorHistory.
+func recordRun(d *summav1.DoctorStatus) {
+	if d.RequestID == "" || !doctorTerminal(d.Phase) {
+		return
+	}
+	for _, h := range d.History {
+		if h.RequestID == d.RequestID {
+			return
+		}
+	}
+	d.History = append(d.History, summav1.DoctorRun{
+		RequestID: d.RequestID, Phase: d.Phase, RemovedSegmentCount: d.RemovedSegmentCount,
+		RemovedDocuments: d.RemovedDocuments, BackupClaimName: d.BackupClaimName, CompletionTime: d.CompletionTime,
+	})
+	if n := len(d.History) - summav1.MaxDoctorHistory; n > 0 {
+		d.History = append([]summav1.DoctorRun(nil), d.History[n:]...)
+	}
+}
+
+// failDoctor ends the run as Failed; the engine pod is started again by the
+// next reconcile (unless suspended), and Degraded says why.
+func (r *SummaIndexReconciler) failDoctor(ctx context.Context, x *summav1.SummaIndex, msg string, sw *statusWriter) (reconcile.Result, error) {
+	d := x.Status.Doctor
+	r.endDoctor(ctx, x, summav1.DoctorPhaseFailed, msg)
 	r.event(x, nil, corev1.EventTypeWarning, ReasonDoctorFailed, "doctor run %s failed: %s", d.RequestID, msg)
 	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
 }
@@ -140,7 +212,8 @@ func (r *SummaIndexReconciler) doctorStopEngine(ctx context.Context, x *summav1.
 }
 
 // doctorJobStep creates job (found again by name after a restart), waits
-// for it, and on success moves to next.
+// for it, and on success moves to next. A Job whose pod cannot start is
+// deleted and fails the run.
 func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job, next string, sw *statusWriter) (reconcile.Result, error) {
 	d := x.Status.Doctor
 	if d.Phase == summav1.DoctorPhaseBackingUp {
@@ -157,6 +230,9 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	cur := &batchv1.Job{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(job), cur)
 	if apierrors.IsNotFound(err) {
+		if current, err := r.doctorStepPersisted(ctx, x); err != nil || !current {
+			return reconcile.Result{RequeueAfter: pollInterval}, err
+		}
 		if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
 			return reconcile.Result{}, fmt.Errorf("owner reference on job: %w", err)
 		}
@@ -171,7 +247,7 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	}
 	done, failed := jobFinished(cur)
 	if !done {
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		return r.watchJobStart(ctx, x, cur, sw)
 	}
 	msg, err := r.jobMessage(ctx, cur)
 	if err != nil {
@@ -190,172 +266,38 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
 }
 
-// jobFinished reports whether the Job ended, and whether it failed.
-func jobFinished(j *batchv1.Job) (done, failed bool) {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, false
-		case batchv1.JobFailed:
-			return true, true
-		}
-	}
-	return false, false
-}
-
-// jobMessage returns the termination message of the Job's pod (its
-// report), or what is known of its end when there is none.
-func (r *SummaIndexReconciler) jobMessage(ctx context.Context, j *batchv1.Job) (string, error) {
+// watchJobStart waits for a running Job; one whose pod could not start
+// (see jobNotStarted) is deleted with its pod and fails the run, so that
+// the engine is not held stopped by a Job that will never run.
+func (r *SummaIndexReconciler) watchJobStart(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job, sw *statusWriter) (reconcile.Result, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(j.Namespace), client.MatchingLabels{jobNameLabel: j.Name}); err != nil {
-		return "", fmt.Errorf("list pods of job %s: %w", j.Name, err)
+	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{jobNameLabel: job.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list pods of job %s: %w", job.Name, err)
 	}
-	for _, p := range pods.Items {
-		for _, cs := range p.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil {
-				if t.Message != "" {
-					return strings.TrimSpace(t.Message), nil
-				}
-				return fmt.Sprintf("exit code %d (%s)", t.ExitCode, t.Reason), nil
-			}
-		}
+	why, stuck, wait := jobNotStarted(job, pods.Items, x.Spec.Doctor.StartTimeout(), r.Options.Now())
+	if !stuck {
+		return reconcile.Result{RequeueAfter: min(max(wait, pollInterval), r.Options.ResyncPeriod)}, nil
 	}
-	for _, c := range j.Status.Conditions {
-		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			return c.Reason + ": " + c.Message, nil
-		}
+	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("delete job %s that could not start: %w", job.Name, err)
 	}
-	return "", nil
+	r.event(x, job, corev1.EventTypeWarning, "JobNotStarted", "job %s deleted: %s", job.Name, why)
+	return r.failDoctor(ctx, x, fmt.Sprintf("job %s could not start: %s; the engine is started again", job.Name, why), sw)
 }
 
-// doctorReport is the part of summa-server --doctor's report the operator
-// records (engine contract).
-type doctorReport struct {
-	Indexes []struct {
-		Name             string   `json:"name"`
-		CheckedSegments  int64    `json:"checkedSegments"`
-		RemovedSegments  []string `json:"removedSegments"`
-		RemovedDocuments int64    `json:"removedDocuments"`
-	} `json:"indexes"`
-}
-
-// applyDoctorReport records x's entry of a doctor report in status.
-func applyDoctorReport(x *summav1.SummaIndex, msg string) error {
-	var rep doctorReport
-	if err := json.Unmarshal([]byte(msg), &rep); err != nil {
-		return fmt.Errorf("the doctor's report is not JSON (%v): %.200s", err, msg)
+// doctorStepPersisted reports whether the run's phase x holds is the one
+// the API server has, read past the cache. A Job is created only then: a
+// pass that read a stale SummaIndex (the cache has not seen the write that
+// ended the run, and the Job's deletion woke the pass) must not create
+// the Job of a run that is over.
+func (r *SummaIndexReconciler) doctorStepPersisted(ctx context.Context, x *summav1.SummaIndex) (bool, error) {
+	if r.APIReader == nil {
+		return true, nil
 	}
-	d := x.Status.Doctor
-	d.RemovedSegments, d.RemovedDocuments, d.CheckedSegments = nil, 0, 0
-	for _, ix := range rep.Indexes {
-		if ix.Name == x.Name {
-			d.CheckedSegments = ix.CheckedSegments
-			d.RemovedSegments = ix.RemovedSegments
-			d.RemovedDocuments = ix.RemovedDocuments
-		}
+	live := &summav1.SummaIndex{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(x), live); err != nil {
+		return false, fmt.Errorf("read SummaIndex %s before creating a job: %w", x.Name, err)
 	}
-	d.Message = fmt.Sprintf("checked %d segment(s), removed %d, %d document(s) lost",
-		d.CheckedSegments, len(d.RemovedSegments), d.RemovedDocuments)
-	return nil
-}
-
-// errBackupClaimTaken: a volume of the backup's name exists and is not
-// this run's (index foo with requestId backup-x and index foo-backup with
-// requestId x name the same volume). The run fails rather than copy onto,
-// or count as a backup, another index's volume.
-type errBackupClaimTaken struct{ msg string }
-
-func (e *errBackupClaimTaken) Error() string { return e.msg }
-
-// ensureBackupClaim creates the backup volume, as large as the data volume.
-// An existing volume of that name is this run's only if this SummaIndex
-// controls it and it carries this index's label.
-func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
-	cur := &corev1.PersistentVolumeClaim{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
-	if err == nil {
-		if !metav1.IsControlledBy(cur, x) || cur.Labels[summav1.LabelIndex] != x.Name {
-			return &errBackupClaimTaken{msg: fmt.Sprintf("a volume named %s exists and is not this index's backup "+
-				"(labelled for %q); set spec.doctor.requestId to another value", name, cur.Labels[summav1.LabelIndex])}
-		}
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get backup volume %s: %w", name, err)
-	}
-	pvc := claim(x, name, x.Spec.Storage.Size)
-	if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
-		return fmt.Errorf("owner reference on backup volume: %w", err)
-	}
-	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create backup volume %s: %w", name, err)
-	}
-	r.event(x, pvc, corev1.EventTypeNormal, "BackupVolumeCreated", "backup volume %s created", name)
-	return nil
-}
-
-// jobFor builds a one-shot Job of the engine image on the data volume.
-func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container string, args []string, extra ...corev1.Volume) *batchv1.Job {
-	mounts := []corev1.VolumeMount{{Name: dataVolumeName, MountPath: DataMountPath}}
-	volumes := []corev1.Volume{{Name: dataVolumeName, VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: x.DataClaimName()}}}}
-	for _, v := range extra {
-		volumes = append(volumes, v)
-		mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: backupMountPath})
-	}
-	labels := x.Labels()
-	labels[LabelComponent] = container
-	var prepare []corev1.Container
-	if r.Options.VolumePermissions {
-		for i, m := range mounts {
-			prepare = append(prepare, volumePermissionsContainer(fmt.Sprintf("volume-permissions-%d", i), r.image(x), m))
-		}
-	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: labels},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					SecurityContext:              restrictedPod(),
-					AutomountServiceAccountToken: ptr.To(false),
-					EnableServiceLinks:           ptr.To(false),
-					Volumes:                      volumes,
-					InitContainers:               prepare,
-					Containers: []corev1.Container{{
-						Name:                     container,
-						Image:                    r.image(x),
-						Command:                  []string{EngineCommand},
-						Args:                     args,
-						Resources:                *x.Spec.Resources.DeepCopy(),
-						VolumeMounts:             mounts,
-						TerminationMessagePath:   terminationLog,
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						ImagePullPolicy:          corev1.PullIfNotPresent,
-						SecurityContext:          restrictedContainer(),
-					}},
-				},
-			},
-		},
-	}
-}
-
-// doctorJob is the Job running summa-server --doctor on the data volume.
-func (r *SummaIndexReconciler) doctorJob(x *summav1.SummaIndex) *batchv1.Job {
-	return r.jobFor(x, x.DoctorJobName(x.Status.Doctor.RequestID), doctorContainer,
-		[]string{"--data-dir", DataMountPath, "--doctor", "--report-file", terminationLog})
-}
-
-// backupJob is the Job copying the data volume to the backup volume.
-func (r *SummaIndexReconciler) backupJob(x *summav1.SummaIndex) *batchv1.Job {
-	d := x.Status.Doctor
-	return r.jobFor(x, x.BackupJobName(d.RequestID), backupContainer,
-		[]string{"backup", "--data-dir", DataMountPath, "--to", backupMountPath, "--report-file", terminationLog},
-		corev1.Volume{Name: "summa-backup", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.BackupClaimName}}})
+	d, ld := x.Status.Doctor, live.Status.Doctor
+	return ld != nil && ld.RequestID == d.RequestID && ld.Phase == d.Phase, nil
 }

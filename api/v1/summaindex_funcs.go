@@ -136,6 +136,61 @@ func (d *DoctorSpec) EffectiveBackup() BackupMode {
 	return d.Backup
 }
 
+// Defaults of spec.doctor's Job bounds.
+const (
+	// DefaultKeepBackups is spec.doctor.keepBackups when unset.
+	DefaultKeepBackups = 3
+	// DefaultDoctorActiveDeadlineSeconds is spec.doctor.activeDeadlineSeconds
+	// when unset.
+	DefaultDoctorActiveDeadlineSeconds = 6 * 3600
+	// DefaultDoctorStartTimeoutSeconds is spec.doctor.startTimeoutSeconds
+	// when unset.
+	DefaultDoctorStartTimeoutSeconds = 300
+)
+
+// EffectiveKeepBackups is keepBackups, DefaultKeepBackups when unset.
+func (d *DoctorSpec) EffectiveKeepBackups() int {
+	if d.KeepBackups == nil {
+		return DefaultKeepBackups
+	}
+	return int(max(*d.KeepBackups, 0))
+}
+
+// EffectiveActiveDeadlineSeconds is activeDeadlineSeconds, the default
+// when unset.
+func (d *DoctorSpec) EffectiveActiveDeadlineSeconds() int64 {
+	if d.ActiveDeadlineSeconds == nil {
+		return DefaultDoctorActiveDeadlineSeconds
+	}
+	return *d.ActiveDeadlineSeconds
+}
+
+// StartTimeout is startTimeoutSeconds as a duration, the default when
+// unset.
+func (d *DoctorSpec) StartTimeout() time.Duration {
+	if d.StartTimeoutSeconds == nil {
+		return DefaultDoctorStartTimeoutSeconds * time.Second
+	}
+	return time.Duration(*d.StartTimeoutSeconds) * time.Second
+}
+
+// Ran reports whether the doctor run requestID was recorded: the last run
+// or one of its history. Such a requestId never runs again.
+func (d *DoctorStatus) Ran(requestID string) bool {
+	if d == nil {
+		return false
+	}
+	if d.RequestID == requestID {
+		return true
+	}
+	for _, h := range d.History {
+		if h.RequestID == requestID {
+			return true
+		}
+	}
+	return false
+}
+
 // GraceBounds returns the grace period's bounds in seconds, with the
 // defaults for unset values.
 func (l *LifecycleSpec) GraceBounds() (minSeconds, maxSeconds int32) {

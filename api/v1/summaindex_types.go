@@ -306,6 +306,35 @@ type DoctorSpec struct {
 	// +optional
 	// +kubebuilder:default=Copy
 	Backup BackupMode `json:"backup,omitempty"`
+
+	// KeepBackups is how many backup volumes of doctor runs
+	// (<name>-backup-<requestId>) are kept: when a run ends, the oldest
+	// ones beyond this count are deleted. The backup of the run that just
+	// ended is never deleted by this rule, so 0 keeps only the latest
+	// run's. Default 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	KeepBackups *int32 `json:"keepBackups,omitempty"`
+
+	// ActiveDeadlineSeconds bounds each backup and doctor Job (the Job's
+	// activeDeadlineSeconds): a Job that runs longer fails the run and the
+	// engine is started again. Default 21600 (6 hours).
+	// +optional
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=604800
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// StartTimeoutSeconds bounds how long a Job's pod may stay without any
+	// container started (its image cannot be pulled, or it cannot be
+	// scheduled) before the run fails and the engine is started again.
+	// An image that can never be pulled (InvalidImageName) fails the run
+	// at once. Default 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	StartTimeoutSeconds *int32 `json:"startTimeoutSeconds,omitempty"`
 }
 
 // SummaIndexSpec is the desired state of a SummaIndex.
@@ -460,22 +489,67 @@ type DoctorStatus struct {
 	// BackupClaimName of the copy of the volume, when one was made.
 	// +optional
 	BackupClaimName string `json:"backupClaimName,omitempty"`
-	// RemovedSegments are the IDs of the segments the doctor removed.
+	// RemovedSegments are the IDs of the segments the doctor removed: the
+	// first MaxRemovedSegments of them (RemovedSegmentCount is the exact
+	// number; the full list is in the engine's report, ReportPath). The
+	// bound is kept by the operator, not the schema, so that a status
+	// written by an older operator stays valid.
 	// +optional
 	// +listType=atomic
 	RemovedSegments []string `json:"removedSegments,omitempty"`
+	// RemovedSegmentCount is the exact number of segments removed.
+	// +optional
+	RemovedSegmentCount int64 `json:"removedSegmentCount,omitempty"`
 	// RemovedDocuments counts the documents lost with them.
 	// +optional
 	RemovedDocuments int64 `json:"removedDocuments,omitempty"`
 	// CheckedSegments counts the segments the doctor validated.
 	// +optional
 	CheckedSegments int64 `json:"checkedSegments,omitempty"`
+	// ReportPath is where the engine serves the run's full report (every
+	// removed segment and why), with an admin token:
+	// GET <ReportPath> on the engine's port.
+	// +optional
+	ReportPath string `json:"reportPath,omitempty"`
 	// Message explains a failure.
 	// +optional
 	Message string `json:"message,omitempty"`
 	// StartTime of the run.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime of the run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// History lists the last MaxDoctorHistory finished runs, newest last
+	// (this one included once it ended): a requestId listed here, or the
+	// one above, never runs again.
+	// +optional
+	// +listType=atomic
+	History []DoctorRun `json:"history,omitempty"`
+}
+
+// MaxDoctorHistory bounds status.doctor.history.
+const MaxDoctorHistory = 10
+
+// MaxRemovedSegments bounds status.doctor.removedSegments.
+const MaxRemovedSegments = 100
+
+// DoctorRun is one finished doctor run.
+type DoctorRun struct {
+	// RequestID of the run.
+	RequestID string `json:"requestId"`
+	// Phase it ended in: Succeeded or Failed.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// RemovedSegmentCount is the number of segments it removed.
+	// +optional
+	RemovedSegmentCount int64 `json:"removedSegmentCount,omitempty"`
+	// RemovedDocuments counts the documents lost with them.
+	// +optional
+	RemovedDocuments int64 `json:"removedDocuments,omitempty"`
+	// BackupClaimName of its copy of the volume, when one was made.
+	// +optional
+	BackupClaimName string `json:"backupClaimName,omitempty"`
 	// CompletionTime of the run.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`

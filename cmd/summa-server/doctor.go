@@ -25,13 +25,17 @@ type doctorOutput struct {
 }
 
 // runDoctor repairs the data directory offline and prints one JSON report
-// on stdout (and to --report-file). It exits 0 when the directory is
-// consistent afterwards, 2 when another process holds it, 1 otherwise.
+// on stdout (and to --report-file). With --report-id the report is also
+// kept in the data directory (see registry.SaveDoctorReport), and with
+// --summary-file a compact form of it is written there. It exits 0 when
+// the directory is consistent afterwards, 2 when another process holds
+// it, 1 otherwise.
 func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	out := doctorOutput{Indexes: []registry.IndexDoctorReport{}}
 	code := exitOK
+	ran := false
 	if _, err := os.Stat(cfg.DataDir); errors.Is(err, os.ErrNotExist) {
 		log.Info("Data directory does not exist; nothing to repair", "dataDir", cfg.DataDir)
 	} else if err := probeLock(cfg.DataDir); err != nil {
@@ -58,6 +62,9 @@ func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 			out.Error = err.Error()
 			fmt.Fprintf(stderr, "summa-server: doctor: %v\n", err)
 			code = exitFailure
+			ran = true
+		default:
+			ran = true
 		}
 	}
 	data, err := json.Marshal(out)
@@ -69,14 +76,7 @@ func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 	if _, err := stdout.Write(data); err != nil {
 		return exitFailure
 	}
-	if cfg.ReportFile != "" {
-		if err := os.WriteFile(cfg.ReportFile, data, 0o644); err != nil {
-			fmt.Fprintf(stderr, "summa-server: doctor: write the report to %s: %v\n", cfg.ReportFile, err)
-			if code == exitOK {
-				code = exitFailure
-			}
-		}
-	}
+	code = writeDoctorReports(cfg, out, data, ran, code, stderr)
 	for _, ir := range out.Indexes {
 		kv := []any{"index", ir.Name, "checkedSegments", ir.CheckedSegments,
 			"removedSegments", len(ir.RemovedSegments), "removedDocuments", ir.RemovedDocuments}
@@ -84,6 +84,43 @@ func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 			kv = append(kv, "error", ir.Error)
 		}
 		log.Info("Doctor checked index", kv...)
+	}
+	return code
+}
+
+// writeDoctorReports writes the report data to --report-file, keeps it
+// under --report-id (only when the doctor ran: a refused doctor touches
+// nothing) and writes the summary to --summary-file. A write that fails
+// turns a success into exit 1.
+func writeDoctorReports(cfg Config, out doctorOutput, data []byte, ran bool, code int, stderr io.Writer) int {
+	fail := func(what string, err error) {
+		fmt.Fprintf(stderr, "summa-server: doctor: %s: %v\n", what, err)
+		if code == exitOK {
+			code = exitFailure
+		}
+	}
+	// A summary file that is also the report file gets the summary: an
+	// operator passes --report-file /dev/termination-log (understood by
+	// every version) and SUMMA_SUMMARY_FILE=/dev/termination-log (by this
+	// one), so that the message fits the kubelet's 4 KiB.
+	if cfg.ReportFile != "" && cfg.ReportFile != cfg.SummaryFile {
+		if err := os.WriteFile(cfg.ReportFile, data, 0o644); err != nil {
+			fail("write the report to "+cfg.ReportFile, err)
+		}
+	}
+	saved := false
+	if cfg.ReportID != "" && ran {
+		if err := registry.SaveDoctorReport(vfs.Default, cfg.DataDir, cfg.ReportID, data); err != nil {
+			fail("keep the report in the data directory", err)
+		} else {
+			saved = true
+		}
+	}
+	if cfg.SummaryFile != "" {
+		sum := summarize(out, cfg.ReportID, saved)
+		if err := os.WriteFile(cfg.SummaryFile, sum, 0o644); err != nil {
+			fail("write the summary to "+cfg.SummaryFile, err)
+		}
 	}
 	return code
 }

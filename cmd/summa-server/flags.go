@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
 )
 
 // Config is the whole command line.
@@ -22,6 +23,12 @@ type Config struct {
 	Doctor bool
 	// ReportFile also receives the doctor's JSON report.
 	ReportFile string
+	// ReportID, with --doctor, keeps the whole report in the data
+	// directory under this ID, served by GET /v1/admin/doctor-reports/{id}.
+	ReportID string
+	// SummaryFile, with --doctor, receives a compact report that fits a
+	// Kubernetes termination message (at most maxSummaryBytes).
+	SummaryFile string
 	// ShutdownDeadline bounds drain and ordered shutdown after a signal.
 	ShutdownDeadline time.Duration
 	// AutocommitInterval commits every index with uncommitted documents at
@@ -184,7 +191,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  summa-server --data-dir DIR [--listen HOST:PORT] [flags]\n"+
-			"  summa-server --data-dir DIR --doctor [--report-file PATH]\n  "+backupUsage+" (see backup --help)\n"+
+			"  summa-server --data-dir DIR --doctor [--report-file PATH] [--report-id ID] [--summary-file PATH]\n  "+backupUsage+" (see backup --help)\n"+
 			"  summa-server version\n\n"+
 			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -193,7 +200,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory (required)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8082", "HTTP listen address HOST:PORT")
 	fs.BoolVar(&cfg.Doctor, "doctor", false, "repair the data directory offline, print a JSON report and exit")
-	fs.StringVar(&cfg.ReportFile, "report-file", "", "with --doctor: also write the report to this file (e.g. /dev/termination-log)")
+	fs.StringVar(&cfg.ReportFile, "report-file", "", "with --doctor: also write the report to this file")
+	fs.StringVar(&cfg.ReportID, "report-id", "", "with --doctor: keep the whole report in the data directory under this ID (a DNS label), served by GET /v1/admin/doctor-reports/ID")
+	fs.StringVar(&cfg.SummaryFile, "summary-file", "", "with --doctor: write a compact report of at most 4000 bytes to this file (e.g. /dev/termination-log)")
 	fs.DurationVar(&cfg.ShutdownDeadline, "shutdown-deadline", 25*time.Second, "bound of drain and ordered shutdown after SIGTERM/SIGINT")
 	fs.DurationVar(&cfg.AutocommitInterval, "autocommit-interval", 0, "commit every index with uncommitted documents at this interval (0: off)")
 	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 0, "indexing workers per index (0: GOMAXPROCS, at most 8)")
@@ -274,6 +283,10 @@ func (c *Config) validate() error {
 		return errors.New("--listen must not be empty")
 	case c.ReportFile != "" && !c.Doctor:
 		return errors.New("--report-file applies only with --doctor")
+	case (c.ReportID != "" || c.SummaryFile != "") && !c.Doctor:
+		return errors.New("--report-id and --summary-file apply only with --doctor")
+	case c.ReportID != "" && !registry.ValidReportID(c.ReportID):
+		return fmt.Errorf("--report-id %q: %w", c.ReportID, registry.ErrInvalidReportID)
 	case c.ShutdownDeadline <= 0:
 		return errors.New("--shutdown-deadline must be positive")
 	case c.AutocommitInterval < 0:

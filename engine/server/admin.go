@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/summadev/summa/engine/registry"
 )
@@ -38,5 +40,27 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 // lifecycle answers the drain estimate and its inputs.
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, s.r.Lifecycle())
+	return nil
+}
+
+// doctorReport answers the whole report of the doctor run kept under
+// {id} (summa-server --doctor --report-id ID), as the doctor wrote it:
+// 404 NotFound when none is kept, 400 BadRequest for an ID that cannot
+// name one.
+func (s *Server) doctorReport(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	data, err := s.r.DoctorReport(id)
+	switch {
+	case errors.Is(err, registry.ErrInvalidReportID):
+		return newError(http.StatusBadRequest, CodeBadRequest, "%v", err)
+	case errors.Is(err, registry.ErrDoctorReportNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "no doctor report %q is kept in the data directory", id)
+	case err != nil:
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
 	return nil
 }

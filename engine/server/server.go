@@ -128,6 +128,7 @@ func (s *Server) routes() *http.ServeMux {
 		{"GET", "/v1/admin/drain", admin, s.drainStatus},
 		{"POST", "/v1/admin/resume", admin, s.resume},
 		{"GET", "/v1/admin/lifecycle", admin, s.lifecycle},
+		{"GET", "/v1/admin/doctor-reports/{id}", admin, s.doctorReport},
 	}
 	mux := http.NewServeMux()
 	methods := map[string][]string{}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/summadev/summa/internal/envkubelet"
 )
 
 // shPod is a pod running the shell script in a container "sh", with an
@@ -210,5 +212,51 @@ func testGarbageCollector(t *testing.T, f *fixture) {
 	eventually(t, "job deleted with the orphan policy removed", gone(f, orphaned))
 	if err := get(f, orphanPod); err != nil || len(orphanPod.OwnerReferences) != 0 {
 		t.Fatalf("orphaned pod: %v %+v", err, orphanPod.OwnerReferences)
+	}
+}
+
+// testImagePullFailures: a container of an image under UnpullableRegistry
+// waits with ErrImagePull, then ImagePullBackOff, and never runs; an
+// invalid image name is InvalidImageName; the pod stays Pending, its
+// other containers wait, and it is deleted as any other.
+func testImagePullFailures(t *testing.T, f *fixture) {
+	ctx := context.Background()
+	waiting := func(pod *corev1.Pod, reasons ...string) func() error {
+		return func() error {
+			if err := get(f, pod); err != nil {
+				return err
+			}
+			var got []string
+			for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+				if cs.State.Waiting != nil {
+					got = append(got, cs.State.Waiting.Reason)
+				}
+			}
+			if pod.Status.Phase != corev1.PodPending || fmt.Sprint(got) != fmt.Sprint(reasons) {
+				return fmt.Errorf("phase %s, waiting %v, want %v", pod.Status.Phase, got, reasons)
+			}
+			return nil
+		}
+	}
+	pull := shPod("unpullable", corev1.RestartPolicyNever, "exit 0")
+	pull.Spec.InitContainers = []corev1.Container{{Name: "first", Image: envkubelet.UnpullableRegistry + "tools:v1",
+		Command: []string{"sh", "-c", "exit 0"}}}
+	create(t, f, pull)
+	eventually(t, "ErrImagePull", waiting(pull, "ErrImagePull", "PodInitializing"))
+	eventually(t, "ImagePullBackOff", waiting(pull, "ImagePullBackOff", "PodInitializing"))
+	for _, e := range f.k.History() {
+		if e.Pod == "unpullable" {
+			t.Fatalf("a container of an unpulled image ran: %+v", e)
+		}
+	}
+	invalid := shPod("invalid-image", corev1.RestartPolicyNever, "exit 0")
+	invalid.Spec.Containers[0].Image = "Busybox:latest"
+	create(t, f, invalid)
+	eventually(t, "InvalidImageName", waiting(invalid, "InvalidImageName"))
+	for _, pod := range []*corev1.Pod{pull, invalid} {
+		if err := f.c.Delete(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, pod.Name+" removed", gone(f, pod))
 	}
 }

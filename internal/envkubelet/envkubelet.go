@@ -45,6 +45,10 @@
 //     that an httpGet or tcpSocket probe passes only when a process of the
 //     pod listens there: an app container that is never ready is a
 //     simulated one probing a port nobody listens on.
+//     A container of an image under
+//     UnpullableRegistry never starts: it waits with ErrImagePull, then
+//     ImagePullBackOff; an image name with upper-case letters or spaces
+//     waits with InvalidImageName.
 //   - Lifecycle: regular init containers run to completion one by one,
 //     native sidecars (init containers with restartPolicy Always) start in
 //     order (each must be started, i.e. running and past its startupProbe),

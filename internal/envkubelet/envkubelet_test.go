@@ -140,6 +140,7 @@ func TestKubelet(t *testing.T) {
 		{"JobPodDeleted", testJobPodDeleted},
 		{"MissingClaim", testMissingClaim},
 		{"Secrets", testSecrets},
+		{"ImagePullFailures", testImagePullFailures},
 	} {
 		if !t.Run(tc.name, func(t *testing.T) { tc.run(t, f) }) {
 			return

@@ -95,6 +95,13 @@ type container struct {
 	restarts int32
 	// restartAt is when the exited container restarts; zero if it does not.
 	restartAt time.Time
+	// pulling is the waiting state of a container whose image cannot be
+	// pulled (see pullFailure); nil otherwise.
+	pulling *corev1.ContainerStateWaiting
+	// pullAttempts counts the failed pulls of the image.
+	pullAttempts int
+	// pullRetryAt is when the pull is tried again.
+	pullRetryAt time.Time
 }
 
 // running reports whether the current run has not exited.
@@ -244,6 +251,11 @@ func (p *pod) stepRunning(now time.Time) {
 	}
 	allDone, allOK := true, true
 	for _, c := range p.apps {
+		if c.cur == nil { // its image is not pulled yet
+			allDone = false
+			p.start(c, now)
+			continue
+		}
 		if c.running() {
 			allDone = false
 			continue
@@ -376,6 +388,9 @@ func (p *pod) simulatedCompletes(c *container) bool {
 func (p *pod) start(c *container, now time.Time) {
 	k := p.k
 	if k.stopped {
+		return
+	}
+	if c.cur == nil && !p.pulled(c, now) {
 		return
 	}
 	in := &instance{
@@ -551,4 +566,56 @@ func readTailFrom(path string, offset, n int64) string {
 	buf := make([]byte, max(st.Size()-offset, 0))
 	m, _ := f.ReadAt(buf, offset)
 	return string(buf[:m])
+}
+
+// UnpullableRegistry is a registry whose images never pull: a container
+// of an image under it (unpullable.invalid/summa-server:v1) stays waiting
+// with ErrImagePull, then ImagePullBackOff, as on a node that cannot
+// reach the registry (".invalid" is a reserved top-level domain, so no
+// real registry has that name either).
+const UnpullableRegistry = "unpullable.invalid/"
+
+// pullFailure is the waiting reason and message of a pull of image that
+// fails at attempt n (0 first), or "" when the image pulls. An image
+// reference with upper-case letters or spaces in its name is
+// InvalidImageName.
+func pullFailure(image string, n int) (reason, message string) {
+	name, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name = name[:i]
+	}
+	switch {
+	case name == "" || strings.ContainsAny(name, " \t") || strings.ToLower(name) != name:
+		return "InvalidImageName", fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", image, image)
+	case !strings.HasPrefix(image, UnpullableRegistry):
+		return "", ""
+	case n == 0:
+		return "ErrImagePull", fmt.Sprintf("failed to pull and unpack image %q: failed to resolve reference: dial tcp: lookup unpullable.invalid: no such host", image)
+	}
+	return "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q", image)
+}
+
+// pulled reports whether c's image is there, pulling it (with a back-off
+// between failed attempts) if not. k.mu is held.
+func (p *pod) pulled(c *container, now time.Time) bool {
+	if c.pulling == nil && c.pullAttempts == 0 {
+		if reason, _ := pullFailure(c.spec.Image, 0); reason == "" {
+			return true
+		}
+	}
+	if now.Before(c.pullRetryAt) {
+		return false
+	}
+	reason, msg := pullFailure(c.spec.Image, c.pullAttempts)
+	if reason == "" {
+		c.pulling = nil
+		return true
+	}
+	if c.pulling == nil || c.pulling.Reason != reason {
+		p.k.log.Info("Image pull failed", "pod", p.ns+"/"+p.name, "container", c.spec.Name, "image", c.spec.Image, "reason", reason)
+	}
+	c.pullAttempts++
+	c.pulling = &corev1.ContainerStateWaiting{Reason: reason, Message: msg}
+	c.pullRetryAt = now.Add(restartDelay)
+	return false
 }

@@ -16,14 +16,20 @@ func mtime(t time.Time) metav1.Time {
 	return metav1.NewTime(t.Truncate(time.Second))
 }
 
-// phase is the pod's phase: Pending while initializing, Running, then the
-// terminal phase once nothing runs.
+// phase is the pod's phase: Pending while initializing or until a
+// container was started, Running, then the terminal phase once nothing
+// runs.
 func (p *pod) phase() corev1.PodPhase {
 	switch {
 	case p.done && p.final != "":
 		return p.final
 	case p.initialized:
-		return corev1.PodRunning
+		for _, c := range p.apps {
+			if c.cur != nil {
+				return corev1.PodRunning
+			}
+		}
+		// No container was started yet (their images are not pulled).
 	}
 	return corev1.PodPending
 }
@@ -146,6 +152,8 @@ func (p *pod) containerStatus(c *container) corev1.ContainerStatus {
 	case in == nil && p.done:
 		cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
 			Message: "The container could not be located when the pod was terminated"}
+	case in == nil && c.pulling != nil:
+		cs.State.Waiting = c.pulling.DeepCopy()
 	case in == nil:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
 	case in.running:

@@ -90,7 +90,8 @@ func (o *Options) status(ctx context.Context, cl *clients, name string) error {
 		if d.CompletionTime != nil {
 			o.printf(", finished %s ago", age(d.CompletionTime, o.Now()))
 		}
-		o.printf("\n  checked %d segments, removed %d (%d documents)", d.CheckedSegments, len(d.RemovedSegments), d.RemovedDocuments)
+		o.printf("\n  checked %d segments, removed %d (%d documents)", d.CheckedSegments,
+			max(d.RemovedSegmentCount, int64(len(d.RemovedSegments))), d.RemovedDocuments)
 		if d.BackupClaimName != "" {
 			o.printf(", backup in volume %s", d.BackupClaimName)
 		}

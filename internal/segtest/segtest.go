@@ -39,3 +39,39 @@ func TruncateFirstSegmentFile(dir string) (string, error) {
 	id := strings.TrimPrefix(names[0], "seg_")
 	return id[:strings.IndexByte(id, '.')], nil
 }
+
+// TruncateEverySegment cuts, for every segment of an index directory, its
+// first (by name) data file in half, as TruncateFirstSegmentFile does for
+// one, and returns the damaged segments' IDs sorted by name.
+func TruncateEverySegment(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("segtest: %w", err)
+	}
+	first := map[string]string{}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, "seg_") || strings.HasSuffix(name, ".del") || !strings.Contains(name, ".") {
+			continue
+		}
+		id := strings.TrimPrefix(name, "seg_")
+		id = id[:strings.IndexByte(id, '.')]
+		if cur, ok := first[id]; !ok || name < cur {
+			first[id] = name
+		}
+	}
+	ids := make([]string, 0, len(first))
+	for id, name := range first {
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("segtest: %w", err)
+		}
+		if err := os.Truncate(path, info.Size()/2); err != nil {
+			return nil, fmt.Errorf("segtest: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}

@@ -170,18 +170,21 @@ func TestAccessScopesNest(t *testing.T) {
 	type step struct {
 		method, path, body string
 		need               string
+		// found is the status with enough scope when not 2xx.
+		found int
 	}
 	steps := []step{
-		{"GET", "/v1/indexes", "", "read"},
-		{"GET", "/v1/indexes/books", "", "read"},
-		{"POST", "/v1/indexes/books/search", `{"query":"light"}`, "read"},
-		{"POST", "/v1/indexes/books/documents", `{"id":"d1","body":"light and colours"}`, "write"},
-		{"POST", "/v1/indexes/books/commit", "", "write"},
-		{"DELETE", "/v1/indexes/books/documents/nope", "", "write"},
-		{"POST", "/v1/indexes/books/merge", "", "admin"},
-		{"GET", "/v1/admin/lifecycle", "", "admin"},
-		{"GET", "/v1/admin/drain", "", "admin"},
-		{"PUT", "/v1/indexes/other", accessSchema, "admin"},
+		{"GET", "/v1/indexes", "", "read", 0},
+		{"GET", "/v1/indexes/books", "", "read", 0},
+		{"POST", "/v1/indexes/books/search", `{"query":"light"}`, "read", 0},
+		{"POST", "/v1/indexes/books/documents", `{"id":"d1","body":"light and colours"}`, "write", 0},
+		{"POST", "/v1/indexes/books/commit", "", "write", 0},
+		{"DELETE", "/v1/indexes/books/documents/nope", "", "write", 0},
+		{"POST", "/v1/indexes/books/merge", "", "admin", 0},
+		{"GET", "/v1/admin/lifecycle", "", "admin", 0},
+		{"GET", "/v1/admin/drain", "", "admin", 0},
+		{"GET", "/v1/admin/doctor-reports/r1", "", "admin", http.StatusNotFound},
+		{"PUT", "/v1/indexes/other", accessSchema, "admin", 0},
 	}
 	rank := map[string]int{"read": 1, "write": 2, "admin": 3}
 	tokens := map[string]string{"read": a.rdT, "write": a.writeTok, "admin": a.adminTok}
@@ -196,6 +199,10 @@ func TestAccessScopesNest(t *testing.T) {
 			case rank[who] < rank[st.need]:
 				if status != http.StatusForbidden || !strings.Contains(body, `"Forbidden"`) {
 					t.Errorf("%s %s with a %s token: %d %s", st.method, st.path, who, status, body)
+				}
+			case st.found != 0:
+				if status != st.found {
+					t.Errorf("%s %s with a %s token: %d %s, want %d", st.method, st.path, who, status, body, st.found)
 				}
 			default:
 				if status >= 300 {

@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	summav1 "github.com/summadev/summa/api/v1"
+	engineclient "github.com/summadev/summa/client"
+)
+
+// The doctor's report reaches status in two ways. The doctor Job's
+// termination message holds its summary (exact counts, the first removed
+// segments; it always fits the kubelet's 4 KiB), recorded when the Job
+// ends, so that a run on a suspended index is recorded without starting
+// the engine. The whole report is kept on the volume under the requestId
+// and served by the engine (GET /v1/admin/doctor-reports/{id},
+// status.doctor.reportPath); when the summary listed fewer segments than
+// status keeps, the operator reads it once the engine is back. Status
+// stays bounded: the counts are exact, removedSegments lists at most
+// MaxRemovedSegments.
+
+// doctorReport is the part of summa-server --doctor's report (or of its
+// summary) the operator records (engine contract).
+type doctorReport struct {
+	// Summary is set in the summary form (lists may be cut).
+	Summary bool `json:"summary"`
+	// ReportID names the whole report the engine keeps, when it kept one.
+	ReportID string `json:"reportId"`
+	// Indexes are the indexes of the data directory.
+	Indexes []doctorIndexReport `json:"indexes"`
+}
+
+// doctorIndexReport is one index's part of a doctor report.
+type doctorIndexReport struct {
+	// Name is the index name.
+	Name string `json:"name"`
+	// CheckedSegments counts the segments validated.
+	CheckedSegments int64 `json:"checkedSegments"`
+	// RemovedSegmentCount is the exact count in a summary; the length of
+	// RemovedSegments otherwise.
+	RemovedSegmentCount *int64 `json:"removedSegmentCount"`
+	// RemovedSegments are the removed segments (the first, in a summary).
+	RemovedSegments []string `json:"removedSegments"`
+	// RemovedDocuments counts the documents lost with them.
+	RemovedDocuments int64 `json:"removedDocuments"`
+}
+
+// applyDoctorReport records x's entry of a doctor report (whole, or its
+// summary) in status.
+func applyDoctorReport(x *summav1.SummaIndex, msg string) error {
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(msg), &rep); err != nil {
+		return fmt.Errorf("the doctor's report is not JSON (%v): %.200s", err, msg)
+	}
+	d := x.Status.Doctor
+	d.RemovedSegments, d.RemovedSegmentCount, d.RemovedDocuments, d.CheckedSegments = nil, 0, 0, 0
+	d.ReportPath = ""
+	if rep.ReportID != "" {
+		d.ReportPath = "/v1/admin/doctor-reports/" + rep.ReportID
+	}
+	for _, ix := range rep.Indexes {
+		if ix.Name == x.Name {
+			d.CheckedSegments = ix.CheckedSegments
+			d.RemovedDocuments = ix.RemovedDocuments
+			d.RemovedSegmentCount = int64(len(ix.RemovedSegments))
+			if ix.RemovedSegmentCount != nil {
+				d.RemovedSegmentCount = *ix.RemovedSegmentCount
+			}
+			d.RemovedSegments = capSegments(ix.RemovedSegments)
+		}
+	}
+	d.Message = reportMessage(d)
+	return nil
+}
+
+// capSegments returns the first MaxRemovedSegments of ids.
+func capSegments(ids []string) []string {
+	if len(ids) > summav1.MaxRemovedSegments {
+		return append([]string(nil), ids[:summav1.MaxRemovedSegments]...)
+	}
+	return ids
+}
+
+// reportMessage is the one-line result of a run.
+func reportMessage(d *summav1.DoctorStatus) string {
+	msg := fmt.Sprintf("checked %d segment(s), removed %d, %d document(s) lost",
+		d.CheckedSegments, d.RemovedSegmentCount, d.RemovedDocuments)
+	if n := int64(len(d.RemovedSegments)); n < d.RemovedSegmentCount {
+		msg += fmt.Sprintf(" (the first %d listed", n)
+		if d.ReportPath != "" {
+			msg += "; all in the engine's report " + d.ReportPath
+		}
+		msg += ")"
+	}
+	return msg
+}
+
+// reportIncomplete reports whether status lists fewer removed segments
+// than it could: the summary was cut further than status is.
+func reportIncomplete(d *summav1.DoctorStatus) bool {
+	n := int64(len(d.RemovedSegments))
+	return n < d.RemovedSegmentCount && n < summav1.MaxRemovedSegments
+}
+
+// completeReport fills status's list of removed segments from the whole
+// report the engine of pod keeps, when the summary was cut. It never holds
+// the run: an engine without the report (an older image) or that does not
+// answer leaves the summary's list, and the message says so.
+func (r *SummaIndexReconciler) completeReport(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) {
+	d := x.Status.Doctor
+	if !reportIncomplete(d) || d.ReportPath == "" {
+		return
+	}
+	rep, err := r.fetchDoctorReport(ctx, x, pod, d.RequestID)
+	if err != nil {
+		log.FromContext(ctx).Info("The engine's doctor report could not be read; keeping the summary", "error", err.Error())
+		return
+	}
+	for _, ix := range rep.Indexes {
+		if ix.Name == x.Name {
+			d.RemovedSegments = capSegments(ix.RemovedSegments)
+			d.RemovedSegmentCount = int64(len(ix.RemovedSegments))
+			d.RemovedDocuments, d.CheckedSegments = ix.RemovedDocuments, ix.CheckedSegments
+		}
+	}
+	d.Message = reportMessage(d)
+}
+
+// fetchDoctorReport reads the whole report id from the engine of pod.
+func (r *SummaIndexReconciler) fetchDoctorReport(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, id string) (*engineclient.DoctorReport, error) {
+	c, err := r.engineFor(ctx, x, pod)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
+	return c.DoctorReport(cctx, id)
+}
