@@ -121,6 +121,9 @@ func startEnv(ctx context.Context, dir string, c config, bins binaries) (*env, e
 	args.Set("audit-log-format", "json")
 	args.Set("audit-log-mode", "batch")
 	args.Set("audit-log-batch-max-wait", "1s")
+	// envtest's default range (a /24) holds 254 Services: too few for
+	// 1,000 indexes.
+	args.Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := e.testEnv.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest (binaries in %s: make envtest): %w", c.assets, err)

@@ -58,13 +58,17 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	if err := e.startOperator(c); err != nil {
 		return nil, err
 	}
-	sleep(ctx, 5*time.Second)
+	if err := sleep(ctx, 5*time.Second); err != nil {
+		return nil, err
+	}
 	before, _, _ := e.rss()
 	start := time.Now()
 	if err := createAll(ctx, e, c.pods, func(i int) client.Object { return unrelatedPod(i) }); err != nil {
 		return nil, err
 	}
-	sleep(ctx, 10*time.Second)
+	if err := sleep(ctx, 10*time.Second); err != nil {
+		return nil, err
+	}
 	after, _, _ := e.rss()
 	logf("%d unrelated pods created in %.0fs; operator RSS %.0f MiB before them, %.0f MiB after", c.pods, time.Since(start).Seconds(), before, after)
 
@@ -90,15 +94,22 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	}
 	r.readySeconds = time.Since(start).Seconds()
 	logf("%d running indexes Ready in %.1fs", c.running, r.readySeconds)
+	reportDegraded(ctx, e, append(keys(c, false, suspended), running...))
 
 	settle := max(c.resync, 30*time.Second)
 	logf("settling for %s, then counting the operator's API writes for %s", settle, c.steady)
-	sleep(ctx, settle)
+	if err := sleep(ctx, settle); err != nil {
+		return nil, err
+	}
 	from := time.Now()
-	sleep(ctx, c.steady)
+	if err := sleep(ctx, c.steady); err != nil {
+		return nil, err
+	}
 	to := time.Now()
 	r.rssMB, _, _ = e.rss()
-	sleep(ctx, 3*time.Second) // the audit log's batch
+	if err := sleep(ctx, 3*time.Second); err != nil { // the audit log's batch
+		return nil, err
+	}
 	w, err := countWrites(e.auditLog, from, to)
 	if err != nil {
 		return nil, err
@@ -119,7 +130,9 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 		return nil, err
 	}
 	from = time.Now()
-	sleep(ctx, 20*time.Second) // the pod turns unready, the operator notices
+	if err := sleep(ctx, 20*time.Second); err != nil { // the pod turns unready, the operator notices
+		return nil, err
+	}
 	to = time.Now()
 	stale, err = staleness(ctx, c, e, eng, running[1:], c.rounds)
 	_ = e.kubelet.KillContainer(victim.Namespace, victim.Name+"-engine", controllers.EngineContainerName, syscall.SIGCONT)
@@ -142,6 +155,24 @@ func keys(c config, running bool, n int) []client.ObjectKey {
 		out[i] = indexKey(c, running, i)
 	}
 	return out
+}
+
+// reportDegraded logs how many indexes are Degraded, with the first one's
+// message: a bench of a failing operator measures nothing useful.
+func reportDegraded(ctx context.Context, e *env, ks []client.ObjectKey) {
+	n, first := 0, ""
+	for _, k := range ks {
+		x := &summav1.SummaIndex{}
+		if err := e.cached.Get(ctx, k, x); err != nil || !x.IsConditionTrue(summav1.ConditionDegraded) {
+			continue
+		}
+		if n++; first == "" {
+			first = k.String() + ": " + x.GetCondition(summav1.ConditionDegraded).Message
+		}
+	}
+	if n > 0 {
+		logf("WARNING: %d of %d indexes are Degraded (first: %s)", n, len(ks), first)
+	}
 }
 
 // waitAll waits until ok holds for every index, logging progress.
