@@ -72,7 +72,8 @@ type env struct {
 	// direct talks to the API server without a cache (the bench's writes).
 	direct client.Client
 	// cached reads the index namespaces from an informer cache: the
-	// kubelet polls through it, and the bench watches status with it.
+	// kubelet polls through it (its garbage collector's unstructured
+	// owner lookups included), and the bench watches status with it.
 	cached client.Client
 	// kubelet runs the engine pods.
 	kubelet *envkubelet.Kubelet
@@ -159,7 +160,7 @@ func startEnv(ctx context.Context, dir string, c config, bins binaries) (*env, e
 	if err != nil {
 		return nil, err
 	}
-	if e.cached, err = client.New(cfg, client.Options{Scheme: s, Cache: &client.CacheOptions{Reader: informers}}); err != nil {
+	if e.cached, err = client.New(cfg, client.Options{Scheme: s, Cache: &client.CacheOptions{Reader: informers, Unstructured: true}}); err != nil {
 		return nil, err
 	}
 	kctx, cancel := context.WithCancel(ctx)

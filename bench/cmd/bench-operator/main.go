@@ -50,6 +50,9 @@ type config struct {
 	steady time.Duration
 	// rounds is the number of ingest rounds of each staleness measurement.
 	rounds int
+	// stopped is how many engines are made unreachable (SIGSTOP) for the
+	// others' staleness.
+	stopped int
 	// assets holds kube-apiserver and etcd.
 	assets string
 	// workDir is the parent of the temporary directory.
@@ -68,12 +71,13 @@ func main() {
 	flag.IntVar(&c.concurrent, "max-concurrent-reconciles", 0, "the operator's --max-concurrent-reconciles (0: its default)")
 	flag.DurationVar(&c.steady, "steady", 2*time.Minute, "window over which the operator's API writes are counted")
 	flag.IntVar(&c.rounds, "rounds", 2, "ingest rounds of each staleness measurement")
+	flag.IntVar(&c.stopped, "stopped", 1, "engines made unreachable (SIGSTOP) while the others' staleness is measured")
 	flag.StringVar(&c.assets, "assets", envOr("KUBEBUILDER_ASSETS", "bin/envtest"), "directory of kube-apiserver and etcd (env KUBEBUILDER_ASSETS)")
 	flag.StringVar(&c.workDir, "dir", "", "parent of the temporary work directory (default: $TMPDIR or /tmp)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (operator and kubelet logs, audit log)")
 	flag.Parse()
-	if c.running < 1 || c.running > c.indexes || c.namespaces < 1 || c.resync <= 0 || c.steady <= 0 || c.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "bench-operator: need 1 <= -running <= -indexes, -namespaces >= 1, -rounds >= 1, positive durations")
+	if c.running < 1 || c.running > c.indexes || c.stopped < 0 || c.stopped >= c.running || c.namespaces < 1 || c.resync <= 0 || c.steady <= 0 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench-operator: need 1 <= -running <= -indexes, 0 <= -stopped < -running, -namespaces >= 1, -rounds >= 1, positive durations")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

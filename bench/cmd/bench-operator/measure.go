@@ -34,8 +34,8 @@ type results struct {
 	// readySeconds is the time from creating the running indexes to all
 	// of them Ready.
 	readySeconds float64
-	// othersStaleP99 is staleP99 of the other indexes while one engine is
-	// stopped (SIGSTOP).
+	// othersStaleP99 is staleP99 of the other indexes while -stopped
+	// engines (one by default) are stopped (SIGSTOP).
 	othersStaleP99 float64
 }
 
@@ -46,7 +46,7 @@ func (r *results) print(c config) {
 	fmt.Printf("status staleness p99 seconds: %.1f\n", r.staleP99)
 	fmt.Printf("time to Ready for %d new indexes seconds: %.1f\n", c.running, r.readySeconds)
 	fmt.Printf("others' status staleness p99 seconds: %.1f\n", r.othersStaleP99)
-	fmt.Printf("(resync period %s, %d unrelated pods, %d CPUs)\n", c.resync, c.pods, runtime.NumCPU())
+	fmt.Printf("(resync period %s, %d unrelated pods, %d engine(s) stopped, %d CPUs)\n", c.resync, c.pods, c.stopped, runtime.NumCPU())
 }
 
 // measure builds the scene step by step and takes each figure.
@@ -124,18 +124,28 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	}
 	r.staleP99 = p99(stale)
 
-	victim := running[0]
-	logf("SIGSTOP to the engine of %s", victim)
-	if err := e.kubelet.KillContainer(victim.Namespace, victim.Name+"-engine", controllers.EngineContainerName, syscall.SIGSTOP); err != nil {
+	victims := running[:c.stopped]
+	signal := func(sig syscall.Signal) error {
+		for _, v := range victims {
+			if err := e.kubelet.KillContainer(v.Namespace, v.Name+"-engine", controllers.EngineContainerName, sig); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	logf("SIGSTOP to the engines of %v", victims)
+	if err := signal(syscall.SIGSTOP); err != nil {
 		return nil, err
 	}
 	from = time.Now()
-	if err := sleep(ctx, 20*time.Second); err != nil { // the pod turns unready, the operator notices
+	if err := sleep(ctx, 20*time.Second); err != nil { // the pods turn unready, the operator notices
 		return nil, err
 	}
 	to = time.Now()
-	stale, err = staleness(ctx, c, e, eng, running[1:], c.rounds)
-	_ = e.kubelet.KillContainer(victim.Namespace, victim.Name+"-engine", controllers.EngineContainerName, syscall.SIGCONT)
+	stale, err = staleness(ctx, c, e, eng, running[c.stopped:], c.rounds)
+	if serr := signal(syscall.SIGCONT); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +267,7 @@ func staleness(ctx context.Context, c config, e *env, eng *engines, ks []client.
 					left--
 				}
 			}
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			if err := sleep(ctx, 25*time.Millisecond); err != nil {
 				return nil, err
 			}
 		}
