@@ -16,7 +16,9 @@
 // delete by the operator's user, Events included). Run it from the
 // repository root after `make envtest`:
 //
-//	go run ./bench/cmd/bench-operator [-indexes 1000] [-running 100] [-pods 5000] [-resync-period 30s]
+//	go run ./bench/cmd/bench-operator [-indexes 1000] [-running 100] [-pods 5000] [-resync-period 30s] [-stopped 1] [-keep]
+//
+// (make bench-operator, make bench-operator-quick; docs/operator.md, Scale.)
 package main
 
 import (
