@@ -199,7 +199,7 @@ func (e *env) startOperator(c config) error {
 	if c.concurrent > 0 {
 		args = append(args, "--max-concurrent-reconciles="+strconv.Itoa(c.concurrent))
 	}
-	out, err := os.Create(filepath.Join(e.dir, "operator.log"))
+	out, err := os.OpenFile(filepath.Join(e.dir, "operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -244,21 +244,28 @@ func (e *env) rss() (cur, peak float64, err error) {
 	return cur, peak, sc.Err()
 }
 
+// stopOperator stops the operator process (SIGTERM, then SIGKILL after
+// 20 s) and waits for it.
+func (e *env) stopOperator() {
+	if e.operator == nil {
+		return
+	}
+	_ = e.operator.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = e.operator.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = e.operator.Process.Kill()
+		<-done
+	}
+	e.operator = nil
+}
+
 // stop ends the operator, the kubelet (and with it every engine) and the
 // API server.
 func (e *env) stop() {
-	if e.operator != nil {
-		_ = e.operator.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = e.operator.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = e.operator.Process.Kill()
-			<-done
-		}
-		e.operator = nil
-	}
+	e.stopOperator()
 	if e.cancel != nil {
 		e.cancel()
 	}

@@ -117,6 +117,25 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	r.writesPerMinute = float64(w.total) / to.Sub(from).Minutes()
 	logf("steady window: %d writes in %.0fs %s; RSS %.0f MiB", w.total, to.Sub(from).Seconds(), w, r.rssMB)
 
+	// A restarted operator (an upgrade, a rescheduled pod) finds every
+	// status as it would write it: it should write nothing either.
+	e.stopOperator()
+	if err := e.startOperator(c); err != nil {
+		return nil, err
+	}
+	from = time.Now()
+	if err := sleep(ctx, c.resync+20*time.Second); err != nil {
+		return nil, err
+	}
+	to = time.Now()
+	if err := sleep(ctx, 3*time.Second); err != nil {
+		return nil, err
+	}
+	if w, err := countWrites(e.auditLog, from, to); err == nil {
+		rss, _, _ := e.rss()
+		logf("in the %.0fs after an operator restart: %d writes %s; RSS %.0f MiB", to.Sub(from).Seconds(), w.total, w, rss)
+	}
+
 	eng := newEngines(e)
 	stale, err := staleness(ctx, c, e, eng, running, 0)
 	if err != nil {
