@@ -87,7 +87,7 @@ bench-quick: ## The same on a 5,000-document sample (~1-2 min); prints only.
 	$(GO) run ./bench/cmd/summa-bench -quick
 
 .PHONY: bench-operator bench-operator-quick
-bench-operator: ## One operator (the real binary) with 1,000 SummaIndexes (100 running real engines), 5,000 unrelated pods, on envtest (~15 min); prints RSS, steady API writes, status staleness, time to Ready.
+bench-operator: ## One operator (the real binary) with 1,000 SummaIndexes (100 running real engines), 5,000 unrelated pods, on envtest (~10 min on 2 cores); prints RSS, steady API writes, status staleness, time to Ready.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) run ./bench/cmd/bench-operator $(BENCH_OPERATOR_FLAGS)
 
 bench-operator-quick: ## The same with 50 indexes (10 running), 200 pods, a 10 s resync (~3 min).
