@@ -86,6 +86,14 @@ bench: ## Engine vs Bleve v2 on Debian linux-doc (full corpus, 3 reps, ~5 min); 
 bench-quick: ## The same on a 5,000-document sample (~1-2 min); prints only.
 	$(GO) run ./bench/cmd/summa-bench -quick
 
+.PHONY: bench-operator bench-operator-quick
+bench-operator: ## One operator (the real binary) with 1,000 SummaIndexes (100 running real engines), 5,000 unrelated pods, on envtest (~10 min on 2 cores); prints RSS, steady API writes, status staleness, time to Ready.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) run ./bench/cmd/bench-operator $(BENCH_OPERATOR_FLAGS)
+
+bench-operator-quick: ## The same with 50 indexes (10 running), 200 pods, a 10 s resync (~3 min).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) run ./bench/cmd/bench-operator -indexes 50 -running 10 -pods 200 -namespaces 5 \
+		-resync-period 10s -steady 30s $(BENCH_OPERATOR_FLAGS)
+
 .PHONY: demo
 demo: ## Index real text into a temporary directory and query it (no cluster needed).
 	$(GO) run ./cmd/summa-demo
