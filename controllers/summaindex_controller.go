@@ -188,7 +188,13 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	sw := newStatusWriter(r.Client, x)
+	start := time.Now()
 	res, err := r.reconcile(ctx, x, sw)
+	if res.RequeueAfter == r.Options.ResyncPeriod {
+		// The next refresh is a period after this one began, not after
+		// it ended: status is never older than the period.
+		res.RequeueAfter = max(pollInterval, res.RequeueAfter-time.Since(start))
+	}
 	if err != nil {
 		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
 	} else {
@@ -396,15 +402,22 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 		}
 		return r.replacePod(ctx, x, pod, purposeRestart)
 	}
+	key := client.ObjectKeyFromObject(x)
 	if !engineUp && engineErr == nil && !engineReady(pod) {
-		if resumed, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
+		resumed, silent, err := r.resumeStrayDrain(ctx, x, pod)
+		switch {
+		case err != nil:
 			engineErr = failed(ReasonEngineUnreachable, err)
-		} else if resumed {
+		case resumed:
 			return reconcile.Result{RequeueAfter: pollInterval}, nil
+		case silent:
+			// Not answering, and not ready: asked again with backoff (its
+			// readiness changing wakes a pass at once).
+			markRunning(x, false, pod)
+			return reconcile.Result{RequeueAfter: r.unreachable.next(key, r.Options.ResyncPeriod)}, nil
 		}
 	}
 	markRunning(x, engineUp, pod)
-	key := client.ObjectKeyFromObject(x)
 	if engineErr != nil {
 		// Shown as Degraded and a Warning by report; asked again with
 		// exponential backoff (a pod or Secret change still wakes it at

@@ -219,27 +219,32 @@ func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.Summ
 // that records it, or a person's POST /v1/admin/drain): a draining engine
 // answers 503 on /readyz, so without this it would refuse writes forever.
 // It is called only with no drain recorded in status and no restart
-// pending. resumed tells whether the engine was draining.
-func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (resumed bool, err error) {
+// pending. resumed tells whether the engine was draining; silent, that it
+// was asked and did not answer (starting, stopped, overloaded: the caller
+// backs off).
+func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (resumed, silent bool, err error) {
 	if !engineRunning(pod) || x.Status.DrainStartTime != nil {
-		return false, nil
+		return false, false, nil
 	}
 	c, err := r.engineFor(ctx, x, pod)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
 	ds, err := c.DrainStatus(cctx)
-	if err != nil || !ds.Draining {
-		return false, nil // not reachable yet, or not draining: the probes tell the rest
+	if err != nil {
+		return false, true, nil // not reachable (yet): the probes tell the rest
+	}
+	if !ds.Draining {
+		return false, false, nil
 	}
 	if _, err := c.Resume(cctx); err != nil {
-		return false, fmt.Errorf("resume the engine of %s, draining with no restart in progress: %w", pod.Name, err)
+		return false, false, fmt.Errorf("resume the engine of %s, draining with no restart in progress: %w", pod.Name, err)
 	}
 	r.engineCalled(ctx, "resume/stray")
 	r.event(x, pod, corev1.EventTypeNormal, "Resumed",
 		"the engine of %s was draining with no restart, suspend, doctor run or deletion in progress: writes admitted again", pod.Name)
 	log.FromContext(ctx).Info("Resumed an engine draining with no restart in progress", "pod", pod.Name)
-	return true, nil
+	return true, false, nil
 }

@@ -233,11 +233,16 @@ func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.S
 		}
 	}
 	if !engineReady(pod) {
-		if _, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
+		key := client.ObjectKeyFromObject(x)
+		_, silent, err := r.resumeStrayDrain(ctx, x, pod)
+		if err != nil {
 			return reconcile.Result{RequeueAfter: pollInterval}, failed(ReasonEngineUnreachable, err)
 		}
 		markRunning(x, false, pod)
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		if silent {
+			return reconcile.Result{RequeueAfter: r.unreachable.next(key, r.Options.ResyncPeriod)}, nil
+		}
+		return reconcile.Result{RequeueAfter: notReadyPoll}, nil
 	}
 	if err := r.observeEngine(ctx, x, pod); err != nil {
 		markRunning(x, false, pod)
