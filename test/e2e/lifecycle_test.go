@@ -173,21 +173,25 @@ var _ = Describe("SummaIndex on a real kubelet", func() {
 				}},
 			}}
 		})
-		pod, err := enginePod("e2e-sidecar")
-		Expect(err).NotTo(HaveOccurred())
+		// Ready follows the engine container, not the pod: the app may
+		// still be starting when the index is Ready.
 		var engineStart, appStart time.Time
-		for _, cs := range pod.Status.InitContainerStatuses {
-			if cs.Name == "engine" && cs.State.Running != nil {
-				engineStart = cs.State.Running.StartedAt.Time
+		Eventually(func(g Gomega) {
+			pod, err := enginePod("e2e-sidecar")
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, cs := range pod.Status.InitContainerStatuses {
+				if cs.Name == "engine" && cs.State.Running != nil {
+					engineStart = cs.State.Running.StartedAt.Time
+				}
 			}
-		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == "app" && cs.State.Running != nil {
-				appStart = cs.State.Running.StartedAt.Time
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name == "app" && cs.State.Running != nil {
+					appStart = cs.State.Running.StartedAt.Time
+				}
 			}
-		}
-		Expect(engineStart.IsZero()).To(BeFalse(), "engine sidecar running")
-		Expect(appStart.IsZero()).To(BeFalse(), "app running")
+			g.Expect(engineStart.IsZero()).To(BeFalse(), "engine sidecar running")
+			g.Expect(appStart.IsZero()).To(BeFalse(), "app running")
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		Expect(engineStart.After(appStart)).To(BeFalse(), "the engine starts before the app")
 		Expect(engine("e2e-sidecar").Healthz(ctx)).To(Succeed())
 	})
