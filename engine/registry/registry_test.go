@@ -385,6 +385,9 @@ func TestC11_HeldPublicationHealsAfterADrainTimedOutAndResumed(t *testing.T) {
 	if err == nil {
 		t.Fatal("a drain over a failing publication finished")
 	}
+	if st := r.DrainStatus(); st.LastError == "" || st.Drained {
+		t.Fatalf("drain status over a failing publication: %+v", st)
+	}
 	held := r.Lifecycle().HeldPublications
 	if len(held) != 1 || held[0].Index != "articles" || held[0].Attempts < 1 || held[0].LastError == "" {
 		t.Fatalf("lifecycle after the failed drain: %+v", held)
