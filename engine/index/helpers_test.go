@@ -167,3 +167,14 @@ func corruptFile(t testing.TB, fs vfs.FS, name string) {
 		t.Fatal(err)
 	}
 }
+
+// createMemWith creates an index in memory with opts.
+func createMemWith(t testing.TB, opts Options) (*vfs.MemFS, *Index) {
+	t.Helper()
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, idx
+}
