@@ -144,3 +144,35 @@ func TestS02_DrainStatusCountsARunningCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestS01_DrainIsNotDoneWhileAMergeRuns: a drain with nothing left to
+// commit still waits for a running merge to come to rest (it is drained,
+// never abandoned), then finishes.
+func TestS01_DrainIsNotDoneWhileAMergeRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts, reached, release := blockedMerge()
+		r := openTest(t, vfs.NewMem(), opts)
+		defer r.Close(context.Background())
+		h := mustCreate(t, r, "articles")
+		defer h.Release()
+		threeCommits(t, h)
+		merged := make(chan error, 1)
+		go func() { _, err := h.Merge(context.Background(), 1); merged <- err }()
+		<-reached
+		r.StartDrain()
+		synctest.Wait()
+		if st := r.DrainStatus(); st.Drained || r.maintenanceRunning() == 0 {
+			t.Fatalf("drain done while a merge runs: %+v", st)
+		}
+		close(release)
+		if err := r.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-merged; err != nil {
+			t.Fatalf("merge during the drain: %v", err)
+		}
+		if r.maintenanceRunning() != 0 {
+			t.Fatal("drained while maintenance still runs")
+		}
+	})
+}
