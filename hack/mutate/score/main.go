@@ -7,7 +7,7 @@
 // killed, a NOT COVERED one as survived (no test executes it), a NOT
 // VIABLE one is no mutant. Mutants listed in the equivalent file (one a
 // line: `path:line:column TYPE reason`, # comments) are left out; an entry
-// that matches no mutant of a unit that ran is reported as stale.
+// that matches no mutant of a file that ran is reported as stale.
 package main
 
 import (
@@ -52,6 +52,7 @@ func main() {
 	used := map[string]bool{}
 	var killed, survived, excluded int
 	var survivors, units []string
+	ran := map[string]bool{} // the files whose mutants ran
 	for _, arg := range flag.Args() {
 		// unit=package=results.json; gremlins names files inside the package.
 		unit, rest, _ := strings.Cut(arg, "=")
@@ -68,6 +69,7 @@ func main() {
 		}
 		var uk, us int
 		for _, f := range r.Files {
+			ran[filepath.ToSlash(filepath.Join(pkg, f.Filename))] = true
 			for _, m := range f.Mutations {
 				key := fmt.Sprintf("%s:%d:%d %s", filepath.ToSlash(filepath.Join(pkg, f.Filename)), m.Line, m.Column, m.Type)
 				if _, ok := equivalent[key]; ok {
@@ -93,7 +95,7 @@ func main() {
 		fmt.Println("survived:", s)
 	}
 	for key := range equivalent {
-		if !used[key] && inUnits(key, units) {
+		if file, _, _ := strings.Cut(key, ":"); !used[key] && ran[file] {
 			fmt.Println("stale equivalent entry (no such mutant):", key)
 		}
 	}
@@ -127,16 +129,4 @@ func readEquivalent(path string) (map[string]string, error) {
 		out[fields[0]+" "+fields[1]] = strings.Join(fields[2:], " ")
 	}
 	return out, s.Err()
-}
-
-// inUnits tells whether an equivalent entry's file belongs to a unit that
-// ran (only whole packages are known here, so a file of a package that ran).
-func inUnits(key string, units []string) bool {
-	dir := filepath.Dir(strings.SplitN(key, ":", 2)[0])
-	for _, u := range units {
-		if strings.HasPrefix(dir, "engine/"+strings.SplitN(u, "-", 2)[0]) {
-			return true
-		}
-	}
-	return false
 }
