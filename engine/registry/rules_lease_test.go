@@ -82,3 +82,31 @@ func TestD04_MarkerCheckedAgainAfterTheLease(t *testing.T) {
 		}
 	})
 }
+
+// TestD02_DeletionOutlivesItsCancelledRequest: once Delete returned (the
+// marker exists) the deletion goes on without the request: cancelled while
+// the deletion still waits for an issued handle (step 3), it finishes when
+// the handle is released, and the directory is gone.
+func TestD02_DeletionOutlivesItsCancelledRequest(t *testing.T) {
+	fs := vfs.NewMem()
+	r := openTest(t, fs, Options{})
+	defer r.Close(context.Background())
+	h := mustCreate(t, r, "articles")
+	release := sync.OnceFunc(h.Release)
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Delete(ctx, "articles"); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(fs, fs.PathJoin("data", "articles", DeletingMarker)) {
+		t.Fatal("Delete returned before its marker existed")
+	}
+	cancel() // the deletion is at step 3: h is still issued
+	release()
+	if err := r.WaitDeleted(context.Background(), "articles"); err != nil {
+		t.Fatal(err)
+	}
+	if exists(fs, fs.PathJoin("data", "articles")) {
+		t.Fatal("the deletion stopped with its cancelled request: the directory is still there")
+	}
+}
