@@ -17,6 +17,7 @@ import (
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/server"
 	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 const schema = `{"fields":[
@@ -71,10 +72,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if created, err := c.CreateIndex(ctx, "books", json.RawMessage(schema)); err != nil || created {
 		t.Fatalf("create again: %v %v", created, err)
 	}
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	var docs []any
 	for i, p := range ps[:60] {
 		docs = append(docs, doc{ID: fmt.Sprintf("d%d", i), Title: corpus.Title(p), Body: p, N: uint64(i), Emb: []float32{float32(i), 1, 0}})

@@ -46,8 +46,6 @@ const (
 	CodeVisibilityChanged = "VisibilityChanged"
 	// CodeSourceQuarantined (409): a rewrite source is quarantined; run the doctor.
 	CodeSourceQuarantined = "SourceQuarantined"
-	// CodeNotImplemented (501): the endpoint is not implemented yet.
-	CodeNotImplemented = "NotImplemented"
 	// CodeDraining (503, retryable): writes are refused during a drain.
 	CodeDraining = "Draining"
 	// CodeBackpressure (503, retryable): a commit is being published.

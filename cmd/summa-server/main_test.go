@@ -19,6 +19,7 @@ import (
 
 	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 // binary is the summa-server built by TestMain.
@@ -173,10 +174,7 @@ const testSchema = `{"fields":[{"name":"id","type":"keyword","primary":true},{"n
 // opticks returns n documents of Opticks paragraphs.
 func opticks(t *testing.T, n int) []any {
 	t.Helper()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	docs := make([]any, 0, n)
 	for i := 0; i < n && i < len(ps); i++ {
 		docs = append(docs, map[string]any{"id": fmt.Sprintf("p%d", i), "title": corpus.Title(ps[i]), "body": ps[i]})

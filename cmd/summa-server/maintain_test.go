@@ -15,7 +15,7 @@ import (
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
-	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 const maintainSchema = `{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text","reorder":true}]}`
@@ -40,10 +40,7 @@ func offlineData(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	for seg := 0; seg < 3; seg++ {
 		var batch []*schema.Document
 		for i := seg * 100; i < seg*100+100; i++ {

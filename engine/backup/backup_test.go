@@ -17,7 +17,7 @@ import (
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
-	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 var testSchema = schema.MustNew(
@@ -29,10 +29,7 @@ func pk(i int) string { return fmt.Sprintf("p%04d", i) }
 
 func docs(t *testing.T, from, to int) []*schema.Document {
 	t.Helper()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	var out []*schema.Document
 	for i := from; i < to; i++ {
 		d, err := testSchema.ParseDocument([]byte(fmt.Sprintf(`{"id":%q,"body":%q}`, pk(i), ps[i%len(ps)])))

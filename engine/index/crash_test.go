@@ -130,7 +130,8 @@ func harnessOptions() Options {
 	// One worker and a small buffer (mid-generation flushes happen) keep the
 	// operation order deterministic, so index N names the same operation in
 	// every run.
-	return Options{IndexingWorkers: 1, WorkerBufferBytes: 64 << 10}
+	return Options{IndexingWorkers: 1, WorkerBufferBytes: 64 << 10,
+		Hooks: Hooks{CommitPoint: recordCommitCaller}}
 }
 
 // runScenario drives the steps as a client would. It records the
@@ -324,6 +325,9 @@ func TestCrashAndFaultHarness(t *testing.T) {
 			len(rec.acked), len(steps), len(rec.degraded))
 	}
 	checkRecovered(t, fs, states, rec, "clean")
+	// Flush publication and rewrite publication reach the one commit
+	// point (the doctor has its own harness).
+	requireCommitCallers(t, commitByFlush, commitByRewrite)
 	total := counter.n.Load()
 	if total < 100 {
 		t.Fatalf("scenario performed only %d filesystem operations", total)

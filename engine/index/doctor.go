@@ -51,6 +51,16 @@ func Doctor(ctx context.Context, fs vfs.FS, dir string, opts Options) (DoctorRep
 		}
 		rep.CheckedSegments++
 		verr := validateSegment(ctx, fs, dir, meta, s)
+		// Only a failure that repeats removes a segment: a transient I/O
+		// error gets the attempts an open gets, then stops the run before
+		// anything is removed (the doctor is destructive: it must never
+		// drop a sound segment for one failed read).
+		for attempt := 0; verr != nil && !isDeterministic(verr) && ctx.Err() == nil && attempt < openRetries; attempt++ {
+			verr = validateSegment(ctx, fs, dir, meta, s)
+		}
+		if verr != nil && !isDeterministic(verr) && ctx.Err() == nil {
+			return rep, fmt.Errorf("index: doctor %s: validate %s: %w", dir, s.ID, verr)
+		}
 		if verr == nil {
 			next.Segments = append(next.Segments, s)
 			continue
@@ -70,11 +80,13 @@ func Doctor(ctx context.Context, fs vfs.FS, dir string, opts Options) (DoctorRep
 	if len(rep.RemovedSegments) > 0 {
 		next.Generation++
 		next.NextID = mgr.NextID()
-		// One atomic save removes every broken entry (R01).
-		if err := metadata.Save(fs, dir, next); err != nil && !metadata.IsDurabilityError(err) {
+		// One atomic save removes every broken entry (R01); publishing
+		// ownership retires and deletes the removed files. No index is
+		// open: nothing to install, no claim to release.
+		cp := commitPoint{caller: commitByDoctor, next: next}
+		if _, err := cp.run(fs, dir, mgr, opts.Hooks); err != nil {
 			return rep, fmt.Errorf("index: doctor %s: save repaired metadata: %w", dir, err)
 		}
-		mgr.Publish(next.IDs()) // retires and deletes the removed files
 	}
 	if _, err := mgr.Sweep(); err != nil {
 		return rep, fmt.Errorf("index: doctor %s: sweep: %w", dir, err)
@@ -94,7 +106,8 @@ func validateSegment(ctx context.Context, fs vfs.FS, dir string, meta *metadata.
 			return fmt.Errorf("deletion mask %s: %w", s.Deletes.ID, err)
 		}
 		if uint32(bm.GetCardinality()) != s.Deletes.Deleted {
-			return fmt.Errorf("deletion mask %s holds %d rows, metadata says %d", s.Deletes.ID, bm.GetCardinality(), s.Deletes.Deleted)
+			return &segment.CorruptionError{Segment: s.Deletes.ID, File: segid.FileName(s.Deletes.ID, "del"),
+				Reason: fmt.Sprintf("holds %d rows, metadata says %d", bm.GetCardinality(), s.Deletes.Deleted)}
 		}
 	}
 	return nil

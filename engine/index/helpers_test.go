@@ -11,6 +11,7 @@ import (
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 const testDir = "data/articles"
@@ -25,10 +26,7 @@ var testSchema = schema.MustNew(
 // paragraphs returns n real paragraphs of Opticks.
 func paragraphs(t testing.TB, n int) []string {
 	t.Helper()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	if n > len(ps) {
 		t.Fatalf("corpus has %d paragraphs, want %d", len(ps), n)
 	}
@@ -168,4 +166,15 @@ func corruptFile(t testing.TB, fs vfs.FS, name string) {
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// createMemWith creates an index in memory with opts.
+func createMemWith(t testing.TB, opts Options) (*vfs.MemFS, *Index) {
+	t.Helper()
+	fs := vfs.NewMem()
+	idx, err := Create(fs, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, idx
 }

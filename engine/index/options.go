@@ -60,6 +60,9 @@ type Hooks struct {
 	// BeforeRewritePublish runs after a merge or compaction output was
 	// written and validated, before its publication.
 	BeforeRewritePublish func(kind string)
+	// CommitPoint runs as a generation reaches the commit point, before its
+	// metadata save, naming the caller: "flush", "rewrite" or "doctor".
+	CommitPoint func(caller string)
 }
 
 func (o Options) withDefaults() Options {

@@ -58,26 +58,33 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 			return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 		}
 	}
-	saveErr := metadata.Save(idx.fs, idx.dir, next)
-	if saveErr != nil && !metadata.IsDurabilityError(saveErr) {
+	var old *Snapshot
+	saveErr, err := commitPoint{
+		caller: commitByFlush,
+		next:   next,
+		install: func(degraded error) {
+			readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
+			old = idx.install(next, readers, masks, degraded)
+		},
+		release: func() {
+			lifecycle.ReleaseAll(claims)
+			for _, p := range outputs {
+				if published[p.info.ID] {
+					p.claim.Release()
+				} else {
+					p.abandon() // every row superseded within the generation
+				}
+			}
+		},
 		// Before the rename nothing is committed: drop the masks, keep the
 		// prepared segments owned for a lossless retry (C11).
-		lifecycle.AbandonAll(claims)
-		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, saveErr)
+		abandon: func() { lifecycle.AbandonAll(claims) },
+	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	// The rename happened: from here on nothing may turn the commit into an
 	// apparent abort (C04, C12).
-	idx.mgr.Publish(next.IDs()) // metadata owner installed first (L03)
-	readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
-	old := idx.install(next, readers, masks, saveErr)
-	lifecycle.ReleaseAll(claims)
-	for _, p := range outputs {
-		if published[p.info.ID] {
-			p.claim.Release()
-		} else {
-			p.abandon() // every row superseded within the generation
-		}
-	}
 	job.takeResults()
 	job.gen.takePrepared()
 	job.published = true

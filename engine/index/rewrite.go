@@ -275,19 +275,28 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 		next.Segments = append(next.Segments, s)
 	}
 	next.NextID = idx.mgr.NextID()
-	saveErr := metadata.Save(idx.fs, idx.dir, next)
-	if saveErr != nil && !metadata.IsDurabilityError(saveErr) {
-		if maskClaim != nil {
-			maskClaim.Abandon()
-		}
-		r.Close()
-		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, saveErr)
-	}
 	// L04: metadata(output) + tracker(retired sources), then release active.
-	idx.mgr.Publish(next.IDs())
-	old := idx.install(next, map[segid.ID]*segment.Reader{info.ID: r}, masks, saveErr)
-	if maskClaim != nil {
-		maskClaim.Release()
+	var old *Snapshot
+	saveErr, err := commitPoint{
+		caller: commitByRewrite,
+		next:   next,
+		install: func(degraded error) {
+			old = idx.install(next, map[segid.ID]*segment.Reader{info.ID: r}, masks, degraded)
+		},
+		release: func() {
+			if maskClaim != nil {
+				maskClaim.Release()
+			}
+		},
+		abandon: func() {
+			if maskClaim != nil {
+				maskClaim.Abandon()
+			}
+			r.Close()
+		},
+	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
+	if err != nil {
+		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, err)
 	}
 	if old != nil {
 		old.Close()

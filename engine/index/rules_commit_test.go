@@ -210,6 +210,11 @@ func TestC04_DirSyncFailureIsDegradedNotRollback(t *testing.T) {
 	if res := mustCommit(t, idx); res.DurabilityDegraded || idx.Status().DurabilityDegraded {
 		t.Fatal("a later successful directory sync did not restore durability")
 	}
+	// A commit with nothing to publish reports the current generation's
+	// durability, not the opposite.
+	if res := mustCommit(t, idx); res.DurabilityDegraded || res.Documents != 11 {
+		t.Fatalf("empty commit after a durable one: %+v", res)
+	}
 }
 
 func TestC05_FlushGenerationAllOrNothing(t *testing.T) {

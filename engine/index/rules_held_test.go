@@ -285,6 +285,21 @@ func TestC11_RetryDelayDoublesWithJitterUpToTheMaximum(t *testing.T) {
 	if d := retryDelay(lo, hi, 1000); d > hi {
 		t.Fatalf("delay %v beyond the maximum", d)
 	}
+	// The jitter is there: 200 draws over a second's fifth never all
+	// land on the base.
+	jittered := false
+	for range 200 {
+		jittered = jittered || retryDelay(lo, hi, 1) < lo
+	}
+	if !jittered {
+		t.Fatal("no jitter in 200 delays")
+	}
+	// The smallest jitter range (a fifth of 5ns is 1ns) draws 0 or 1.
+	for range 50 {
+		if d := retryDelay(5, 5, 1); d < 4 || d > 5 {
+			t.Fatalf("delay %v outside [4ns, 5ns]", d)
+		}
+	}
 }
 
 // TestC11_BackgroundRetriesAreBoundedThenOnlyACommitRetries: the spec's

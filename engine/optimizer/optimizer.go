@@ -160,6 +160,9 @@ func (o *Optimizer) Pause() {
 // Resume chooses tasks again.
 func (o *Optimizer) Resume() { o.mu.Lock(); o.paused = false; o.mu.Unlock(); o.Wake() }
 
+// Paused reports whether scans are paused (a drain runs).
+func (o *Optimizer) Paused() bool { o.mu.Lock(); defer o.mu.Unlock(); return o.paused }
+
 // Running returns the number of running background tasks.
 func (o *Optimizer) Running() int {
 	o.mu.Lock()

@@ -11,7 +11,7 @@ import (
 	"github.com/summadev/summa/engine/optimizer"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
-	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 var reorderSchema = schema.MustNew(
@@ -36,10 +36,7 @@ func TestM11_BackgroundReorderTaskChecksTheClaimedLineage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Release()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	var batch []*schema.Document
 	for i := 0; i < 300; i++ {
 		d, err := reorderSchema.ParseDocument([]byte(fmt.Sprintf(`{"id":"p%04d","body":%q}`, i, ps[i%len(ps)])))

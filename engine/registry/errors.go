@@ -25,8 +25,6 @@ var (
 	ErrDraining = errors.New("registry: draining; writes are refused")
 	// ErrShuttingDown: the registry stopped accepting requests.
 	ErrShuttingDown = errors.New("registry: shutting down")
-	// ErrNotImplemented: the operation is not available in this version.
-	ErrNotImplemented = errors.New("registry: not implemented")
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)

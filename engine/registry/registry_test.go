@@ -13,7 +13,7 @@ import (
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/schema"
-	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 var testSchema = schema.MustNew(
@@ -23,10 +23,7 @@ var testSchema = schema.MustNew(
 
 func docs(t testing.TB, from, to int) []*schema.Document {
 	t.Helper()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	var out []*schema.Document
 	for i := from; i < to; i++ {
 		d, err := testSchema.ParseDocument([]byte(fmt.Sprintf(`{"id":"p%04d","body":%q}`, i, ps[i%len(ps)])))
@@ -384,6 +381,9 @@ func TestC11_HeldPublicationHealsAfterADrainTimedOutAndResumed(t *testing.T) {
 	cancel()
 	if err == nil {
 		t.Fatal("a drain over a failing publication finished")
+	}
+	if st := r.DrainStatus(); st.LastError == "" || st.Drained {
+		t.Fatalf("drain status over a failing publication: %+v", st)
 	}
 	held := r.Lifecycle().HeldPublications
 	if len(held) != 1 || held[0].Index != "articles" || held[0].Attempts < 1 || held[0].LastError == "" {

@@ -10,16 +10,13 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/schema"
-	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 // reorderDocs returns documents [from, to) of the reorder schema.
 func reorderDocs(t *testing.T, from, to int) []*schema.Document {
 	t.Helper()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	var out []*schema.Document
 	for i := from; i < to; i++ {
 		d, err := reorderSchema.ParseDocument([]byte(fmt.Sprintf(`{"id":"p%04d","body":%q}`, i, ps[i%len(ps)])))

@@ -3,16 +3,13 @@ package search
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
-
-// newtonPath is real English text shipped with Go.
-const newtonPath = "/usr/local/go/src/testdata/Isaac.Newton-Opticks.txt"
 
 // Field ordinals of corpusSchema.
 const (
@@ -48,12 +45,9 @@ func newtonCorpus(t testing.TB) *corpus {
 	if corpusCache != nil {
 		return corpusCache
 	}
-	data, err := os.ReadFile(newtonPath)
-	if err != nil {
-		t.Skipf("corpus not available: %v", err)
-	}
+	data := corpustest.Text(t)
 	c := &corpus{schema: corpusSchema()}
-	for i, para := range paragraphs(string(data)) {
+	for i, para := range paragraphs(data) {
 		raw, err := json.Marshal(corpusDoc(i, para))
 		if err != nil {
 			t.Fatal(err)

@@ -55,8 +55,6 @@ const (
 	// CodeSourceQuarantined (409): a rewrite source failed validation and
 	// is quarantined; the doctor repairs it.
 	CodeSourceQuarantined = client.CodeSourceQuarantined
-	// CodeNotImplemented (501): the endpoint is not implemented yet.
-	CodeNotImplemented = client.CodeNotImplemented
 	// CodeDraining (503, retryable): writes are refused while the server drains.
 	CodeDraining = client.CodeDraining
 	// CodeBackpressure (503, retryable): a commit is being published.

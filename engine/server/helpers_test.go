@@ -16,6 +16,7 @@ import (
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/server"
 	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 // testSchema covers every field type of the contract.
@@ -90,10 +91,7 @@ func (e *env) create(name string) {
 // paragraphDocs returns n documents made of Opticks paragraphs.
 func paragraphDocs(t *testing.T, n int) []any {
 	t.Helper()
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := corpustest.Paragraphs(t)
 	if n > len(ps) {
 		n = len(ps)
 	}

@@ -162,8 +162,6 @@ func (s *Server) maintain(w http.ResponseWriter, r *http.Request, kind string, b
 // maintenanceError maps the errors proper to rewrites.
 func maintenanceError(err error) error {
 	switch {
-	case errors.Is(err, registry.ErrNotImplemented):
-		return newError(http.StatusNotImplemented, CodeNotImplemented, "%v: not implemented in this version", err)
 	case errors.Is(err, index.ErrVisibilityChanged):
 		e := newError(http.StatusConflict, CodeVisibilityChanged, "%v", err)
 		e.retryable = true

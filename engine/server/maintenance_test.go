@@ -23,9 +23,6 @@ func TestMergeAndCompact(t *testing.T) {
 	light := e.hits("mc", "light")
 	res, err := e.c.Merge(e.ctx, "mc", client.MergeOptions{MaxSegments: 1})
 	if err != nil {
-		if client.IsCode(err, client.CodeNotImplemented) {
-			t.Skipf("merge: %v", err)
-		}
 		t.Fatalf("merge: %v", err)
 	}
 	st := e.status("mc")

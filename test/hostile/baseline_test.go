@@ -11,6 +11,7 @@ import (
 
 	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/corpus/corpustest"
 )
 
 // baseDocs is the number of baseline documents.
@@ -69,10 +70,7 @@ func baselineDoc(i int, paragraph string) map[string]any {
 func (e *env) createBaseline() {
 	e.t.Helper()
 	ctx := context.Background()
-	paragraphs, err := corpus.Paragraphs()
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	paragraphs := corpustest.Paragraphs(e.t)
 	if len(paragraphs) < baseDocs {
 		e.t.Fatalf("corpus has %d paragraphs, need %d", len(paragraphs), baseDocs)
 	}
