@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/engine/segid"
 )
 
 // TestM01_ForceMergeToMaxSegmentsMergesTheSmallest: ForceMerge(n) leaves n
@@ -69,5 +71,28 @@ func TestQ13_ReorderBudgetsDefaultAndLimitZeroMeansNone(t *testing.T) {
 	src := cappedSegment(t, capped, 2)
 	if _, err := capped.ReorderSegment(context.Background(), src.ID, ReorderOptions{MaxDepth: 1, Automatic: true}); err != nil {
 		t.Fatalf("automatic pass after 2 unconverged passes with no lineage limit: %v", err)
+	}
+}
+
+// TestM01_MergeSegmentsNeedsTwoLiveSources: the optimizer's merge of named
+// segments merges exactly the live ones it names, and does nothing when
+// fewer than two of them are live.
+func TestM01_MergeSegmentsNeedsTwoLiveSources(t *testing.T) {
+	_, idx := createMem(t)
+	defer mustClose(t, idx)
+	for i := 0; i < 3; i++ {
+		if err := idx.Add(docs(t, i*10, i*10+10, 1)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	segs := idx.Metadata().Segments
+	gen := idx.Metadata().Generation
+	if _, err := idx.MergeSegments(context.Background(), []segid.ID{segs[0].ID, 0xfffff}); !errors.Is(err, ErrNothingToDo) || idx.Metadata().Generation != gen {
+		t.Fatalf("merge of one live segment: %v", err)
+	}
+	res, err := idx.MergeSegments(context.Background(), []segid.ID{segs[0].ID, segs[2].ID})
+	if err != nil || len(res.Sources) != 2 || len(idx.Metadata().Segments) != 2 {
+		t.Fatalf("merge of two named segments: %+v %v, %d segments left", res, err, len(idx.Metadata().Segments))
 	}
 }
