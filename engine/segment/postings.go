@@ -10,17 +10,21 @@ import (
 // A Postings is not safe for concurrent use; each call of Reader.Postings
 // returns a new one.
 //
-// Encoding (see doc.go): the docs section holds, per document,
-// uvarint(delta<<1 | freqIsOne) and, when freqIsOne is 0, uvarint(freq);
-// delta is the doc id for the first document and the gap from the previous
-// doc id (>= 1) after. The positions section, present for tokenized fields,
-// holds per document freq uvarints: the first position, then gaps (>= 1).
+// Encoding (see doc.go): the docs section holds the term's documents in
+// blocks of pforBlock: per full block the doc-id gaps (minus one) as one
+// patched bit-packed block, then the frequencies (minus one) as another;
+// the last df%pforBlock documents follow as uvarint gaps, then uvarint
+// frequencies. The positions section, present for tokenized fields, holds
+// per document freq uvarints: the first position, then gaps (>= 1).
 type Postings struct {
 	docs    []byte
 	pos     []byte
 	off     int
 	df      uint32
-	n       uint32 // documents decoded so far
+	n       uint32 // documents returned so far
+	dec     uint32 // documents decoded into the buffer so far
+	bufI    int    // next buffered document
+	bufN    int    // buffered documents
 	done    bool   // Next returned false
 	doc     uint32
 	freq    uint32
@@ -31,6 +35,8 @@ type Postings struct {
 	posCur  int    // offset of the current document's positions, or -1
 	id      segid.ID
 	err     error
+	bufDocs [pforBlock]uint32 // decoded doc ids
+	bufFreq [pforBlock]uint32 // decoded frequencies
 }
 
 func (p *Postings) init(d *dict, e termEntry) {
@@ -64,45 +70,66 @@ func (p *Postings) Next() bool {
 		}
 		return false
 	}
+	if p.bufI == p.bufN && !p.refill() {
+		return false
+	}
 	if p.hasPos && p.n > 0 && p.posCur < 0 {
 		p.posSkip += uint64(p.freq)
 	}
 	p.posCur = -1
-	var v uint64
-	if p.off < len(p.docs) && p.docs[p.off] < 0x80 {
-		v = uint64(p.docs[p.off])
-		p.off++
+	p.doc, p.freq = p.bufDocs[p.bufI], p.bufFreq[p.bufI]
+	p.bufI++
+	p.n++
+	return true
+}
+
+// refill decodes the next block (or the varint tail) of the docs section
+// into the buffer, turning gaps into doc ids and checking them.
+func (p *Postings) refill() bool {
+	left := p.df - p.dec
+	var k int
+	if left >= pforBlock {
+		off, err := unpackPFor(p.docs, p.off, &p.bufDocs)
+		if err == nil {
+			off, err = unpackPFor(p.docs, off, &p.bufFreq)
+		}
+		if err != nil {
+			return p.corrupt("docs block at offset %d: %v", p.off, err)
+		}
+		p.off, k = off, pforBlock
 	} else {
-		x, k := binary.Uvarint(p.docs[p.off:])
-		if k <= 0 {
-			return p.corrupt("bad doc varint at offset %d", p.off)
+		k = int(left)
+		off := p.off
+		for _, dst := range [2]*[pforBlock]uint32{&p.bufDocs, &p.bufFreq} {
+			for i := 0; i < k; i++ {
+				v, next, ok := uvarintAt(p.docs, off)
+				if !ok || v > 1<<32-2 {
+					return p.corrupt("bad docs varint at offset %d", off)
+				}
+				dst[i], off = uint32(v), next
+			}
 		}
-		v = x
-		p.off += k
-	}
-	delta := v >> 1
-	doc := delta
-	if p.n > 0 {
-		if delta == 0 {
-			return p.corrupt("doc ids not increasing after %d", p.doc)
-		}
-		doc = uint64(p.doc) + delta
-	}
-	if doc >= uint64(p.numDocs) {
-		return p.corrupt("doc id %d out of %d documents", doc, p.numDocs)
-	}
-	p.doc = uint32(doc)
-	if v&1 != 0 {
-		p.freq = 1
-	} else {
-		f, off, ok := uvarintAt(p.docs, p.off)
-		if !ok || f == 0 || f > 1<<32-1 {
-			return p.corrupt("bad term frequency for doc %d", doc)
-		}
-		p.freq = uint32(f)
 		p.off = off
 	}
-	p.n++
+	// refill runs once every buffered document was returned, so the last
+	// decoded doc id is the current one.
+	prev := int64(-1)
+	if p.dec > 0 {
+		prev = int64(p.doc)
+	}
+	for i := 0; i < k; i++ {
+		doc := prev + 1 + int64(p.bufDocs[i])
+		if doc >= int64(p.numDocs) {
+			return p.corrupt("doc id %d out of %d documents", doc, p.numDocs)
+		}
+		if p.bufFreq[i] == 1<<32-1 {
+			return p.corrupt("bad term frequency for doc %d", doc)
+		}
+		p.bufDocs[i], p.bufFreq[i] = uint32(doc), p.bufFreq[i]+1
+		prev = doc
+	}
+	p.dec += uint32(k)
+	p.bufI, p.bufN = 0, k
 	return true
 }
 
@@ -207,8 +234,10 @@ func (p *Postings) checkEnd() error {
 	return p.err
 }
 
-// termPostings accumulates one term's postings in a Builder, already in
-// their final encoding.
+// termPostings accumulates one term's postings in a Builder. The docs are
+// kept compact while documents arrive, per document uvarint(delta<<1 |
+// freqIsOne) then uvarint(freq) when freqIsOne is 0, and are re-encoded
+// into blocks by Write (docsEncoder); positions are already final.
 type termPostings struct {
 	docs    []byte
 	pos     []byte
@@ -217,8 +246,8 @@ type termPostings struct {
 	seen    uint32 // doc id + 1 of the document being added, when touched by it
 	freq    uint32 // frequency in the document being added
 	lastPos uint32
+	docsLen uint64 // length of the encoded docs section, set by Write
 }
-
 // addDoc appends the current document's entry (positions were appended as
 // they came).
 func (t *termPostings) addDoc(doc uint32) int {

@@ -568,3 +568,28 @@ func (r *Reader) DocPostingsBytes() (int64, error) {
 	}
 	return n, nil
 }
+
+// DocSectionBytes splits DocPostingsBytes into the bytes holding doc-id
+// gaps and the bytes holding frequencies: the doc-id part is what docid
+// reordering shrinks.
+func (r *Reader) DocSectionBytes() (ids, freqs int64, err error) {
+	for f, d := range r.dicts {
+		if d == nil {
+			continue
+		}
+		it := &TermIterator{d: d}
+		for it.Next() {
+			e := it.c.e
+			a, b, ok := docsSectionSizes(d.post[e.postOff:e.postOff+e.docsLen], e.df)
+			if !ok {
+				return 0, 0, corruptf(r.id, SuffixPostings, "field %d term %d: docs section does not parse", f, e.ord)
+			}
+			ids += int64(a)
+			freqs += int64(b)
+		}
+		if err := it.Err(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return ids, freqs, nil
+}

@@ -260,7 +260,7 @@ func (c *blockCursor) next(term []byte) (_ []byte, ok bool, err error) {
 	if !ok1 || !ok2 || !ok3 {
 		return term, false, corruptf(d.id, d.suffix, "term %d: truncated entry", c.e.ord)
 	}
-	if df == 0 || df > uint64(d.numDocs) || docsLen < df {
+	if df == 0 || df > uint64(d.numDocs) || docsLen < minDocsLen(df) {
 		return term, false, corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", c.e.ord, df, docsLen, d.numDocs)
 	}
 	region := uint64(len(d.post))

@@ -1,0 +1,162 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
+
+// pforBlock is the number of values in one bit-packed block of a docs
+// section (see doc.go, "post").
+const pforBlock = 128
+
+// maxExceptions bounds the exceptions of one packed block.
+const maxExceptions = pforBlock - 1
+
+// errPFor is returned by unpackPFor for bytes that are not a packed block.
+var errPFor = errors.New("bad packed block")
+
+// appendPFor appends vals (exactly pforBlock values) as one patched
+// frame-of-reference block: u8 bit width b, u8 exception count e, the low b
+// bits of every value packed LSB-first into 16*b bytes, then e exceptions,
+// each u8 index and uvarint(value >> b) (non-zero). b minimises the size.
+func appendPFor(dst []byte, vals *[pforBlock]uint32) []byte {
+	var hist [33]int // values by bit length
+	for _, v := range vals {
+		hist[bits.Len32(v)]++
+	}
+	best, bestCost := 32, 16*32
+	above, extra := 0, 0 // for candidate b: values longer than b, their varint bytes
+	for b := 32; b >= 0; b-- {
+		if b < 32 {
+			// Lower b from b+1: values of length b+1 become exceptions and
+			// every exception's high part grows by one bit.
+			above += hist[b+1]
+			extra = 0
+			for l := b + 1; l <= 32; l++ {
+				extra += hist[l] * (1 + (l-b+6)/7)
+			}
+		}
+		if above > maxExceptions {
+			break
+		}
+		if cost := 16*b + extra; cost < bestCost || (cost == bestCost && b < best) {
+			best, bestCost = b, cost
+		}
+	}
+	b := best
+	dst = append(dst, byte(b), 0)
+	nexcPos := len(dst) - 1
+	dst = packBits(dst, vals, b)
+	nexc := 0
+	for i, v := range vals {
+		if bits.Len32(v) > b {
+			dst = append(dst, byte(i))
+			dst = binary.AppendUvarint(dst, uint64(v>>b))
+			nexc++
+		}
+	}
+	dst[nexcPos] = byte(nexc)
+	return dst
+}
+
+// packBits appends the low b bits of every value, LSB-first.
+func packBits(dst []byte, vals *[pforBlock]uint32, b int) []byte {
+	if b == 0 {
+		return dst
+	}
+	mask := uint64(1)<<b - 1
+	var acc uint64
+	n := 0
+	for _, v := range vals {
+		acc |= (uint64(v) & mask) << n
+		n += b
+		for n >= 8 {
+			dst = append(dst, byte(acc))
+			acc >>= 8
+			n -= 8
+		}
+	}
+	// 128 values of b bits are a whole number of bytes: n is 0 here.
+	return dst
+}
+
+// unpackPFor decodes one block written by appendPFor from src[off:] into
+// out and returns the offset after it. Every length is checked against
+// src; an exception must name a distinct index and leave a 32-bit value.
+func unpackPFor(src []byte, off int, out *[pforBlock]uint32) (int, error) {
+	if len(src)-off < 2 {
+		return off, errPFor
+	}
+	b, nexc := int(src[off]), int(src[off+1])
+	off += 2
+	if b > 32 || nexc > maxExceptions {
+		return off, errPFor
+	}
+	n := 16 * b
+	if len(src)-off < n {
+		return off, errPFor
+	}
+	unpackBits(src[off:off+n], out, b)
+	off += n
+	var seen [pforBlock / 64]uint64
+	for k := 0; k < nexc; k++ {
+		if off >= len(src) {
+			return off, errPFor
+		}
+		i := int(src[off])
+		off++
+		if i >= pforBlock || seen[i/64]&(1<<(i%64)) != 0 {
+			return off, errPFor
+		}
+		seen[i/64] |= 1 << (i % 64)
+		hi, next, ok := uvarintAt(src, off)
+		if !ok || hi == 0 || b == 32 || hi>>(32-b) != 0 {
+			return off, errPFor
+		}
+		off = next
+		out[i] |= uint32(hi) << b
+	}
+	return off, nil
+}
+
+// unpackBits decodes 128 values of b bits from exactly 16*b bytes.
+func unpackBits(src []byte, out *[pforBlock]uint32, b int) {
+	if b == 0 {
+		*out = [pforBlock]uint32{}
+		return
+	}
+	mask := uint64(1)<<b - 1
+	var acc uint64
+	n, j := 0, 0
+	for i := range out {
+		for n < b {
+			acc |= uint64(src[j]) << n
+			j++
+			n += 8
+		}
+		out[i] = uint32(acc & mask)
+		acc >>= b
+		n -= b
+	}
+}
+
+// pforSize returns the size of the block at src[off:] without decoding its
+// values, or ok=false when it does not fit.
+func pforSize(src []byte, off int) (int, bool) {
+	if len(src)-off < 2 {
+		return 0, false
+	}
+	b, nexc := int(src[off]), int(src[off+1])
+	p := off + 2 + 16*b
+	if b > 32 || p > len(src) {
+		return 0, false
+	}
+	for k := 0; k < nexc; k++ {
+		var ok bool
+		if _, p, ok = uvarintAt(src, p+1); !ok {
+			return 0, false
+		}
+	}
+	return p - off, true
+}
