@@ -167,24 +167,8 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	if p.err != nil || !p.hasPos || p.n == 0 {
 		return dst, p.err
 	}
-	if p.posCur < 0 {
-		off := p.posOff
-		if p.posSkip > uint64(len(p.pos)-off) {
-			p.corrupt("positions section too short to skip %d positions", p.posSkip)
-			return dst, p.err
-		}
-		n := p.posSkip
-		for ; n > 0 && off < len(p.pos); off++ {
-			if p.pos[off] < 0x80 {
-				n--
-			}
-		}
-		if n > 0 {
-			p.corrupt("positions section too short to skip %d positions", p.posSkip)
-			return dst, p.err
-		}
-		p.posSkip = 0
-		p.posCur = off
+	if !p.seekPositions() {
+		return dst, p.err
 	}
 	off := p.posCur
 	if uint64(p.freq) > uint64(len(p.pos)-off) {
@@ -215,6 +199,52 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	}
 	p.posOff = off
 	return dst, nil
+}
+
+// seekPositions sets posCur to the current document's positions, skipping
+// those of the documents passed since the last read.
+func (p *Postings) seekPositions() bool {
+	if p.posCur >= 0 {
+		return true
+	}
+	off := p.posOff
+	if p.posSkip > uint64(len(p.pos)-off) {
+		return p.corrupt("positions section too short to skip %d positions", p.posSkip)
+	}
+	n := p.posSkip
+	for ; n > 0 && off < len(p.pos); off++ {
+		if p.pos[off] < 0x80 {
+			n--
+		}
+	}
+	if n > 0 {
+		return p.corrupt("positions section too short to skip %d positions", p.posSkip)
+	}
+	p.posSkip = 0
+	p.posCur = off
+	return true
+}
+
+// rawPositions returns the encoded positions of the current document (a
+// sub-slice of the file): merges copy them without decoding, since a
+// document's positions do not depend on other documents.
+func (p *Postings) rawPositions() ([]byte, error) {
+	if p.err != nil || !p.hasPos || p.n == 0 {
+		return nil, p.err
+	}
+	if !p.seekPositions() {
+		return nil, p.err
+	}
+	off := p.posCur
+	for i := uint32(0); i < p.freq; i++ {
+		var ok bool
+		if _, off, ok = uvarintAt(p.pos, off); !ok {
+			p.corrupt("bad position varint of doc %d", p.doc)
+			return nil, p.err
+		}
+	}
+	p.posOff = off
+	return p.pos[p.posCur:off], nil
 }
 
 // Err returns the first corruption met while iterating.
@@ -248,6 +278,7 @@ type termPostings struct {
 	lastPos uint32
 	docsLen uint64 // length of the encoded docs section, set by Write
 }
+
 // addDoc appends the current document's entry (positions were appended as
 // they came).
 func (t *termPostings) addDoc(doc uint32) int {
