@@ -124,3 +124,48 @@ func compareRows(t *testing.T, fs vfs.FS, s *schema.Schema, want, got Info) {
 		}
 	}
 }
+
+// BenchmarkMerge merges 40 segments of real text (the Opticks paragraphs,
+// every field kind) into one on disk, by Merge and by the re-indexing path
+// merges used before it.
+func BenchmarkMerge(b *testing.B) {
+	s := testSchema()
+	fs := vfs.Default
+	dir := b.TempDir()
+	docs := opticksDocs(b, s, 0)
+	var srcs []*Reader
+	const parts = 40
+	for i := 0; i < parts; i++ {
+		info := buildSegment(b, fs, dir, s, segid.ID(1+i), docs[i*len(docs)/parts:(i+1)*len(docs)/parts])
+		r, err := Open(fs, dir, s, info)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		srcs = append(srcs, r)
+	}
+	order := Concat(srcs, nil)
+	next := segid.ID(1000)
+	run := func(b *testing.B, write func(id segid.ID) Info) {
+		b.ReportAllocs()
+		for b.Loop() {
+			next++
+			info := write(next)
+			for _, fi := range info.Files {
+				_ = fs.Remove(fs.PathJoin(dir, segid.FileName(info.ID, fi.Suffix)))
+			}
+		}
+	}
+	b.Run("merge", func(b *testing.B) {
+		run(b, func(id segid.ID) Info {
+			info, err := Merge(context.Background(), fs, dir, id, s, srcs, order)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return info
+		})
+	})
+	b.Run("reindex", func(b *testing.B) {
+		run(b, func(id segid.ID) Info { return reindex(b, fs, dir, s, id, srcs, order) })
+	})
+}

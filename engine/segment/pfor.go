@@ -16,16 +16,18 @@ const maxExceptions = pforBlock - 1
 // errPFor is returned by unpackPFor for bytes that are not a packed block.
 var errPFor = errors.New("bad packed block")
 
-// appendPFor appends vals (exactly pforBlock values) as one patched
+// appendPFor appends vals (1 to pforBlock values) as one patched
 // frame-of-reference block: u8 bit width b, u8 exception count e, the low b
-// bits of every value packed LSB-first into 16*b bytes, then e exceptions,
-// each u8 index and uvarint(value >> b) (non-zero). b minimises the size.
-func appendPFor(dst []byte, vals *[pforBlock]uint32) []byte {
+// bits of every value packed LSB-first into ceil(len(vals)*b/8) bytes, then
+// e exceptions, each u8 index and uvarint(value >> b) (non-zero). b
+// minimises the size.
+func appendPFor(dst []byte, vals []uint32) []byte {
 	var hist [33]int // values by bit length
 	for _, v := range vals {
 		hist[bits.Len32(v)]++
 	}
-	best, bestCost := 32, 16*32
+	n := len(vals)
+	best, bestCost := 32, (n*32+7)/8
 	above, extra := 0, 0 // for candidate b: values longer than b, their varint bytes
 	for b := 32; b >= 0; b-- {
 		if b < 32 {
@@ -37,10 +39,10 @@ func appendPFor(dst []byte, vals *[pforBlock]uint32) []byte {
 				extra += hist[l] * (1 + (l-b+6)/7)
 			}
 		}
-		if above > maxExceptions {
+		if above > min(maxExceptions, n-1) {
 			break
 		}
-		if cost := 16*b + extra; cost < bestCost || (cost == bestCost && b < best) {
+		if cost := (n*b+7)/8 + extra; cost < bestCost || (cost == bestCost && b < best) {
 			best, bestCost = b, cost
 		}
 	}
@@ -60,8 +62,9 @@ func appendPFor(dst []byte, vals *[pforBlock]uint32) []byte {
 	return dst
 }
 
-// packBits appends the low b bits of every value, LSB-first.
-func packBits(dst []byte, vals *[pforBlock]uint32, b int) []byte {
+// packBits appends the low b bits of every value, LSB-first, the last
+// byte padded with zero bits.
+func packBits(dst []byte, vals []uint32, b int) []byte {
 	if b == 0 {
 		return dst
 	}
@@ -77,14 +80,17 @@ func packBits(dst []byte, vals *[pforBlock]uint32, b int) []byte {
 			n -= 8
 		}
 	}
-	// 128 values of b bits are a whole number of bytes: n is 0 here.
+	if n > 0 {
+		dst = append(dst, byte(acc))
+	}
 	return dst
 }
 
-// unpackPFor decodes one block written by appendPFor from src[off:] into
-// out and returns the offset after it. Every length is checked against
-// src; an exception must name a distinct index and leave a 32-bit value.
-func unpackPFor(src []byte, off int, out *[pforBlock]uint32) (int, error) {
+// unpackPFor decodes one block of len(out) values written by appendPFor
+// from src[off:] into out and returns the offset after it. Every length is
+// checked against src; an exception must name a distinct index below
+// len(out) and leave a 32-bit value.
+func unpackPFor(src []byte, off int, out []uint32) (int, error) {
 	if len(src)-off < 2 {
 		return off, errPFor
 	}
@@ -93,8 +99,8 @@ func unpackPFor(src []byte, off int, out *[pforBlock]uint32) (int, error) {
 	if b > 32 || nexc > maxExceptions {
 		return off, errPFor
 	}
-	n := 16 * b
-	if len(src)-off < n {
+	n := (len(out)*b + 7) / 8
+	if len(src)-off < n || nexc >= len(out) {
 		return off, errPFor
 	}
 	unpackBits(src[off:off+n], out, b)
@@ -106,7 +112,7 @@ func unpackPFor(src []byte, off int, out *[pforBlock]uint32) (int, error) {
 		}
 		i := int(src[off])
 		off++
-		if i >= pforBlock || seen[i/64]&(1<<(i%64)) != 0 {
+		if i >= len(out) || seen[i/64]&(1<<(i%64)) != 0 {
 			return off, errPFor
 		}
 		seen[i/64] |= 1 << (i % 64)
@@ -120,10 +126,11 @@ func unpackPFor(src []byte, off int, out *[pforBlock]uint32) (int, error) {
 	return off, nil
 }
 
-// unpackBits decodes 128 values of b bits from exactly 16*b bytes.
-func unpackBits(src []byte, out *[pforBlock]uint32, b int) {
+// unpackBits decodes len(out) values of b bits from exactly
+// ceil(len(out)*b/8) bytes.
+func unpackBits(src []byte, out []uint32, b int) {
 	if b == 0 {
-		*out = [pforBlock]uint32{}
+		clear(out)
 		return
 	}
 	mask := uint64(1)<<b - 1
@@ -141,14 +148,14 @@ func unpackBits(src []byte, out *[pforBlock]uint32, b int) {
 	}
 }
 
-// pforSize returns the size of the block at src[off:] without decoding its
-// values, or ok=false when it does not fit.
-func pforSize(src []byte, off int) (int, bool) {
+// pforSize returns the size of the block of n values at src[off:] without
+// decoding its values, or ok=false when it does not fit.
+func pforSize(src []byte, off, n int) (int, bool) {
 	if len(src)-off < 2 {
 		return 0, false
 	}
 	b, nexc := int(src[off]), int(src[off+1])
-	p := off + 2 + 16*b
+	p := off + 2 + (n*b+7)/8
 	if b > 32 || p > len(src) {
 		return 0, false
 	}

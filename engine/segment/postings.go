@@ -13,8 +13,9 @@ import (
 // Encoding (see doc.go): the docs section holds the term's documents in
 // blocks of pforBlock: per full block the doc-id gaps (minus one) as one
 // patched bit-packed block, then the frequencies (minus one) as another;
-// the last df%pforBlock documents follow as uvarint gaps, then uvarint
-// frequencies. The positions section, present for tokenized fields, holds
+// the last df%pforBlock documents follow as two such shorter blocks when
+// they are at least tailPackMin, else per document uvarint((gap-1)<<1 |
+// freqIsOne) then uvarint(freq) when freqIsOne is 0. The positions section, present for tokenized fields, holds
 // per document freq uvarints: the first position, then gaps (>= 1).
 type Postings struct {
 	docs    []byte
@@ -88,25 +89,31 @@ func (p *Postings) Next() bool {
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
 	var k int
-	if left >= pforBlock {
-		off, err := unpackPFor(p.docs, p.off, &p.bufDocs)
+	if left >= pforBlock || left >= tailPackMin {
+		k = int(min(left, pforBlock))
+		off, err := unpackPFor(p.docs, p.off, p.bufDocs[:k])
 		if err == nil {
-			off, err = unpackPFor(p.docs, off, &p.bufFreq)
+			off, err = unpackPFor(p.docs, off, p.bufFreq[:k])
 		}
 		if err != nil {
 			return p.corrupt("docs block at offset %d: %v", p.off, err)
 		}
-		p.off, k = off, pforBlock
+		p.off = off
 	} else {
 		k = int(left)
 		off := p.off
-		for _, dst := range [2]*[pforBlock]uint32{&p.bufDocs, &p.bufFreq} {
-			for i := 0; i < k; i++ {
-				v, next, ok := uvarintAt(p.docs, off)
-				if !ok || v > 1<<32-2 {
-					return p.corrupt("bad docs varint at offset %d", off)
+		for i := 0; i < k; i++ {
+			v, next, ok := uvarintAt(p.docs, off)
+			if !ok || v>>1 > 1<<32-1 {
+				return p.corrupt("bad doc varint at offset %d", off)
+			}
+			p.bufDocs[i], p.bufFreq[i], off = uint32(v>>1), 0, next
+			if v&1 == 0 {
+				f, next, ok := uvarintAt(p.docs, off)
+				if !ok || f < 2 || f > 1<<32-1 {
+					return p.corrupt("bad term frequency at offset %d", off)
 				}
-				dst[i], off = uint32(v), next
+				p.bufFreq[i], off = uint32(f-1), next
 			}
 		}
 		p.off = off
