@@ -44,6 +44,9 @@ type SparseOptions struct {
 	Window int
 	// MaxQueries bounds the held-out queries (default 1000).
 	MaxQueries int
+	// NoInstall never runs apt-get for the linux-doc package (tests); the
+	// Go distribution's text is used when it is missing.
+	NoInstall bool
 	// Log receives progress (may be nil).
 	Log func(format string, args ...any)
 }
@@ -72,7 +75,7 @@ func LoadSparseSet(opts SparseOptions) (*SparseSet, error) {
 	var docs []bench.Doc
 	var sources []string
 	for _, fallback := range []bool{false, true} {
-		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback})
+		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback, NoInstall: opts.NoInstall})
 		if err != nil {
 			return nil, fmt.Errorf("vectors: sparse set: %w", err)
 		}
