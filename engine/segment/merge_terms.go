@@ -118,7 +118,6 @@ func (m *merger) mergeField(f int, ix *indexBuilder) error {
 		var t termPostings
 		out = out[:0]
 		for _, h := range hits {
-			*p = Postings{}
 			p.init(h.it.d, h.it.c.e)
 			ids := m.newID[h.src]
 			for p.Next() {

@@ -103,7 +103,7 @@ func unpackPFor(src []byte, off int, out []uint32) (int, error) {
 	if len(src)-off < n || nexc >= len(out) {
 		return off, errPFor
 	}
-	unpackBits(src[off:off+n], out, b)
+	unpackBits(src[off:], out, b)
 	off += n
 	var seen [pforBlock / 64]uint64
 	for k := 0; k < nexc; k++ {
@@ -126,25 +126,29 @@ func unpackPFor(src []byte, off int, out []uint32) (int, error) {
 	return off, nil
 }
 
-// unpackBits decodes len(out) values of b bits from exactly
-// ceil(len(out)*b/8) bytes.
+// unpackBits decodes len(out) values of b bits from the first
+// ceil(len(out)*b/8) bytes of src (which must hold them); bytes past them
+// may be read but do not change the result.
 func unpackBits(src []byte, out []uint32, b int) {
 	if b == 0 {
 		clear(out)
 		return
 	}
 	mask := uint64(1)<<b - 1
-	var acc uint64
-	n, j := 0, 0
-	for i := range out {
-		for n < b {
-			acc |= uint64(src[j]) << n
-			j++
-			n += 8
+	bit, i := 0, 0
+	// Fast path: one unaligned 8-byte load per value (b+7 <= 39 bits).
+	for ; i < len(out) && bit>>3+8 <= len(src); i++ {
+		w := binary.LittleEndian.Uint64(src[bit>>3:])
+		out[i] = uint32(w >> (bit & 7) & mask)
+		bit += b
+	}
+	for ; i < len(out); i++ {
+		var w uint64
+		for k, j := 0, bit>>3; k < 5 && j < len(src); k, j = k+1, j+1 {
+			w |= uint64(src[j]) << (8 * k)
 		}
-		out[i] = uint32(acc & mask)
-		acc >>= b
-		n -= b
+		out[i] = uint32(w >> (bit & 7) & mask)
+		bit += b
 	}
 }
 

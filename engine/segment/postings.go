@@ -36,11 +36,14 @@ type Postings struct {
 	posCur  int    // offset of the current document's positions, or -1
 	id      segid.ID
 	err     error
-	bufDocs [pforBlock]uint32 // decoded doc ids
-	bufFreq [pforBlock]uint32 // decoded frequencies
+	bufDocs []uint32 // decoded doc ids, allocated by the first refill
+	bufFreq []uint32 // decoded frequencies, allocated by the first refill
 }
 
 func (p *Postings) init(d *dict, e termEntry) {
+	// Keep the buffers of a reused iterator (merges); the rest restarts.
+	docs, freqs := p.bufDocs, p.bufFreq
+	*p = Postings{bufDocs: docs, bufFreq: freqs}
 	p.docs = d.post[e.postOff : e.postOff+e.docsLen]
 	if d.hasPos {
 		p.pos = d.post[e.postOff+e.docsLen : e.postOff+e.docsLen+e.posLen]
@@ -88,6 +91,10 @@ func (p *Postings) Next() bool {
 // into the buffer, turning gaps into doc ids and checking them.
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
+	if want := int(min(p.df, pforBlock)); cap(p.bufDocs) < want {
+		buf := make([]uint32, 2*want)
+		p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
+	}
 	var k int
 	if left >= pforBlock || left >= tailPackMin {
 		k = int(min(left, pforBlock))
