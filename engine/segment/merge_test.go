@@ -169,3 +169,25 @@ func BenchmarkMerge(b *testing.B) {
 		run(b, func(id segid.ID) Info { return reindex(b, fs, dir, s, id, srcs, order) })
 	})
 }
+
+// TestMergeCoversEveryFileKind fails when a data file kind has no merge
+// step: Merge would write it from empty accumulators and lose its data. A
+// kind that Write derives from other kinds (say, from the merged
+// postings) still lists itself with a step that documents it.
+func TestMergeCoversEveryFileKind(t *testing.T) {
+	covered := map[string]int{}
+	for _, fm := range fileMerges {
+		for _, s := range fm.suffixes {
+			covered[s]++
+		}
+	}
+	for _, s := range dataSuffixes {
+		if covered[s] != 1 {
+			t.Errorf("file kind %q is filled by %d merge steps, want 1 (add it to fileMerges)", s, covered[s])
+		}
+		delete(covered, s)
+	}
+	for s := range covered {
+		t.Errorf("merge step for %q, which is not a data file kind", s)
+	}
+}
