@@ -13,7 +13,7 @@ import (
 // DocRef names one row of a merge source.
 type DocRef struct {
 	// Source is the row's source, an index into Merge's sources.
-	Source int
+	Source uint32
 	// Doc is the row's doc id in that source.
 	Doc uint32
 }
@@ -33,7 +33,7 @@ func Concat(sources []*Reader, keep func(src int, doc uint32) bool) []DocRef {
 	for i, r := range sources {
 		for d := uint32(0); d < r.NumDocs(); d++ {
 			if keep == nil || keep(i, d) {
-				order = append(order, DocRef{Source: i, Doc: d})
+				order = append(order, DocRef{Source: uint32(i), Doc: d})
 			}
 		}
 	}
@@ -124,7 +124,7 @@ func newMerger(ctx context.Context, s *schema.Schema, srcs []*Reader, order []Do
 		m.newID[i] = ids
 	}
 	for n, ref := range order {
-		if ref.Source < 0 || ref.Source >= len(srcs) || ref.Doc >= srcs[ref.Source].NumDocs() {
+		if int(ref.Source) >= len(srcs) || ref.Doc >= srcs[ref.Source].NumDocs() {
 			return nil, fmt.Errorf("segment: merge row %d names source %d doc %d, which does not exist", n, ref.Source, ref.Doc)
 		}
 		if m.newID[ref.Source][ref.Doc] != noDoc {

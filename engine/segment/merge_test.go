@@ -191,3 +191,23 @@ func TestMergeCoversEveryFileKind(t *testing.T) {
 		t.Errorf("merge step for %q, which is not a data file kind", s)
 	}
 }
+
+// TestMergeRefusesBadOrders: a row of no source, or listed twice, is an
+// error before any file is written.
+func TestMergeRefusesBadOrders(t *testing.T) {
+	s := testSchema()
+	fs := vfs.NewMem()
+	srcs := mergeSources(t, fs, s)
+	for name, order := range map[string][]DocRef{
+		"no such source": {{Source: 3, Doc: 0}},
+		"no such doc":    {{Source: 0, Doc: srcs[0].NumDocs()}},
+		"listed twice":   {{Source: 1, Doc: 4}, {Source: 0, Doc: 1}, {Source: 1, Doc: 4}},
+	} {
+		if _, err := Merge(context.Background(), fs, "idx", 999, s, srcs, order); err == nil {
+			t.Errorf("%s: Merge accepted %v", name, order)
+		}
+		if _, err := fs.Stat("idx/" + segid.FileName(999, SuffixPostings)); err == nil {
+			t.Fatalf("%s: Merge wrote a file", name)
+		}
+	}
+}
