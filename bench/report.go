@@ -44,6 +44,7 @@ var metrics = []metric{
 	{"index_bytes", "MB", 2, true, always(func(r *EngineRun) float64 { return float64(r.IndexBytes) / 1e6 })},
 	{"index_bytes_merged", "MB", 2, true, always(func(r *EngineRun) float64 { return float64(r.MergedBytes) / 1e6 })},
 	{"open_ms", "ms", 2, true, always(func(r *EngineRun) float64 { return ms(r.Open) })},
+	{"open_ms_many", "ms", 2, false, func(r *EngineRun) (float64, bool) { return ms(r.OpenMany), r.OpenMany > 0 }},
 	{"merge_ms", "ms", 1, true, func(r *EngineRun) (float64, bool) { return ms(r.Merge), r.MergeErr == "" }},
 	{"ingest_prepare_s", "s", 2, false, always(func(r *EngineRun) float64 { return r.Prepare.Seconds() })},
 	{"ingest_cpu_s", "s", 2, true, always(func(r *EngineRun) float64 { return r.IngestCPU.Seconds() })},
@@ -188,10 +189,18 @@ func (res *Result) Text(command string) string {
 	fmt.Fprintf(&b, "summa-bench (%s mode, %d repetitions; %s)\n", mode, len(res.Reps), res.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "command: %s\n", command)
 	fmt.Fprintf(&b, "machine: %s\n", Machine())
-	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)\n", "this tree", bleveVersion())
-	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files\n", res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files)
-	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of %d queries; %d one-document commits\n",
-		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, len(res.Queries), cfg.SmallCommits)
+	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)", "this tree", bleveVersion())
+	if has(cfg.Engines, "xapian") {
+		fmt.Fprintf(&b, ", xapian %s (glass, BM25 k1=1.2 b=0.75; C++ driver process timing itself)", XapianVersion())
+	}
+	b.WriteString("\n")
+	if res.XapianSkipped != "" {
+		fmt.Fprintf(&b, "xapian: skipped: %s\n", res.XapianSkipped)
+	}
+	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
+		res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files, len(res.Corpus.HeldOut))
+	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of the %d fixed queries, %d of the %d heading queries; %d one-document commits; open at many segments: %d one-document commits\n",
+		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, res.Fixed, cfg.HeadingRounds, len(res.Queries)-res.Fixed, cfg.SmallCommits, cfg.ManyCommits)
 	fmt.Fprintf(&b, "disk: %s\n", cfg.WorkDir)
 	fmt.Fprintf(&b, "\nvalues: median (min–max) over the repetitions\n\n")
 
@@ -213,8 +222,8 @@ func (res *Result) Text(command string) string {
 	for _, e := range engines {
 		fmt.Fprintf(&b, " %-30s", e)
 	}
-	if len(engines) == 2 {
-		fmt.Fprintf(&b, " %s/%s", engines[0], engines[1])
+	for _, e := range engines[1:] {
+		fmt.Fprintf(&b, " %-11s", engines[0]+"/"+e)
 	}
 	b.WriteString("\n")
 	for _, m := range metrics {
@@ -225,8 +234,8 @@ func (res *Result) Text(command string) string {
 			sp = append(sp, s)
 			fmt.Fprintf(&b, " %-30s", s.format(m.prec))
 		}
-		if len(sp) == 2 {
-			fmt.Fprintf(&b, " %s", ratioString(sp[0], sp[1]))
+		for _, o := range sp[1:] {
+			fmt.Fprintf(&b, " %-11s", ratioString(sp[0], o))
 		}
 		b.WriteString("\n")
 	}
@@ -254,38 +263,12 @@ func (res *Result) Text(command string) string {
 	}
 	b.WriteString("\n")
 
-	// Per-query latencies and hit counts.
-	fmt.Fprintf(&b, "%-26s", "query (p50 ms; totalHits)")
-	for _, e := range engines {
-		fmt.Fprintf(&b, " %-24s", e)
+	if hasOurs {
+		b.WriteString(res.goalLines())
 	}
 	b.WriteString("\n")
-	for _, q := range res.Queries {
-		fmt.Fprintf(&b, "%-26s", q.Name)
-		for _, e := range engines {
-			var vs []float64
-			hits := -1
-			for _, rep := range res.Reps {
-				if r := rep.Engines[e]; r != nil {
-					vs = append(vs, ms(r.PerQuery[q.Name].P50))
-					hits = r.Hits[q.Name]
-				}
-			}
-			fmt.Fprintf(&b, " %-24s", fmt.Sprintf("%s; %d", newSpread(vs).format(3), hits))
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n")
-	if hasOurs && hasBleve {
-		if len(res.Mismatches) == 0 {
-			fmt.Fprintf(&b, "totalHits check: ours and bleve agree on all %d queries in every repetition\n", len(res.Queries))
-		} else {
-			for _, m := range res.Mismatches {
-				fmt.Fprintf(&b, "totalHits MISMATCH: %s\n", m)
-			}
-		}
-	}
-
+	b.WriteString(res.queryTables())
+	b.WriteString(res.checkLines())
 	// HTTP.
 	if res.HTTPSkipped != "" {
 		fmt.Fprintf(&b, "http: skipped (%s)\n", res.HTTPSkipped)
