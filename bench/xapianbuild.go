@@ -100,6 +100,14 @@ func BuildXapianDriver(cacheDir string, install bool, log io.Writer) (string, er
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
+	// Drivers of older sources are stale.
+	if old, err := filepath.Glob(filepath.Join(cacheDir, "xapian-driver-*")); err == nil {
+		for _, o := range old {
+			if o != bin {
+				os.Remove(o)
+			}
+		}
+	}
 	if xapianBuilds.bins == nil {
 		xapianBuilds.bins = map[string]string{}
 	}
