@@ -401,62 +401,103 @@ func (res *Result) WriteMarkdown(path, command string) error {
 
 const methodology = `## What is measured
 
-Both engines run in the same process as libraries, one after the other
-(the order alternates between repetitions), on the same documents, in
-fresh directories under the same temporary directory, so on the same disk.
-Ratios are ours/bleve of the medians: above 1 is better for throughputs
-(docs/s, MB/s, q/s), below 1 is better for latencies, times and bytes.
+The three engines run one after the other (the order rotates between
+repetitions), on the same documents, in fresh directories under the same
+temporary directory, so on the same disk. Ours and Bleve run in this
+process as libraries. Xapian runs in a child process, the C++ driver
+bench/xapian/driver.cc compiled against Debian's libxapian-dev into bin/;
+it times every operation itself (steady_clock around the Xapian calls),
+so the pipe round trip is not counted, and its CPU time is added to the
+*_cpu figures. Ratio columns are ours/peer of the medians: above 1 is
+better for throughputs (docs/s, MB/s, q/s), below 1 is better for
+latencies, times and bytes. "best_peer" lines divide ours by the faster
+(smaller) of Bleve and Xapian on that measure in the same run; "best
+peers" names it.
 
 - **Corpus**: Debian's linux-doc-6.1 (.rst and .txt files under
   /usr/share/doc/linux-doc-6.1/Documentation, gzipped as shipped; the
   html/ tree is rendered copies and is skipped), one document per RST
   section (a text line underlined by a repeated punctuation character):
   id = path#n, title = the heading, body = the section text. MB = bytes of
-  id + title + body. -quick takes an evenly strided sample. Without the
-  package: comment blocks and testdata text of the Go distribution.
-- **Schema**: id (primary key), title (text, stored), body (text, not
-  stored, reorder). Bleve: the same fields with a custom analyzer (a
-  tokenizer of Unicode letter/digit runs, exactly ours, plus Bleve's
-  lowercase filter; no stemming, no stop words), term vectors on (Bleve
-  needs them for phrases), no _all field, no doc values, BM25 scoring.
+  id + title + body. 600 sections whose headings have 2 to 6 distinct
+  terms, spread evenly over the corpus, are held out (never indexed) and
+  their headings become the heading queries; -quick then takes an evenly
+  strided sample of the rest. Without the package: comment blocks and
+  testdata text of the Go distribution.
+- **Schema and analysis**: id (primary key), title (text, stored), body
+  (text, not stored, reorder). Bleve: the same fields with a custom
+  analyzer (a tokenizer of Unicode letter/digit runs, exactly ours, plus
+  Bleve's lowercase filter; no stemming, no stop words), term vectors on
+  (Bleve needs them for phrases), no _all field, no doc values, BM25.
+  Xapian: the Go side tokenizes with engine/analysis.Tokenize and sends
+  the terms with positions (title tokens first, then the body's after a
+  gap so that no phrase spans the two fields), added with
+  Document::add_posting; the id is the unique term Q+id (upserts are
+  replace_document), the document data is id and title. The token-stream
+  hash line checks it: the driver reads every document's terms and
+  positions back from its index and hashes them; the Go side hashes our
+  analysis of the same documents.
 - **Ingest**: documents in batches of the commit cadence; ours:
   schema.ParseDocument of each JSON line (what the server does), Add,
   Commit; Bleve: Batch.Index of a map per document, then Index.Batch,
   which is "safe" by default (returns once persisted: segment file and
-  root bolt fsynced). docs/s and MB/s include everything.
-  commit = the latency from handing a prepared batch over (Add+Commit,
-  Batch) until it is durable and searchable; it includes the indexing
-  work, since both engines index inside that call. small_commit = the same
-  for a one-document upsert on the ingested index: that is the number to
-  compare with the fsync floor. Bleve's background file merging is off
-  (no segment is eligible), as ours has none at the library level, so both
-  keep one segment per commit.
+  root bolt fsynced); Xapian: tokenizing in Go (the prepare part), then
+  replace_document of each document and WritableDatabase::commit (which
+  fsyncs). docs/s and MB/s include everything. commit = the latency from
+  handing a prepared batch over until it is durable and searchable; it
+  includes the indexing work. small_commit = the same for a one-document
+  upsert on the ingested index: that is the number to compare with the
+  fsync floor. Bleve's background file merging is off (no segment is
+  eligible), as ours has none at the library level, so both keep one
+  segment per commit; a Xapian glass database is always one set of
+  B-trees (segments = 1).
 - **index_bytes**: the closed index directory after the ingest;
   index_bytes_merged: after the force merge. ingest_alloc_mb: Go heap
   bytes allocated during the ingest (process-wide).
-- **\*_cpu**: process CPU time (user + system, getrusage) of the ingest,
-  of the merge, and per query of the sequential search rounds. On a
-  machine shared with other work these move much less than wall times.
-- **open_ms**: a new index built with the many-segment cadence is closed;
-  open_ms = Open plus the first answered query (warm page cache).
+- **\*_cpu**: CPU time (user + system, getrusage) of the ingest, of the
+  merge, and per query of the sequential search rounds (for Xapian, this
+  process's plus the driver's).
+- **open_ms**: a new index built with the many-segment cadence (40
+  commits) is closed; open_ms = Open plus the first answered query (warm
+  page cache). For Xapian the many-segment index is that commit-heavy
+  database (40 commits into one glass database), opened as a
+  WritableDatabase. **open_ms at N segments**: ours only, an index of
+  1,000 one-document commits (no merging), built once per run; Open alone,
+  timed in every repetition; N is its segment count at open.
 - **merge_ms**: ours ForceMerge(ctx, 1); Bleve scorch ForceMerge with
   mergeplan.SingleSegmentMergePlanOptions, repeated until one segment
-  remains (scorch merges at most 10 segments per task).
-- **search**: on the merged one-segment index; the top 10 hits with
-  stored fields (ours: id and title; Bleve: title and _id), a fresh
-  snapshot per query for ours. Latency: queries one at a time, each round
-  the whole query set, after 3 warm-up rounds. QPS: the same number of
-  queries from GOMAXPROCS concurrent clients. Terms are matched in title
-  or body for both (Bleve: a disjunction of per-field term queries; AND: a
-  conjunction of those; phrase: a phrase query per field). totalHits of
-  every query must agree between the engines.
+  remains (scorch merges at most 10 segments per task); Xapian
+  Database::compact of the commit-heavy database into a new directory,
+  every file and the directory fsynced, swapped in place of the old one
+  and reopened.
+- **search**: on the merged index; the top 10 hits with stored fields
+  (ours: id and title; Bleve: title and _id; Xapian: the document data),
+  a fresh snapshot per query for ours, exact totalHits for all three
+  (Xapian: check_at_least = the document count, and the driver fails if
+  the match count's bounds differ). Terms are matched in title or body.
+  Xapian's BM25Weight is set to k1 = 1.2, b = 0.75 (its defaults for the
+  rest). Latency: queries one at a time after warm-up rounds; the fixed
+  queries (each its own class) SearchRounds times, the heading queries
+  (classes "headings: or/and/phrase", rotating) HeadingRounds times;
+  "all" is every timed query. QPS: the fixed queries from GOMAXPROCS
+  concurrent clients (Xapian: driver threads, each with its own
+  read-only Database). totalHits of every query must agree between the
+  engines. top10 overlap with P: the mean over queries of
+  |top10(ours) ∩ top10(P)| / max(|top10|), median over repetitions
+  (rankings differ by BM25 details and tie order; reported, not a goal).
 - **Floor**: write+fsync of one large file (MB/s); a new 4 KiB file
   written and fsynced; a rename plus an fsync of the directory.
   fsync_floor = fsync p50 + rename p50, the least an atomic durable
   publication costs.
-- **bp**: postings bytes (segment.Reader.PostingsBytes) of the merged index
-  before and after Index.Reorder, when the engine has it.
+- **bp**: postings bytes (segment.Reader.PostingsBytes) and doc-id
+  section bytes (segment.Reader.DocPostingsBytes: doc-id gaps and
+  frequencies, no positions) of the merged index before and after
+  Index.Reorder, when the engine has it.
 - **http**: summa-server built from ./cmd/summa-server on a fresh data
   directory, the same batches as NDJSON to POST /v1/indexes/bench/documents
-  then POST /commit; its default background maintenance runs.
+  then POST /commit; its default background maintenance runs; the fixed
+  queries.
+- **Profiles**: -profile-dir DIR writes CPU profiles of the first
+  repetition's phases of the Go engines to DIR/profile-ENGINE-PHASE.pprof
+  (go tool pprof); Xapian's driver is not profiled.
 `
