@@ -210,9 +210,9 @@ func (res *Result) queryTables() string {
 	for _, q := range res.Queries {
 		count[ClassOf(q)]++
 	}
-	fmt.Fprintf(&b, "%-26s", "class (queries): p50/p99 ms")
+	fmt.Fprintf(&b, "%-26s", "class (queries)")
 	for _, e := range engines {
-		fmt.Fprintf(&b, " %-26s", e)
+		fmt.Fprintf(&b, " %-26s", e+" p50 / p99 ms")
 	}
 	b.WriteString("\n")
 	row := func(label string, get func(r *EngineRun) Dist) {
@@ -227,7 +227,11 @@ func (res *Result) queryTables() string {
 					}
 				}
 			}
-			fmt.Fprintf(&b, " %-26s", newSpread(p50).format(3)+" / "+newSpread(p99).format(3))
+			cell := "n/a"
+			if len(p50) > 0 {
+				cell = fmt.Sprintf("%.3f / %.3f", newSpread(p50).med, newSpread(p99).med)
+			}
+			fmt.Fprintf(&b, " %-26s", cell)
 		}
 		b.WriteString("\n")
 	}

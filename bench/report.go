@@ -191,7 +191,7 @@ func (res *Result) Text(command string) string {
 	fmt.Fprintf(&b, "machine: %s\n", Machine())
 	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)", "this tree", bleveVersion())
 	if has(cfg.Engines, "xapian") {
-		fmt.Fprintf(&b, ", xapian %s (glass, BM25 k1=1.2 b=0.75; C++ driver process timing itself)", XapianVersion())
+		fmt.Fprintf(&b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
 	}
 	b.WriteString("\n")
 	if res.XapianSkipped != "" {
@@ -387,7 +387,7 @@ func (res *Result) WriteMarkdown(path, command string) error {
 	b.WriteString("Rerun with `make bench` (full corpus) or `make bench-quick` (subset, a few minutes).\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- machine: %s\n", Machine())
-	fmt.Fprintf(&b, "- Go: %s; Bleve: %s\n", runtime.Version(), bleveVersion())
+	fmt.Fprintf(&b, "- Go: %s; Bleve: %s; Xapian: %s\n", runtime.Version(), bleveVersion(), XapianVersion())
 	fmt.Fprintf(&b, "- date: %s\n\n", res.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	b.WriteString("## Results\n\n```\n")
 	b.WriteString(res.Text(command))

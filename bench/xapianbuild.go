@@ -121,5 +121,9 @@ func XapianVersion() string {
 	if err != nil {
 		return "xapian (unknown version)"
 	}
-	return strings.TrimSpace(string(out))
+	v := strings.TrimSpace(string(out))
+	if i := strings.LastIndex(v, " - "); i >= 0 {
+		v = v[i+3:]
+	}
+	return v
 }
