@@ -109,6 +109,13 @@ bench: ## Engine vs Bleve v2 and Xapian 1.4 on Debian linux-doc (full corpus, 3 
 bench-quick: ## The same on a 5,000-document sample (~2-3 min); prints only.
 	$(GO) run ./bench/cmd/summa-bench -quick $(BENCH_FLAGS)
 
+.PHONY: bench-vectors bench-vectors-quick
+bench-vectors: ## Vector indexes (dense binary IVF, Seismic, block-max pruning) on vectors derived from real text, against exact answers in the same run; prints recall, speedup and latency in the issues' forms.
+	$(GO) run ./bench/cmd/bench-vectors
+
+bench-vectors-quick: ## The same on smaller data sets (a few minutes).
+	$(GO) run ./bench/cmd/bench-vectors -quick
+
 .PHONY: bench-operator bench-operator-quick
 bench-operator: ## One operator (the real binary) with 1,000 SummaIndexes (100 running real engines), 5,000 unrelated pods, on envtest (~10 min on 2 cores); prints RSS, steady API writes, status staleness, time to Ready.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) run ./bench/cmd/bench-operator $(BENCH_OPERATOR_FLAGS)
