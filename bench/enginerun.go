@@ -33,7 +33,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 	}
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	stop := startProfile(cfg, rep, name, "ingest")
+	stop := startProfile(cfg, rep, e, "ingest")
 	cpu0 := engineCPU(e)
 	total, prepare, commits, err := ingest(ctx, e, c.Docs, raw, cfg.CommitEvery)
 	run.IngestCPU = engineCPU(e) - cpu0
@@ -60,7 +60,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 		return nil, fmt.Errorf("reopen: %w", err)
 	}
 	var small []time.Duration
-	stop = startProfile(cfg, rep, name, "small-commit")
+	stop = startProfile(cfg, rep, e, "small-commit")
 	for i := 0; i < cfg.SmallCommits; i++ {
 		j := i * len(c.Docs) / max(1, cfg.SmallCommits)
 		p, err := e.Prepare(c.Docs[j:j+1], raw[j:j+1])
@@ -97,7 +97,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 		return nil, err
 	}
 	settle()
-	stop = startProfile(cfg, rep, name, "open")
+	stop = startProfile(cfg, rep, e, "open")
 	t := time.Now()
 	err = e.Open(dir)
 	open := opTime(e, time.Since(t))
@@ -112,7 +112,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 	}
 	run.Open = open
 	run.OpenSegments = e.Segments()
-	stop = startProfile(cfg, rep, name, "merge")
+	stop = startProfile(cfg, rep, e, "merge")
 	t = time.Now()
 	cpu0 = engineCPU(e)
 	err = e.ForceMerge(ctx)
@@ -137,7 +137,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 		}
 	}
 	settle()
-	stop = startProfile(cfg, rep, name, "search")
+	stop = startProfile(cfg, rep, e, "search")
 	err = searchBench(ctx, cfg, e, qs[:fixed], qs[fixed:], run)
 	stop()
 	if err != nil {
@@ -169,7 +169,7 @@ func bpPhase(ctx context.Context, cfg *Config, o *Ours, dir string, run *EngineR
 	if run.BPBefore, run.BPDocBefore, err = o.PostingsBytes(); err != nil {
 		return err
 	}
-	stop := startProfile(cfg, rep, "ours", "bp")
+	stop := startProfile(cfg, rep, o, "bp")
 	bp, err := o.Reorder(ctx)
 	stop()
 	switch {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -240,15 +242,19 @@ func settle() {
 }
 
 // startProfile starts the CPU profile of one phase of the first
-// repetition of a Go engine; the returned func stops it.
-func startProfile(cfg *Config, rep int, engine, phase string) func() {
-	if cfg.CPUProfile == "" || rep != 0 || engine == "xapian" {
+// repetition: pprof for the Go engines, perf record of the driver process
+// for Xapian (when perf is installed); the returned func stops it.
+func startProfile(cfg *Config, rep int, e Engine, phase string) func() {
+	if cfg.CPUProfile == "" || rep != 0 {
 		return func() {}
 	}
-	p := fmt.Sprintf("%s-%s-%s.pprof", cfg.CPUProfile, engine, phase)
+	p := fmt.Sprintf("%s-%s-%s.pprof", cfg.CPUProfile, e.Name(), phase)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		cfg.logf("cpuprofile: %v", err)
 		return func() {}
+	}
+	if x, ok := e.(*Xapian); ok {
+		return startPerf(cfg, x.PID(), strings.TrimSuffix(p, ".pprof")+".perf.data")
 	}
 	f, err := os.Create(p)
 	if err != nil {
@@ -264,6 +270,30 @@ func startProfile(cfg *Config, rep int, engine, phase string) func() {
 		pprof.StopCPUProfile()
 		f.Close()
 		cfg.logf("cpuprofile: wrote %s", p)
+	}
+}
+
+// startPerf records pid's call stacks with perf into out until the
+// returned func interrupts it (read with perf report -i out).
+func startPerf(cfg *Config, pid int, out string) func() {
+	if _, err := exec.LookPath("perf"); err != nil || pid <= 0 {
+		cfg.logf("cpuprofile: %s not written (perf not installed or no driver process)", out)
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-q", "-F", "999", "-g", "-p", strconv.Itoa(pid), "-o", out)
+	if err := cmd.Start(); err != nil {
+		cfg.logf("cpuprofile: perf: %v", err)
+		return func() {}
+	}
+	time.Sleep(300 * time.Millisecond) // let perf attach before the phase starts
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait() // perf exits by the interrupt: judge by its output
+		if st, serr := os.Stat(out); serr != nil || st.Size() == 0 {
+			cfg.logf("cpuprofile: perf wrote no %s: %v", out, err)
+			return
+		}
+		cfg.logf("cpuprofile: wrote %s", out)
 	}
 }
 
@@ -303,7 +333,7 @@ func buildMany(ctx context.Context, cfg *Config, c *Corpus, raw [][]byte) (strin
 func openMany(ctx context.Context, cfg *Config, e Engine, parent string, run *EngineRun, rep int) error {
 	dir := filepath.Join(parent, "index")
 	settle()
-	stop := startProfile(cfg, rep, e.Name(), "open-many")
+	stop := startProfile(cfg, rep, e, "open-many")
 	t := time.Now()
 	err := e.Open(dir)
 	run.OpenMany = opTime(e, time.Since(t))

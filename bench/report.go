@@ -499,5 +499,6 @@ peers" names it.
   queries.
 - **Profiles**: -profile-dir DIR writes CPU profiles of the first
   repetition's phases of the Go engines to DIR/profile-ENGINE-PHASE.pprof
-  (go tool pprof); Xapian's driver is not profiled.
+  (go tool pprof) and, when perf is installed, a perf record of the
+  Xapian driver to DIR/profile-xapian-PHASE.perf.data (perf report -i).
 `

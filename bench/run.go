@@ -123,8 +123,8 @@ type Config struct {
 	ModuleRoot string
 	// CPUProfile, when set, is the path prefix of CPU profiles of the first
 	// repetition: PREFIX-ENGINE-PHASE.pprof for the phases ingest,
-	// small-commit, open, merge, search (and ours' open-many and bp). The
-	// Go engines only: Xapian runs in its own process.
+	// small-commit, open, merge, search (and ours' open-many and bp);
+	// for Xapian, PREFIX-xapian-PHASE.perf.data (perf record).
 	CPUProfile string
 	// Log receives progress.
 	Log io.Writer

@@ -101,6 +101,14 @@ func (x *Xapian) call(req string, payload []byte) ([]string, error) {
 	return f[2:], nil
 }
 
+// PID is the driver process's id (0 when it is not running).
+func (x *Xapian) PID() int {
+	if x.cmd == nil || x.cmd.Process == nil {
+		return 0
+	}
+	return x.cmd.Process.Pid
+}
+
 // LastOpTime is the driver-measured time of the last operation.
 func (x *Xapian) LastOpTime() time.Duration { return x.last }
 
