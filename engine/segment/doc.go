@@ -71,8 +71,11 @@
 // Directory: numDocs, nFields, per field: ordinal, region offset and
 // length (regions are contiguous and cover the payload).
 //
-// Version 1 (docs sections of uvarint(delta<<1 | freqIsOne) per
-// document) is refused: the header check names the version found.
+// Version 1 post files (docs sections of uvarint(delta<<1 | freqIsOne)
+// per document, then uvarint(freq) when freqIsOne is 0; delta is the first
+// doc id, then the gap >= 1) are still read and validated, so existing
+// indexes open; any merge, compaction or reorder rewrites them in version 2
+// (testdata/v1 and TestReadsVersion1Postings).
 //
 // # norms (kind "norm")
 //

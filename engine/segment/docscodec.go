@@ -127,3 +127,24 @@ func docsSectionSizes(sec []byte, df uint32) (ids, freqs uint64, ok bool) {
 	}
 	return ids, freqs, off == len(sec)
 }
+
+// legacySectionSizes is docsSectionSizes for a version 1 docs section: a
+// document's first varint counts as doc id, its frequency varint (if any)
+// as frequency.
+func legacySectionSizes(sec []byte, df uint32) (ids, freqs uint64, ok bool) {
+	off := 0
+	for i := uint32(0); i < df; i++ {
+		v, next, ok1 := uvarintAt(sec, off)
+		if !ok1 {
+			return 0, 0, false
+		}
+		ids, off = ids+uint64(next-off), next
+		if v&1 == 0 {
+			if _, next, ok1 = uvarintAt(sec, off); !ok1 {
+				return 0, 0, false
+			}
+			freqs, off = freqs+uint64(next-off), next
+		}
+	}
+	return ids, freqs, off == len(sec)
+}

@@ -8,7 +8,12 @@ import (
 // decodeSection iterates a docs section of df documents of a segment of
 // numDocs documents through Postings.
 func decodeSection(sec []byte, df, numDocs uint32) (docs, freqs []uint32, err error) {
-	p := &Postings{docs: sec, df: df, numDocs: numDocs, posCur: -1}
+	return decodeSectionAs(sec, df, numDocs, false)
+}
+
+// decodeSectionAs is decodeSection for a version 1 section when legacy.
+func decodeSectionAs(sec []byte, df, numDocs uint32, legacy bool) (docs, freqs []uint32, err error) {
+	p := &Postings{docs: sec, df: df, numDocs: numDocs, posCur: -1, legacy: legacy}
 	for p.Next() {
 		docs = append(docs, p.Doc())
 		freqs = append(freqs, p.Freq())
@@ -108,14 +113,20 @@ func FuzzDocsSection(f *testing.F) {
 		for i := range docs {
 			enc.add(docs[i], freqs[i])
 		}
-		f.Add(append([]byte(nil), enc.finish()...), uint32(len(docs)), uint32(1<<22))
+		f.Add(append([]byte(nil), enc.finish()...), uint32(len(docs)), uint32(1<<22), false)
+		var t termPostings
+		for i := range docs {
+			t.freq = freqs[i]
+			t.addDoc(docs[i])
+		}
+		f.Add(t.docs, uint32(len(docs)), uint32(1<<22), true)
 	}
-	f.Fuzz(func(t *testing.T, sec []byte, df, numDocs uint32) {
+	f.Fuzz(func(t *testing.T, sec []byte, df, numDocs uint32, legacy bool) {
 		df %= 1024
 		if df == 0 {
 			return
 		}
-		docs, _, err := decodeSection(sec, df, numDocs)
+		docs, _, err := decodeSectionAs(sec, df, numDocs, legacy)
 		if err != nil {
 			mustBeCorruption(t, err)
 			return
@@ -126,5 +137,6 @@ func FuzzDocsSection(f *testing.F) {
 			}
 		}
 		docsSectionSizes(sec, df)
+		legacySectionSizes(sec, df)
 	})
 }

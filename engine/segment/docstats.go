@@ -24,7 +24,11 @@ func (r *Reader) FieldDocSectionBytes(field int) (ids, freqs int64, err error) {
 	it := &TermIterator{d: d}
 	for it.Next() {
 		e := it.c.e
-		a, b, ok := docsSectionSizes(d.post[e.postOff:e.postOff+e.docsLen], e.df)
+		sizes := docsSectionSizes
+		if d.legacyDocs {
+			sizes = legacySectionSizes
+		}
+		a, b, ok := sizes(d.post[e.postOff:e.postOff+e.docsLen], e.df)
 		if !ok {
 			return 0, 0, corruptf(r.id, SuffixPostings, "field %d term %d: docs section does not parse", field, e.ord)
 		}

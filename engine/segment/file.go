@@ -261,7 +261,7 @@ func checkFrame(data []byte, id segid.ID, suffix string, kind *[4]byte) ([]byte,
 	if kind != nil && [4]byte(data[8:12]) != *kind {
 		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind[:])
 	}
-	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want {
+	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want && !(suffix == SuffixPostings && v == legacyPostVersion) {
 		return nil, corruptf(id, suffix, "format version %d, want %d", v, want)
 	}
 	if got := segid.ID(binary.LittleEndian.Uint64(data[16:24])); got != id {
@@ -348,6 +348,14 @@ var kindVersions = map[string]uint32{
 	// 2: docs sections in bit-packed blocks of 128 (docscodec.go).
 	SuffixPostings: 2,
 }
+
+// legacyPostVersion is the older post format still read: docs sections of
+// uvarint(delta<<1 | freqIsOne) per document (see doc.go). Merges rewrite
+// such segments in the current format.
+const legacyPostVersion = 1
+
+// fileVersion returns the format version in a framed file's header.
+func fileVersion(data []byte) uint32 { return binary.LittleEndian.Uint32(data[12:16]) }
 
 // kindVersion returns the format version written in a file's header.
 func kindVersion(suffix string) uint32 {

@@ -31,6 +31,7 @@ type Postings struct {
 	freq    uint32
 	numDocs uint32
 	hasPos  bool
+	legacy  bool   // version 1 docs section (refillLegacy)
 	posOff  int    // offset in pos of the first position not yet consumed
 	posSkip uint64 // positions of passed documents not yet skipped
 	posCur  int    // offset of the current document's positions, or -1
@@ -49,6 +50,7 @@ func (p *Postings) init(d *dict, e termEntry) {
 		p.pos = d.post[e.postOff+e.docsLen : e.postOff+e.docsLen+e.posLen]
 	}
 	p.df, p.numDocs, p.hasPos, p.id, p.posCur = e.df, d.numDocs, d.hasPos, d.id, -1
+	p.legacy = d.legacyDocs
 }
 
 func (p *Postings) corrupt(format string, args ...any) bool {
@@ -96,7 +98,11 @@ func (p *Postings) refill() bool {
 		p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
 	}
 	var k int
-	if left >= pforBlock || left >= tailPackMin {
+	if p.legacy {
+		if k = p.refillLegacy(int(min(left, pforBlock))); k == 0 {
+			return false
+		}
+	} else if left >= pforBlock || left >= tailPackMin {
 		k = int(min(left, pforBlock))
 		off, err := unpackPFor(p.docs, p.off, p.bufDocs[:k])
 		if err == nil {
@@ -213,6 +219,38 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	}
 	p.posOff = off
 	return dst, nil
+}
+
+// refillLegacy decodes up to n documents of a version 1 docs section
+// (per document uvarint(delta<<1 | freqIsOne), then uvarint(freq) when
+// freqIsOne is 0; delta is the first doc id, then the gap >= 1) into the
+// buffer as gaps minus one and frequencies minus one, like a block. It
+// returns the number decoded, 0 on corruption.
+func (p *Postings) refillLegacy(n int) int {
+	off := p.off
+	for i := 0; i < n; i++ {
+		v, next, ok := uvarintAt(p.docs, off)
+		if !ok || v>>1 > 1<<32-1 || (v>>1 == 0 && (i > 0 || p.dec > 0)) {
+			p.corrupt("bad doc varint at offset %d", off)
+			return 0
+		}
+		off = next
+		p.bufDocs[i] = uint32(v >> 1)
+		if i > 0 || p.dec > 0 {
+			p.bufDocs[i]-- // a gap >= 1
+		}
+		p.bufFreq[i] = 0
+		if v&1 == 0 {
+			f, next, ok := uvarintAt(p.docs, off)
+			if !ok || f == 0 || f > 1<<32-1 {
+				p.corrupt("bad term frequency at offset %d", off)
+				return 0
+			}
+			p.bufFreq[i], off = uint32(f-1), next
+		}
+	}
+	p.off = off
+	return n
 }
 
 // seekPositions sets posCur to the current document's positions, skipping

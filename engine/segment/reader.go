@@ -217,6 +217,9 @@ func (r *Reader) parseTerms() error {
 			return corruptf(id, SuffixTerms, "field %d: postings region disagrees with the post file", ord)
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
+		if dc != nil {
+			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+		}
 		r.dicts[ord] = dc
 		return err
 	})

@@ -135,6 +135,7 @@ type dict struct {
 	id         segid.ID
 	suffix     string // file holding the dictionary
 	postSuffix string // file holding the postings
+	legacyDocs bool   // docs sections in the version 1 post format
 }
 
 // openDict checks a dictionary's metadata against the payloads holding it.
