@@ -1,69 +1,137 @@
 package segment
 
-import "encoding/binary"
+import "math/bits"
 
-// tailPackMin is the smallest tail (df%pforBlock documents) written as
-// packed blocks rather than varints.
-const tailPackMin = 16
-
-// docsEncoder writes one term's docs section: documents in blocks of
-// pforBlock, each block the doc-id gaps minus one then the frequencies
-// minus one as patched bit-packed blocks (appendPFor). The last
-// n = df%pforBlock documents are two such blocks of n values when n >=
-// tailPackMin, else per document uvarint((gap-1)<<1 | freqIsOne) followed
-// by uvarint(freq) when freqIsOne is 0. The gap of the first document is
-// its doc id plus one.
+// docsEncoder writes one term's docs section (doc.go, "post"): an optional
+// skip table, then the documents in blocks of pforBlock, each block the
+// doc-id gaps minus one then the frequencies minus one as patched
+// bit-packed blocks (appendPFor), then the last n = df%pforBlock
+// documents, if any, as a bit-coded tail: the doc ids in binary
+// interpolative code over [previous block's last doc + 1, numDocs-1], then
+// the frequencies in Elias gamma code, padded to a byte.
 type docsEncoder struct {
-	out   []byte
-	gaps  [pforBlock]uint32
-	freqs [pforBlock]uint32
-	n     int   // buffered documents
-	prev  int64 // last doc id added, -1 before the first
+	sec     []byte // the assembled section
+	out     []byte // the blocks
+	docs    [pforBlock]uint32
+	gaps    [pforBlock]uint32
+	freqs   [pforBlock]uint32
+	n       int    // buffered documents
+	prev    int64  // last doc id added, -1 before the first
+	last    int64  // last doc id of the last finished block, -1 before
+	cum     uint64 // sum of the frequencies added
+	numDocs uint32
+	hasPos  bool
+	lasts   []uint64 // per finished block: its last doc id
+	offs    []uint64 // per finished block: the offset of the next block
+	cums    []uint64 // per finished block: the frequencies up to its end
 }
 
-// reset starts a new section, reusing dst's memory.
-func (e *docsEncoder) reset(dst []byte) {
-	e.out, e.n, e.prev = dst[:0], 0, -1
+// reset starts a new section for a segment of numDocs documents, reusing
+// dst's memory; hasPos says whether the field has positions (the skip
+// table then records frequency sums, to skip positions).
+func (e *docsEncoder) reset(dst []byte, numDocs uint32, hasPos bool) {
+	e.sec, e.out, e.n, e.prev, e.last, e.cum = dst[:0], e.out[:0], 0, -1, -1, 0
+	e.numDocs, e.hasPos = numDocs, hasPos
+	e.lasts, e.offs, e.cums = e.lasts[:0], e.offs[:0], e.cums[:0]
 }
 
-// add appends a document; doc ids must increase and freq be >= 1.
+// add appends a document; doc ids must increase, stay below numDocs, and
+// freq be >= 1.
 func (e *docsEncoder) add(doc, freq uint32) {
+	e.docs[e.n] = doc
 	e.gaps[e.n] = uint32(int64(doc) - e.prev - 1)
-	e.freqs[e.n] = freq - 1
+	e.freqs[e.n] = freq
 	e.prev = int64(doc)
+	e.cum += uint64(freq)
 	e.n++
 	if e.n == pforBlock {
 		e.out = appendPFor(e.out, e.gaps[:])
+		for i := range e.freqs {
+			e.freqs[i]--
+		}
 		e.out = appendPFor(e.out, e.freqs[:])
-		e.n = 0
+		e.n, e.last = 0, int64(doc)
+		e.lasts = append(e.lasts, uint64(doc))
+		e.offs = append(e.offs, uint64(len(e.out)))
+		e.cums = append(e.cums, e.cum)
 	}
 }
 
 // finish appends the tail and returns the section.
 func (e *docsEncoder) finish() []byte {
-	if e.n >= tailPackMin {
-		e.out = appendPFor(e.out, e.gaps[:e.n])
-		e.out = appendPFor(e.out, e.freqs[:e.n])
-		e.n = 0
-		return e.out
-	}
-	for i := 0; i < e.n; i++ {
-		v := uint64(e.gaps[i]) << 1
-		if e.freqs[i] == 0 {
-			e.out = binary.AppendUvarint(e.out, v|1)
-		} else {
-			e.out = binary.AppendUvarint(e.out, v)
-			e.out = binary.AppendUvarint(e.out, uint64(e.freqs[i])+1)
+	blocks := len(e.lasts)
+	if e.n > 0 {
+		w := bitWriter{buf: e.out}
+		appendInterp(&w, e.docs[:e.n], uint32(e.last+1), e.numDocs-1)
+		for _, f := range e.freqs[:e.n] {
+			w.gamma(f)
 		}
+		w.align()
+		e.out = w.buf
+		blocks++
 	}
+	if blocks >= 2 {
+		entries := blocks - 1
+		bd := bits.Len64(e.lasts[entries-1])
+		bo := bits.Len64(e.offs[entries-1])
+		bc := 0
+		if e.hasPos {
+			bc = bits.Len64(e.cums[entries-1])
+		}
+		e.sec = append(e.sec, byte(bd), byte(bo), byte(bc))
+		w := bitWriter{buf: e.sec}
+		for _, col := range []struct {
+			v []uint64
+			b int
+		}{{e.lasts, bd}, {e.offs, bo}, {e.cums, bc}} {
+			for _, v := range col.v[:entries] {
+				w.write(v, uint(col.b))
+			}
+		}
+		w.align()
+		e.sec = w.buf
+	}
+	e.sec = append(e.sec, e.out...)
 	e.n = 0
-	return e.out
+	return e.sec
+}
+
+// skipHeader is the size of a skip table's header: the bit widths of its
+// three columns.
+const skipHeader = 3
+
+// docsBlocks returns the number of blocks of a docs section of df
+// documents: full blocks, plus one for a tail.
+func docsBlocks(df uint64) uint64 {
+	return (df + pforBlock - 1) / pforBlock
+}
+
+// skipTableLen returns the length of the skip table at the start of sec,
+// a docs section of df documents (0 when it has none, below 2 blocks);
+// ok is false when the table does not fit or its widths are impossible.
+func skipTableLen(sec []byte, df uint64) (n int, bd, bo, bc uint, ok bool) {
+	blocks := docsBlocks(df)
+	if blocks < 2 {
+		return 0, 0, 0, 0, true
+	}
+	if len(sec) < skipHeader {
+		return 0, 0, 0, 0, false
+	}
+	bd, bo, bc = uint(sec[0]), uint(sec[1]), uint(sec[2])
+	if bd > 32 || bo > 64 || bc > 64 {
+		return 0, 0, 0, 0, false
+	}
+	tb := ((blocks-1)*uint64(bd+bo+bc) + 7) / 8
+	if tb > uint64(len(sec)-skipHeader) {
+		return 0, 0, 0, 0, false
+	}
+	return skipHeader + int(tb), bd, bo, bc, true
 }
 
 // encodeBuilderDocs re-encodes a Builder's compact docs (termPostings) as a
 // docs section appended through e.
-func encodeBuilderDocs(e *docsEncoder, dst []byte, t *termPostings) []byte {
-	e.reset(dst)
+func encodeBuilderDocs(e *docsEncoder, dst []byte, t *termPostings, numDocs uint32, hasPos bool) []byte {
+	e.reset(dst, numDocs, hasPos)
 	var doc uint32
 	for off, k := 0, uint32(0); off < len(t.docs); k++ {
 		v, next, _ := uvarintAt(t.docs, off)
@@ -84,46 +152,61 @@ func encodeBuilderDocs(e *docsEncoder, dst []byte, t *termPostings) []byte {
 }
 
 // minDocsLen is the smallest docs section that can hold df documents:
-// 4 bytes per packed block pair, 1 per varint tail document.
+// 4 bytes per packed block pair, a bit per tail document (its gamma
+// frequency; interpolative doc ids may take no bits).
 func minDocsLen(df uint64) uint64 {
-	tail := df % pforBlock
-	if tail >= tailPackMin {
-		tail = 4
-	}
-	return 4*(df/pforBlock) + tail
+	return 4*(df/pforBlock) + (df%pforBlock+7)/8
 }
 
-// docsSectionSizes splits a docs section of df documents into the bytes
-// of doc-id gaps and the bytes of frequencies (each block's headers and
-// exceptions included; a tail document's first varint, which carries the
-// freqIsOne bit, counts as doc-id bytes); ok is false when the section
-// does not parse.
-func docsSectionSizes(sec []byte, df uint32) (ids, freqs uint64, ok bool) {
-	off := 0
-	for left := df; left >= pforBlock || left >= tailPackMin; left -= min(left, pforBlock) {
-		n := int(min(left, pforBlock))
-		a, ok1 := pforSize(sec, off, n)
+// docsSectionSizes splits a docs section of df documents of a segment of
+// numDocs documents into the bytes of doc ids and the bytes of
+// frequencies: the skip table, the gap blocks (headers and exceptions
+// included) and the tail's interpolative bits rounded up to bytes are doc
+// ids; ok is false when the section does not parse.
+func docsSectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok bool) {
+	off, _, _, _, ok := skipTableLen(sec, uint64(df))
+	if !ok {
+		return 0, 0, false
+	}
+	ids = uint64(off)
+	for left := df; left >= pforBlock; left -= pforBlock {
+		a, ok1 := pforSize(sec, off, pforBlock)
 		if !ok1 {
 			return 0, 0, false
 		}
-		b, ok2 := pforSize(sec, off+a, n)
+		b, ok2 := pforSize(sec, off+a, pforBlock)
 		if !ok2 {
 			return 0, 0, false
 		}
 		ids, freqs, off = ids+uint64(a), freqs+uint64(b), off+a+b
 	}
-	for i := 0; i < int(df%pforBlock) && df%pforBlock < tailPackMin; i++ {
-		v, next, ok1 := uvarintAt(sec, off)
-		if !ok1 {
-			return 0, 0, false
-		}
-		ids, off = ids+uint64(next-off), next
-		if v&1 == 0 {
-			if _, next, ok1 = uvarintAt(sec, off); !ok1 {
+	if n := df % pforBlock; n > 0 {
+		var buf [pforBlock]uint32
+		lo := int64(0)
+		if df >= pforBlock {
+			// The tail starts after the last full block's last doc: the last
+			// entry of the skip table.
+			_, bd, _, _, _ := skipTableLen(sec, uint64(df))
+			entries := uint64(docsBlocks(uint64(df)) - 1)
+			r := bitReader{src: sec[skipHeader:]}
+			v, ok1 := r.at((entries-1)*uint64(bd), bd)
+			if !ok1 {
 				return 0, 0, false
 			}
-			freqs, off = freqs+uint64(next-off), next
+			lo = int64(v) + 1
 		}
+		r := bitReader{src: sec[off:]}
+		if !readInterp(&r, buf[:n], lo, int64(numDocs)-1) {
+			return 0, 0, false
+		}
+		idBytes := (r.pos + 7) / 8
+		for i := uint32(0); i < n; i++ {
+			if _, ok1 := r.gamma(); !ok1 {
+				return 0, 0, false
+			}
+		}
+		total := (r.pos + 7) / 8
+		ids, freqs, off = ids+idBytes, freqs+total-idBytes, off+int(total)
 	}
 	return ids, freqs, off == len(sec)
 }
@@ -131,7 +214,7 @@ func docsSectionSizes(sec []byte, df uint32) (ids, freqs uint64, ok bool) {
 // legacySectionSizes is docsSectionSizes for a version 1 docs section: a
 // document's first varint counts as doc id, its frequency varint (if any)
 // as frequency.
-func legacySectionSizes(sec []byte, df uint32) (ids, freqs uint64, ok bool) {
+func legacySectionSizes(sec []byte, df, _ uint32) (ids, freqs uint64, ok bool) {
 	off := 0
 	for i := uint32(0); i < df; i++ {
 		v, next, ok1 := uvarintAt(sec, off)

@@ -13,7 +13,8 @@ func decodeSection(sec []byte, df, numDocs uint32) (docs, freqs []uint32, err er
 
 // decodeSectionAs is decodeSection for a version 1 section when legacy.
 func decodeSectionAs(sec []byte, df, numDocs uint32, legacy bool) (docs, freqs []uint32, err error) {
-	p := &Postings{docs: sec, df: df, numDocs: numDocs, posCur: -1, legacy: legacy}
+	p := &Postings{}
+	p.start(sec, nil, df, numDocs, false, legacy)
 	for p.Next() {
 		docs = append(docs, p.Doc())
 		freqs = append(freqs, p.Freq())
@@ -59,7 +60,7 @@ func TestDocsSectionRoundTrip(t *testing.T) {
 		for rep := 0; rep < 5; rep++ {
 			const numDocs = 1 << 30
 			docs, freqs := randomPostings(rng, df, numDocs)
-			enc.reset(nil)
+			enc.reset(nil, numDocs, false)
 			for i := range docs {
 				enc.add(docs[i], freqs[i])
 			}
@@ -76,29 +77,61 @@ func TestDocsSectionRoundTrip(t *testing.T) {
 					t.Fatalf("df %d: posting %d is (%d,%d), want (%d,%d)", len(docs), i, gotD[i], gotF[i], docs[i], freqs[i])
 				}
 			}
-			ids, fr, ok := docsSectionSizes(sec, uint32(len(docs)))
+			ids, fr, ok := docsSectionSizes(sec, uint32(len(docs)), numDocs)
 			if !ok || ids+fr != uint64(len(sec)) {
 				t.Fatalf("df %d: sizes %d+%d of %d bytes (ok=%v)", len(docs), ids, fr, len(sec), ok)
 			}
-			// A doc id past the segment is corruption, never a panic.
-			if _, _, err := decodeSection(sec, uint32(len(docs)), docs[len(docs)-1]); err == nil {
+			// A doc id past the segment is corruption, never a panic (a
+			// tail's doc ids are coded for the range up to numDocs, so a
+			// smaller one may decode other ids, but never past it).
+			got, _, err := decodeSection(sec, uint32(len(docs)), docs[len(docs)-1])
+			if err == nil && len(docs)%pforBlock == 0 {
 				t.Fatalf("df %d: doc %d accepted in a segment of %d documents", len(docs), docs[len(docs)-1], docs[len(docs)-1])
 			}
+			for _, d := range got {
+				if d >= docs[len(docs)-1] {
+					t.Fatalf("df %d: doc %d decoded in a segment of %d documents", len(docs), d, docs[len(docs)-1])
+				}
+			}
+			checkAdvance(t, rng, sec, docs, freqs, numDocs)
 		}
 	}
 }
 
 // TestDocsSectionDenseIsSmall checks that the codec pays off on dense
-// postings: consecutive documents with frequency 1 take about two bits each.
+// postings: consecutive documents with frequency 1 take about two bits
+// each, plus at most 4 bytes of skip entry per block.
 func TestDocsSectionDenseIsSmall(t *testing.T) {
 	var enc docsEncoder
-	enc.reset(nil)
+	enc.reset(nil, 1<<20, false)
 	for d := uint32(0); d < 128*100; d++ {
 		enc.add(2*d, 1)
 	}
 	sec := enc.finish()
-	if len(sec) > 100*(4+16) {
-		t.Fatalf("12800 postings of gap 2 take %d bytes, want at most %d", len(sec), 100*(4+16))
+	if len(sec) > 100*(4+16+4) {
+		t.Fatalf("12800 postings of gap 2 take %d bytes, want at most %d", len(sec), 100*(4+16+4))
+	}
+}
+
+// TestTailIsBitCoded checks that short lists cost bits, not bytes, per
+// posting: 100 consecutive documents with frequency 1 take the gamma bit
+// of each frequency and nothing for the doc ids.
+func TestTailIsBitCoded(t *testing.T) {
+	var enc docsEncoder
+	enc.reset(nil, 1<<20, false)
+	for d := uint32(0); d < 100; d++ {
+		enc.add(5000+d, 1)
+	}
+	sec := enc.finish()
+	// The interpolative code's outer levels pay for the 2^20 range (about
+	// 7×20 bits), the inner documents cost nothing; 100 bits of
+	// frequencies: 38 bytes, where varints took 100.
+	if len(sec) > 40 {
+		t.Fatalf("100 consecutive postings take %d bytes", len(sec))
+	}
+	docs, _, err := decodeSection(sec, 100, 1<<20)
+	if err != nil || len(docs) != 100 || docs[99] != 5099 {
+		t.Fatalf("decoded %v, %v", docs, err)
 	}
 }
 
@@ -109,7 +142,7 @@ func FuzzDocsSection(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, df := range []int{3, 130, 300} {
 		docs, freqs := randomPostings(rng, df, 1<<22)
-		enc.reset(nil)
+		enc.reset(nil, 1<<22, false)
 		for i := range docs {
 			enc.add(docs[i], freqs[i])
 		}
@@ -136,7 +169,58 @@ func FuzzDocsSection(f *testing.F) {
 				t.Fatalf("decoded doc %d = %d after %v in %d documents", i, docs[i], docs[max(i-1, 0)], numDocs)
 			}
 		}
-		docsSectionSizes(sec, df)
-		legacySectionSizes(sec, df)
+		docsSectionSizes(sec, df, numDocs)
+		legacySectionSizes(sec, df, numDocs)
+		// Advance through the skip table: still increasing, in range.
+		p := &Postings{}
+		p.start(sec, nil, df, numDocs, false, legacy)
+		last := int64(-1)
+		for target := uint32(0); p.Advance(target); target = p.Doc() + 1 + p.Doc()%300 {
+			if int64(p.Doc()) <= last || p.Doc() >= numDocs || p.Doc() < target {
+				t.Fatalf("Advance(%d) gave doc %d after %d in %d documents", target, p.Doc(), last, numDocs)
+			}
+			last = int64(p.Doc())
+		}
+		if p.Err() != nil {
+			mustBeCorruption(t, p.Err())
+		}
 	})
+}
+
+// checkAdvance checks Advance against the decoded postings for random
+// targets, skipping whole blocks through the skip table.
+func checkAdvance(t *testing.T, rng *rand.Rand, sec []byte, docs, freqs []uint32, numDocs uint32) {
+	t.Helper()
+	for rep := 0; rep < 20; rep++ {
+		p := &Postings{}
+		p.start(sec, nil, uint32(len(docs)), numDocs, false, false)
+		i := 0
+		for {
+			var target uint32
+			switch rng.IntN(3) {
+			case 0:
+				target = docs[min(i, len(docs)-1)] + uint32(rng.IntN(3))
+			case 1:
+				target = docs[min(i+rng.IntN(400), len(docs)-1)]
+			default:
+				target = docs[min(i, len(docs)-1)] + uint32(rng.IntN(1<<21))
+			}
+			for i < len(docs) && docs[i] < target {
+				i++
+			}
+			ok := p.Advance(target)
+			if ok != (i < len(docs)) {
+				t.Fatalf("df %d: Advance(%d) = %v, want %v", len(docs), target, ok, i < len(docs))
+			}
+			if !ok {
+				break
+			}
+			if p.Doc() != docs[i] || p.Freq() != freqs[i] {
+				t.Fatalf("df %d: Advance(%d) at (%d,%d), want (%d,%d)", len(docs), target, p.Doc(), p.Freq(), docs[i], freqs[i])
+			}
+		}
+		if p.Err() != nil {
+			t.Fatalf("df %d: %v", len(docs), p.Err())
+		}
+	}
 }

@@ -28,7 +28,7 @@ func (r *Reader) FieldDocSectionBytes(field int) (ids, freqs int64, err error) {
 		if d.legacyDocs {
 			sizes = legacySectionSizes
 		}
-		a, b, ok := sizes(d.post[e.postOff:e.postOff+e.docsLen], e.df)
+		a, b, ok := sizes(d.post[e.postOff:e.postOff+e.docsLen], e.df, d.numDocs)
 		if !ok {
 			return 0, 0, corruptf(r.id, SuffixPostings, "field %d term %d: docs section does not parse", field, e.ord)
 		}

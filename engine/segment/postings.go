@@ -10,13 +10,13 @@ import (
 // A Postings is not safe for concurrent use; each call of Reader.Postings
 // returns a new one.
 //
-// Encoding (see doc.go): the docs section holds the term's documents in
-// blocks of pforBlock: per full block the doc-id gaps (minus one) as one
-// patched bit-packed block, then the frequencies (minus one) as another;
-// the last df%pforBlock documents follow as two such shorter blocks when
-// they are at least tailPackMin, else per document uvarint((gap-1)<<1 |
-// freqIsOne) then uvarint(freq) when freqIsOne is 0. The positions section, present for tokenized fields, holds
-// per document freq uvarints: the first position, then gaps (>= 1).
+// Encoding (see doc.go and docscodec.go): the docs section holds a skip
+// table when it has two blocks or more, then the term's documents in
+// blocks of pforBlock (doc-id gaps then frequencies, each a patched
+// bit-packed block), then a bit-coded tail of df%pforBlock documents
+// (interpolative doc ids, gamma frequencies). The positions section,
+// present for tokenized fields, holds per document freq uvarints: the
+// first position, then gaps (>= 1).
 type Postings struct {
 	docs    []byte
 	pos     []byte
@@ -35,6 +35,10 @@ type Postings struct {
 	posOff  int    // offset in pos of the first position not yet consumed
 	posSkip uint64 // positions of passed documents not yet skipped
 	posCur  int    // offset of the current document's positions, or -1
+	posIdx  uint64 // number of positions before posOff
+	skip    skipTable
+	blk     uint32 // blocks decoded so far
+	cumFreq uint64 // sum of the frequencies decoded so far
 	id      segid.ID
 	err     error
 	bufDocs []uint32 // decoded doc ids, allocated by the first refill
@@ -42,15 +46,24 @@ type Postings struct {
 }
 
 func (p *Postings) init(d *dict, e termEntry) {
-	// Keep the buffers of a reused iterator (merges); the rest restarts.
-	docs, freqs := p.bufDocs, p.bufFreq
-	*p = Postings{bufDocs: docs, bufFreq: freqs}
-	p.docs = d.post[e.postOff : e.postOff+e.docsLen]
+	var pos []byte
 	if d.hasPos {
-		p.pos = d.post[e.postOff+e.docsLen : e.postOff+e.docsLen+e.posLen]
+		pos = d.post[e.postOff+e.docsLen : e.postOff+e.docsLen+e.posLen]
 	}
-	p.df, p.numDocs, p.hasPos, p.id, p.posCur = e.df, d.numDocs, d.hasPos, d.id, -1
-	p.legacy = d.legacyDocs
+	p.start(d.post[e.postOff:e.postOff+e.docsLen], pos, e.df, d.numDocs, d.hasPos, d.legacyDocs)
+	p.id = d.id
+}
+
+// start sets p to iterate a docs section (and positions section when
+// hasPos) of df documents; a bad skip table is reported by Err.
+func (p *Postings) start(docs, pos []byte, df, numDocs uint32, hasPos, legacy bool) {
+	// Keep the buffers of a reused iterator (merges); the rest restarts.
+	bd, bf := p.bufDocs, p.bufFreq
+	*p = Postings{bufDocs: bd, bufFreq: bf, docs: docs, pos: pos, df: df, numDocs: numDocs,
+		hasPos: hasPos, legacy: legacy, posCur: -1}
+	if !legacy {
+		p.skip.parse(p, docs, df)
+	}
 }
 
 func (p *Postings) corrupt(format string, args ...any) bool {
@@ -89,21 +102,35 @@ func (p *Postings) Next() bool {
 	return true
 }
 
-// refill decodes the next block (or the varint tail) of the docs section
-// into the buffer, turning gaps into doc ids and checking them.
+// refill decodes the next block (or the tail) of the docs section into the
+// buffer, checking the doc ids and, at a block boundary, the skip entry
+// that describes it.
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
 	if want := int(min(p.df, pforBlock)); cap(p.bufDocs) < want {
 		buf := make([]uint32, 2*want)
 		p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
 	}
+	// refill runs once every buffered document was returned, so the last
+	// decoded doc id is the current one.
+	prev := int64(-1)
+	if p.dec > 0 {
+		prev = int64(p.doc)
+	}
 	var k int
-	if p.legacy {
+	switch {
+	case p.legacy:
 		if k = p.refillLegacy(int(min(left, pforBlock))); k == 0 {
 			return false
 		}
-	} else if left >= pforBlock || left >= tailPackMin {
-		k = int(min(left, pforBlock))
+		if !p.gapsToDocs(prev, k) {
+			return false
+		}
+	case left >= pforBlock:
+		if p.blk > 0 && !p.skip.check(p, p.blk-1) {
+			return false
+		}
+		k = pforBlock
 		off, err := unpackPFor(p.docs, p.off, p.bufDocs[:k])
 		if err == nil {
 			off, err = unpackPFor(p.docs, off, p.bufFreq[:k])
@@ -112,31 +139,37 @@ func (p *Postings) refill() bool {
 			return p.corrupt("docs block at offset %d: %v", p.off, err)
 		}
 		p.off = off
-	} else {
-		k = int(left)
-		off := p.off
-		for i := 0; i < k; i++ {
-			v, next, ok := uvarintAt(p.docs, off)
-			if !ok || v>>1 > 1<<32-1 {
-				return p.corrupt("bad doc varint at offset %d", off)
-			}
-			p.bufDocs[i], p.bufFreq[i], off = uint32(v>>1), 0, next
-			if v&1 == 0 {
-				f, next, ok := uvarintAt(p.docs, off)
-				if !ok || f < 2 || f > 1<<32-1 {
-					return p.corrupt("bad term frequency at offset %d", off)
-				}
-				p.bufFreq[i], off = uint32(f-1), next
-			}
+		if !p.gapsToDocs(prev, k) {
+			return false
 		}
-		p.off = off
+	default:
+		if p.blk > 0 && !p.skip.check(p, p.blk-1) {
+			return false
+		}
+		k = int(left)
+		r := bitReader{src: p.docs[p.off:]}
+		if !readInterp(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
+			return p.corrupt("bad tail doc ids at offset %d", p.off)
+		}
+		for i := 0; i < k; i++ {
+			f, ok := r.gamma()
+			if !ok {
+				return p.corrupt("bad tail frequency at offset %d", p.off)
+			}
+			p.bufFreq[i] = f
+			p.cumFreq += uint64(f)
+		}
+		p.off += int((r.pos + 7) / 8)
 	}
-	// refill runs once every buffered document was returned, so the last
-	// decoded doc id is the current one.
-	prev := int64(-1)
-	if p.dec > 0 {
-		prev = int64(p.doc)
-	}
+	p.blk++
+	p.dec += uint32(k)
+	p.bufI, p.bufN = 0, k
+	return true
+}
+
+// gapsToDocs turns the k buffered gaps (minus one) and frequencies (minus
+// one) after doc prev into doc ids and frequencies, checking them.
+func (p *Postings) gapsToDocs(prev int64, k int) bool {
 	for i := 0; i < k; i++ {
 		doc := prev + 1 + int64(p.bufDocs[i])
 		if doc >= int64(p.numDocs) {
@@ -146,25 +179,10 @@ func (p *Postings) refill() bool {
 			return p.corrupt("bad term frequency for doc %d", doc)
 		}
 		p.bufDocs[i], p.bufFreq[i] = uint32(doc), p.bufFreq[i]+1
+		p.cumFreq += uint64(p.bufFreq[i])
 		prev = doc
 	}
-	p.dec += uint32(k)
-	p.bufI, p.bufN = 0, k
 	return true
-}
-
-// Advance moves to the first document >= target and reports whether one
-// exists. It does not move when the current document is already >= target.
-func (p *Postings) Advance(target uint32) bool {
-	if p.n > 0 && p.doc >= target && p.err == nil && !p.done {
-		return true
-	}
-	for p.Next() {
-		if p.doc >= target {
-			return true
-		}
-	}
-	return false
 }
 
 // Doc returns the current doc id.
@@ -217,7 +235,7 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 		last = v
 		dst = append(dst, uint32(v))
 	}
-	p.posOff = off
+	p.consumed(off)
 	return dst, nil
 }
 
@@ -272,9 +290,18 @@ func (p *Postings) seekPositions() bool {
 	if n > 0 {
 		return p.corrupt("positions section too short to skip %d positions", p.posSkip)
 	}
+	p.posIdx += p.posSkip
 	p.posSkip = 0
-	p.posCur = off
+	p.posCur, p.posOff = off, off
 	return true
+}
+
+// consumed records that the current document's positions end at off.
+func (p *Postings) consumed(off int) {
+	if p.posOff == p.posCur {
+		p.posIdx += uint64(p.freq)
+	}
+	p.posOff = off
 }
 
 // rawPositions returns the encoded positions of the current document (a
@@ -295,7 +322,7 @@ func (p *Postings) rawPositions() ([]byte, error) {
 			return nil, p.err
 		}
 	}
-	p.posOff = off
+	p.consumed(off)
 	return p.pos[p.posCur:off], nil
 }
 

@@ -156,7 +156,7 @@ func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sor
 				}
 			}
 			t := &ix.terms[local]
-			scratch = encodeBuilderDocs(&enc, scratch, t)
+			scratch = encodeBuilderDocs(&enc, scratch, t, b.numDocs, ix.tokenized)
 			t.docsLen = uint64(len(scratch))
 			w.write(scratch)
 			w.write(t.pos)

@@ -1,0 +1,163 @@
+package segment
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// bitWriter appends values of given bit widths LSB-first to a byte slice
+// (the bit codes of docs sections: skip tables, interpolative doc ids,
+// gamma frequencies).
+type bitWriter struct {
+	buf []byte
+	acc uint64 // pending bits, the oldest lowest
+	n   uint   // number of pending bits (< 8 between calls)
+	len int    // bits written since the last align
+}
+
+// write appends the low width bits of v (width <= 64).
+func (w *bitWriter) write(v uint64, width uint) {
+	for width > 32 {
+		w.write(v&(1<<32-1), 32)
+		v >>= 32
+		width -= 32
+	}
+	if width == 0 {
+		return
+	}
+	w.acc |= (v & (1<<width - 1)) << w.n
+	w.n += width
+	w.len += int(width)
+	for w.n >= 8 {
+		w.buf = append(w.buf, byte(w.acc))
+		w.acc >>= 8
+		w.n -= 8
+	}
+}
+
+// gamma appends v >= 1 in Elias gamma code, LSB-first: bits.Len32(v)-1 zero
+// bits, a one bit, then the bits of v below its highest.
+func (w *bitWriter) gamma(v uint32) {
+	l := uint(bits.Len32(v)) - 1
+	w.write(1<<l, l+1)
+	w.write(uint64(v), l)
+}
+
+// align pads the pending bits with zeros to a byte boundary.
+func (w *bitWriter) align() {
+	if w.n > 0 {
+		w.buf = append(w.buf, byte(w.acc))
+		w.acc, w.n = 0, 0
+	}
+	w.len = 0
+}
+
+// bitReader reads what a bitWriter wrote; every read is bounds-checked.
+type bitReader struct {
+	src []byte
+	pos uint64 // bit position
+}
+
+// read returns the next width bits (width <= 64); ok is false past the end.
+func (r *bitReader) read(width uint) (uint64, bool) {
+	if width == 0 {
+		return 0, true
+	}
+	if r.pos+uint64(width) > uint64(len(r.src))*8 {
+		return 0, false
+	}
+	var v uint64
+	for got := uint(0); got < width; {
+		take := min(width-got, 32)
+		v |= uint64(r.peek32(r.pos)&(1<<take-1)) << got
+		r.pos += uint64(take)
+		got += take
+	}
+	return v, true
+}
+
+// peek32 returns 32 bits from bit position pos (bits past the end read as
+// zero).
+func (r *bitReader) peek32(pos uint64) uint32 {
+	i := pos >> 3
+	var w uint64
+	if i+8 <= uint64(len(r.src)) {
+		w = binary.LittleEndian.Uint64(r.src[i:])
+	} else {
+		for k := uint64(0); i+k < uint64(len(r.src)) && k < 8; k++ {
+			w |= uint64(r.src[i+k]) << (8 * k)
+		}
+	}
+	return uint32(w >> (pos & 7))
+}
+
+// gamma reads an Elias gamma code (bitWriter.gamma); ok is false past the
+// end or for a code longer than 32 bits.
+func (r *bitReader) gamma() (uint32, bool) {
+	if r.pos >= uint64(len(r.src))*8 {
+		return 0, false
+	}
+	z := uint(bits.TrailingZeros32(r.peek32(r.pos)))
+	if z >= 32 {
+		return 0, false
+	}
+	if _, ok := r.read(z + 1); !ok {
+		return 0, false
+	}
+	lo, ok := r.read(z)
+	return uint32(1<<z | lo), ok
+}
+
+// at reads width bits at bit position pos without moving; ok is false
+// past the end.
+func (r *bitReader) at(pos uint64, width uint) (uint64, bool) {
+	save := r.pos
+	r.pos = pos
+	v, ok := r.read(width)
+	r.pos = save
+	return v, ok
+}
+
+// appendInterp appends the strictly increasing docs, all within [lo, hi],
+// in binary interpolative code (Moffat and Stuiver): the middle document
+// in the bits that its possible range needs, then each half within the
+// range the middle leaves it. Runs of consecutive documents cost no bits.
+func appendInterp(w *bitWriter, docs []uint32, lo, hi uint32) {
+	for len(docs) > 0 {
+		n := uint32(len(docs))
+		m := n / 2
+		a, b := lo+m, hi-(n-1-m)
+		v := docs[m]
+		w.write(uint64(v-a), uint(bits.Len32(b-a)))
+		if m > 0 {
+			appendInterp(w, docs[:m], lo, v-1)
+		}
+		docs, lo = docs[m+1:], v+1
+	}
+}
+
+// readInterp decodes len(out) documents written by appendInterp for the
+// range [lo, hi]; ok is false when the bits run out, the range cannot hold
+// them or a value falls outside its range, so decoded documents are always
+// strictly increasing and within [lo, hi].
+func readInterp(r *bitReader, out []uint32, lo, hi int64) bool {
+	for len(out) > 0 {
+		n := int64(len(out))
+		if hi-lo+1 < n {
+			return false
+		}
+		m := n / 2
+		a, b := lo+m, hi-(n-1-m)
+		x, ok := r.read(uint(bits.Len64(uint64(b - a))))
+		if !ok || int64(x) > b-a {
+			return false
+		}
+		v := a + int64(x)
+		out[m] = uint32(v)
+		if m > 0 && !readInterp(r, out[:m], lo, v-1) {
+			return false
+		}
+		out, lo = out[m+1:], v+1
+	}
+	return true
+}
