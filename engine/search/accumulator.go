@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -38,6 +39,26 @@ type accumulator struct {
 	touched []uint32
 	// moved counts the documents moved by the current clause.
 	moved int
+	// cands is scratch for candidates.
+	cands []uint32
+}
+
+// candidates returns the documents marked m (not zero), in increasing
+// order; the slice is reused by the next call.
+func (a *accumulator) candidates(m uint16) []uint32 {
+	c := a.cands[:0]
+	sorted := true
+	for _, d := range a.touched {
+		if a.mark[d] == m {
+			sorted = sorted && (len(c) == 0 || c[len(c)-1] < d)
+			c = append(c, d)
+		}
+	}
+	if !sorted {
+		slices.Sort(c)
+	}
+	a.cands = c
+	return c
 }
 
 // accumulators recycles accumulators: their slices are as long as the

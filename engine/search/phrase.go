@@ -3,60 +3,69 @@ package search
 // runPhrase matches a phrase clause in one field of one segment: it walks
 // the documents holding every distinct term and, for those the clause's
 // gate admits, counts the positions where the terms appear at their
-// offsets. Positions are decoded only for those documents.
-func runPhrase(t *ticker, seg Segment, fp *fieldPlan, c *clausePlan, row []postings, acc *accumulator) error {
+// offsets. Positions are decoded only for those documents. With cands
+// (sorted), only those documents are tried (the clause's gate admits no
+// other); else the lists are intersected by leapfrogging from the rarest:
+// every list advances to the largest document seen, so whole blocks are
+// skipped.
+func runPhrase(t *ticker, seg Segment, fp *fieldPlan, c *clausePlan, row []postings, acc *accumulator, cands []uint32) error {
 	lead := 0
 	for u, pl := range row {
 		if pl.DocFreq() < row[lead].DocFreq() {
 			lead = u
 		}
 	}
-	m := phraseMatcher{offsets: c.offsets, lists: make([][]uint32, len(c.offsets)), ptr: make([]int, len(c.offsets))}
-	started := make([]bool, len(row))
-	byDistinct := make([][]uint32, len(row))
-	for row[lead].Next() {
+	pm := phraseRun{seg: seg, fp: fp, c: c, row: row, acc: acc, byDistinct: make([][]uint32, len(row)),
+		m: phraseMatcher{offsets: c.offsets, lists: make([][]uint32, len(c.offsets)), ptr: make([]int, len(c.offsets))}}
+	if cands != nil {
+	cand:
+		for _, d := range cands {
+			if err := t.tick(); err != nil {
+				return err
+			}
+			for _, pl := range row {
+				if !pl.Advance(d) {
+					break cand
+				}
+				if pl.Doc() != d {
+					continue cand
+				}
+			}
+			if err := pm.match(d); err != nil {
+				return err
+			}
+		}
+		return rowErr(row)
+	}
+	target := uint32(0)
+leap:
+	for row[lead].Advance(target) {
 		if err := t.tick(); err != nil {
 			return err
 		}
 		d := row[lead].Doc()
-		all, done := true, false
 		for u, pl := range row {
 			if u == lead {
 				continue
 			}
-			ok := advanceTo(pl, &started[u], d)
-			if !ok {
-				done = true
-				break
+			if !pl.Advance(d) {
+				break leap
 			}
-			all = all && pl.Doc() == d
-		}
-		if done {
-			break
-		}
-		if !all || !acc.admits(c.gate, d) {
-			continue
-		}
-		for u, pl := range row {
-			pos, err := pl.AppendPositions(byDistinct[u][:0])
-			if err != nil {
-				return err
+			if pl.Doc() != d {
+				target = pl.Doc()
+				continue leap
 			}
-			byDistinct[u] = pos
 		}
-		for i, u := range c.slots {
-			m.lists[i] = byDistinct[u]
+		if err := pm.match(d); err != nil {
+			return err
 		}
-		freq := m.count()
-		if freq == 0 {
-			continue
-		}
-		var s float64
-		if c.gate.score {
-			s = fp.score(seg, d, freq)
-		}
-		acc.match(c.gate, d, s)
+		target = d + 1
 	}
+	return rowErr(row)
+}
+
+// rowErr returns the first error of a row's postings.
+func rowErr(row []postings) error {
 	for _, pl := range row {
 		if err := pl.Err(); err != nil {
 			return err
@@ -65,20 +74,43 @@ func runPhrase(t *ticker, seg Segment, fp *fieldPlan, c *clausePlan, row []posti
 	return nil
 }
 
-// advanceTo moves pl to its first document >= target, if it is not there
-// already; started says whether pl was moved before. It returns false when
-// pl has no such document.
-func advanceTo(pl postings, started *bool, target uint32) bool {
-	if *started && pl.Doc() >= target {
-		return true
+// phraseRun is the state of runPhrase in one field of one segment.
+type phraseRun struct {
+	seg        Segment
+	fp         *fieldPlan
+	c          *clausePlan
+	row        []postings
+	acc        *accumulator
+	m          phraseMatcher
+	byDistinct [][]uint32 // positions buffers, one per distinct term
+}
+
+// match counts the phrase in doc, where every list of the row stands, and
+// records it when the gate admits doc and the phrase occurs.
+func (r *phraseRun) match(d uint32) error {
+	if !r.acc.admits(r.c.gate, d) {
+		return nil
 	}
-	*started = true
-	for pl.Next() {
-		if pl.Doc() >= target {
-			return true
+	for u, pl := range r.row {
+		pos, err := pl.AppendPositions(r.byDistinct[u][:0])
+		if err != nil {
+			return err
 		}
+		r.byDistinct[u] = pos
 	}
-	return false
+	for i, u := range r.c.slots {
+		r.m.lists[i] = r.byDistinct[u]
+	}
+	freq := r.m.count()
+	if freq == 0 {
+		return nil
+	}
+	var s float64
+	if r.c.gate.score {
+		s = r.fp.score(r.seg, d, freq)
+	}
+	r.acc.match(r.c.gate, d, s)
+	return nil
 }
 
 // phraseMatcher counts phrase occurrences in one document.

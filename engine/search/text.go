@@ -191,6 +191,17 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 	for ci := range p.clauses {
 		c := &p.clauses[ci]
 		acc.moved = 0
+		// A clause gated on earlier ones may only change the documents
+		// they marked: it advances its postings to those alone.
+		var cands []uint32
+		if c.gate.from != 0 {
+			if cands = acc.candidates(c.gate.from); len(cands) == 0 {
+				if c.occur == Must {
+					return nil
+				}
+				continue
+			}
+		}
 		for fi := range c.fields {
 			fp := &c.fields[fi]
 			row := fp.postings[vi]
@@ -200,9 +211,9 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 			}
 			var err error
 			if len(c.offsets) == 1 {
-				err = runTerm(t, seg, fp, row[0], c.gate, acc)
+				err = runTerm(t, seg, fp, row[0], c.gate, acc, cands)
 			} else {
-				err = runPhrase(t, seg, fp, c, row, acc)
+				err = runPhrase(t, seg, fp, c, row, acc, cands)
 			}
 			if err != nil {
 				return fmt.Errorf("search: segment view %d, field %d: %w", vi, fp.field, err)
@@ -215,8 +226,28 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 	return nil
 }
 
-// runTerm matches one term's postings.
-func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *accumulator) error {
+// runTerm matches one term's postings; with cands (sorted), only those
+// documents, advancing the postings to each (skipping whole blocks).
+func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *accumulator, cands []uint32) error {
+	if cands != nil {
+		for _, d := range cands {
+			if err := t.tick(); err != nil {
+				return err
+			}
+			if !pl.Advance(d) {
+				break
+			}
+			if pl.Doc() != d || !acc.admits(g, d) {
+				continue
+			}
+			var s float64
+			if g.score {
+				s = fp.score(seg, d, pl.Freq())
+			}
+			acc.match(g, d, s)
+		}
+		return pl.Err()
+	}
 	for pl.Next() {
 		if err := t.tick(); err != nil {
 			return err
