@@ -161,3 +161,73 @@ func readInterp(r *bitReader, out []uint32, lo, hi int64) bool {
 	}
 	return true
 }
+
+// appendGapsGamma appends the strictly increasing docs, all within [lo,
+// hi]: the first as an offset from lo in the bits its range needs, then
+// each gap (>= 1) in Elias gamma code. It suits short lists with small
+// gaps, where the interpolative code's outer levels cost the most.
+func appendGapsGamma(w *bitWriter, docs []uint32, lo, hi uint32) {
+	n := uint32(len(docs))
+	w.write(uint64(docs[0]-lo), uint(bits.Len32(hi-lo-(n-1))))
+	for i := 1; i < len(docs); i++ {
+		w.gamma(docs[i] - docs[i-1])
+	}
+}
+
+// readGapsGamma decodes what appendGapsGamma wrote; ok is false when the
+// bits run out or a document falls outside [lo, hi].
+func readGapsGamma(r *bitReader, out []uint32, lo, hi int64) bool {
+	n := int64(len(out))
+	if hi-lo+1 < n {
+		return false
+	}
+	x, ok := r.read(uint(bits.Len64(uint64(hi - lo - (n - 1)))))
+	if !ok || int64(x) > hi-lo-(n-1) {
+		return false
+	}
+	prev := lo + int64(x)
+	out[0] = uint32(prev)
+	for i := 1; i < len(out); i++ {
+		g, ok := r.gamma()
+		if !ok || prev+int64(g) > hi {
+			return false
+		}
+		prev += int64(g)
+		out[i] = uint32(prev)
+	}
+	return true
+}
+
+// appendTailDocs appends a tail's doc ids (doc.go, "post"): for two or
+// more, a selector bit, then the interpolative code (0) or the gamma gaps
+// (1), whichever is shorter; a single doc in the interpolative code.
+func appendTailDocs(w, scratch *bitWriter, docs []uint32, lo, hi uint32) {
+	if len(docs) >= 2 {
+		scratch.buf, scratch.acc, scratch.n, scratch.len = scratch.buf[:0], 0, 0, 0
+		appendInterp(scratch, docs, lo, hi)
+		interp := scratch.len
+		scratch.buf, scratch.acc, scratch.n, scratch.len = scratch.buf[:0], 0, 0, 0
+		appendGapsGamma(scratch, docs, lo, hi)
+		if scratch.len < interp {
+			w.write(1, 1)
+			appendGapsGamma(w, docs, lo, hi)
+			return
+		}
+		w.write(0, 1)
+	}
+	appendInterp(w, docs, lo, hi)
+}
+
+// readTailDocs decodes what appendTailDocs wrote (see readInterp).
+func readTailDocs(r *bitReader, out []uint32, lo, hi int64) bool {
+	if len(out) >= 2 {
+		sel, ok := r.read(1)
+		if !ok {
+			return false
+		}
+		if sel == 1 {
+			return readGapsGamma(r, out, lo, hi)
+		}
+	}
+	return readInterp(r, out, lo, hi)
+}

@@ -6,9 +6,10 @@ import "math/bits"
 // skip table, then the documents in blocks of pforBlock, each block the
 // doc-id gaps minus one then the frequencies minus one as patched
 // bit-packed blocks (appendPFor), then the last n = df%pforBlock
-// documents, if any, as a bit-coded tail: the doc ids in binary
-// interpolative code over [previous block's last doc + 1, numDocs-1], then
-// the frequencies in Elias gamma code, padded to a byte.
+// documents, if any, as a bit-coded tail: the doc ids within [previous
+// block's last doc + 1, numDocs-1] in binary interpolative code or as
+// gamma-coded gaps (appendTailDocs), then the frequencies in Elias gamma
+// code, padded to a byte.
 type docsEncoder struct {
 	sec     []byte // the assembled section
 	out     []byte // the blocks
@@ -24,6 +25,7 @@ type docsEncoder struct {
 	lasts   []uint64 // per finished block: its last doc id
 	offs    []uint64 // per finished block: the offset of the next block
 	cums    []uint64 // per finished block: the frequencies up to its end
+	scratch bitWriter
 }
 
 // reset starts a new section for a segment of numDocs documents, reusing
@@ -62,7 +64,7 @@ func (e *docsEncoder) finish() []byte {
 	blocks := len(e.lasts)
 	if e.n > 0 {
 		w := bitWriter{buf: e.out}
-		appendInterp(&w, e.docs[:e.n], uint32(e.last+1), e.numDocs-1)
+		appendTailDocs(&w, &e.scratch, e.docs[:e.n], uint32(e.last+1), e.numDocs-1)
 		for _, f := range e.freqs[:e.n] {
 			w.gamma(f)
 		}
@@ -196,7 +198,7 @@ func docsSectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok boo
 			lo = int64(v) + 1
 		}
 		r := bitReader{src: sec[off:]}
-		if !readInterp(&r, buf[:n], lo, int64(numDocs)-1) {
+		if !readTailDocs(&r, buf[:n], lo, int64(numDocs)-1) {
 			return 0, 0, false
 		}
 		idBytes := (r.pos + 7) / 8

@@ -148,7 +148,7 @@ func (p *Postings) refill() bool {
 		}
 		k = int(left)
 		r := bitReader{src: p.docs[p.off:]}
-		if !readInterp(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
+		if !readTailDocs(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
 			return p.corrupt("bad tail doc ids at offset %d", p.off)
 		}
 		for i := 0; i < k; i++ {
