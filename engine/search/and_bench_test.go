@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkHeadingQueries runs the benchmark's held-out heading queries
-// (AND and phrase classes; linux-doc corpus, 20,000 sections merged into one
+// (AND, phrase and OR classes; linux-doc corpus, 20,000 sections merged into one
 // segment, as summa-bench does) against one snapshot: one op is the whole
 // class. It measures the AND and phrase evaluation, not the per-query setup.
 //
@@ -63,7 +63,7 @@ func BenchmarkHeadingQueries(b *testing.B) {
 		raw, _ := json.Marshal(bench.QueryString(q))
 		byClass[q.Class] = append(byClass[q.Class], raw)
 	}
-	for _, class := range []string{bench.ClassHeadingAnd, bench.ClassHeadingPhrase} {
+	for _, class := range []string{bench.ClassHeadingAnd, bench.ClassHeadingPhrase, bench.ClassHeadingOr} {
 		qs := byClass[class]
 		b.Run(class, func(b *testing.B) {
 			hits := 0

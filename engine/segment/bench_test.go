@@ -102,3 +102,29 @@ func BenchmarkStoredDocument(b *testing.B) {
 		i += 37
 	}
 }
+
+// BenchmarkPostingsDecodeAll iterates every postings list of the body
+// field: the decoding cost of the docs codec over a real vocabulary.
+func BenchmarkPostingsDecodeAll(b *testing.B) {
+	r, _ := benchReader(b)
+	var terms []string
+	it, err := r.Terms(2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for it.Next() {
+		terms = append(terms, string(it.Term()))
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n = 0
+		for _, t := range terms {
+			p, _ := r.Postings(2, t)
+			for p.Next() {
+				n++
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/posting")
+}

@@ -4,8 +4,9 @@ import "math/bits"
 
 // docsEncoder writes one term's docs section (doc.go, "post"): an optional
 // skip table, then the documents in blocks of pforBlock, each block the
-// doc-id gaps minus one then the frequencies minus one as patched
-// bit-packed blocks (appendPFor), then the last n = df%pforBlock
+// doc-id gaps minus one as a patched bit-packed block (appendPFor) or, when
+// an eighth shorter, the doc ids by interpolation (appendInterpBlock), then
+// the frequencies minus one as a packed block, then the last n = df%pforBlock
 // documents, if any, as a bit-coded tail: the doc ids within [previous
 // block's last doc + 1, numDocs-1] in binary interpolative code or as
 // gamma-coded gaps (appendTailDocs), then the frequencies in Elias gamma
@@ -26,6 +27,9 @@ type docsEncoder struct {
 	offs    []uint64 // per finished block: the offset of the next block
 	cums    []uint64 // per finished block: the frequencies up to its end
 	scratch bitWriter
+	ib      []byte // scratch: a full block by interpolation
+	// packedOnly keeps every full block packed (benchmarks compare).
+	packedOnly bool
 }
 
 // reset starts a new section for a segment of numDocs documents, reusing
@@ -47,7 +51,14 @@ func (e *docsEncoder) add(doc, freq uint32) {
 	e.cum += uint64(freq)
 	e.n++
 	if e.n == pforBlock {
+		start := len(e.out)
 		e.out = appendPFor(e.out, e.gaps[:])
+		e.ib = appendInterpBlock(e.ib[:0], e.docs[:], e.last)
+		// Interpolation decodes about 6× slower than packed gaps: it must
+		// save an eighth of the block to be chosen.
+		if !e.packedOnly && 8*len(e.ib) < 7*(len(e.out)-start) {
+			e.out = append(e.out[:start], e.ib...)
+		}
 		for i := range e.freqs {
 			e.freqs[i]--
 		}
@@ -171,10 +182,25 @@ func docsSectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok boo
 		return 0, 0, false
 	}
 	ids = uint64(off)
+	prev := int64(-1) // the last doc of the blocks read
+	var buf [pforBlock]uint32
 	for left := df; left >= pforBlock; left -= pforBlock {
-		a, ok1 := pforSize(sec, off, pforBlock)
-		if !ok1 {
-			return 0, 0, false
+		var a int
+		if off < len(sec) && sec[off] == interpMarker {
+			end, ok1 := readInterpBlock(sec, off, prev, numDocs, buf[:])
+			if !ok1 {
+				return 0, 0, false
+			}
+			a, prev = end-off, int64(buf[pforBlock-1])
+		} else {
+			end, err := unpackPFor(sec, off, buf[:])
+			if err != nil {
+				return 0, 0, false
+			}
+			for _, g := range buf {
+				prev += int64(g) + 1
+			}
+			a = end - off
 		}
 		b, ok2 := pforSize(sec, off+a, pforBlock)
 		if !ok2 {
@@ -183,20 +209,7 @@ func docsSectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok boo
 		ids, freqs, off = ids+uint64(a), freqs+uint64(b), off+a+b
 	}
 	if n := df % pforBlock; n > 0 {
-		var buf [pforBlock]uint32
-		lo := int64(0)
-		if df >= pforBlock {
-			// The tail starts after the last full block's last doc: the last
-			// entry of the skip table.
-			_, bd, _, _, _ := skipTableLen(sec, uint64(df))
-			entries := uint64(docsBlocks(uint64(df)) - 1)
-			r := bitReader{src: sec[skipHeader:]}
-			v, ok1 := r.at((entries-1)*uint64(bd), bd)
-			if !ok1 {
-				return 0, 0, false
-			}
-			lo = int64(v) + 1
-		}
+		lo := prev + 1
 		r := bitReader{src: sec[off:]}
 		if !readTailDocs(&r, buf[:n], lo, int64(numDocs)-1) {
 			return 0, 0, false

@@ -135,6 +135,59 @@ func TestTailIsBitCoded(t *testing.T) {
 	}
 }
 
+// clusteredPostings returns df doc ids of a dense region, as BP leaves a
+// frequent term's documents.
+func clusteredPostings(rng *rand.Rand, df int) (docs, freqs []uint32) {
+	d := uint32(rng.IntN(100))
+	for len(docs) < df {
+		// Each document of a dense region holds the term with
+		// probability 1/2: geometric gaps, which packed blocks code with
+		// exceptions and interpolation about a quarter shorter.
+		d++
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		docs, freqs = append(docs, d), append(freqs, 1+uint32(rng.IntN(3)/2))
+	}
+	return docs, freqs
+}
+
+// TestInterpBlocks checks that clustered full blocks are coded by
+// interpolation when that is an eighth shorter, and still decode and
+// advance exactly.
+func TestInterpBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	docs, freqs := clusteredPostings(rng, 1000)
+	const numDocs = 1 << 20
+	sections := map[bool][]byte{}
+	for _, packed := range []bool{false, true} {
+		enc := docsEncoder{packedOnly: packed}
+		enc.reset(nil, numDocs, false)
+		for i := range docs {
+			enc.add(docs[i], freqs[i])
+		}
+		sec := append([]byte(nil), enc.finish()...)
+		sections[packed] = sec
+		gotD, gotF, err := decodeSection(sec, uint32(len(docs)), numDocs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range docs {
+			if gotD[i] != docs[i] || gotF[i] != freqs[i] {
+				t.Fatalf("packedOnly=%v: posting %d is (%d,%d), want (%d,%d)", packed, i, gotD[i], gotF[i], docs[i], freqs[i])
+			}
+		}
+		checkAdvance(t, rng, sec, docs, freqs, numDocs)
+		ids, fr, ok := docsSectionSizes(sec, uint32(len(docs)), numDocs)
+		if !ok || ids+fr != uint64(len(sec)) {
+			t.Fatalf("packedOnly=%v: sizes %d+%d of %d bytes (ok=%v)", packed, ids, fr, len(sec), ok)
+		}
+	}
+	if len(sections[false]) >= len(sections[true]) {
+		t.Fatalf("clustered list: %d bytes, packed only %d: interpolation not chosen", len(sections[false]), len(sections[true]))
+	}
+}
+
 // FuzzDocsSection decodes arbitrary bytes as a docs section: no panic, and
 // a section that decodes has increasing doc ids below numDocs.
 func FuzzDocsSection(f *testing.F) {
@@ -154,6 +207,12 @@ func FuzzDocsSection(f *testing.F) {
 		}
 		f.Add(t.docs, uint32(len(docs)), uint32(1<<22), true)
 	}
+	docs, freqs := clusteredPostings(rng, 300)
+	enc.reset(nil, 1<<22, false)
+	for i := range docs {
+		enc.add(docs[i], freqs[i])
+	}
+	f.Add(append([]byte(nil), enc.finish()...), uint32(len(docs)), uint32(1<<22), false)
 	f.Fuzz(func(t *testing.T, sec []byte, df, numDocs uint32, legacy bool) {
 		df %= 1024
 		if df == 0 {
@@ -222,5 +281,43 @@ func checkAdvance(t *testing.T, rng *rand.Rand, sec []byte, docs, freqs []uint32
 		if p.Err() != nil {
 			t.Fatalf("df %d: %v", len(docs), p.Err())
 		}
+	}
+}
+
+// BenchmarkDocsDecode decodes a long clustered list (runs of close
+// documents separated by jumps, as BP leaves them) with full blocks coded
+// as the encoder chooses, or packed only.
+func BenchmarkDocsDecode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var docs []uint32
+	d := uint32(0)
+	for len(docs) < 100000 {
+		if rng.IntN(40) == 0 {
+			d += uint32(rng.IntN(5000))
+		}
+		d += 1 + uint32(rng.IntN(3)/2)
+		docs = append(docs, d)
+	}
+	for _, packed := range []bool{false, true} {
+		enc := docsEncoder{packedOnly: packed}
+		enc.reset(nil, d+1, false)
+		for _, doc := range docs {
+			enc.add(doc, 1+uint32(rng.IntN(2)))
+		}
+		sec := append([]byte(nil), enc.finish()...)
+		name := "chosen"
+		if packed {
+			name = "packed"
+		}
+		b.Run(name, func(b *testing.B) {
+			p := &Postings{}
+			for b.Loop() {
+				p.start(sec, nil, uint32(len(docs)), d+1, false, false)
+				for p.Next() {
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(docs)), "ns/posting")
+			b.ReportMetric(float64(8*len(sec))/float64(len(docs)), "bits/posting")
+		})
 	}
 }

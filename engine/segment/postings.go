@@ -131,7 +131,15 @@ func (p *Postings) refill() bool {
 			return false
 		}
 		k = pforBlock
-		off, err := unpackPFor(p.docs, p.off, p.bufDocs[:k])
+		var off int
+		var err error
+		if p.off < len(p.docs) && p.docs[p.off] == interpMarker {
+			if off, err = p.interpGaps(prev); err != nil {
+				return p.corrupt("docs block at offset %d: %v", p.off, err)
+			}
+		} else {
+			off, err = unpackPFor(p.docs, p.off, p.bufDocs[:k])
+		}
 		if err == nil {
 			off, err = unpackPFor(p.docs, off, p.bufFreq[:k])
 		}
@@ -165,6 +173,21 @@ func (p *Postings) refill() bool {
 	p.dec += uint32(k)
 	p.bufI, p.bufN = 0, k
 	return true
+}
+
+// interpGaps decodes an interpolative full block (readInterpBlock) after
+// doc prev into the buffer as gaps minus one, as unpackPFor leaves them,
+// and returns the offset after it.
+func (p *Postings) interpGaps(prev int64) (int, error) {
+	off, ok := readInterpBlock(p.docs, p.off, prev, p.numDocs, p.bufDocs[:pforBlock])
+	if !ok {
+		return off, errPFor
+	}
+	for i, d := range p.bufDocs[:pforBlock] {
+		p.bufDocs[i] = uint32(int64(d) - prev - 1)
+		prev = int64(d)
+	}
+	return off, nil
 }
 
 // gapsToDocs turns the k buffered gaps (minus one) and frequencies (minus
