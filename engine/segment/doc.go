@@ -48,21 +48,49 @@
 //
 // Per indexed field, per term in dictionary order: the docs section then
 // the positions section. The docs section codes the term's df documents
-// by gaps: g = doc - previous doc - 1, the previous doc of the first being
-// -1 (so its g is its doc id). Documents go in blocks of 128: per block a
-// packed block of the 128 gaps then a packed block of the 128 frequencies
-// minus one. The last n = df mod 128 documents are two packed blocks of n
-// values when n >= 16; otherwise, per document, uvarint(g<<1 | freqIsOne)
-// followed by uvarint(freq) when freqIsOne is 0. A packed block (patched
-// frame of reference, pfor.go) is: u8 bit width b (0..32), u8 exception
-// count e (< number of values), the low b bits of every value packed
-// LSB-first into ceil(values*b/8) bytes, then e exceptions, each u8 index
-// and uvarint(value >> b) (non-zero, distinct indexes); b is chosen to
-// make the block smallest. So smaller gaps (after BP reordering) cost
-// fewer bits, while an occasional large gap costs an exception instead of
-// widening the whole block. Reader.DocSectionBytes reports the doc-id and
-// frequency shares of the docs sections (a varint-tail document's first
-// varint counts as doc id).
+// in blocks of 128 (the last block, the tail, holds df mod 128 when that
+// is not 0): a skip table when there are two blocks or more, the full
+// blocks, then the tail (docscodec.go, skip.go).
+//
+// The skip table is three bytes of bit widths bd, bo, bc, then, per block
+// but the last, three bit-packed columns (LSB-first, each entry at a fixed
+// width, so entry i is read directly): the block's last doc id (bd bits),
+// the offset of the next block from the end of the table (bo bits), and,
+// for fields with positions, the sum of the frequencies up to the block's
+// end (bc bits, 0 otherwise), padded to a byte. Postings.Advance
+// binary-searches the last doc ids and jumps whole blocks without decoding
+// them; the frequency sum says how many positions to skip. A block read
+// in order is checked against its entry, so Validate checks every entry.
+//
+// A full block is its 128 doc ids, then its 128 frequencies minus one as a
+// packed block. The doc ids are either a packed block of the gaps
+// g = doc - previous doc - 1 (the previous doc of the first document being
+// -1), or, when that is at least an eighth shorter, the byte 0xFF then a
+// bit string: gamma(last - previous doc - 127) for the block's last doc,
+// then the other 127 in binary interpolative code (Moffat and Stuiver)
+// within [previous doc + 1, last - 1], padded to a byte. A packed block
+// (patched frame of reference, pfor.go) is: u8 bit width b (0..32), u8
+// exception count e (< number of values), the low b bits of every value
+// packed LSB-first into ceil(values*b/8) bytes, then e exceptions, each u8
+// index and uvarint(value >> b) (non-zero, distinct indexes); b is chosen
+// to make the block smallest.
+//
+// The tail is one bit string padded to a byte: its doc ids within
+// [previous doc + 1, numDocs - 1], then each frequency in Elias gamma code
+// (bits.Len(f)-1 zero bits, a one bit, the bits of f below its highest).
+// A single doc id is coded in interpolative code (a fixed width offset);
+// two or more start with a selector bit: 0 for the interpolative code, 1
+// for the first doc as a fixed-width offset then each gap (>= 1) in gamma
+// code, whichever the encoder found shorter (bitio.go).
+//
+// Interpolative code of n docs within [lo, hi]: the middle one (index n/2)
+// as v - (lo + n/2) in bits.Len(hi - (n-1-n/2) - (lo + n/2)) bits (none
+// when its range is one value), then the left half within [lo, v-1] and
+// the right half within [v+1, hi]. Runs of consecutive documents cost no
+// bits, so the clusters BP creates cost fewer bits than packed gaps do.
+// Reader.DocSectionBytes reports the doc-id and frequency shares of the
+// docs sections (the skip table, the doc-id blocks and a tail's doc-id
+// bits rounded up to bytes count as doc ids).
 //
 // Positions section (tokenized text only), per document freq uvarints:
 // first position, then gaps (>= 1). Non-phrase queries never touch the
@@ -169,6 +197,7 @@
 // # Robustness
 //
 // Decoders never trust lengths, offsets or varints: every access is
-// bounds-checked and bad bytes yield a *CorruptionError. Allocation sizes
+// bounds-checked (bit strings through bitReader) and bad bytes yield a
+// *CorruptionError. Allocation sizes
 // derived from file contents are bounded by the bytes that back them.
 package segment
