@@ -78,7 +78,11 @@ func (r *bitReader) read(width uint) (uint64, bool) {
 
 // peek32 returns 32 bits from bit position pos (bits past the end read as
 // zero).
-func (r *bitReader) peek32(pos uint64) uint32 {
+func (r *bitReader) peek32(pos uint64) uint32 { return uint32(r.peek56(pos)) }
+
+// peek56 returns at least 56 bits from bit position pos in the low bits
+// (bits past the end read as zero).
+func (r *bitReader) peek56(pos uint64) uint64 {
 	i := pos >> 3
 	var w uint64
 	if i+8 <= uint64(len(r.src)) {
@@ -88,22 +92,26 @@ func (r *bitReader) peek32(pos uint64) uint32 {
 			w |= uint64(r.src[i+k]) << (8 * k)
 		}
 	}
-	return uint32(w >> (pos & 7))
+	return w >> (pos & 7)
 }
 
 // gamma reads an Elias gamma code (bitWriter.gamma); ok is false past the
 // end or for a code longer than 32 bits.
 func (r *bitReader) gamma() (uint32, bool) {
-	if r.pos >= uint64(len(r.src))*8 {
+	limit := uint64(len(r.src)) * 8
+	if r.pos >= limit {
 		return 0, false
 	}
-	z := uint(bits.TrailingZeros32(r.peek32(r.pos)))
-	if z >= 32 {
+	w := r.peek56(r.pos)
+	z := uint(bits.TrailingZeros64(w))
+	if z >= 32 || r.pos+uint64(2*z+1) > limit {
 		return 0, false
 	}
-	if _, ok := r.read(z + 1); !ok {
-		return 0, false
+	if 2*z+1 <= 56 {
+		r.pos += uint64(2*z + 1)
+		return uint32(1<<z | (w>>(z+1))&(1<<z-1)), true
 	}
+	r.pos += uint64(z + 1)
 	lo, ok := r.read(z)
 	return uint32(1<<z | lo), ok
 }
@@ -141,18 +149,33 @@ func appendInterp(w *bitWriter, docs []uint32, lo, hi uint32) {
 // them or a value falls outside its range, so decoded documents are always
 // strictly increasing and within [lo, hi].
 func readInterp(r *bitReader, out []uint32, lo, hi int64) bool {
+	limit := uint64(len(r.src)) * 8
 	for len(out) > 0 {
 		n := int64(len(out))
-		if hi-lo+1 < n {
-			return false
+		if hi-lo+1 <= n {
+			if hi-lo+1 < n {
+				return false
+			}
+			for i := range out { // the range is full: no bits
+				out[i] = uint32(lo + int64(i))
+			}
+			return true
 		}
 		m := n / 2
 		a, b := lo+m, hi-(n-1-m)
-		x, ok := r.read(uint(bits.Len64(uint64(b - a))))
-		if !ok || int64(x) > b-a {
-			return false
+		v := a
+		if span := uint64(b - a); span != 0 {
+			w := uint(bits.Len64(span)) // <= 32: doc ids are uint32
+			if r.pos+uint64(w) > limit {
+				return false
+			}
+			x := uint64(r.peek32(r.pos)) & (1<<w - 1)
+			r.pos += uint64(w)
+			if x > span {
+				return false
+			}
+			v += int64(x)
 		}
-		v := a + int64(x)
 		out[m] = uint32(v)
 		if m > 0 && !readInterp(r, out[:m], lo, v-1) {
 			return false

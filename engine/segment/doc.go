@@ -65,7 +65,7 @@
 // A full block is its 128 doc ids, then its 128 frequencies minus one as a
 // packed block. The doc ids are either a packed block of the gaps
 // g = doc - previous doc - 1 (the previous doc of the first document being
-// -1), or, when that is at least an eighth shorter, the byte 0xFF then a
+// -1), or, when that is at least a quarter shorter, the byte 0xFF then a
 // bit string: gamma(last - previous doc - 127) for the block's last doc,
 // then the other 127 in binary interpolative code (Moffat and Stuiver)
 // within [previous doc + 1, last - 1], padded to a byte. A packed block

@@ -5,7 +5,7 @@ import "math/bits"
 // docsEncoder writes one term's docs section (doc.go, "post"): an optional
 // skip table, then the documents in blocks of pforBlock, each block the
 // doc-id gaps minus one as a patched bit-packed block (appendPFor) or, when
-// an eighth shorter, the doc ids by interpolation (appendInterpBlock), then
+// a quarter shorter, the doc ids by interpolation (appendInterpBlock), then
 // the frequencies minus one as a packed block, then the last n = df%pforBlock
 // documents, if any, as a bit-coded tail: the doc ids within [previous
 // block's last doc + 1, numDocs-1] in binary interpolative code or as
@@ -54,9 +54,9 @@ func (e *docsEncoder) add(doc, freq uint32) {
 		start := len(e.out)
 		e.out = appendPFor(e.out, e.gaps[:])
 		e.ib = appendInterpBlock(e.ib[:0], e.docs[:], e.last)
-		// Interpolation decodes about 6× slower than packed gaps: it must
-		// save an eighth of the block to be chosen.
-		if !e.packedOnly && 8*len(e.ib) < 7*(len(e.out)-start) {
+		// Interpolation decodes several times slower than packed gaps
+		// (BenchmarkDocsDecode): it must save a quarter of the block.
+		if !e.packedOnly && 4*len(e.ib) < 3*(len(e.out)-start) {
 			e.out = append(e.out[:start], e.ib...)
 		}
 		for i := range e.freqs {
