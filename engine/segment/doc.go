@@ -119,6 +119,31 @@
 // term, number of distinct terms. Open cross-checks the term counts with
 // the dictionaries, Validate the rest with the postings and norms.
 //
+// # bmp (kind "bmax")
+//
+// Block maxima for block-max pruning (see blockmax.go for why these
+// bounds). Documents are cut into blocks of 2^BlockShift (64) doc ids. Per
+// indexed field with a dictionary and per sparse vector field, per term
+// (dimension) in dictionary order, a record: for sparse fields first the
+// dimension's largest absolute weight (float32); then uvarint(number of
+// blocks holding the term), uvarint(entries length), the entries, the data.
+// An entry is uvarint(block number, then gap >= 1), the bound bytes, a
+// byte count-1 of the term's documents in the block, uvarint(data length).
+// Bound bytes: text fields a frequency code (the block's largest tf, 255 =
+// "255 or more") and, tokenized fields only, a ratio code (the smallest
+// field length / tf on a log scale 2^((c-1)/16), rounded down; 0 = none);
+// sparse fields the largest and smallest weight as int8 levels of
+// scale/127, rounded outwards. A block's data is count bytes of doc
+// offsets within the block (increasing), then count uvarint frequencies or
+// float32 weights: a copy of the postings cut by block, so a block is
+// scored without reading the rest of the list. After a field's records,
+// an offset table of numTerms+1 uint64 (record starts, then the end).
+// Directory: numDocs, BlockShift, nFields, per field: ordinal, kind byte
+// (1 exact, 2 tokenized, 3 sparse), numTerms, records offset, records
+// length, table offset. Open checks the directory against the schema and
+// the dictionaries; Validate rebuilds every record from the postings and
+// norms and compares bytes.
+//
 // # del (kind "dmsk")
 //
 // A deletion-mask generation: the portable roaring serialization of the

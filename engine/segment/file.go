@@ -323,6 +323,8 @@ const (
 	SuffixVectors = "vec"
 	// SuffixRowStats names the per-field statistics file.
 	SuffixRowStats = "rowstats"
+	// SuffixBlockMax names the block-max file used by block-max pruning.
+	SuffixBlockMax = "bmp"
 	// MaskSuffix names a deletion-mask generation file.
 	MaskSuffix = "del"
 )
@@ -338,13 +340,14 @@ var fileKinds = map[string][4]byte{
 	SuffixForward:    {'f', 'w', 'd', 'l'},
 	SuffixVectors:    {'v', 'e', 'c', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
+	SuffixBlockMax:   {'b', 'm', 'a', 'x'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
 }
 
 // dataSuffixes lists a data segment's files in the order Write creates them.
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
-	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats, SuffixBlockMax,
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.

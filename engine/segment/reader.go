@@ -33,6 +33,7 @@ type Reader struct {
 	dense   []*denseCol
 	sparse  []*dict
 	stats   []fieldStat
+	bmax    []*bmField
 
 	closeOnce sync.Once
 	closeErr  error
@@ -163,6 +164,9 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
+		return err
+	}
+	if r.bmax, err = openBlockMax(id, s, r.files[SuffixBlockMax].payload, n, r.dicts, r.sparse); err != nil {
 		return err
 	}
 	for i := range s.Fields {

@@ -66,6 +66,7 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		SuffixForward:    func(w *fileWriter) error { return b.writeForward(ctx, w, sorted) },
 		SuffixVectors:    func(w *fileWriter) error { b.writeVectors(w); return nil },
 		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
+		SuffixBlockMax:   func(w *fileWriter) error { return b.writeBlockMax(ctx, w, sorted) },
 	}
 	info := Info{ID: id, Documents: b.numDocs}
 	var sealed []*fileWriter
