@@ -95,6 +95,10 @@ type SearchRequest struct {
 	Limit int `json:"limit,omitempty"`
 	// Offset skips the best hits before the page.
 	Offset int `json:"offset,omitempty"`
+	// TotalHitsThreshold lets the server report TotalHits as a lower bound
+	// (TotalHitsRelation "gte") once it reaches the threshold, which allows
+	// block-max pruning; 0 keeps it exact.
+	TotalHitsThreshold int `json:"totalHitsThreshold,omitempty"`
 }
 
 // VectorQuery is the JSON object form of a query: exactly one of Dense
@@ -128,6 +132,9 @@ type SparseQuery struct {
 type SearchResult struct {
 	// TotalHits is the number of live documents that match.
 	TotalHits int `json:"totalHits"`
+	// TotalHitsRelation is "gte" when TotalHits is a lower bound, empty
+	// when it is exact.
+	TotalHitsRelation string `json:"totalHitsRelation,omitempty"`
 	// Hits is the page, best first.
 	Hits []Hit `json:"hits"`
 }

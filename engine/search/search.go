@@ -23,6 +23,31 @@ type Request struct {
 	Limit int
 	// Offset is the number of best hits skipped before the page.
 	Offset int
+	// TotalHitsThreshold lets TotalHits be a lower bound once it reaches
+	// the threshold, as Lucene's totalHitsThreshold does: 0 (the default)
+	// keeps it exact. Above 0, a disjunctive text query or a sparse query
+	// whose match count provably reaches the threshold runs with block-max
+	// pruning (same hits, same scores) and reports TotalHits as a lower bound
+	// (TotalHitsRelation AtLeast, TotalHits >= the threshold).
+	TotalHitsThreshold int
+}
+
+// Relation says how Result.TotalHits relates to the number of matches.
+type Relation uint8
+
+const (
+	// EqualTo means TotalHits is exact.
+	EqualTo Relation = iota
+	// AtLeast means TotalHits is a lower bound.
+	AtLeast
+)
+
+// String returns "eq" or "gte", the names the HTTP API uses.
+func (r Relation) String() string {
+	if r == AtLeast {
+		return "gte"
+	}
+	return "eq"
 }
 
 // Hit is one returned document.
@@ -43,6 +68,9 @@ type Result struct {
 	// TotalHits is the exact number of live documents that match; for a
 	// dense query, at most its k.
 	TotalHits int
+	// TotalHitsRelation says whether TotalHits is exact (see
+	// Request.TotalHitsThreshold).
+	TotalHitsRelation Relation
 	// Hits is the requested page, best first.
 	Hits []Hit
 }
@@ -56,6 +84,9 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
+	if req.TotalHitsThreshold < 0 {
+		return Result{}, queryErr("totalHitsThreshold must not be negative, got %d", req.TotalHitsThreshold)
+	}
 	q, err := Parse(s, req.Query)
 	if err != nil {
 		return Result{}, err
@@ -66,13 +97,17 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	window := limit + req.Offset
 	var top *topK
 	var total int
-	switch q := q.(type) {
-	case *TextQuery:
-		top, total, err = searchText(ctx, s, views, q, window)
-	case *DenseQuery:
-		top, total, err = searchDense(ctx, views, q)
-	case *SparseQuery:
-		top, total, err = searchSparse(ctx, views, q, window)
+	rel := EqualTo
+	top, total, rel, err = searchPruned(ctx, s, views, q, window, req.TotalHitsThreshold)
+	if top == nil && err == nil {
+		switch q := q.(type) {
+		case *TextQuery:
+			top, total, err = searchText(ctx, s, views, q, window)
+		case *DenseQuery:
+			top, total, err = searchDense(ctx, views, q)
+		case *SparseQuery:
+			top, total, err = searchSparse(ctx, views, q, window)
+		}
 	}
 	if err != nil {
 		return Result{}, err
@@ -81,7 +116,7 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{TotalHits: total, Hits: hits}, nil
+	return Result{TotalHits: total, TotalHitsRelation: rel, Hits: hits}, nil
 }
 
 // checkWindow validates limit and offset and returns the effective limit.

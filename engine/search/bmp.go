@@ -1,0 +1,420 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segment"
+)
+
+// Block-max pruning (BMP, Mallia, Suel and Tonellotto, SIGIR 2024) for
+// disjunctive text queries and sparse vector queries. The segment's
+// block-max file (segment.BlockTerm) cuts every postings list into blocks
+// of 64 doc ids, each with a bound of the term's contribution. A query
+// sums its terms' bounds per block, visits blocks best bound first, scores
+// a visited block exactly from its block-partitioned postings, and stops
+// at the first block whose bound is below the k-th best score so far. The
+// scores are computed exactly as the exhaustive evaluator computes them
+// (same scorers, same order of additions), so the top-k is the same: ids,
+// scores and tie order.
+//
+// What it gives up is the exact count of matches: skipped blocks are never
+// read. That is why it runs only when the request allows it (see
+// Request.TotalHitsThreshold) and the query's match count is known to reach
+// the threshold from document frequencies alone.
+
+// blockMaxSegment is what BMP needs of a segment beyond Segment;
+// *segment.Reader has it.
+type blockMaxSegment interface {
+	BlockMaxTerm(field int, term string) (*segment.BlockTerm, error)
+	BlockMaxDim(field int, dim string) (*segment.BlockTerm, error)
+}
+
+var _ blockMaxSegment = (*segment.Reader)(nil)
+
+// boundSlack widens every block bound relative to the summed magnitude of
+// its terms, so that floating-point rounding of the exact scores can never
+// lift a document above its block's bound.
+const boundSlack = 1e-9
+
+// invTF and ratio tabulate segment.InvTFBound and segment.RatioBound.
+var invTF, ratio = func() (a, b [256]float64) {
+	for c := range a {
+		a[c], b[c] = segment.InvTFBound(uint8(c)), segment.RatioBound(uint8(c))
+	}
+	return a, b
+}()
+
+// bmpTerm is one scored term of a BMP query: a (clause, field) pair of a
+// text query or a dimension of a sparse query.
+type bmpTerm struct {
+	// field is the searched field's ordinal.
+	field int
+	// scorer scores a text term.
+	scorer bm25
+	// weight is a sparse dimension's query weight.
+	weight float64
+	// blocks holds, per view, the term's blocks (nil when absent).
+	blocks [][]segment.BlockEntry
+	// recs holds, per view, the term's block-max record.
+	recs []*segment.BlockTerm
+}
+
+// bound returns an upper bound of the term's contribution to the score
+// of every document of block e.
+func (t *bmpTerm) bound(rec *segment.BlockTerm, e *segment.BlockEntry) float64 {
+	if rec.Sparse() {
+		// A document of the block without the dimension gets 0 from it, so
+		// a negative product bounds only a block the dimension fills.
+		var b float64
+		if t.weight >= 0 {
+			b = t.weight * segment.WeightBound(int8(e.Hi), rec.Scale())
+		} else {
+			b = t.weight * segment.WeightBound(int8(e.Lo), rec.Scale())
+		}
+		if e.Count < 1<<segment.BlockShift {
+			b = max(b, 0)
+		}
+		return b
+	}
+	s := &t.scorer
+	return s.weight / (1 + s.base*invTF[e.Hi] + s.perTerm*ratio[e.Lo])
+}
+
+// bmpQuery is a query ready for BMP.
+type bmpQuery struct {
+	terms  []bmpTerm
+	sparse bool
+	// atLeast is a lower bound of the number of live matches, from
+	// document frequencies and deletion counts.
+	atLeast int
+}
+
+// openBMP opens the block-max records of the query's terms; ok is false
+// when a view has no block maxima.
+func openBMP(views []SegmentView, terms []bmpTerm, lookup func(bs blockMaxSegment, t *bmpTerm, i int) (*segment.BlockTerm, error)) (bool, error) {
+	for vi := range views {
+		bs, ok := views[vi].Segment.(blockMaxSegment)
+		if !ok {
+			return false, nil
+		}
+		for i := range terms {
+			t := &terms[i]
+			if t.recs == nil {
+				t.recs = make([]*segment.BlockTerm, len(views))
+				t.blocks = make([][]segment.BlockEntry, len(views))
+			}
+			rec, err := lookup(bs, t, i)
+			if err != nil {
+				return false, fmt.Errorf("search: segment view %d: block maxima: %w", vi, err)
+			}
+			t.recs[vi] = rec
+		}
+	}
+	return true, nil
+}
+
+// lowerBound returns, summed over views, the largest live document
+// frequency a view's terms guarantee.
+func lowerBound(views []SegmentView, terms []bmpTerm) int {
+	total := 0
+	for vi := range views {
+		deleted := uint64(views[vi].Segment.NumDocs()) - views[vi].liveDocs()
+		var best uint64
+		for i := range terms {
+			if rec := terms[i].recs[vi]; rec != nil && uint64(rec.DocFreq()) > deleted {
+				best = max(best, uint64(rec.DocFreq())-deleted)
+			}
+		}
+		total += int(best)
+	}
+	return total
+}
+
+// planBMPText returns the BMP form of a text query, nil when the query is
+// not a disjunction of single terms or a view lacks block maxima.
+func planBMPText(views []SegmentView, q *TextQuery, live uint64, tokenized func(int) bool) (*bmpQuery, error) {
+	var terms []bmpTerm
+	var names []string
+	for i := range q.Clauses {
+		c := &q.Clauses[i]
+		if c.Occur != Should || c.IsPhrase() {
+			return nil, nil
+		}
+		for _, f := range c.Fields {
+			terms = append(terms, bmpTerm{field: f})
+			names = append(names, c.Terms[0])
+		}
+	}
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	ok, err := openBMP(views, terms, func(bs blockMaxSegment, t *bmpTerm, i int) (*segment.BlockTerm, error) {
+		return bs.BlockMaxTerm(t.field, names[i])
+	})
+	if !ok || err != nil {
+		return nil, err
+	}
+	for i := range terms {
+		t := &terms[i]
+		var df uint64
+		for _, rec := range t.recs {
+			if rec != nil {
+				df += uint64(rec.DocFreq())
+			}
+		}
+		// The same scorer planClause builds, so scores are bit-identical.
+		avgLen := 0.0
+		if tokenized(t.field) {
+			avgLen = avgFieldLength(views, t.field)
+		}
+		t.scorer = newBM25(idf(live, df), avgLen)
+	}
+	return &bmpQuery{terms: terms, atLeast: lowerBound(views, terms)}, nil
+}
+
+// planBMPSparse returns the BMP form of a sparse query, nil when a view
+// lacks block maxima.
+func planBMPSparse(views []SegmentView, q *SparseQuery) (*bmpQuery, error) {
+	terms := make([]bmpTerm, len(q.Vector))
+	for i, e := range q.Vector {
+		terms[i] = bmpTerm{field: q.Field, weight: float64(e.Weight)}
+	}
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	ok, err := openBMP(views, terms, func(bs blockMaxSegment, t *bmpTerm, i int) (*segment.BlockTerm, error) {
+		return bs.BlockMaxDim(t.field, q.Vector[i].Dim)
+	})
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &bmpQuery{terms: terms, sparse: true, atLeast: lowerBound(views, terms)}, nil
+}
+
+// candidate is one block of one view with its bound.
+type candidate struct {
+	ub    float64
+	view  int32
+	block uint32
+}
+
+// run evaluates the query with block-max pruning, keeping the best window
+// hits. It returns them, the number of live matches found in the visited
+// blocks, and whether every block holding a match was visited (then that
+// number is exact).
+func (bq *bmpQuery) run(ctx context.Context, views []SegmentView, window int) (*topK, int, bool, error) {
+	top := newTopK(window)
+	t := &ticker{ctx: ctx}
+	var cands []candidate
+	for vi := range views {
+		c, err := bq.bounds(t, views, vi)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		cands = append(cands, c...)
+	}
+	h := blockHeap(cands)
+	h.init()
+	ev := blockEval{bq: bq}
+	found := 0
+	for len(h) > 0 {
+		if err := t.check(); err != nil {
+			return nil, 0, false, fmt.Errorf("search: %w", err)
+		}
+		c := h.pop()
+		if top.len() == top.k && (top.k == 0 || c.ub < top.heap[0].score) {
+			return top, found, false, nil
+		}
+		n, err := ev.score(views, int(c.view), c.block, top)
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("search: segment view %d: %w", c.view, err)
+		}
+		found += n
+	}
+	return top, found, true, nil
+}
+
+// bounds decodes the terms' blocks in view vi and returns the view's
+// candidate blocks with their summed bounds, widened by boundSlack.
+func (bq *bmpQuery) bounds(tk *ticker, views []SegmentView, vi int) ([]candidate, error) {
+	nBlocks := (int(views[vi].Segment.NumDocs()) + (1 << segment.BlockShift) - 1) >> segment.BlockShift
+	ub := make([]float64, nBlocks)
+	mag := make([]float64, nBlocks)
+	var touched []uint32
+	for i := range bq.terms {
+		t := &bq.terms[i]
+		rec := t.recs[vi]
+		if rec == nil {
+			continue
+		}
+		es, err := rec.Entries(nil)
+		if err != nil {
+			return nil, fmt.Errorf("search: segment view %d: %w", vi, err)
+		}
+		t.blocks[vi] = es
+		for k := range es {
+			if err := tk.tick(); err != nil {
+				return nil, fmt.Errorf("search: %w", err)
+			}
+			e := &es[k]
+			if int(e.Block) >= nBlocks {
+				return nil, fmt.Errorf("search: segment view %d: block %d of %d", vi, e.Block, nBlocks)
+			}
+			if mag[e.Block] == 0 && ub[e.Block] == 0 {
+				touched = append(touched, e.Block)
+			}
+			b := t.bound(rec, e)
+			ub[e.Block] += b
+			mag[e.Block] += math.Abs(b) + math.SmallestNonzeroFloat64
+		}
+	}
+	out := make([]candidate, len(touched))
+	for i, b := range touched {
+		out[i] = candidate{ub: ub[b] + boundSlack*mag[b], view: int32(vi), block: b}
+	}
+	return out, nil
+}
+
+// blockEval scores whole blocks; its buffers are reused between blocks.
+type blockEval struct {
+	bq     *bmpQuery
+	scores [1 << segment.BlockShift]float64
+	docs   []uint32
+	tfs    []uint32
+	ws     []float32
+}
+
+// score scores block b of view vi exactly, offers its live matches to top
+// and returns their number.
+func (ev *blockEval) score(views []SegmentView, vi int, b uint32, top *topK) (int, error) {
+	seg := views[vi].Segment
+	var hit uint64
+	for i := range ev.bq.terms {
+		t := &ev.bq.terms[i]
+		es := t.blocks[vi]
+		k := sort.Search(len(es), func(k int) bool { return es[k].Block >= b })
+		if k == len(es) || es[k].Block != b {
+			continue
+		}
+		rec := t.recs[vi]
+		var err error
+		if ev.bq.sparse {
+			ev.docs, ev.ws, err = rec.SparseBlock(&es[k], ev.docs[:0], ev.ws[:0])
+			if err != nil {
+				return 0, err
+			}
+			for j, d := range ev.docs {
+				o := d & (1<<segment.BlockShift - 1)
+				ev.scores[o] += t.weight * float64(ev.ws[j])
+				hit |= 1 << o
+			}
+			continue
+		}
+		ev.docs, ev.tfs, err = rec.TextBlock(&es[k], ev.docs[:0], ev.tfs[:0])
+		if err != nil {
+			return 0, err
+		}
+		for j, d := range ev.docs {
+			o := d & (1<<segment.BlockShift - 1)
+			var dl uint32
+			if t.scorer.perTerm != 0 {
+				dl = seg.FieldLength(t.field, d)
+			}
+			ev.scores[o] += t.scorer.score(ev.tfs[j], dl)
+			hit |= 1 << o
+		}
+	}
+	n := 0
+	base := b << segment.BlockShift
+	for o := uint32(0); hit != 0; o, hit = o+1, hit>>1 {
+		if hit&1 == 0 {
+			continue
+		}
+		s := ev.scores[o]
+		ev.scores[o] = 0
+		if views[vi].isDeleted(base + o) {
+			continue
+		}
+		n++
+		top.offer(scored{view: vi, doc: base + o, score: s})
+	}
+	return n, nil
+}
+
+// blockHeap is a max-heap of candidates by bound.
+type blockHeap []candidate
+
+func (h blockHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *blockHeap) pop() candidate {
+	old := *h
+	c := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	*h = old[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return c
+}
+
+func (h blockHeap) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1].ub > h[c].ub {
+			c++
+		}
+		if h[i].ub >= h[c].ub {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// searchPruned runs q with block-max pruning when the request allows an
+// inexact total (threshold > 0), the query is a disjunction of terms or a
+// sparse query, every view has block maxima, and document frequencies prove
+// at least threshold live matches. It returns a nil topK otherwise.
+func searchPruned(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window, threshold int) (*topK, int, Relation, error) {
+	if threshold <= 0 || len(views) == 0 {
+		return nil, 0, EqualTo, nil
+	}
+	var bq *bmpQuery
+	var err error
+	switch q := q.(type) {
+	case *TextQuery:
+		var live uint64
+		for i := range views {
+			live += views[i].liveDocs()
+		}
+		if live == 0 {
+			return nil, 0, EqualTo, nil
+		}
+		bq, err = planBMPText(views, q, live, func(f int) bool { return s.Fields[f].IsTokenized() })
+	case *SparseQuery:
+		bq, err = planBMPSparse(views, q)
+	}
+	if err != nil || bq == nil || bq.atLeast < threshold {
+		return nil, 0, EqualTo, err
+	}
+	top, found, complete, err := bq.run(ctx, views, window)
+	if err != nil {
+		return nil, 0, EqualTo, err
+	}
+	if complete {
+		return top, found, EqualTo, nil
+	}
+	return top, max(found, bq.atLeast), AtLeast, nil
+}
