@@ -173,6 +173,9 @@ type EngineRun struct {
 	// false when the pass was budget-truncated.
 	BPDocBefore, BPDocAfter int64
 	BPConverged             bool
+	// BMP compares block-max pruning with exhaustive evaluation on the
+	// merged index before and after BP (ours only; see bmp.go).
+	BMP []*BMPRun
 }
 
 // Rep is one repetition.
@@ -478,6 +481,11 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 		if run.BPBefore, err = o.PostingsBytes(); err != nil {
 			return nil, err
 		}
+		if b, err := measureBMP(ctx, cfg, o, c, qs, "merged, without BP"); err != nil {
+			return nil, err
+		} else {
+			run.BMP = append(run.BMP, b)
+		}
 		bp, err := o.Reorder(ctx)
 		switch {
 		case errors.Is(err, errNoReorder):
@@ -490,6 +498,11 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 			if run.BPAfter, err = o.PostingsBytes(); err != nil {
 				return nil, err
 			}
+			b, err := measureBMP(ctx, cfg, o, c, qs, "merged, after BP")
+			if err != nil {
+				return nil, err
+			}
+			run.BMP = append(run.BMP, b)
 		}
 		if err := o.Close(ctx); err != nil {
 			return nil, err
