@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -227,6 +228,12 @@ func TestBMPOnlyWhenAllowed(t *testing.T) {
 	if high := search("the light", exact.TotalHits+1); high.TotalHitsRelation != EqualTo || high.TotalHits != exact.TotalHits {
 		t.Fatalf("threshold above the count: %d hits (%v)", high.TotalHits, high.TotalHitsRelation)
 	}
+	defer func(n int) { bmpMinPostings = n }(bmpMinPostings)
+	bmpMinPostings = 1 << 30
+	if res := search("the light", 100); res.TotalHitsRelation != EqualTo || res.TotalHits != exact.TotalHits {
+		t.Fatalf("too few postings for BMP: %d hits (%v)", res.TotalHits, res.TotalHitsRelation)
+	}
+	bmpMinPostings = 0
 	for _, q := range []string{"+the +light", `"of the"`, "the -light"} {
 		if res := search(q, 1); res.TotalHitsRelation != EqualTo || res.TotalHits != search(q, 0).TotalHits {
 			t.Fatalf("%s: %d hits (%v) with a threshold", q, res.TotalHits, res.TotalHitsRelation)
@@ -252,4 +259,11 @@ func signedCorpus(c *corpus) *corpus {
 		docs[i] = &cp
 	}
 	return &corpus{schema: c.schema, docs: docs}
+}
+
+// TestMain runs BMP on every eligible query, however few its postings:
+// the test corpus is small.
+func TestMain(m *testing.M) {
+	bmpMinPostings = 0
+	os.Exit(m.Run())
 }

@@ -30,6 +30,10 @@ type Request struct {
 	// pruning (same hits, same scores) and reports TotalHits as a lower bound
 	// (TotalHitsRelation AtLeast, TotalHits >= the threshold).
 	TotalHitsThreshold int
+	// SkipFields leaves Hit.Fields nil instead of reading the stored
+	// fields (callers that want ids and scores only, e.g. benchmarks of the
+	// evaluators).
+	SkipFields bool
 }
 
 // Relation says how Result.TotalHits relates to the number of matches.
@@ -112,7 +116,7 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
-	hits, err := page(views, top.sorted(), req.Offset, limit)
+	hits, err := page(views, top.sorted(), req.Offset, limit, !req.SkipFields)
 	if err != nil {
 		return Result{}, err
 	}
@@ -135,14 +139,19 @@ func checkWindow(limit, offset int) (int, error) {
 	return limit, nil
 }
 
-// page returns hits[offset:offset+limit] with their stored fields.
-func page(views []SegmentView, best []scored, offset, limit int) ([]Hit, error) {
+// page returns hits[offset:offset+limit], with their stored fields when
+// fields is true.
+func page(views []SegmentView, best []scored, offset, limit int, fields bool) ([]Hit, error) {
 	if offset >= len(best) {
 		return []Hit{}, nil
 	}
 	best = best[offset:min(len(best), offset+limit)]
 	hits := make([]Hit, len(best))
 	for i, b := range best {
+		if !fields {
+			hits[i] = Hit{Segment: b.view, Doc: b.doc, Score: b.score}
+			continue
+		}
 		fields, err := views[b.view].Segment.StoredDocument(b.doc)
 		if err != nil {
 			return nil, fmt.Errorf("search: segment view %d: stored document %d: %w", b.view, b.doc, err)

@@ -192,33 +192,36 @@ func parseBlockTerm(rec []byte, kind byte, df, numDocs uint32, id segid.ID) (*Bl
 
 // Entries appends the term's blocks, in increasing block order, to dst.
 func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
-	d := decoder{b: t.entries}
+	b := t.entries
 	maxBlock := uint64(t.numDocs) >> BlockShift
+	bounds := 2
+	if t.kind == bmExact {
+		bounds = 1
+	}
 	var block uint64
-	var off uint32
+	var off uint64
+	p := 0
 	for i := 0; i < t.nBlocks; i++ {
-		gap := d.uvarint()
-		if i > 0 && gap == 0 && d.err == nil {
-			return dst, corruptf(t.id, SuffixBlockMax, "block numbers not increasing")
+		gap, next, ok := uvarintAt(b, p)
+		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+1 {
+			return dst, corruptf(t.id, SuffixBlockMax, "bad block entry %d", i)
 		}
 		block += gap
-		e := BlockEntry{Block: uint32(min(block, math.MaxUint32)), Hi: d.u8()}
-		if t.kind != bmExact {
-			e.Lo = d.u8()
+		e := BlockEntry{Block: uint32(min(block, math.MaxUint32)), Hi: b[next]}
+		if bounds == 2 {
+			e.Lo = b[next+1]
 		}
-		e.Count = int(d.u8()) + 1
-		n := d.intv(len(t.data))
-		if d.err != nil {
-			return dst, corruptf(t.id, SuffixBlockMax, "entries: %v", d.err)
+		e.Count = int(b[next+bounds]) + 1
+		n, next2, ok := uvarintAt(b, next+bounds+1)
+		if !ok || block > maxBlock || n > uint64(len(t.data))-off {
+			return dst, corruptf(t.id, SuffixBlockMax, "block entry %d (block %d) outside the segment or its data", i, block)
 		}
-		if block > maxBlock || uint64(off)+uint64(n) > uint64(len(t.data)) {
-			return dst, corruptf(t.id, SuffixBlockMax, "block %d outside the segment or its data", block)
-		}
-		e.off, e.n = off, uint32(n)
-		off += uint32(n)
+		p = next2
+		e.off, e.n = uint32(off), uint32(n)
+		off += n
 		dst = append(dst, e)
 	}
-	if d.remaining() != 0 || int(off) != len(t.data) {
+	if p != len(b) || off != uint64(len(t.data)) {
 		return dst, corruptf(t.id, SuffixBlockMax, "record has trailing bytes")
 	}
 	return dst, nil
@@ -234,11 +237,14 @@ func (t *BlockTerm) blockDocsOf(e *BlockEntry, docs []uint32) ([]uint32, []byte,
 	base := e.Block << BlockShift
 	last := -1
 	for _, o := range b[:e.Count] {
-		if int(o) <= last || o >= blockDocs || base+uint32(o) >= t.numDocs {
-			return docs, nil, corruptf(t.id, SuffixBlockMax, "block %d: bad document offset %d", e.Block, o)
+		if int(o) <= last {
+			return docs, nil, corruptf(t.id, SuffixBlockMax, "block %d: document offsets not increasing", e.Block)
 		}
 		last = int(o)
 		docs = append(docs, base+uint32(o))
+	}
+	if last >= blockDocs || uint64(base)+uint64(last) >= uint64(t.numDocs) {
+		return docs, nil, corruptf(t.id, SuffixBlockMax, "block %d: document offset %d out of range", e.Block, last)
 	}
 	return docs, b[e.Count:], nil
 }
@@ -251,6 +257,11 @@ func (t *BlockTerm) TextBlock(e *BlockEntry, docs, tfs []uint32) ([]uint32, []ui
 	}
 	off := 0
 	for i := 0; i < e.Count; i++ {
+		if off < len(b) && b[off] < 0x80 && b[off] != 0 {
+			tfs = append(tfs, uint32(b[off]))
+			off++
+			continue
+		}
 		v, next, ok := uvarintAt(b, off)
 		if !ok || v == 0 || v > math.MaxUint32 {
 			return docs, tfs, corruptf(t.id, SuffixBlockMax, "block %d: bad frequency", e.Block)
