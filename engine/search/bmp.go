@@ -372,13 +372,26 @@ func (ev *blockEval) score(views []SegmentView, vi int, b uint32, top *topK) (in
 		if err != nil {
 			return 0, err
 		}
+		if t.scorer.perTerm == 0 {
+			for j, d := range ev.docs {
+				o := d & (1<<segment.BlockShift - 1)
+				ev.scores[o] += t.scorer.score(ev.tfs[j], 0)
+				hit |= 1 << o
+			}
+			continue
+		}
+		if r, ok := seg.(*segment.Reader); ok {
+			norms := r.Norms(t.field)
+			for j, d := range ev.docs {
+				o := d & (1<<segment.BlockShift - 1)
+				ev.scores[o] += t.scorer.score(ev.tfs[j], norms.At(d))
+				hit |= 1 << o
+			}
+			continue
+		}
 		for j, d := range ev.docs {
 			o := d & (1<<segment.BlockShift - 1)
-			var dl uint32
-			if t.scorer.perTerm != 0 {
-				dl = seg.FieldLength(t.field, d)
-			}
-			ev.scores[o] += t.scorer.score(ev.tfs[j], dl)
+			ev.scores[o] += t.scorer.score(ev.tfs[j], seg.FieldLength(t.field, d))
 			hit |= 1 << o
 		}
 	}

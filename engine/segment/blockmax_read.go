@@ -336,3 +336,18 @@ func (r *Reader) validateBlockMax(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Norms is a tokenized field's length column, read without the checks of
+// Reader.FieldLength: the caller passes doc ids below NumDocs.
+type Norms struct{ c normCol }
+
+// At returns doc's field length.
+func (n Norms) At(doc uint32) uint32 { return n.c.at(doc) }
+
+// Norms returns a field's length column; fields without lengths read 0.
+func (r *Reader) Norms(field int) Norms {
+	if !r.fieldOK(field) || r.norms[field].data == nil {
+		return Norms{}
+	}
+	return Norms{c: r.norms[field]}
+}
