@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 
 	"github.com/summadev/summa/engine/schema"
@@ -58,8 +57,6 @@ type bmpTerm struct {
 	scorer bm25
 	// weight is a sparse dimension's query weight.
 	weight float64
-	// blocks holds, per view, the term's blocks (nil when absent).
-	blocks [][]segment.BlockEntry
 	// recs holds, per view, the term's block-max record.
 	recs []*segment.BlockTerm
 }
@@ -106,7 +103,6 @@ func openBMP(views []SegmentView, terms []bmpTerm, lookup func(bs blockMaxSegmen
 			t := &terms[i]
 			if t.recs == nil {
 				t.recs = make([]*segment.BlockTerm, len(views))
-				t.blocks = make([][]segment.BlockEntry, len(views))
 			}
 			rec, err := lookup(bs, t, i)
 			if err != nil {
@@ -200,7 +196,7 @@ func planBMPSparse(views []SegmentView, q *SparseQuery) (*bmpQuery, error) {
 // evaluation is as fast as BMP (measured on the text benchmark: a few
 // microseconds either way); such queries keep an exact total. Tests set it
 // to 0 to exercise BMP on small segments.
-var bmpMinPostings = 4096
+var bmpMinPostings = 1024
 
 // postings returns the number of postings of the query's terms.
 func (bq *bmpQuery) postings() int {
@@ -232,6 +228,7 @@ func (bq *bmpQuery) run(ctx context.Context, views []SegmentView, window int) (*
 	sc := bmpScratches.Get().(*bmpScratch)
 	defer func() {
 		sc.arena, sc.cands = sc.arena[:0], sc.cands[:0]
+		sc.next, sc.termOf, sc.head, sc.viewBase = sc.next[:0], sc.termOf[:0], sc.head[:0], sc.viewBase[:0]
 		bmpScratches.Put(sc)
 	}()
 	for vi := range views {
@@ -241,7 +238,7 @@ func (bq *bmpQuery) run(ctx context.Context, views []SegmentView, window int) (*
 	}
 	h := blockHeap(sc.cands)
 	h.init()
-	ev := blockEval{bq: bq}
+	ev := blockEval{bq: bq, sc: sc}
 	found := 0
 	for len(h) > 0 {
 		if err := t.check(); err != nil {
@@ -266,8 +263,14 @@ type bmpScratch struct {
 	ub, mag []float64
 	// touched lists the blocks whose ub or mag is not zero.
 	touched []uint32
-	// arena holds the decoded block entries of every term.
-	arena []segment.BlockEntry
+	// arena holds the decoded block entries of every term in every view;
+	// next and termOf are parallel to it: per block, its entries form a
+	// list in increasing term order, from head[viewBase[view]+block]
+	// through next (-1 ends it); termOf gives each entry's term.
+	arena        []segment.BlockEntry
+	next, termOf []int32
+	head         []int32
+	viewBase     []int
 	// cands holds the candidate blocks.
 	cands []candidate
 }
@@ -284,6 +287,10 @@ func (bq *bmpQuery) bounds(tk *ticker, views []SegmentView, vi int, sc *bmpScrat
 	}
 	ub, mag := sc.ub, sc.mag
 	sc.touched = sc.touched[:0]
+	sc.viewBase = append(sc.viewBase, len(sc.head))
+	for range nBlocks {
+		sc.head = append(sc.head, -1)
+	}
 	if err := bq.sumBounds(tk, vi, nBlocks, sc); err != nil {
 		for _, b := range sc.touched {
 			ub[b], mag[b] = 0, 0 // keep the scratch zeroed for its next user
@@ -301,7 +308,11 @@ func (bq *bmpQuery) bounds(tk *ticker, views []SegmentView, vi int, sc *bmpScrat
 // their magnitudes to sc.mag, listing the blocks in sc.touched.
 func (bq *bmpQuery) sumBounds(tk *ticker, vi, nBlocks int, sc *bmpScratch) error {
 	ub, mag := sc.ub, sc.mag
-	for i := range bq.terms {
+	head := sc.head[sc.viewBase[vi]:]
+	// Terms in reverse order, each entry pushed on its block's list: the
+	// lists come out in increasing term order, the order of additions of
+	// exhaustive evaluation.
+	for i := len(bq.terms) - 1; i >= 0; i-- {
 		t := &bq.terms[i]
 		rec := t.recs[vi]
 		if rec == nil {
@@ -313,7 +324,6 @@ func (bq *bmpQuery) sumBounds(tk *ticker, vi, nBlocks int, sc *bmpScratch) error
 			return fmt.Errorf("search: segment view %d: %w", vi, err)
 		}
 		es := sc.arena[start:len(sc.arena):len(sc.arena)]
-		t.blocks[vi] = es
 		if err := tk.check(); err != nil {
 			return fmt.Errorf("search: %w", err)
 		}
@@ -325,6 +335,9 @@ func (bq *bmpQuery) sumBounds(tk *ticker, vi, nBlocks int, sc *bmpScratch) error
 			if mag[e.Block] == 0 {
 				sc.touched = append(sc.touched, e.Block)
 			}
+			sc.next = append(sc.next, head[e.Block])
+			sc.termOf = append(sc.termOf, int32(i))
+			head[e.Block] = int32(start + k)
 			b := t.bound(rec, e)
 			ub[e.Block] += b
 			mag[e.Block] += math.Abs(b) + math.SmallestNonzeroFloat64
@@ -336,6 +349,7 @@ func (bq *bmpQuery) sumBounds(tk *ticker, vi, nBlocks int, sc *bmpScratch) error
 // blockEval scores whole blocks; its buffers are reused between blocks.
 type blockEval struct {
 	bq     *bmpQuery
+	sc     *bmpScratch
 	scores [1 << segment.BlockShift]float64
 	docs   []uint32
 	tfs    []uint32
@@ -347,17 +361,14 @@ type blockEval struct {
 func (ev *blockEval) score(views []SegmentView, vi int, b uint32, top *topK) (int, error) {
 	seg := views[vi].Segment
 	var hit uint64
-	for i := range ev.bq.terms {
-		t := &ev.bq.terms[i]
-		es := t.blocks[vi]
-		k := sort.Search(len(es), func(k int) bool { return es[k].Block >= b })
-		if k == len(es) || es[k].Block != b {
-			continue
-		}
+	sc := ev.sc
+	for idx := sc.head[sc.viewBase[vi]+int(b)]; idx >= 0; idx = sc.next[idx] {
+		t := &ev.bq.terms[sc.termOf[idx]]
+		e := &sc.arena[idx]
 		rec := t.recs[vi]
 		var err error
 		if ev.bq.sparse {
-			ev.docs, ev.ws, err = rec.SparseBlock(&es[k], ev.docs[:0], ev.ws[:0])
+			ev.docs, ev.ws, err = rec.SparseBlock(e, ev.docs[:0], ev.ws[:0])
 			if err != nil {
 				return 0, err
 			}
@@ -368,7 +379,7 @@ func (ev *blockEval) score(views []SegmentView, vi int, b uint32, top *topK) (in
 			}
 			continue
 		}
-		ev.docs, ev.tfs, err = rec.TextBlock(&es[k], ev.docs[:0], ev.tfs[:0])
+		ev.docs, ev.tfs, err = rec.TextBlock(e, ev.docs[:0], ev.tfs[:0])
 		if err != nil {
 			return 0, err
 		}
