@@ -313,9 +313,8 @@ func (r *Reader) validateBlockMax(ctx context.Context) error {
 					return fmt.Errorf("segment: validate %s: %w", r.id, err)
 				}
 			}
-			e := it.c.e
 			var err error
-			if ps, err = decodeForBlockMax(ps[:0], f.kind, d.post[e.postOff:e.postOff+e.docsLen], e.df, r.numDocs); err != nil {
+			if ps, err = r.blockMaxPostings(ps[:0], f.kind, d, it); err != nil {
 				return err
 			}
 			rec = encodeBlockRecord(rec[:0], f.kind, ps, norm)
@@ -350,4 +349,21 @@ func (r *Reader) Norms(field int) Norms {
 		return Norms{}
 	}
 	return Norms{c: r.norms[field]}
+}
+
+// blockMaxPostings reads the postings of the iterator's term through the
+// postings iterators (the reader's own decoding, whatever the codec).
+func (r *Reader) blockMaxPostings(ps []bmPosting, kind byte, d *dict, it *TermIterator) ([]bmPosting, error) {
+	if kind == bmSparse {
+		p := newSparsePostings(d, it.c.e)
+		for p.Next() {
+			ps = append(ps, bmPosting{doc: p.Doc(), w: p.Weight()})
+		}
+		return ps, p.Err()
+	}
+	p := it.Postings()
+	for p.Next() {
+		ps = append(ps, bmPosting{doc: p.Doc(), tf: p.Freq()})
+	}
+	return ps, p.Err()
 }
