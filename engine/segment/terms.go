@@ -277,31 +277,83 @@ func (c *blockCursor) next(term []byte) (_ []byte, ok bool, err error) {
 	return term, true, nil
 }
 
-// lookup finds term; found=false when absent.
+// lookup finds term in the dictionary. It scans one block without
+// rebuilding the terms it passes: it tracks the common prefix of term and
+// the current entry, so an entry sharing more with its predecessor than
+// that prefix is skipped unread and one sharing less ends the search
+// (front coding keeps the entries sorted). The entry found gets the full
+// checks of blockCursor.next; the entries skipped only those that keep
+// the scan in bounds (Validate checks them all).
 func (d *dict) lookup(term string) (termEntry, bool, error) {
-	var c blockCursor
-	var buf [64]byte
-	cur := buf[:0]
 	b, err := d.seekBlock(term)
 	if err != nil || b < 0 {
 		return termEntry{}, false, err
 	}
-	if err := c.reset(d, uint32(b)); err != nil {
+	data, postOff, err := d.block(uint32(b))
+	if err != nil {
 		return termEntry{}, false, err
 	}
-	for {
-		var ok bool
-		cur, ok, err = c.next(cur)
-		if err != nil || !ok {
-			return termEntry{}, false, err
+	ord := uint32(b) * d.blockSize
+	left := min(d.blockSize, d.numTerms-ord)
+	off, matched, prevLen := 0, 0, uint64(0)
+	for i := uint32(0); i < left; i++ {
+		shared, o, ok := uvarintAt(data, off)
+		if !ok || shared > prevLen || (i == 0 && shared != 0) {
+			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: bad shared prefix length", ord+i)
 		}
-		if string(cur) == term {
-			return c.e, true, nil
+		n, o, ok := uvarintAt(data, o)
+		if !ok || n > uint64(len(data)-o) {
+			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: bad suffix length", ord+i)
 		}
-		if string(cur) > term {
+		suffix := data[o : o+int(n)]
+		o += int(n)
+		df, o, ok1 := uvarintAt(data, o)
+		docsLen, o, ok2 := uvarintAt(data, o)
+		var posLen uint64
+		ok3 := true
+		if d.hasPos {
+			posLen, o, ok3 = uvarintAt(data, o)
+		}
+		if !ok1 || !ok2 || !ok3 {
+			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: truncated entry", ord+i)
+		}
+		off, prevLen = o, shared+n
+		entryOff := postOff
+		postOff += docsLen + posLen
+		switch {
+		case int(shared) < matched:
+			return termEntry{}, false, nil // this entry is past term
+		case int(shared) > matched:
+			continue // this entry is still before term
+		}
+		rest := term[matched:]
+		l := 0
+		for l < len(suffix) && l < len(rest) && suffix[l] == rest[l] {
+			l++
+		}
+		switch {
+		case l == len(suffix) && l == len(rest):
+			return d.checkEntry(termEntry{ord: ord + i, df: uint32(df), postOff: entryOff, docsLen: docsLen, posLen: posLen}, df)
+		case l == len(suffix) || (l < len(rest) && suffix[l] < rest[l]):
+			matched += l // the entry is before term
+		default:
 			return termEntry{}, false, nil
 		}
 	}
+	return termEntry{}, false, nil
+}
+
+// checkEntry applies blockCursor.next's checks to an entry found by
+// lookup; df is its undecoded document frequency.
+func (d *dict) checkEntry(e termEntry, df uint64) (termEntry, bool, error) {
+	if df == 0 || df > uint64(d.numDocs) || e.docsLen < df {
+		return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", e.ord, df, e.docsLen, d.numDocs)
+	}
+	region := uint64(len(d.post))
+	if e.postOff > region || e.docsLen > region-e.postOff || e.posLen > region-e.postOff-e.docsLen {
+		return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: postings [%d,+%d+%d) outside region of %d", e.ord, e.postOff, e.docsLen, e.posLen, region)
+	}
+	return e, true, nil
 }
 
 // seekBlock returns the last block whose first term is <= term, or -1.
