@@ -46,7 +46,8 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		return CommitResult{}, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
 	}
 	var claims []*lifecycle.Claim
-	if err := idx.writeMasks(oldMasks, newMasks, &claims); err != nil {
+	var unsynced []string
+	if err := idx.writeMasks(oldMasks, newMasks, &claims, &unsynced); err != nil {
 		lifecycle.AbandonAll(claims)
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
@@ -60,8 +61,9 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	}
 	var old *Snapshot
 	saveErr, err := commitPoint{
-		caller: commitByFlush,
-		next:   next,
+		caller:   commitByFlush,
+		next:     next,
+		unsynced: unsynced,
 		install: func(degraded error) {
 			readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
 			old = idx.install(next, readers, masks, degraded)
@@ -197,7 +199,9 @@ func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prep
 
 // writeMasks claims an ID for each new mask generation before writing its
 // file (L07) and records the claims for the caller to release or abandon.
-func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim) error {
+// Masks are written unsynced; their names go to unsynced, for the
+// metadata save to sync before the rename.
+func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim, unsynced *[]string) error {
 	write := func(m *maskWrite) error {
 		if m.deleted.GetCardinality() == uint64(m.numDocs) {
 			// Every row is gone: the segment is dropped, no mask needed.
@@ -209,10 +213,12 @@ func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]
 			return fmt.Errorf("claim deletion mask: %w", err)
 		}
 		*claims = append(*claims, c)
-		fi, err := segment.WriteMask(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)
+		// Synced by the metadata save, with the metadata file (C02).
+		fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)
 		if err != nil {
 			return fmt.Errorf("write deletion mask %s: %w", c.ID, err)
 		}
+		*unsynced = append(*unsynced, segid.FileName(c.ID, segment.MaskSuffix))
 		m.claim = c
 		m.mask = &metadata.Mask{ID: c.ID, Deleted: uint32(m.deleted.GetCardinality()), Size: fi.Size}
 		return nil
