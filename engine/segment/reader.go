@@ -55,6 +55,9 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
+	if size <= readLimit {
+		return readSmall(f, path, size, id, suffix)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
@@ -78,6 +81,35 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, corruptf(id, suffix, "read %d of %d bytes", n, size)
 	}
 	return &loadedFile{data: data}, nil
+}
+
+// readLimit is the size up to which a file is read into memory instead
+// of mapped: for small files one read costs less than a stat, a map, the
+// page faults of the framing checks and an unmap.
+const readLimit = 64 << 10
+
+// readSmall reads a file of the recorded size (at most readLimit) with one
+// read of one byte more, which finds a shorter and a longer file alike.
+func readSmall(f vfs.File, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if size < frameSize {
+		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
+	}
+	data := make([]byte, size+1)
+	n, err := f.ReadAt(data, 0)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("segment: read %s: %w", path, err)
+	}
+	if int64(n) != size {
+		if int64(n) > size {
+			st, err := f.Stat()
+			if err != nil {
+				return nil, fmt.Errorf("segment: stat %s: %w", path, err)
+			}
+			n = int(st.Size())
+		}
+		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", n, size)
+	}
+	return &loadedFile{data: data[:size:size]}, nil
 }
 
 func (lf *loadedFile) release() error {
