@@ -47,6 +47,9 @@ type loadedFile struct {
 
 // loadFile opens path, checks its size and maps (or reads) it.
 func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if isDefaultFS(fs) {
+		return loadFileRaw(path, size, id, suffix)
+	}
 	f, err := fs.Open(path)
 	if err != nil {
 		if isNotExist(err) {
