@@ -1,7 +1,9 @@
 package index
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/summadev/summa/engine/lifecycle"
@@ -52,6 +54,13 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	next, published := buildNext(meta, oldMasks, newMasks, outputs)
+	for _, p := range outputs {
+		if p.unsynced && published[p.info.ID] {
+			for _, f := range p.info.Files {
+				unsynced = append(unsynced, segid.FileName(p.info.ID, f.Suffix))
+			}
+		}
+	}
 	next.NextID = idx.mgr.NextID()
 	if h := idx.opts.Hooks.BeforePublish; h != nil {
 		if err := h(); err != nil {
@@ -83,7 +92,17 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		abandon: func() { lifecycle.AbandonAll(claims) },
 	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
 	if err != nil {
+		var se *metadata.SyncError
+		if errors.As(err, &se) && !strings.HasSuffix(se.Name, "."+segment.MaskSuffix) {
+			// An output's fsync failed: its data may be lost whatever a
+			// later fsync says, so it is never published; the generation
+			// is rebuilt from its operations (C05, runCommit).
+			return CommitResult{}, fmt.Errorf("%w: %w", errOutputSync, err)
+		}
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
+	}
+	for _, p := range outputs {
+		p.unsynced = false
 	}
 	// The rename happened: from here on nothing may turn the commit into an
 	// apparent abort (C04, C12).

@@ -25,6 +25,23 @@ func (e *DurabilityError) Error() string {
 
 func (e *DurabilityError) Unwrap() error { return e.Err }
 
+// SyncError is the failure of SaveSyncing to sync one of the unsynced
+// files it was given (nothing was committed). After a failed fsync the
+// file's unwritten data may be lost even if a later fsync succeeds, so the
+// caller must not reference that file again: it writes it anew.
+type SyncError struct {
+	// Name is the file's name in the index directory.
+	Name string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error implements error.
+func (e *SyncError) Error() string { return "metadata: sync " + e.Name + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *SyncError) Unwrap() error { return e.Err }
+
 // IsDurabilityError reports whether err is a post-rename directory-sync
 // failure, that is, a successful commit with degraded durability.
 func IsDurabilityError(err error) bool {
@@ -40,12 +57,14 @@ func Save(fs vfs.FS, dir string, m *Metadata) error {
 }
 
 // SaveSyncing is Save that also fsyncs the files of dir named in unsynced
-// (written and closed, never synced: deletion masks of the commit) before
+// (written and closed, never synced: the segments and deletion masks of
+// the commit) before
 // the rename. The metadata file, those files and the directory (whose
 // entries for every referenced file exist by then) are synced in one round
 // of concurrent fsyncs, so that a commit costs two sequential fsync
 // latencies (that round, then the directory after the rename) instead of
-// one per file. Any failure of that round commits nothing.
+// one per file. Any failure of that round commits nothing; the failure of
+// an unsynced file's fsync is a *SyncError.
 func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -114,7 +133,12 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) er
 		return nil
 	}}
 	for _, name := range unsynced {
-		jobs = append(jobs, func() error { return syncFile(fs, fs.PathJoin(dir, name)) })
+		jobs = append(jobs, func() error {
+			if err := syncFile(fs, fs.PathJoin(dir, name)); err != nil {
+				return &SyncError{Name: name, Err: err}
+			}
+			return nil
+		})
 	}
 	jobs = append(jobs, func() error {
 		if err := SyncDir(fs, dir); err != nil {

@@ -244,6 +244,17 @@ func syncCloseAll(ws []*fileWriter) error {
 	return nil
 }
 
+// closeAll closes sealed files without syncing them.
+func closeAll(ws []*fileWriter) error {
+	var first error
+	for _, w := range ws {
+		if err := w.f.Close(); err != nil && first == nil {
+			first = fmt.Errorf("segment: close %s: %w", segid.FileName(w.id, w.suffix), err)
+		}
+	}
+	return first
+}
+
 // abort closes the file after an error, leaving it for cleanup.
 func (w *fileWriter) abort() { _ = w.f.Close() }
 

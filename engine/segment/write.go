@@ -47,6 +47,18 @@ func hasDict(f *schema.Field) bool {
 // cleanup. The builder must not receive more documents afterwards; calling
 // Write again (for example after an error) writes the same segment.
 func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	return b.write(ctx, fs, dir, id, true)
+}
+
+// WriteUnsynced is Write without the fsyncs: the files are written and
+// closed, and the caller must sync every file of the returned Info before
+// any metadata references it (metadata.SaveSyncing does, in the one round
+// of concurrent fsyncs that precedes the commit point).
+func (b *Builder) WriteUnsynced(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	return b.write(ctx, fs, dir, id, false)
+}
+
+func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID, sync bool) (Info, error) {
 	b.store.flush()
 	if b.store.err != nil {
 		return Info{}, b.store.err
@@ -97,6 +109,9 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		}
 		sealed = append(sealed, w)
 		info.Files = append(info.Files, fi)
+	}
+	if !sync {
+		return info, closeAll(sealed)
 	}
 	if err := syncCloseAll(sealed); err != nil {
 		return Info{}, err
