@@ -1,0 +1,69 @@
+// Package vectors benchmarks the engine's vector indexes (dense binary IVF,
+// Seismic for sparse vectors, block-max pruning) on vectors derived
+// deterministically from real text, against exact answers computed in the
+// same run. Its command is bench/cmd/bench-vectors; each index registers
+// its own Section from its own file.
+package vectors
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Config is what every section is given.
+type Config struct {
+	// Quick shrinks the data sets and rounds so the run takes a few minutes.
+	Quick bool
+	// WorkDir is a scratch directory the section may fill; it is removed
+	// after the run.
+	WorkDir string
+	// CacheDir keeps derived data sets between runs (may be empty: no cache).
+	CacheDir string
+	// Log receives progress lines.
+	Log io.Writer
+	// Out receives the report lines (the forms the issues give).
+	Out io.Writer
+}
+
+// Logf writes one progress line.
+func (c Config) Logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// Printf writes one report line.
+func (c Config) Printf(format string, args ...any) {
+	fmt.Fprintf(c.Out, format+"\n", args...)
+}
+
+// Section is one part of the benchmark.
+type Section struct {
+	// Name selects the section on the command line (-only).
+	Name string
+	// Order sorts the sections (lower first), then Name.
+	Order int
+	// Run measures and prints.
+	Run func(ctx context.Context, cfg Config) error
+}
+
+var sections []Section
+
+// Register adds a section; call it from an init function.
+func Register(s Section) {
+	sections = append(sections, s)
+}
+
+// Sections returns the registered sections in run order.
+func Sections() []Section {
+	out := append([]Section(nil), sections...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
