@@ -1,8 +1,10 @@
 // Package segment writes and reads immutable index segments.
 //
 // A segment is the set of files seg_<ID>.<suffix> in an index directory,
-// written once by a Builder and read by a Reader (memory-mapped when the
-// file system has file descriptors). A deletion-mask generation is a
+// written once by a Builder and read by a Reader (files over 64 KiB are
+// memory-mapped when the file system has file descriptors, smaller ones
+// read into memory; decompressed stored-field blocks are shared through a
+// small process-wide cache). A deletion-mask generation is a
 // separate file seg_<MASKID>.del with its own ID (WriteMask, ReadMask).
 // Ownership, publication and cleanup of these files belong to the index.
 //
