@@ -49,7 +49,7 @@ func writeMask(fs vfs.FS, dir string, id segid.ID, deleted *roaring.Bitmap, numD
 	if !sync {
 		fi, err := w.seal()
 		if err == nil {
-			if err = w.f.Close(); err != nil {
+			if err = w.closeFile(); err != nil {
 				err = fmt.Errorf("segment: close mask %s: %w", id, err)
 			}
 		} else {
