@@ -1,7 +1,7 @@
 // Package segment writes and reads immutable index segments.
 //
 // A segment is the set of files seg_<ID>.<suffix> in an index directory,
-// written once by a Builder and read by a Reader (files over 64 KiB are
+// written once by a Builder and read by a Reader (files over 16 KiB are
 // memory-mapped when the file system has file descriptors, smaller ones
 // read into memory; decompressed stored-field blocks are shared through a
 // small process-wide cache). A deletion-mask generation is a

@@ -88,8 +88,10 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 
 // readLimit is the size up to which a file is read into memory instead
 // of mapped: for small files one read costs less than a stat, a map, the
-// page faults of the framing checks and an unmap.
-const readLimit = 64 << 10
+// page faults of the framing checks and an unmap. Read files live on the
+// heap, not in the page cache: the limit bounds that to 144 KiB per
+// segment of nine files (small segments are the ones merges remove).
+const readLimit = 16 << 10
 
 // readSmall reads a file of the recorded size (at most readLimit) with one
 // read of one byte more, which finds a shorter and a longer file alike.
