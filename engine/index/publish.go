@@ -92,8 +92,7 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		abandon: func() { lifecycle.AbandonAll(claims) },
 	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
 	if err != nil {
-		var se *metadata.SyncError
-		if errors.As(err, &se) && !strings.HasSuffix(se.Name, "."+segment.MaskSuffix) {
+		if outputSyncFailed(err) {
 			// An output's fsync failed: its data may be lost whatever a
 			// later fsync says, so it is never published; the generation
 			// is rebuilt from its operations (C05, runCommit).
@@ -120,6 +119,27 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		idx.log.Error(saveErr, "Commit durable only after the next directory sync", "generation", next.Generation)
 	}
 	return res, nil
+}
+
+// outputSyncFailed reports whether err (a tree of joined and wrapped
+// errors) holds a *metadata.SyncError of a file that is not a mask: a
+// flushed segment's file.
+func outputSyncFailed(err error) bool {
+	var se *metadata.SyncError
+	if errors.As(err, &se) && !strings.HasSuffix(se.Name, "."+segment.MaskSuffix) {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if outputSyncFailed(inner) {
+				return true
+			}
+		}
+	case interface{ Unwrap() error }:
+		return outputSyncFailed(e.Unwrap())
+	}
+	return false
 }
 
 // install makes a published generation current: cached readers and masks,

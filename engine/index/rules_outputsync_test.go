@@ -3,12 +3,14 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
 )
 
@@ -81,4 +83,25 @@ func TestC05_OutputSyncFailureRebuildsGeneration(t *testing.T) {
 		t.Fatalf("files of the unsynced output %s were not cleaned up", inj.failed)
 	}
 	checkOwned(t, fs, idx)
+}
+
+// TestOutputSyncFailedLooksAtEveryJoinedError: the sync round joins the
+// errors of its concurrent fsyncs; a failed mask fsync listed first must
+// not hide a failed output fsync behind it.
+func TestOutputSyncFailedLooksAtEveryJoinedError(t *testing.T) {
+	mask := &metadata.SyncError{Name: "seg_7.del", Err: errorfs.ErrInjected}
+	output := &metadata.SyncError{Name: "seg_5.post", Err: errorfs.ErrInjected}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{mask, false},
+		{output, true},
+		{fmt.Errorf("save: %w", errors.Join(errors.New("tmp"), mask)), false},
+		{fmt.Errorf("save: %w", errors.Join(mask, output)), true},
+	} {
+		if got := outputSyncFailed(c.err); got != c.want {
+			t.Errorf("outputSyncFailed(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
 }
