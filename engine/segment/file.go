@@ -22,7 +22,8 @@ const (
 	footerSize = 20
 	// frameSize is the number of bytes the framing adds to a payload.
 	frameSize = headerSize + footerSize
-	// FormatVersion is the segment format version written in every header.
+	// FormatVersion is the segment format version written in every
+	// header, except for the file kinds listed in kindVersions.
 	FormatVersion uint32 = 1
 	// writeBufferSize is the buffer of a fileWriter.
 	writeBufferSize = 256 << 10
@@ -110,7 +111,7 @@ func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter,
 	var h [headerSize]byte
 	copy(h[0:8], headerMagic[:])
 	copy(h[8:12], kind[:])
-	binary.LittleEndian.PutUint32(h[12:16], FormatVersion)
+	binary.LittleEndian.PutUint32(h[12:16], kindVersion(suffix))
 	binary.LittleEndian.PutUint64(h[16:24], uint64(id))
 	w.crc = crc32.Update(0, crcTable, h[:])
 	w.buf = append(w.buf, h[:]...)
@@ -291,8 +292,8 @@ func checkFrame(data []byte, id segid.ID, suffix string, kind *[4]byte) ([]byte,
 	if kind != nil && [4]byte(data[8:12]) != *kind {
 		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind[:])
 	}
-	if v := binary.LittleEndian.Uint32(data[12:16]); v != FormatVersion {
-		return nil, corruptf(id, suffix, "format version %d, want %d", v, FormatVersion)
+	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want && !(suffix == SuffixPostings && v == legacyPostVersion) {
+		return nil, corruptf(id, suffix, "format version %d, want %d", v, want)
 	}
 	if got := segid.ID(binary.LittleEndian.Uint64(data[16:24])); got != id {
 		return nil, corruptf(id, suffix, "header names segment %s", got)
@@ -370,6 +371,29 @@ var fileKinds = map[string][4]byte{
 	SuffixVectors:    {'v', 'e', 'c', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
+}
+
+// kindVersions holds the format version of the file kinds whose format
+// changed since FormatVersion; the others are at FormatVersion.
+var kindVersions = map[string]uint32{
+	// 2: docs sections in bit-packed blocks of 128 (docscodec.go).
+	SuffixPostings: 2,
+}
+
+// legacyPostVersion is the older post format still read: docs sections of
+// uvarint(delta<<1 | freqIsOne) per document (see doc.go). Merges rewrite
+// such segments in the current format.
+const legacyPostVersion = 1
+
+// fileVersion returns the format version in a framed file's header.
+func fileVersion(data []byte) uint32 { return binary.LittleEndian.Uint32(data[12:16]) }
+
+// kindVersion returns the format version written in a file's header.
+func kindVersion(suffix string) uint32 {
+	if v, ok := kindVersions[suffix]; ok {
+		return v
+	}
+	return FormatVersion
 }
 
 // dataSuffixes lists a data segment's files in the order Write creates them.

@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/segid"
@@ -76,3 +77,34 @@ func openRaw(path string) (int, error) {
 // isDefaultFS reports whether fs is the operating system's (where
 // loadFileRaw applies).
 func isDefaultFS(fs vfs.FS) bool { return fs == vfs.Default }
+
+// readLimit is the size up to which a file is read into memory instead
+// of mapped: for small files one read costs less than a stat, a map, the
+// page faults of the framing checks and an unmap. Read files live on the
+// heap, not in the page cache: the limit bounds that to 144 KiB per
+// segment of nine files (small segments are the ones merges remove).
+const readLimit = 16 << 10
+
+// readSmall reads a file of the recorded size (at most readLimit) with one
+// read of one byte more, which finds a shorter and a longer file alike.
+func readSmall(f vfs.File, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if size < frameSize {
+		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
+	}
+	data := make([]byte, size+1)
+	n, err := f.ReadAt(data, 0)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("segment: read %s: %w", path, err)
+	}
+	if int64(n) != size {
+		if int64(n) > size {
+			st, err := f.Stat()
+			if err != nil {
+				return nil, fmt.Errorf("segment: stat %s: %w", path, err)
+			}
+			n = int(st.Size())
+		}
+		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", n, size)
+	}
+	return &loadedFile{data: data[:size:size]}, nil
+}

@@ -86,37 +86,6 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 	return &loadedFile{data: data}, nil
 }
 
-// readLimit is the size up to which a file is read into memory instead
-// of mapped: for small files one read costs less than a stat, a map, the
-// page faults of the framing checks and an unmap. Read files live on the
-// heap, not in the page cache: the limit bounds that to 144 KiB per
-// segment of nine files (small segments are the ones merges remove).
-const readLimit = 16 << 10
-
-// readSmall reads a file of the recorded size (at most readLimit) with one
-// read of one byte more, which finds a shorter and a longer file alike.
-func readSmall(f vfs.File, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
-	if size < frameSize {
-		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
-	}
-	data := make([]byte, size+1)
-	n, err := f.ReadAt(data, 0)
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("segment: read %s: %w", path, err)
-	}
-	if int64(n) != size {
-		if int64(n) > size {
-			st, err := f.Stat()
-			if err != nil {
-				return nil, fmt.Errorf("segment: stat %s: %w", path, err)
-			}
-			n = int(st.Size())
-		}
-		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", n, size)
-	}
-	return &loadedFile{data: data[:size:size]}, nil
-}
-
 func (lf *loadedFile) release() error {
 	if lf.mapped {
 		lf.mapped = false
@@ -254,6 +223,9 @@ func (r *Reader) parseTerms() error {
 			return corruptf(id, SuffixTerms, "field %d: postings region disagrees with the post file", ord)
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
+		if dc != nil {
+			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+		}
 		r.dicts[ord] = dc
 		return err
 	})

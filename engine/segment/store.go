@@ -132,6 +132,32 @@ func (sb *storeBuilder) add(doc *schema.Document, s *schema.Schema) {
 	}
 }
 
+// addRecord appends an encoded record as is (merges copy records from a
+// segment of the same schema).
+func (sb *storeBuilder) addRecord(rec []byte) {
+	sb.recs = append(sb.recs, rec...)
+	sb.lens = append(sb.lens, uint32(min(len(rec), math.MaxUint32)))
+	sb.numDocs++
+	if len(sb.recs) >= storeBlockTarget {
+		sb.flush()
+	}
+}
+
+// appendBlock appends a compressed block of count records as is, after
+// closing the pending block (merges copy whole blocks of kept rows).
+func (sb *storeBuilder) appendBlock(comp []byte, count, rawLen uint32) {
+	sb.flush()
+	if sb.err != nil {
+		return
+	}
+	sb.blocks = append(sb.blocks, storeBlock{firstDoc: sb.numDocs, off: uint64(len(sb.comp)),
+		compLen: uint32(len(comp)), rawLen: rawLen})
+	sb.comp = append(sb.comp, comp...)
+	sb.maxRaw = max(sb.maxRaw, rawLen)
+	sb.numDocs += count
+	sb.firstDoc = sb.numDocs
+}
+
 // storedHoldsStrings reports whether doc.Stored looks like the JSON that
 // schema.ParseDocument builds, so that stored text and keyword values can be
 // recovered from it instead of being kept twice: every stored string field

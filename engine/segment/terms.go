@@ -135,6 +135,7 @@ type dict struct {
 	id         segid.ID
 	suffix     string // file holding the dictionary
 	postSuffix string // file holding the postings
+	legacyDocs bool   // docs sections in the version 1 post format
 }
 
 // openDict checks a dictionary's metadata against the payloads holding it.
@@ -260,12 +261,8 @@ func (c *blockCursor) next(term []byte) (_ []byte, ok bool, err error) {
 	if !ok1 || !ok2 || !ok3 {
 		return term, false, corruptf(d.id, d.suffix, "term %d: truncated entry", c.e.ord)
 	}
-	if df == 0 || df > uint64(d.numDocs) || docsLen < df {
-		return term, false, corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", c.e.ord, df, docsLen, d.numDocs)
-	}
-	region := uint64(len(d.post))
-	if c.postOff > region || docsLen > region-c.postOff || posLen > region-c.postOff-docsLen {
-		return term, false, corruptf(d.id, d.suffix, "term %d: postings [%d,+%d+%d) outside region of %d", c.e.ord, c.postOff, docsLen, posLen, region)
+	if err := d.checkEntry(c.e.ord, df, c.postOff, docsLen, posLen); err != nil {
+		return term, false, err
 	}
 	if !first {
 		c.e.ord++
@@ -333,7 +330,10 @@ func (d *dict) lookup(term string) (termEntry, bool, error) {
 		}
 		switch {
 		case l == len(suffix) && l == len(rest):
-			return d.checkEntry(termEntry{ord: ord + i, df: uint32(df), postOff: entryOff, docsLen: docsLen, posLen: posLen}, df)
+			if err := d.checkEntry(ord+i, df, entryOff, docsLen, posLen); err != nil {
+				return termEntry{}, false, err
+			}
+			return termEntry{ord: ord + i, df: uint32(df), postOff: entryOff, docsLen: docsLen, posLen: posLen}, true, nil
 		case l == len(suffix) || (l < len(rest) && suffix[l] < rest[l]):
 			matched += l // the entry is before term
 		default:
@@ -343,17 +343,18 @@ func (d *dict) lookup(term string) (termEntry, bool, error) {
 	return termEntry{}, false, nil
 }
 
-// checkEntry applies blockCursor.next's checks to an entry found by
-// lookup; df is its undecoded document frequency.
-func (d *dict) checkEntry(e termEntry, df uint64) (termEntry, bool, error) {
-	if df == 0 || df > uint64(d.numDocs) || e.docsLen < df {
-		return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", e.ord, df, e.docsLen, d.numDocs)
+// checkEntry checks a decoded entry (blockCursor.next, lookup): its
+// document frequency against the segment and its postings length, and its
+// postings range against the field's region.
+func (d *dict) checkEntry(ord uint32, df, postOff, docsLen, posLen uint64) error {
+	if df == 0 || df > uint64(d.numDocs) || docsLen < minDocsLen(df) {
+		return corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", ord, df, docsLen, d.numDocs)
 	}
 	region := uint64(len(d.post))
-	if e.postOff > region || e.docsLen > region-e.postOff || e.posLen > region-e.postOff-e.docsLen {
-		return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: postings [%d,+%d+%d) outside region of %d", e.ord, e.postOff, e.docsLen, e.posLen, region)
+	if postOff > region || docsLen > region-postOff || posLen > region-postOff-docsLen {
+		return corruptf(d.id, d.suffix, "term %d: postings [%d,+%d+%d) outside region of %d", ord, postOff, docsLen, posLen, region)
 	}
-	return e, true, nil
+	return nil
 }
 
 // seekBlock returns the last block whose first term is <= term, or -1.

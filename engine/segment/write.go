@@ -155,6 +155,8 @@ func (b *Builder) sortTerms(ctx context.Context) ([]sortedTerms, error) {
 // directory: numDocs, nFields, nFields × (ord, offset, length).
 func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sortedTerms, regions []postRegion) error {
 	var ords []int
+	var enc docsEncoder
+	var scratch []byte
 	for i := range b.fields {
 		ix := b.fields[i].index
 		if ix == nil {
@@ -169,7 +171,9 @@ func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sor
 				}
 			}
 			t := &ix.terms[local]
-			w.write(t.docs)
+			scratch = encodeBuilderDocs(&enc, scratch, t)
+			t.docsLen = uint64(len(scratch))
+			w.write(scratch)
 			w.write(t.pos)
 		}
 		regions[i] = postRegion{off: start, len: w.offset() - start}
@@ -207,7 +211,7 @@ func (b *Builder) writeTerms(ctx context.Context, w *fileWriter, sorted []sorted
 				}
 			}
 			t := &ix.terms[local]
-			dw.add(ix.names[local], t.df, uint64(len(t.docs)), uint64(len(t.pos)))
+			dw.add(ix.names[local], t.df, t.docsLen, uint64(len(t.pos)))
 		}
 		m := dw.finish()
 		if m.postLen != regions[i].len {
