@@ -156,13 +156,15 @@ func WriteBMP(w io.Writer, r *BMPRun) {
 // msf returns d in milliseconds.
 func msf(d time.Duration) float64 { return float64(d) / 1e6 }
 
-// measureBMP measures BMP on the open index o and prints the result.
-func measureBMP(ctx context.Context, cfg *Config, o *Ours, c *Corpus, qs []Query, label string) (*BMPRun, error) {
+// measureBMP measures BMP on the open index o, prints the result and
+// keeps it in run.
+func measureBMP(ctx context.Context, cfg *Config, o *Ours, run *EngineRun, qs []Query, label string) error {
 	cfg.logf("bmp: %s", label)
-	r, err := o.MeasureBMP(ctx, label, BMPQueries(c, qs))
+	r, err := o.MeasureBMP(ctx, label, qs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	WriteBMP(os.Stdout, r)
-	return r, nil
+	run.BMP = append(run.BMP, r)
+	return nil
 }

@@ -29,6 +29,7 @@ import (
 // blockMaxSegment is what BMP needs of a segment beyond Segment;
 // *segment.Reader has it.
 type blockMaxSegment interface {
+	HasBlockMax() bool
 	BlockMaxTerm(field int, term string) (*segment.BlockTerm, error)
 	BlockMaxDim(field int, dim string) (*segment.BlockTerm, error)
 }
@@ -96,7 +97,7 @@ type bmpQuery struct {
 func openBMP(views []SegmentView, terms []bmpTerm, lookup func(bs blockMaxSegment, t *bmpTerm, i int) (*segment.BlockTerm, error)) (bool, error) {
 	for vi := range views {
 		bs, ok := views[vi].Segment.(blockMaxSegment)
-		if !ok {
+		if !ok || !bs.HasBlockMax() {
 			return false, nil
 		}
 		for i := range terms {

@@ -267,3 +267,27 @@ func TestMain(m *testing.M) {
 	bmpMinPostings = 0
 	os.Exit(m.Run())
 }
+
+// noBlockMax hides a segment's block maxima, as a version 1 segment has
+// none.
+type noBlockMax struct{ Segment }
+
+// TestBMPNeedsBlockMaxInEveryView: when one view has no block maxima the
+// query is evaluated exhaustively and its total stays exact.
+func TestBMPNeedsBlockMaxInEveryView(t *testing.T) {
+	c := newtonCorpus(t)
+	views := c.views(t, split{sizes: c.thirds()})
+	raw, _ := json.Marshal("the light")
+	want, err := Search(context.Background(), c.schema, views, Request{Query: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	views[1].Segment = noBlockMax{views[1].Segment}
+	got, err := Search(context.Background(), c.schema, views, Request{Query: raw, TotalHitsThreshold: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TotalHitsRelation != EqualTo || got.TotalHits != want.TotalHits || len(got.Hits) != len(want.Hits) {
+		t.Fatalf("%d hits (%v), want exactly %d", got.TotalHits, got.TotalHitsRelation, want.TotalHits)
+	}
+}

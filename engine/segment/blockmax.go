@@ -276,7 +276,7 @@ func decodeForBlockMax(ps []bmPosting, kind byte, list []byte, df, numDocs uint3
 		}
 		return ps, p.Err()
 	}
-	p := &Postings{docs: list, df: df, numDocs: numDocs, posCur: -1}
+	p := &Postings{docs: list, df: df, numDocs: numDocs, posCur: -1, legacy: true} // a Builder holds docs in the version 1 encoding
 	for p.Next() {
 		ps = append(ps, bmPosting{doc: p.doc, tf: p.freq})
 	}

@@ -136,6 +136,12 @@ func (t *BlockTerm) Sparse() bool { return t.kind == bmSparse }
 // Scale returns the sparse dimension's largest absolute weight (see WeightBound).
 func (t *BlockTerm) Scale() float32 { return t.scale }
 
+// HasBlockMax reports whether the segment has a block-max file. Segments
+// written before the file kind existed (format version 1 postings, read for
+// compatibility) have none: searches evaluate them exhaustively, and a merge
+// or reorder writes one for their output.
+func (r *Reader) HasBlockMax() bool { return r.bmax != nil }
+
 // BlockMaxTerm returns the block-max record of term in an indexed field, or
 // nil, nil when the term is absent.
 func (r *Reader) BlockMaxTerm(field int, term string) (*BlockTerm, error) {

@@ -3,7 +3,10 @@ package segment
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -307,4 +310,64 @@ func fieldOrd(s *schema.Schema, name string) int {
 		panic("no field " + name)
 	}
 	return i
+}
+
+// TestBlockMaxAbsentInVersion1Segments opens the version 1 testdata
+// segment, written before block maxima existed: it opens and validates
+// without a bmp file, says so, and a merge of it writes one.
+func TestBlockMaxAbsentInVersion1Segments(t *testing.T) {
+	s := testSchema()
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("idx", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "v1", "info.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old Info
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range old.Files {
+		if fi.Suffix == SuffixBlockMax {
+			t.Fatal("the version 1 testdata lists a bmp file")
+		}
+		name := segid.FileName(old.ID, fi.Suffix)
+		data, err := os.ReadFile(filepath.Join("testdata", "v1", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fs, "idx/"+name, data)
+	}
+	r, err := Open(fs, "idx", s, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.HasBlockMax() {
+		t.Fatal("a version 1 segment claims block maxima")
+	}
+	if err := r.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	info, err := Merge(context.Background(), fs, "idx", 0x77, s, []*Reader{r}, Concat([]*Reader{r}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.HasBlockMax() {
+		t.Fatal("the merge output has no block maxima")
+	}
+	if err := m.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bt, err := m.BlockMaxTerm(fieldOrd(s, "body"), "light")
+	if err != nil || bt == nil || bt.DocFreq() == 0 {
+		t.Fatalf("merged block maxima of light: %v %v", bt, err)
+	}
 }

@@ -48,6 +48,9 @@ type loadedFile struct {
 
 // loadFile opens path, checks its size and maps (or reads) it.
 func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if isDefaultFS(fs) {
+		return loadFileRaw(path, size, id, suffix)
+	}
 	f, err := fs.Open(path)
 	if err != nil {
 		if isNotExist(err) {
@@ -56,6 +59,9 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
+	if size <= readLimit {
+		return readSmall(f, path, size, id, suffix)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
@@ -116,7 +122,7 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 		listed[fi.Suffix] = true
 	}
 	for _, suffix := range dataSuffixes {
-		if !listed[suffix] {
+		if !listed[suffix] && suffix != SuffixBlockMax { // see HasBlockMax
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
@@ -166,8 +172,10 @@ func (r *Reader) parse() error {
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
 		return err
 	}
-	if r.bmax, err = openBlockMax(id, s, r.files[SuffixBlockMax].payload, n, r.dicts, r.sparse); err != nil {
-		return err
+	if f := r.files[SuffixBlockMax]; f != nil {
+		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
+			return err
+		}
 	}
 	for i := range s.Fields {
 		var terms uint32
@@ -221,6 +229,9 @@ func (r *Reader) parseTerms() error {
 			return corruptf(id, SuffixTerms, "field %d: postings region disagrees with the post file", ord)
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
+		if dc != nil {
+			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+		}
 		r.dicts[ord] = dc
 		return err
 	})
