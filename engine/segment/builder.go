@@ -27,6 +27,7 @@ type Builder struct {
 	pk      *pkBuilder
 	mem     int64
 	touched []uint32 // scratch: term ids touched by the document being added
+	seismic SeismicOptions
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the

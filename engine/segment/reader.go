@@ -32,6 +32,7 @@ type Reader struct {
 	fwds    []fwdCol
 	dense   []*denseCol
 	sparse  []*dict
+	seis    []*SeismicIndex
 	stats   []fieldStat
 
 	closeOnce sync.Once
@@ -160,6 +161,9 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
+		return err
+	}
+	if r.seis, err = openSeismic(id, s, r.files[SuffixSeismic].payload, n, r.sparse); err != nil {
 		return err
 	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {

@@ -1,0 +1,320 @@
+package segment
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// The seis file (see doc.go): per sparse_vector field eight regions of
+// fixed-width little-endian arrays, then the directory.
+const (
+	seisDimEntry   = 12 // firstBlock u32, nBlocks u32, flags u32
+	seisBlockEntry = 20 // sumOff u32, sumLen u32, docOff u32, docLen u32, scale f32
+	seisPending    = 1  // dimension flag: postings not placed (debt)
+	seisRegions    = 8
+)
+
+// writeSeismic writes the seis file.
+func (b *Builder) writeSeismic(ctx context.Context, w *fileWriter) error {
+	type entry struct {
+		ord                                 int
+		numDims, nBlocks, nSum, nDocs, nFwd uint64
+		pending                             uint64
+		regions                             [seisRegions]uint64
+	}
+	var entries []entry
+	for i := range b.fields {
+		if b.fields[i].sparse == nil {
+			continue
+		}
+		sf, err := b.buildSeismic(ctx, i)
+		if err != nil {
+			return err
+		}
+		e := entry{ord: i, numDims: uint64(sf.numDims), nFwd: uint64(len(sf.fwdDims))}
+		var dimTab, blockTab []byte
+		var sumDims, docs []byte
+		var sumVals []byte
+		for d := 0; d < sf.numDims; d++ {
+			var flags uint32
+			if sf.pending[d] {
+				flags = seisPending
+				e.pending++
+			}
+			dimTab = binary.LittleEndian.AppendUint32(dimTab, uint32(e.nBlocks))
+			dimTab = binary.LittleEndian.AppendUint32(dimTab, uint32(len(sf.blocks[d])))
+			dimTab = binary.LittleEndian.AppendUint32(dimTab, flags)
+			for _, blk := range sf.blocks[d] {
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(e.nSum))
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(len(blk.sumDims)))
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(e.nDocs))
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(len(blk.docs)))
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, math.Float32bits(blk.scale))
+				for _, x := range blk.sumDims {
+					sumDims = binary.LittleEndian.AppendUint32(sumDims, x)
+				}
+				sumVals = append(sumVals, blk.sumVals...)
+				for _, x := range blk.docs {
+					docs = binary.LittleEndian.AppendUint32(docs, x)
+				}
+				e.nBlocks++
+				e.nSum += uint64(len(blk.sumDims))
+				e.nDocs += uint64(len(blk.docs))
+			}
+		}
+		if e.nBlocks > math.MaxUint32 || e.nSum > math.MaxUint32 || e.nDocs > math.MaxUint32 {
+			return fmt.Errorf("segment: seismic index of field %d is too large", i)
+		}
+		fwdOff := make([]byte, 0, 4*len(sf.fwdOff))
+		for _, x := range sf.fwdOff {
+			fwdOff = binary.LittleEndian.AppendUint32(fwdOff, x)
+		}
+		fwdDims := make([]byte, 0, 4*len(sf.fwdDims))
+		for _, x := range sf.fwdDims {
+			fwdDims = binary.LittleEndian.AppendUint32(fwdDims, x)
+		}
+		fwdVals := make([]byte, 0, 4*len(sf.fwdVals))
+		for _, x := range sf.fwdVals {
+			fwdVals = binary.LittleEndian.AppendUint32(fwdVals, math.Float32bits(x))
+		}
+		for r, data := range [seisRegions][]byte{dimTab, blockTab, sumDims, sumVals, docs, fwdOff, fwdDims, fwdVals} {
+			e.regions[r] = w.offset()
+			w.write(data)
+		}
+		entries = append(entries, e)
+	}
+	w.beginDirectory()
+	w.uvarint(uint64(b.numDocs))
+	w.uvarint(uint64(len(entries)))
+	for _, e := range entries {
+		w.uvarint(uint64(e.ord))
+		for _, x := range []uint64{e.numDims, e.nBlocks, e.nSum, e.nDocs, e.nFwd, e.pending} {
+			w.uvarint(x)
+		}
+		for _, x := range e.regions {
+			w.uvarint(x)
+		}
+	}
+	return w.err
+}
+
+// SeismicIndex reads one sparse_vector field's Seismic index. Its methods
+// are safe for concurrent use; they check every offset they follow and
+// report a *CorruptionError instead of trusting it.
+type SeismicIndex struct {
+	id       segid.ID
+	numDocs  uint32
+	numDims  uint32
+	nBlocks  uint32
+	pending  uint32
+	dimTab   []byte
+	blockTab []byte
+	sumDims  []byte
+	sumVals  []byte
+	docs     []byte
+	fwdOff   []byte
+	fwdDims  []byte
+	fwdVals  []byte
+	vocab    *dict
+}
+
+// openSeismic parses the seis file's directory (the cheap check: every
+// region inside the payload with the size its counts give, dimension and
+// forward-entry counts agreeing with the vec file's dictionaries).
+func openSeismic(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, sparse []*dict) ([]*SeismicIndex, error) {
+	out := make([]*SeismicIndex, len(s.Fields))
+	isSparse := func(i int) bool { return s.Fields[i].Type == schema.SparseVector }
+	err := fieldSet(id, SuffixSeismic, payload, numDocs, isSparse, len(s.Fields), func(d *decoder, ord int) error {
+		var c [6]uint64
+		for k := range c {
+			c[k] = d.uvarint()
+		}
+		var reg [seisRegions]uint64
+		for k := range reg {
+			reg[k] = d.uvarint()
+		}
+		if d.err != nil {
+			return nil
+		}
+		numDims, nBlocks, nSum, nDocs, nFwd, pending := c[0], c[1], c[2], c[3], c[4], c[5]
+		v := sparse[ord]
+		if v == nil || numDims != uint64(v.numTerms) || nFwd != v.sumDocFreq || pending > numDims ||
+			nBlocks > math.MaxUint32 || nSum > math.MaxUint32 || nDocs > math.MaxUint32 || nFwd > math.MaxUint32 {
+			return corruptf(id, SuffixSeismic, "field %d: counts %v do not fit the vec file", ord, c)
+		}
+		sizes := [seisRegions]uint64{numDims * seisDimEntry, nBlocks * seisBlockEntry, nSum * 4, nSum, nDocs * 4,
+			(uint64(numDocs) + 1) * 4, nFwd * 4, nFwd * 4}
+		var regions [seisRegions][]byte
+		for k := range regions {
+			var ok bool
+			if regions[k], ok = subslice(payload, reg[k], sizes[k]); !ok {
+				return corruptf(id, SuffixSeismic, "field %d: region %d outside payload", ord, k)
+			}
+		}
+		out[ord] = &SeismicIndex{id: id, numDocs: numDocs, numDims: uint32(numDims), nBlocks: uint32(nBlocks),
+			pending: uint32(pending), dimTab: regions[0], blockTab: regions[1], sumDims: regions[2], sumVals: regions[3],
+			docs: regions[4], fwdOff: regions[5], fwdDims: regions[6], fwdVals: regions[7], vocab: v}
+		return nil
+	})
+	return out, err
+}
+
+func (x *SeismicIndex) corrupt(format string, args ...any) error {
+	return corruptf(x.id, SuffixSeismic, format, args...)
+}
+
+// NumDims returns the number of dimensions of the field in the segment.
+func (x *SeismicIndex) NumDims() uint32 { return x.numDims }
+
+// PendingDims returns the number of dimensions whose postings are not
+// placed in blocks: the segment's Seismic debt.
+func (x *SeismicIndex) PendingDims() uint32 { return x.pending }
+
+// Dim returns the ordinal of a dimension, ok false when absent.
+func (x *SeismicIndex) Dim(dim string) (ord uint32, ok bool, err error) {
+	e, ok, err := x.vocab.lookup(dim)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if e.ord >= x.numDims {
+		return 0, false, x.corrupt("dimension %q has ordinal %d of %d", dim, e.ord, x.numDims)
+	}
+	return e.ord, true, nil
+}
+
+func u32at(b []byte, i uint32) uint32 { return binary.LittleEndian.Uint32(b[4*uint64(i):]) }
+
+// pendingDim reports whether dimension ord is pending.
+func (x *SeismicIndex) pendingDim(ord uint32) bool {
+	return binary.LittleEndian.Uint32(x.dimTab[seisDimEntry*uint64(ord)+8:])&seisPending != 0
+}
+
+// dimBlocks returns the unchecked block range of a dimension.
+func (x *SeismicIndex) dimBlocks(ord uint32) (first, n uint32) {
+	e := x.dimTab[seisDimEntry*uint64(ord):]
+	return binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:])
+}
+
+// Blocks returns the range of blocks of dimension ord and whether it is
+// pending (its postings then must be scored from the vec file).
+func (x *SeismicIndex) Blocks(ord uint32) (first, n uint32, pending bool, err error) {
+	if ord >= x.numDims {
+		return 0, 0, false, x.corrupt("dimension ordinal %d of %d", ord, x.numDims)
+	}
+	first, n = x.dimBlocks(ord)
+	if uint64(first)+uint64(n) > uint64(x.nBlocks) {
+		return 0, 0, false, x.corrupt("dimension %d: blocks %d+%d of %d", ord, first, n, x.nBlocks)
+	}
+	return first, n, x.pendingDim(ord), nil
+}
+
+// block returns block b's checked summary and doc ranges and its scale.
+func (x *SeismicIndex) block(b uint32) (sumOff, sumLen, docOff, docLen uint32, scale float32, err error) {
+	if b >= x.nBlocks {
+		return 0, 0, 0, 0, 0, x.corrupt("block %d of %d", b, x.nBlocks)
+	}
+	e := x.blockTab[seisBlockEntry*uint64(b):]
+	sumOff, sumLen = binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:])
+	docOff, docLen = binary.LittleEndian.Uint32(e[8:]), binary.LittleEndian.Uint32(e[12:])
+	scale = math.Float32frombits(binary.LittleEndian.Uint32(e[16:]))
+	if uint64(sumOff)+uint64(sumLen) > uint64(len(x.sumVals)) || uint64(docOff)+uint64(docLen) > uint64(len(x.docs))/4 {
+		return 0, 0, 0, 0, 0, x.corrupt("block %d outside its regions", b)
+	}
+	return sumOff, sumLen, docOff, docLen, scale, nil
+}
+
+// SummaryScore returns the inner product of block b's summary with the
+// dense query q (indexed by dimension ordinal, len NumDims).
+func (x *SeismicIndex) SummaryScore(b uint32, q []float32) (float32, error) {
+	sumOff, sumLen, _, _, scale, err := x.block(b)
+	if err != nil {
+		return 0, err
+	}
+	dims := x.sumDims[4*uint64(sumOff) : 4*(uint64(sumOff)+uint64(sumLen))]
+	vals := x.sumVals[sumOff : sumOff+sumLen]
+	var s float32
+	for k := range vals {
+		d := binary.LittleEndian.Uint32(dims[4*k:])
+		if d >= uint32(len(q)) {
+			return 0, x.corrupt("block %d: summary dimension %d of %d", b, d, len(q))
+		}
+		s += q[d] * float32(vals[k])
+	}
+	return s * scale, nil
+}
+
+// BlockDocs appends block b's doc ids to dst.
+func (x *SeismicIndex) BlockDocs(b uint32, dst []uint32) ([]uint32, error) {
+	_, _, docOff, docLen, _, err := x.block(b)
+	if err != nil {
+		return dst, err
+	}
+	for k := docOff; k < docOff+docLen; k++ {
+		doc := u32at(x.docs, k)
+		if doc >= x.numDocs {
+			return dst, x.corrupt("block %d: doc %d of %d", b, doc, x.numDocs)
+		}
+		dst = append(dst, doc)
+	}
+	return dst, nil
+}
+
+// DocScore returns the exact inner product of doc's vector (from the
+// forward index) with the dense query q, summed in float64.
+func (x *SeismicIndex) DocScore(doc uint32, q []float32) (float64, error) {
+	if doc >= x.numDocs {
+		return 0, x.corrupt("doc %d of %d", doc, x.numDocs)
+	}
+	s, e := u32at(x.fwdOff, doc), u32at(x.fwdOff, doc+1)
+	if s > e || uint64(e) > uint64(len(x.fwdDims))/4 {
+		return 0, x.corrupt("doc %d: forward entries %d..%d", doc, s, e)
+	}
+	var sum float64
+	dims, vals := x.fwdDims[4*uint64(s):4*uint64(e)], x.fwdVals[4*uint64(s):4*uint64(e)]
+	for k := 0; k < len(dims); k += 4 {
+		d := binary.LittleEndian.Uint32(dims[k:])
+		if d >= uint32(len(q)) {
+			return 0, x.corrupt("doc %d: forward dimension %d of %d", doc, d, len(q))
+		}
+		if w := q[d]; w != 0 {
+			sum += float64(w) * float64(math.Float32frombits(binary.LittleEndian.Uint32(vals[k:])))
+		}
+	}
+	return sum, nil
+}
+
+// copyBlock returns block blk with remapped doc ids (dropped ones left
+// out) and summary dimensions mapped through outOrd: an encoded run copied
+// by a merge, summaries and quantization kept as they are.
+func (x *SeismicIndex) copyBlock(blk uint32, outOrd []uint32, remap func(uint32) (uint32, bool)) (seisBlock, error) {
+	sumOff, sumLen, _, _, scale, err := x.block(blk)
+	if err != nil {
+		return seisBlock{}, err
+	}
+	docs, err := x.BlockDocs(blk, nil)
+	if err != nil {
+		return seisBlock{}, err
+	}
+	out := seisBlock{scale: scale, sumVals: append([]uint8(nil), x.sumVals[sumOff:sumOff+sumLen]...)}
+	for _, d := range docs {
+		if nd, ok := remap(d); ok {
+			out.docs = append(out.docs, nd)
+		}
+	}
+	slices.Sort(out.docs)
+	out.sumDims = make([]uint32, sumLen)
+	for k := range out.sumDims {
+		d := u32at(x.sumDims, sumOff+uint32(k))
+		if d >= uint32(len(outOrd)) {
+			return seisBlock{}, x.corrupt("block %d: summary dimension %d of %d", blk, d, len(outOrd))
+		}
+		out.sumDims[k] = outOrd[d]
+	}
+	return out, nil
+}
