@@ -72,7 +72,11 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	case *DenseQuery:
 		top, total, err = searchDense(ctx, views, q)
 	case *SparseQuery:
-		top, total, err = searchSparse(ctx, views, q, window)
+		if useSeismic(q) {
+			top, total, err = searchSeismic(ctx, views, q, window)
+		} else {
+			top, total, err = searchSparse(ctx, views, q, window)
+		}
 	}
 	if err != nil {
 		return Result{}, err
