@@ -61,7 +61,9 @@ func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSe
 	if err := rw.preflight(ctx); err != nil {
 		return RewriteResult{}, err
 	}
-	info, r, err := rw.build(ctx, func(_ int, doc uint32) bool { return !src.Deleted.Contains(doc) })
+	keep := func(doc uint32) bool { return !src.Deleted.Contains(doc) }
+	rw.carryMapped(keptPositions(src.Reader.NumDocs(), keep), -1)
+	info, r, err := rw.build(ctx, func(_ int, doc uint32) bool { return keep(doc) })
 	if err != nil {
 		return RewriteResult{}, err
 	}

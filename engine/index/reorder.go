@@ -121,6 +121,11 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	for n, old := range res.Order {
 		newPos[old] = uint32(n)
 	}
+	pos := make([]int64, len(newPos))
+	for d, p := range newPos {
+		pos[d] = int64(p)
+	}
+	rw.carryMapped(pos, -1)
 	info, r, err := rw.buildOrdered(ctx, res.Order)
 	if err != nil {
 		return RewriteResult{}, err

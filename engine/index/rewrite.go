@@ -68,6 +68,9 @@ type rewrite struct {
 	// decorate, when set, fills the output's metadata from the sources'
 	// current entries (BP flags and counters).
 	decorate func(out *metadata.Segment, cur []metadata.Segment)
+	// seismic tells the builder which encoded Seismic runs to carry and
+	// how much new placement it may do (see seismic.go).
+	seismic segment.SeismicOptions
 }
 
 // startRewrite captures a snapshot, lets pick choose sources and claims
@@ -144,6 +147,7 @@ func (rw *rewrite) preflight(ctx context.Context) error {
 // build writes the output from the sources' rows that keep(i, doc) accepts.
 func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool) (segment.Info, *segment.Reader, error) {
 	b := segment.NewBuilder(rw.idx.schema)
+	b.SetSeismic(rw.seismic)
 	for i, s := range rw.sources {
 		for doc := uint32(0); doc < s.Reader.NumDocs(); doc++ {
 			if !keep(i, doc) {
@@ -160,6 +164,7 @@ func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool)
 // buildOrdered writes the single source's rows in the given order.
 func (rw *rewrite) buildOrdered(ctx context.Context, order []uint32) (segment.Info, *segment.Reader, error) {
 	b := segment.NewBuilder(rw.idx.schema)
+	b.SetSeismic(rw.seismic)
 	for _, doc := range order {
 		if err := rw.copyDoc(ctx, b, rw.sources[0], doc); err != nil {
 			return segment.Info{}, nil, err
@@ -244,6 +249,8 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	if rw.decorate != nil {
 		rw.decorate(&out, cur)
 	}
+	// M09: publication reads the output's debt before committing.
+	out.Seismic = rw.seismicDebt(cur, r.SeismicPendingTerms())
 	var maskClaim *lifecycle.Claim
 	masks := map[segid.ID]*roaring.Bitmap{}
 	if deleted != nil && !deleted.IsEmpty() {
