@@ -145,14 +145,21 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 				return nil, fmt.Errorf("segment: seismic: %w", err)
 			}
 		}
+		// Dimensions are placed in dictionary order until the budget is
+		// spent: the first that does not fit and every later one needing
+		// placement stay pending.
 		cost := int64(min(len(sf.lists[ord]), SeismicLambda))
 		if budget < 0 || (budget > 0 && cost > budget) {
 			sf.pending[ord] = true
 			sf.blocks[ord] = nil
+			budget = -1
 			continue
 		}
 		if budget > 0 {
 			budget -= cost
+			if budget == 0 {
+				budget = -1
+			}
 		}
 		sf.blocks[ord] = c.place(uint32(ord), sf.lists[ord])
 	}
@@ -170,12 +177,17 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 		if src == nil {
 			return fmt.Errorf("segment: seismic carry: source %s has no seismic index for field %d", c.Source.id, field)
 		}
+		// A source dimension absent from the output (every doc having it
+		// was dropped) maps to dropDim: its runs and summary entries go.
 		outOrd := make([]uint32, src.numDims)
 		it := &TermIterator{d: c.Source.sparse[field]}
 		for it.Next() {
+			if it.Ordinal() >= src.numDims {
+				return src.corrupt("dimension %q has ordinal %d of %d", it.Term(), it.Ordinal(), src.numDims)
+			}
 			o, ok := ids[it.Term()]
-			if !ok || it.Ordinal() >= src.numDims {
-				return fmt.Errorf("segment: seismic carry: dimension %q of source %s is not in the output", it.Term(), c.Source.id)
+			if !ok {
+				o = dropDim
 			}
 			outOrd[it.Ordinal()] = o
 		}
@@ -184,6 +196,9 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 		}
 		for so := uint32(0); so < src.numDims; so++ {
 			o := outOrd[so]
+			if o == dropDim {
+				continue
+			}
 			if src.pendingDim(so) {
 				forced[o] = true
 				continue

@@ -18,6 +18,7 @@ const (
 	seisBlockEntry = 20 // sumOff u32, sumLen u32, docOff u32, docLen u32, scale f32
 	seisPending    = 1  // dimension flag: postings not placed (debt)
 	seisRegions    = 8
+	dropDim        = math.MaxUint32 // carry: a source dimension the output lacks
 )
 
 // writeSeismic writes the seis file.
@@ -301,20 +302,22 @@ func (x *SeismicIndex) copyBlock(blk uint32, outOrd []uint32, remap func(uint32)
 	if err != nil {
 		return seisBlock{}, err
 	}
-	out := seisBlock{scale: scale, sumVals: append([]uint8(nil), x.sumVals[sumOff:sumOff+sumLen]...)}
+	out := seisBlock{scale: scale}
 	for _, d := range docs {
 		if nd, ok := remap(d); ok {
 			out.docs = append(out.docs, nd)
 		}
 	}
 	slices.Sort(out.docs)
-	out.sumDims = make([]uint32, sumLen)
-	for k := range out.sumDims {
-		d := u32at(x.sumDims, sumOff+uint32(k))
+	for k := sumOff; k < sumOff+sumLen; k++ {
+		d := u32at(x.sumDims, k)
 		if d >= uint32(len(outOrd)) {
 			return seisBlock{}, x.corrupt("block %d: summary dimension %d of %d", blk, d, len(outOrd))
 		}
-		out.sumDims[k] = outOrd[d]
+		if outOrd[d] != dropDim {
+			out.sumDims = append(out.sumDims, outOrd[d])
+			out.sumVals = append(out.sumVals, x.sumVals[k])
+		}
 	}
 	return out, nil
 }
