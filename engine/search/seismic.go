@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -37,6 +38,8 @@ type seismicScratch struct {
 	q       []float32
 	visited []uint64
 	docs    []uint32
+	scores  []float32
+	order   []uint32
 }
 
 var seismicPool = sync.Pool{New: func() any { return new(seismicScratch) }}
@@ -158,17 +161,22 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 			}
 			continue
 		}
-		for b := first; b < first+n; b++ {
-			if len(top.heap) == top.k && top.k > 0 {
-				r, err := x.SummaryScore(b, sc.q)
-				if err != nil {
-					return err
-				}
-				if float64(r) <= top.heap[0].score/q.HeapFactor {
-					continue
-				}
+		// Blocks are visited by decreasing summary score, so the heap
+		// fills with good candidates first and the first block that cannot
+		// beat the heap minimum / heap_factor ends the list.
+		if sc.scores, err = x.SummaryScores(first, n, sc.q, sc.scores[:0]); err != nil {
+			return err
+		}
+		sc.order = sc.order[:0]
+		for j := range sc.scores {
+			sc.order = append(sc.order, uint32(j))
+		}
+		slices.SortFunc(sc.order, func(a, b uint32) int { return cmp.Compare(sc.scores[b], sc.scores[a]) })
+		for _, j := range sc.order {
+			if len(top.heap) == top.k && top.k > 0 && float64(sc.scores[j]) <= top.heap[0].score/q.HeapFactor {
+				break
 			}
-			if sc.docs, err = x.BlockDocs(b, sc.docs[:0]); err != nil {
+			if sc.docs, err = x.BlockDocs(first+j, sc.docs[:0]); err != nil {
 				return err
 			}
 			for _, doc := range sc.docs {

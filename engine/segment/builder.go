@@ -58,6 +58,7 @@ type indexBuilder struct {
 // NewBuilder returns an empty builder for schema s.
 func NewBuilder(s *schema.Schema) *Builder {
 	b := &Builder{schema: s, fields: make([]fieldBuilder, len(s.Fields))}
+	b.SetSeismic(SeismicOptions{})
 	for i := range s.Fields {
 		f := &s.Fields[i]
 		fb := &b.fields[i]

@@ -33,6 +33,11 @@ type SeismicOptions struct {
 	// queries until a maintenance pass places them. 0 means no bound, a
 	// negative value places nothing new.
 	Budget int64
+	// Lambda, CentroidFraction and Alpha override SeismicLambda,
+	// SeismicCentroidFraction and SeismicAlpha when positive (tuning).
+	Lambda           int
+	CentroidFraction float64
+	Alpha            float64
 	// Carry lists source segments whose placed dimensions are copied as
 	// encoded runs (blocks and summaries), their doc ids remapped, instead
 	// of being clustered again: normal merges and maintenance passes.
@@ -48,7 +53,18 @@ type SeismicCarry struct {
 }
 
 // SetSeismic sets the Seismic options of the next Write.
-func (b *Builder) SetSeismic(o SeismicOptions) { b.seismic = o }
+func (b *Builder) SetSeismic(o SeismicOptions) {
+	if o.Lambda <= 0 {
+		o.Lambda = SeismicLambda
+	}
+	if o.CentroidFraction <= 0 {
+		o.CentroidFraction = SeismicCentroidFraction
+	}
+	if o.Alpha <= 0 {
+		o.Alpha = SeismicAlpha
+	}
+	b.seismic = o
+}
 
 // seisBlock is one block of a dimension's list.
 type seisBlock struct {
@@ -135,7 +151,7 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 		}
 	}
 	budget := b.seismic.Budget
-	c := newClusterer(sf)
+	c := newClusterer(sf, b.seismic)
 	for ord := range need {
 		if !need[ord] {
 			continue
@@ -148,7 +164,7 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 		// Dimensions are placed in dictionary order until the budget is
 		// spent: the first that does not fit and every later one needing
 		// placement stay pending.
-		cost := int64(min(len(sf.lists[ord]), SeismicLambda))
+		cost := int64(min(len(sf.lists[ord]), c.o.Lambda))
 		if budget < 0 || (budget > 0 && cost > budget) {
 			sf.pending[ord] = true
 			sf.blocks[ord] = nil
@@ -229,6 +245,7 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 // documents' vectors, block summaries.
 type clusterer struct {
 	sf     *seisField
+	o      SeismicOptions
 	inv    [][]centW // per dimension: centroids having it
 	touch  []uint32
 	scores []float32
@@ -241,8 +258,8 @@ type centW struct {
 	w float32
 }
 
-func newClusterer(sf *seisField) *clusterer {
-	return &clusterer{sf: sf, inv: make([][]centW, sf.numDims), maxv: make([]float32, sf.numDims)}
+func newClusterer(sf *seisField, o SeismicOptions) *clusterer {
+	return &clusterer{sf: sf, o: o, inv: make([][]centW, sf.numDims), maxv: make([]float32, sf.numDims)}
 }
 
 func (c *clusterer) vec(doc uint32) ([]uint32, []float32) {
@@ -265,10 +282,10 @@ func (c *clusterer) place(dim uint32, list []seisPosting) []seisBlock {
 		}
 		return int(a.doc) - int(b.doc)
 	})
-	list = list[:min(len(list), SeismicLambda)]
+	list = list[:min(len(list), c.o.Lambda)]
 	nc := 1
 	if len(list) > seismicSingleBlock {
-		nc = max(1, int(math.Ceil(float64(len(list))*SeismicCentroidFraction)))
+		nc = max(1, int(math.Ceil(float64(len(list))*c.o.CentroidFraction)))
 	}
 	groups := make([][]uint32, nc)
 	if nc == 1 {
@@ -355,7 +372,7 @@ func (c *clusterer) summarize(docs []uint32) seisBlock {
 		mass += float64(c.maxv[d])
 	}
 	keep := 0
-	for keep < len(used) && (keep == 0 || top < SeismicAlpha*mass) {
+	for keep < len(used) && (keep == 0 || top < c.o.Alpha*mass) {
 		top += float64(c.maxv[used[keep]])
 		keep++
 	}

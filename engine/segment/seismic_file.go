@@ -250,6 +250,19 @@ func (x *SeismicIndex) SummaryScore(b uint32, q []float32) (float32, error) {
 	return s * scale, nil
 }
 
+// SummaryScores appends to dst the summary scores (see SummaryScore) of
+// the n blocks from first.
+func (x *SeismicIndex) SummaryScores(first, n uint32, q []float32, dst []float32) ([]float32, error) {
+	for b := first; b < first+n; b++ {
+		s, err := x.SummaryScore(b, q)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, s)
+	}
+	return dst, nil
+}
+
 // BlockDocs appends block b's doc ids to dst.
 func (x *SeismicIndex) BlockDocs(b uint32, dst []uint32) ([]uint32, error) {
 	_, _, docOff, docLen, _, err := x.block(b)
