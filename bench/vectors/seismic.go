@@ -63,7 +63,7 @@ func runSeismic(ctx context.Context, cfg Config) error {
 	run := func(q, extra string) ([]uint32, time.Duration, error) {
 		body := fmt.Sprintf(`{"sparse":{"field":"sp","vector":%s%s}}`, q, extra)
 		t0 := time.Now()
-		res, err := search.Search(ctx, s, views, search.Request{Query: json.RawMessage(body), Limit: 10})
+		res, err := search.RankOnly(ctx, s, views, search.Request{Query: json.RawMessage(body), Limit: 10})
 		el := time.Since(t0)
 		var docs []uint32
 		for _, h := range res.Hits {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segment"
 )
 
@@ -109,9 +110,13 @@ func exactView(t *ticker, vi int, v *SegmentView, q *SparseQuery, top *topK) err
 // seismicView runs the Seismic search over one segment.
 func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *SparseQuery, order []int,
 	top *topK, sc *seismicScratch) error {
+	// The dense query stays zero between uses: only the entries this view
+	// sets are cleared afterwards (a segment may have 10^5 dimensions).
 	nd := int(x.NumDims())
-	sc.q = slices.Grow(sc.q[:0], nd)[:nd]
-	clear(sc.q)
+	if len(sc.q) < nd {
+		sc.q = make([]float32, nd)
+	}
+	qv := sc.q[:nd]
 	words := (int(v.Segment.NumDocs()) + 63) / 64
 	sc.visited = slices.Grow(sc.visited[:0], words)[:words]
 	clear(sc.visited)
@@ -120,6 +125,11 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 		dim string
 	}
 	var dims []qdim
+	defer func() {
+		for _, d := range dims {
+			qv[d.ord] = 0
+		}
+	}()
 	for _, i := range order {
 		e := q.Vector[i]
 		ord, ok, err := x.Dim(e.Dim)
@@ -127,7 +137,7 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 			return fmt.Errorf("seismic dimension %q: %w", e.Dim, err)
 		}
 		if ok {
-			sc.q[ord] = e.Weight
+			qv[ord] = e.Weight
 			dims = append(dims, qdim{ord, e.Dim})
 		}
 	}
@@ -143,7 +153,7 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 		if v.isDeleted(doc) {
 			return nil
 		}
-		s, err := x.DocScore(doc, sc.q)
+		s, err := x.DocScore(doc, qv)
 		if err != nil {
 			return err
 		}
@@ -164,7 +174,7 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 		// Blocks are visited by decreasing summary score, so the heap
 		// fills with good candidates first and the first block that cannot
 		// beat the heap minimum / heap_factor ends the list.
-		if sc.scores, err = x.SummaryScores(first, n, sc.q, sc.scores[:0]); err != nil {
+		if sc.scores, err = x.SummaryScores(first, n, qv, sc.scores[:0]); err != nil {
 			return err
 		}
 		sc.order = sc.order[:0]
@@ -201,4 +211,26 @@ func pendingDim(seg Segment, field int, dim string, eval func(uint32) error) err
 		}
 	}
 	return sp.Err()
+}
+
+// RankOnly runs req like Search but returns the page's hits without their
+// stored fields (Fields nil): the ranking alone, for callers that need
+// only ids and scores, such as the vector benchmarks comparing Seismic
+// with the exact scan.
+func RankOnly(ctx context.Context, s *schema.Schema, views []SegmentView, req Request) (Result, error) {
+	limit, err := checkWindow(req.Limit, req.Offset)
+	if err != nil {
+		return Result{}, err
+	}
+	best, total, err := rank(ctx, s, views, req, limit)
+	if err != nil {
+		return Result{}, err
+	}
+	hits := []Hit{}
+	if req.Offset < len(best) {
+		for _, b := range best[req.Offset:min(len(best), req.Offset+limit)] {
+			hits = append(hits, Hit{Segment: b.view, Doc: b.doc, Score: b.score})
+		}
+	}
+	return Result{TotalHits: total, Hits: hits}, nil
 }

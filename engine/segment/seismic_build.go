@@ -335,15 +335,16 @@ func (c *clusterer) place(dim uint32, list []seisPosting) []seisBlock {
 			continue
 		}
 		slices.Sort(g)
-		out = append(out, c.summarize(g))
+		out = append(out, c.summarize(dim, g))
 	}
 	return out
 }
 
 // summarize builds a block's summary: the coordinate-wise maximum of its
 // documents' vectors, cropped to α of its mass, quantized to u8 (rounded
-// up, so a kept coordinate never underestimates).
-func (c *clusterer) summarize(docs []uint32) seisBlock {
+// up, so a kept coordinate never underestimates). The list's own
+// dimension is always kept: every document of the block has it.
+func (c *clusterer) summarize(dim uint32, docs []uint32) seisBlock {
 	for _, doc := range docs {
 		dims, vals := c.vec(doc)
 		for k, d := range dims {
@@ -379,6 +380,9 @@ func (c *clusterer) summarize(docs []uint32) seisBlock {
 	blk := seisBlock{docs: docs}
 	if keep > 0 {
 		kept := slices.Clone(used[:keep])
+		if c.maxv[dim] > 0 && !slices.Contains(kept, dim) {
+			kept = append(kept, dim)
+		}
 		slices.Sort(kept)
 		hi := c.maxv[used[0]]
 		blk.scale = hi / 255

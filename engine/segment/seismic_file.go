@@ -85,6 +85,7 @@ func (b *Builder) writeSeismic(ctx context.Context, w *fileWriter) error {
 			fwdVals = binary.LittleEndian.AppendUint32(fwdVals, math.Float32bits(x))
 		}
 		for r, data := range [seisRegions][]byte{dimTab, blockTab, sumDims, sumVals, docs, fwdOff, fwdDims, fwdVals} {
+			pad4(w)
 			e.regions[r] = w.offset()
 			w.write(data)
 		}
@@ -123,6 +124,12 @@ type SeismicIndex struct {
 	fwdDims  []byte
 	fwdVals  []byte
 	vocab    *dict
+	// typed views of the hot regions (see u32view)
+	sumDimsU []uint32
+	docsU    []uint32
+	fwdOffU  []uint32
+	fwdDimsU []uint32
+	fwdValsF []float32
 }
 
 // openSeismic parses the seis file's directory (the cheap check: every
@@ -160,7 +167,9 @@ func openSeismic(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, 
 		}
 		out[ord] = &SeismicIndex{id: id, numDocs: numDocs, numDims: uint32(numDims), nBlocks: uint32(nBlocks),
 			pending: uint32(pending), dimTab: regions[0], blockTab: regions[1], sumDims: regions[2], sumVals: regions[3],
-			docs: regions[4], fwdOff: regions[5], fwdDims: regions[6], fwdVals: regions[7], vocab: v}
+			docs: regions[4], fwdOff: regions[5], fwdDims: regions[6], fwdVals: regions[7], vocab: v,
+			sumDimsU: u32view(regions[2]), docsU: u32view(regions[4]), fwdOffU: u32view(regions[5]),
+			fwdDimsU: u32view(regions[6]), fwdValsF: f32view(regions[7])}
 		return nil
 	})
 	return out, err
@@ -237,11 +246,11 @@ func (x *SeismicIndex) SummaryScore(b uint32, q []float32) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	dims := x.sumDims[4*uint64(sumOff) : 4*(uint64(sumOff)+uint64(sumLen))]
+	dims := x.sumDimsU[sumOff : sumOff+sumLen]
 	vals := x.sumVals[sumOff : sumOff+sumLen]
+	vals = vals[:len(dims)]
 	var s float32
-	for k := range vals {
-		d := binary.LittleEndian.Uint32(dims[4*k:])
+	for k, d := range dims {
 		if d >= uint32(len(q)) {
 			return 0, x.corrupt("block %d: summary dimension %d of %d", b, d, len(q))
 		}
@@ -269,8 +278,7 @@ func (x *SeismicIndex) BlockDocs(b uint32, dst []uint32) ([]uint32, error) {
 	if err != nil {
 		return dst, err
 	}
-	for k := docOff; k < docOff+docLen; k++ {
-		doc := u32at(x.docs, k)
+	for _, doc := range x.docsU[docOff : docOff+docLen] {
 		if doc >= x.numDocs {
 			return dst, x.corrupt("block %d: doc %d of %d", b, doc, x.numDocs)
 		}
@@ -285,19 +293,19 @@ func (x *SeismicIndex) DocScore(doc uint32, q []float32) (float64, error) {
 	if doc >= x.numDocs {
 		return 0, x.corrupt("doc %d of %d", doc, x.numDocs)
 	}
-	s, e := u32at(x.fwdOff, doc), u32at(x.fwdOff, doc+1)
-	if s > e || uint64(e) > uint64(len(x.fwdDims))/4 {
+	s, e := x.fwdOffU[doc], x.fwdOffU[doc+1]
+	if s > e || int(e) > len(x.fwdDimsU) {
 		return 0, x.corrupt("doc %d: forward entries %d..%d", doc, s, e)
 	}
 	var sum float64
-	dims, vals := x.fwdDims[4*uint64(s):4*uint64(e)], x.fwdVals[4*uint64(s):4*uint64(e)]
-	for k := 0; k < len(dims); k += 4 {
-		d := binary.LittleEndian.Uint32(dims[k:])
+	dims, vals := x.fwdDimsU[s:e], x.fwdValsF[s:e]
+	vals = vals[:len(dims)]
+	for k, d := range dims {
 		if d >= uint32(len(q)) {
 			return 0, x.corrupt("doc %d: forward dimension %d of %d", doc, d, len(q))
 		}
 		if w := q[d]; w != 0 {
-			sum += float64(w) * float64(math.Float32frombits(binary.LittleEndian.Uint32(vals[k:])))
+			sum += float64(w) * float64(vals[k])
 		}
 	}
 	return sum, nil
