@@ -20,11 +20,16 @@ func init() {
 // runSeismic indexes the sparse set in one segment (Seismic fully placed)
 // and compares the default Seismic search with the exact full scan on the
 // held-out queries: recall@10 against the exact inner-product top-10,
-// speedup of the summed query times, median latency.
+// speedup of the summed query times, median latency. Times are of the
+// ranking alone (search.RankOnly: stored fields are not read, for either
+// side), each the fastest of five runs, exact and Seismic
+// interleaved query by query. A few neighbouring settings are
+// logged to stderr (how the defaults were chosen).
 func runSeismic(ctx context.Context, cfg Config) error {
-	opts := SparseOptions{MinDocs: 200000, MaxQueries: 500, Log: cfg.Logf}
+	// 32-token windows: the linux-doc and Go texts give over 200,000.
+	opts := SparseOptions{MinDocs: 200000, Window: 32, MaxQueries: 500, Log: cfg.Logf}
 	if cfg.Quick {
-		opts = SparseOptions{MinDocs: 40000, MaxQueries: 200, Log: cfg.Logf}
+		opts = SparseOptions{MinDocs: 40000, Window: 32, MaxQueries: 200, Log: cfg.Logf}
 	}
 	set, err := LoadSparseSet(opts)
 	if err != nil {
@@ -62,9 +67,16 @@ func runSeismic(ctx context.Context, cfg Config) error {
 	}
 	run := func(q, extra string) ([]uint32, time.Duration, error) {
 		body := fmt.Sprintf(`{"sparse":{"field":"sp","vector":%s%s}}`, q, extra)
-		t0 := time.Now()
-		res, err := search.RankOnly(ctx, s, views, search.Request{Query: json.RawMessage(body), Limit: 10})
-		el := time.Since(t0)
+		// The fastest of five runs: the machine is shared, and the
+		// figure compares the algorithms, not the neighbours' load.
+		var res search.Result
+		var err error
+		el := time.Hour
+		for rep := 0; rep < 5 && err == nil; rep++ {
+			t0 := time.Now()
+			res, err = search.RankOnly(ctx, s, views, search.Request{Query: json.RawMessage(body), Limit: 10})
+			el = min(el, time.Since(t0))
+		}
 		var docs []uint32
 		for _, h := range res.Hits {
 			docs = append(docs, h.Doc)
@@ -72,22 +84,27 @@ func runSeismic(ctx context.Context, cfg Config) error {
 		return docs, el, err
 	}
 	truth := make([][]uint32, len(queries))
-	var exactTotal time.Duration
 	for i, q := range queries {
-		var el time.Duration
-		if truth[i], el, err = run(q, `,"exact":true`); err != nil {
+		if truth[i], _, err = run(q, `,"exact":true`); err != nil {
 			return err
 		}
-		exactTotal += el
 	}
-	measure := func(extra string) (recall float64, total time.Duration, p50 time.Duration, err error) {
+	// Each query runs exact and Seismic back to back, so that both see
+	// the same load on a shared machine.
+	measure := func(extra string) (recall, speedup float64, p50 time.Duration, err error) {
 		var lat []time.Duration
+		var exactTotal, total time.Duration
 		var hit, want int
 		for i, q := range queries {
+			_, ex, err := run(q, `,"exact":true`)
+			if err != nil {
+				return 0, 0, 0, err
+			}
 			docs, el, err := run(q, extra)
 			if err != nil {
 				return 0, 0, 0, err
 			}
+			exactTotal += ex
 			total += el
 			lat = append(lat, el)
 			in := map[uint32]bool{}
@@ -102,21 +119,21 @@ func runSeismic(ctx context.Context, cfg Config) error {
 			want += len(truth[i])
 		}
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		return float64(hit) / float64(max(want, 1)), total, lat[len(lat)/2], nil
+		return float64(hit) / float64(max(want, 1)), float64(exactTotal) / float64(total), lat[len(lat)/2], nil
 	}
-	for _, extra := range []string{`,"cut":3`, `,"cut":5`, `,"cut":8,"heap_factor":0.8`, `,"cut":8,"heap_factor":1`, `,"cut":16,"heap_factor":0.9`} {
-		rc, tot, p50, err := measure(extra)
+	for _, extra := range []string{`,"heap_factor":1`, `,"heap_factor":1.5`, `,"cut":3`, `,"cut":8`, `,"heap_factor":100,"cut":100`} {
+		rc, sp, p50, err := measure(extra)
 		if err != nil {
 			return err
 		}
-		cfg.Logf("seismic sweep %s: recall@10 %.3f speedup %.1f p50 %.3f ms", extra, rc, float64(exactTotal)/float64(tot), float64(p50)/1e6)
+		cfg.Logf("seismic sweep %s: recall@10 %.3f speedup %.1f p50 %.3f ms", extra, rc, sp, float64(p50)/1e6)
 	}
-	rc, tot, p50, err := measure("")
+	rc, sp, p50, err := measure("")
 	if err != nil {
 		return err
 	}
 	cfg.Printf("seismic recall@10: %.3f", rc)
-	cfg.Printf("seismic speedup vs exact: %.1f", float64(exactTotal)/float64(tot))
+	cfg.Printf("seismic speedup vs exact: %.1f", sp)
 	cfg.Printf("seismic p50_ms: %.3f", float64(p50)/1e6)
 	return nil
 }

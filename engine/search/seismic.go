@@ -1,9 +1,9 @@
 package search
 
 import (
-	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -36,11 +36,11 @@ func useSeismic(q *SparseQuery) bool {
 // seismicScratch is the per-segment scratch of one query: the dense query
 // (by dimension ordinal) and the visited-document bitset.
 type seismicScratch struct {
-	q       []float32
+	q       segment.SeismicQuery
 	visited []uint64
 	docs    []uint32
 	scores  []float32
-	order   []uint32
+	order   []uint64
 }
 
 var seismicPool = sync.Pool{New: func() any { return new(seismicScratch) }}
@@ -110,26 +110,12 @@ func exactView(t *ticker, vi int, v *SegmentView, q *SparseQuery, top *topK) err
 // seismicView runs the Seismic search over one segment.
 func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *SparseQuery, order []int,
 	top *topK, sc *seismicScratch) error {
-	// The dense query stays zero between uses: only the entries this view
-	// sets are cleared afterwards (a segment may have 10^5 dimensions).
-	nd := int(x.NumDims())
-	if len(sc.q) < nd {
-		sc.q = make([]float32, nd)
-	}
-	qv := sc.q[:nd]
-	words := (int(v.Segment.NumDocs()) + 63) / 64
-	sc.visited = slices.Grow(sc.visited[:0], words)[:words]
-	clear(sc.visited)
+	sc.q.Reset(x.NumDims())
 	type qdim struct {
 		ord uint32
 		dim string
 	}
 	var dims []qdim
-	defer func() {
-		for _, d := range dims {
-			qv[d.ord] = 0
-		}
-	}()
 	for _, i := range order {
 		e := q.Vector[i]
 		ord, ok, err := x.Dim(e.Dim)
@@ -137,10 +123,13 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 			return fmt.Errorf("seismic dimension %q: %w", e.Dim, err)
 		}
 		if ok {
-			qv[ord] = e.Weight
+			sc.q.Set(ord, e.Weight)
 			dims = append(dims, qdim{ord, e.Dim})
 		}
 	}
+	words := (int(v.Segment.NumDocs()) + 63) / 64
+	sc.visited = slices.Grow(sc.visited[:0], words)[:words]
+	clear(sc.visited)
 	eval := func(doc uint32) error {
 		w, bit := doc/64, uint64(1)<<(doc%64)
 		if sc.visited[w]&bit != 0 {
@@ -153,7 +142,7 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 		if v.isDeleted(doc) {
 			return nil
 		}
-		s, err := x.DocScore(doc, qv)
+		s, err := x.DocScore(doc, &sc.q)
 		if err != nil {
 			return err
 		}
@@ -174,15 +163,18 @@ func seismicView(t *ticker, vi int, v *SegmentView, x *segment.SeismicIndex, q *
 		// Blocks are visited by decreasing summary score, so the heap
 		// fills with good candidates first and the first block that cannot
 		// beat the heap minimum / heap_factor ends the list.
-		if sc.scores, err = x.SummaryScores(first, n, qv, sc.scores[:0]); err != nil {
+		if sc.scores, err = x.SummaryScores(first, n, &sc.q, sc.scores[:0]); err != nil {
 			return err
 		}
+		// Sort keys: the complemented score bits (scores are >= 0, so
+		// their bits order like them) above the block index.
 		sc.order = sc.order[:0]
-		for j := range sc.scores {
-			sc.order = append(sc.order, uint32(j))
+		for j, r := range sc.scores {
+			sc.order = append(sc.order, uint64(^math.Float32bits(max(r, 0)))<<32|uint64(j))
 		}
-		slices.SortFunc(sc.order, func(a, b uint32) int { return cmp.Compare(sc.scores[b], sc.scores[a]) })
-		for _, j := range sc.order {
+		slices.Sort(sc.order)
+		for _, key := range sc.order {
+			j := uint32(key)
 			if len(top.heap) == top.k && top.k > 0 && float64(sc.scores[j]) <= top.heap[0].score/q.HeapFactor {
 				break
 			}

@@ -10,9 +10,9 @@ import (
 // "seismic"): recall@10 against the exact top-10 and speedup.
 const (
 	// DefaultCut is the number of query dimensions whose lists are visited.
-	DefaultCut = 8
+	DefaultCut = 5
 	// DefaultHeapFactor divides the heap minimum a block summary must beat.
-	DefaultHeapFactor = 0.9
+	DefaultHeapFactor = 1.2
 	// MaxCut bounds cut.
 	MaxCut = MaxClauses
 )

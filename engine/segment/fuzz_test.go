@@ -218,9 +218,10 @@ func exerciseSeismic(x *SeismicIndex, numDocs uint32, check func(error, string))
 	if x == nil {
 		return
 	}
-	q := make([]float32, x.NumDims())
-	for k := range q {
-		q[k] = float32(k%7) / 3
+	q := new(SeismicQuery)
+	q.Reset(x.NumDims())
+	for k := uint32(0); k < x.NumDims(); k++ {
+		q.Set(k, float32(k%7)/3)
 	}
 	var docs []uint32
 	for ord := uint32(0); ord < min(x.NumDims(), 1000); ord++ {

@@ -17,10 +17,10 @@ const (
 	SeismicLambda = 2048
 	// SeismicCentroidFraction sets the blocks of a list: one k-means
 	// centroid per this fraction of its kept postings.
-	SeismicCentroidFraction = 0.08
+	SeismicCentroidFraction = 0.1
 	// SeismicAlpha is α: a block summary keeps its largest coordinates
 	// until they hold this share of the summary's mass.
-	SeismicAlpha = 0.5
+	SeismicAlpha = 0.8
 	// seismicSingleBlock is the list length up to which a list is one block.
 	seismicSingleBlock = 16
 )

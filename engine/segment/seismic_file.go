@@ -239,9 +239,45 @@ func (x *SeismicIndex) block(b uint32) (sumOff, sumLen, docOff, docLen uint32, s
 	return sumOff, sumLen, docOff, docLen, scale, nil
 }
 
-// SummaryScore returns the inner product of block b's summary with the
-// dense query q (indexed by dimension ordinal, len NumDims).
-func (x *SeismicIndex) SummaryScore(b uint32, q []float32) (float32, error) {
+// SeismicQuery is a query vector prepared for Seismic indexes: weights by
+// dimension ordinal and a 64-Ki-bit filter of the ordinals set, small
+// enough for the L1 cache, that spares most lookups into the weights.
+type SeismicQuery struct {
+	w    []float32
+	bits [1024]uint64
+	set  []uint32
+}
+
+// Reset prepares q for an index of numDims dimensions, all weights zero.
+func (q *SeismicQuery) Reset(numDims uint32) {
+	for _, d := range q.set {
+		q.w[d] = 0
+		q.bits[(d&0xffff)/64] = 0
+	}
+	q.set = q.set[:0]
+	if uint32(len(q.w)) < numDims {
+		q.w = make([]float32, numDims)
+	}
+	q.w = q.w[:cap(q.w)]
+}
+
+// Set gives dimension ord weight w; ord must be below Reset's numDims.
+func (q *SeismicQuery) Set(ord uint32, w float32) {
+	q.w[ord] = w
+	q.bits[(ord&0xffff)/64] |= 1 << (ord % 64)
+	q.set = append(q.set, ord)
+}
+
+// weight returns the weight of d (0 when unset or out of range).
+func (q *SeismicQuery) weight(d uint32) float32 {
+	if q.bits[(d&0xffff)/64]&(1<<(d%64)) == 0 || d >= uint32(len(q.w)) {
+		return 0
+	}
+	return q.w[d]
+}
+
+// SummaryScore returns the inner product of block b's summary with q.
+func (x *SeismicIndex) SummaryScore(b uint32, q *SeismicQuery) (float32, error) {
 	sumOff, sumLen, _, _, scale, err := x.block(b)
 	if err != nil {
 		return 0, err
@@ -251,17 +287,16 @@ func (x *SeismicIndex) SummaryScore(b uint32, q []float32) (float32, error) {
 	vals = vals[:len(dims)]
 	var s float32
 	for k, d := range dims {
-		if d >= uint32(len(q)) {
-			return 0, x.corrupt("block %d: summary dimension %d of %d", b, d, len(q))
+		if q.bits[(d&0xffff)/64]&(1<<(d%64)) != 0 {
+			s += q.weight(d) * float32(vals[k])
 		}
-		s += q[d] * float32(vals[k])
 	}
 	return s * scale, nil
 }
 
 // SummaryScores appends to dst the summary scores (see SummaryScore) of
 // the n blocks from first.
-func (x *SeismicIndex) SummaryScores(first, n uint32, q []float32, dst []float32) ([]float32, error) {
+func (x *SeismicIndex) SummaryScores(first, n uint32, q *SeismicQuery, dst []float32) ([]float32, error) {
 	for b := first; b < first+n; b++ {
 		s, err := x.SummaryScore(b, q)
 		if err != nil {
@@ -288,8 +323,8 @@ func (x *SeismicIndex) BlockDocs(b uint32, dst []uint32) ([]uint32, error) {
 }
 
 // DocScore returns the exact inner product of doc's vector (from the
-// forward index) with the dense query q, summed in float64.
-func (x *SeismicIndex) DocScore(doc uint32, q []float32) (float64, error) {
+// forward index) with q, summed in float64.
+func (x *SeismicIndex) DocScore(doc uint32, q *SeismicQuery) (float64, error) {
 	if doc >= x.numDocs {
 		return 0, x.corrupt("doc %d of %d", doc, x.numDocs)
 	}
@@ -301,11 +336,8 @@ func (x *SeismicIndex) DocScore(doc uint32, q []float32) (float64, error) {
 	dims, vals := x.fwdDimsU[s:e], x.fwdValsF[s:e]
 	vals = vals[:len(dims)]
 	for k, d := range dims {
-		if d >= uint32(len(q)) {
-			return 0, x.corrupt("doc %d: forward dimension %d of %d", doc, d, len(q))
-		}
-		if w := q[d]; w != 0 {
-			sum += float64(w) * float64(vals[k])
+		if q.bits[(d&0xffff)/64]&(1<<(d%64)) != 0 {
+			sum += float64(q.weight(d)) * float64(vals[k])
 		}
 	}
 	return sum, nil

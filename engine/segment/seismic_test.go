@@ -129,12 +129,13 @@ func TestSeismicPlacesEveryPostingWithoutBudget(t *testing.T) {
 	if split < 10 {
 		t.Fatalf("only %d lists split into several blocks", split)
 	}
-	q := make([]float32, x.NumDims())
+	q := new(SeismicQuery)
+	q.Reset(x.NumDims())
 	ord, ok, err := x.Dim("light")
 	if !ok || err != nil {
 		t.Fatalf("light: %v %v", ok, err)
 	}
-	q[ord] = 2
+	q.Set(ord, 2)
 	p, _ := r.SparsePostings(1, "light")
 	for p.Next() {
 		got, err := x.DocScore(p.Doc(), q)
