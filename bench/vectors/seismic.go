@@ -26,10 +26,9 @@ func init() {
 // interleaved query by query. A few neighbouring settings are
 // logged to stderr (how the defaults were chosen).
 func runSeismic(ctx context.Context, cfg Config) error {
-	// 32-token windows: the linux-doc and Go texts give over 200,000.
-	opts := SparseOptions{MinDocs: 200000, Window: 32, MaxQueries: 500, Log: cfg.Logf}
+	opts := SparseOptions{MinDocs: 200000, MaxQueries: 500, Log: cfg.Logf}
 	if cfg.Quick {
-		opts = SparseOptions{MinDocs: 40000, Window: 32, MaxQueries: 200, Log: cfg.Logf}
+		opts = SparseOptions{MinDocs: 40000, MaxQueries: 200, Log: cfg.Logf}
 	}
 	set, err := LoadSparseSet(opts)
 	if err != nil {
