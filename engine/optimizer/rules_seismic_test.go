@@ -2,6 +2,8 @@ package optimizer
 
 import (
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
@@ -61,4 +63,53 @@ func TestM09_SeismicDebtNotHiddenByExhaustedBMPLimit(t *testing.T) {
 	if task, ok := p.Choose([]metadata.Segment{capped}, func(segid.ID) bool { return false }, true); ok {
 		t.Fatalf("ineligible segment chosen: %+v", task)
 	}
+}
+
+// TestM09_FollowUpsUseCooldownAndPermitsAndStopAtTheStallLimit: Seismic
+// follow-ups run as ordinary automatic tasks: one per scan while the
+// completion cooldown lasts, none without a free permit, and none once the
+// persisted stall counter (what a stalled pass publishes) reaches the limit.
+func TestM09_FollowUpsUseCooldownAndPermitsAndStopAtTheStallLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const cooldown = 20 * time.Second
+		permits := NewPermits(1)
+		o := New(Config{Threads: 1, ScanInterval: time.Hour, CompletionCooldown: cooldown}, permits)
+		defer o.Shutdown()
+		f := newFakeTarget(debtSeg(7, 0, 0))
+		// A stalled pass: the debt stays, the stall counter grows.
+		f.run = func(Task) error {
+			f.mu.Lock()
+			f.meta.Segments[0].Seismic.Stalls++
+			f.mu.Unlock()
+			return nil
+		}
+		o.Scan([]Target{f})
+		synctest.Wait()
+		if f.ran() != 1 || f.tasks[0].Kind != "seismic" {
+			t.Fatalf("first scan: %+v", f.tasks)
+		}
+		o.Scan([]Target{f})
+		synctest.Wait()
+		if f.ran() != 1 {
+			t.Fatal("a Seismic follow-up started inside the completion cooldown")
+		}
+		time.Sleep(cooldown)
+		if !permits.TryAcquire() {
+			t.Fatal("permit still held")
+		}
+		o.Scan([]Target{f})
+		synctest.Wait()
+		if f.ran() != 1 {
+			t.Fatal("a Seismic follow-up started without a free permit")
+		}
+		permits.Release()
+		for i := 0; i < 2*DefaultMaxSeismicStalls; i++ {
+			o.Scan([]Target{f})
+			synctest.Wait()
+			time.Sleep(cooldown)
+		}
+		if f.ran() != DefaultMaxSeismicStalls {
+			t.Fatalf("%d passes ran, want %d: follow-ups must stop at the stall limit", f.ran(), DefaultMaxSeismicStalls)
+		}
+	})
 }
