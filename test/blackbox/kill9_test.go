@@ -263,7 +263,7 @@ func (w *workload) batch(prefix string, keys []int) []Doc {
 	for i, k := range keys {
 		w.env.version++
 		docs[i] = makeDoc(w.env.ps, prefix, k+int(w.env.version), w.env.version)
-		docs[i].ID = pk(prefix, k)
+		docs[i].setID(pk(prefix, k))
 	}
 	return docs
 }

@@ -113,6 +113,15 @@ func makeDoc(ps []string, prefix string, i int, n uint64) Doc {
 	return Doc{ID: id, Title: corpus.Title(p), Body: p, Tag: "everydoc", N: n, Sp: sp}
 }
 
+// setID gives d another primary key, moving its own sparse dimension.
+func (d *Doc) setID(id string) {
+	if d.Sp != nil {
+		delete(d.Sp, d.ID)
+		d.Sp[id] = 1
+	}
+	d.ID = id
+}
+
 // makeDocs builds documents [from, to).
 func makeDocs(ps []string, prefix string, from, to int) []Doc {
 	docs := make([]Doc, 0, to-from)
