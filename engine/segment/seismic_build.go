@@ -191,7 +191,18 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 	for _, c := range carries {
 		src := c.Source.seis[field]
 		if src == nil {
-			return fmt.Errorf("segment: seismic carry: source %s has no seismic index for field %d", c.Source.id, field)
+			// A segment written before seis files existed: every one of
+			// its dimensions needs placement.
+			it := &TermIterator{d: c.Source.sparse[field]}
+			for it.Next() {
+				if o, ok := ids[it.Term()]; ok {
+					forced[o] = true
+				}
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+			continue
 		}
 		// A source dimension absent from the output (every doc having it
 		// was dropped) maps to dropDim: its runs and summary entries go.

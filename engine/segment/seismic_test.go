@@ -211,3 +211,43 @@ func TestSeismicValidateCatchesStructure(t *testing.T) {
 		t.Fatalf("Validate = %v, want a seis CorruptionError", err)
 	}
 }
+
+// TestSeismicAbsentInOlderSegments: a segment written before the seis file
+// existed (not listed in its metadata) opens and validates without Seismic
+// indexes, and a write carrying it places all its dimensions: nothing is
+// lost or quarantined on upgrade.
+func TestSeismicAbsentInOlderSegments(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("idx", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	docs := seisDocs(t, 100)
+	old, info := writeSeis(t, fs, 7, docs, SeismicOptions{})
+	old.Close()
+	var files []FileInfo
+	for _, fi := range info.Files {
+		if fi.Suffix != SuffixSeismic {
+			files = append(files, fi)
+		}
+	}
+	info.Files = files
+	if err := fs.Remove("idx/" + segid.FileName(7, SuffixSeismic)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(context.Background(), fs, "idx", seisSchema(), info); err != nil {
+		t.Fatalf("validate without seis: %v", err)
+	}
+	r, err := Open(fs, "idx", seisSchema(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Seismic(1) != nil || r.SeismicPendingTerms() != 0 {
+		t.Fatal("a segment without seis file has a Seismic index")
+	}
+	identity := func(d uint32) (uint32, bool) { return d, true }
+	out, _ := writeSeis(t, fs, 8, docs, SeismicOptions{Carry: []SeismicCarry{{r, identity}}})
+	if out.SeismicPendingTerms() != 0 || len(blocksOf(t, out)) != int(out.Seismic(1).NumDims()) {
+		t.Fatalf("carrying an older segment: %d pending, %d of %d dims placed", out.SeismicPendingTerms(), len(blocksOf(t, out)), out.Seismic(1).NumDims())
+	}
+}
