@@ -23,13 +23,7 @@ const (
 
 // writeSeismic writes the seis file.
 func (b *Builder) writeSeismic(ctx context.Context, w *fileWriter) error {
-	type entry struct {
-		ord                                 int
-		numDims, nBlocks, nSum, nDocs, nFwd uint64
-		pending                             uint64
-		regions                             [seisRegions]uint64
-	}
-	var entries []entry
+	var fields []*seisField
 	for i := range b.fields {
 		if b.fields[i].sparse == nil {
 			continue
@@ -38,6 +32,23 @@ func (b *Builder) writeSeismic(ctx context.Context, w *fileWriter) error {
 		if err != nil {
 			return err
 		}
+		fields = append(fields, sf)
+	}
+	return encodeSeismic(w, b.numDocs, fields)
+}
+
+// encodeSeismic writes the seis payload of a segment of numDocs documents
+// from its sparse fields' indexes (in field order) and the directory.
+func encodeSeismic(w *fileWriter, numDocs uint32, fields []*seisField) error {
+	type entry struct {
+		ord                                 int
+		numDims, nBlocks, nSum, nDocs, nFwd uint64
+		pending                             uint64
+		regions                             [seisRegions]uint64
+	}
+	var entries []entry
+	for _, sf := range fields {
+		i := sf.ord
 		e := entry{ord: i, numDims: uint64(sf.numDims), nFwd: uint64(len(sf.fwdDims))}
 		var dimTab, blockTab []byte
 		var sumDims, docs []byte
@@ -92,7 +103,7 @@ func (b *Builder) writeSeismic(ctx context.Context, w *fileWriter) error {
 		entries = append(entries, e)
 	}
 	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
+	w.uvarint(uint64(numDocs))
 	w.uvarint(uint64(len(entries)))
 	for _, e := range entries {
 		w.uvarint(uint64(e.ord))

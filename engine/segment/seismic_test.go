@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"reflect"
+	"sort"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -249,5 +251,52 @@ func TestSeismicAbsentInOlderSegments(t *testing.T) {
 	out, _ := writeSeis(t, fs, 8, docs, SeismicOptions{Carry: []SeismicCarry{{r, identity}}})
 	if out.SeismicPendingTerms() != 0 || len(blocksOf(t, out)) != int(out.Seismic(1).NumDims()) {
 		t.Fatalf("carrying an older segment: %d pending, %d of %d dims placed", out.SeismicPendingTerms(), len(blocksOf(t, out)), out.Seismic(1).NumDims())
+	}
+}
+
+// TestSeismicMergeWithoutBuilderMatchesBuilderCarry: the streaming-merge
+// hook (mergeSeismicField) yields the same index as a Builder carrying the
+// same sources with no placement budget: same blocks, same pending
+// dimensions, same forward index.
+func TestSeismicMergeWithoutBuilderMatchesBuilderCarry(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("idx", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	all := seisDocs(t, 300)
+	a, _ := writeSeis(t, fs, 7, all[:120], SeismicOptions{})
+	b, _ := writeSeis(t, fs, 8, all[120:], SeismicOptions{Budget: 2000})
+	carries := []SeismicCarry{
+		{a, func(d uint32) (uint32, bool) { return d, true }},
+		{b, func(d uint32) (uint32, bool) { return d + 120, true }},
+	}
+	bd := NewBuilder(seisSchema())
+	for _, d := range all {
+		bd.Add(d)
+	}
+	bd.SetSeismic(SeismicOptions{Budget: -1, Carry: carries})
+	want, err := bd.buildSeismic(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := append([]string(nil), bd.fields[1].sparse.dims...)
+	sort.Strings(dims)
+	got, err := mergeSeismicField(1, uint32(len(all)), dims, carries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.pending, want.pending) || !reflect.DeepEqual(got.blocks, want.blocks) ||
+		!reflect.DeepEqual(got.fwdOff, want.fwdOff) || !reflect.DeepEqual(got.fwdDims, want.fwdDims) ||
+		!reflect.DeepEqual(got.fwdVals, want.fwdVals) {
+		t.Fatal("merge hook and builder carry disagree")
+	}
+	n := 0
+	for _, p := range got.pending {
+		if p {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no pending dimension carried from the budgeted source")
 	}
 }
