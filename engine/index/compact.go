@@ -61,9 +61,7 @@ func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSe
 	if err := rw.preflight(ctx); err != nil {
 		return RewriteResult{}, err
 	}
-	keep := func(doc uint32) bool { return !src.Deleted.Contains(doc) }
-	rw.carryMapped(keptPositions(src.Reader.NumDocs(), keep), -1)
-	info, r, err := rw.build(ctx, func(_ int, doc uint32) bool { return keep(doc) })
+	info, r, err := rw.build(ctx, func(_ int, doc uint32) bool { return !src.Deleted.Contains(doc) })
 	if err != nil {
 		return RewriteResult{}, err
 	}

@@ -66,7 +66,6 @@ func (idx *Index) merge(ctx context.Context, pick func(*Snapshot) []SnapshotSegm
 	if err := rw.preflight(ctx); err != nil {
 		return RewriteResult{}, err
 	}
-	rw.carryConcat() // normal merges copy encoded Seismic runs
 	info, r, err := rw.build(ctx, func(int, uint32) bool { return true })
 	if err != nil {
 		return RewriteResult{}, err

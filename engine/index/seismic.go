@@ -7,7 +7,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
-	"github.com/summadev/summa/engine/segment"
 )
 
 // DefaultSeismicBudget is the postings one flush may cluster into Seismic
@@ -38,47 +37,6 @@ func (rw *rewrite) seismicDebt(cur []metadata.Segment, pending int) *metadata.Se
 	default:
 		return metadata.NextSeismicDebt(metadata.SeismicPreserve, cur[0].Seismic, pending)
 	}
-}
-
-// carryConcat makes the builder copy every source's encoded Seismic runs,
-// doc ids shifted by the source's row base (ordinary merge: every row is
-// kept), clustering nothing new.
-func (rw *rewrite) carryConcat() {
-	var base uint32
-	o := segment.SeismicOptions{Budget: -1}
-	for _, s := range rw.sources {
-		b := base
-		o.Carry = append(o.Carry, segment.SeismicCarry{Source: s.Reader,
-			Remap: func(d uint32) (uint32, bool) { return b + d, true }})
-		base += s.Reader.NumDocs()
-	}
-	rw.seismic = o
-}
-
-// carryMapped makes the builder copy the single source's runs through
-// newPos (-1: the row is dropped).
-func (rw *rewrite) carryMapped(newPos []int64, budget int64) {
-	rw.seismic = segment.SeismicOptions{Budget: budget, Carry: []segment.SeismicCarry{{Source: rw.sources[0].Reader,
-		Remap: func(d uint32) (uint32, bool) {
-			if int(d) >= len(newPos) || newPos[d] < 0 {
-				return 0, false
-			}
-			return uint32(newPos[d]), true
-		}}}}
-}
-
-// keptPositions returns the output row of each source row keep accepts.
-func keptPositions(n uint32, keep func(uint32) bool) []int64 {
-	pos := make([]int64, n)
-	var next int64
-	for d := uint32(0); d < n; d++ {
-		pos[d] = -1
-		if keep(d) {
-			pos[d] = next
-			next++
-		}
-	}
-	return pos
 }
 
 // SeismicSegment runs one Seismic maintenance pass over a segment with
@@ -115,7 +73,7 @@ func (idx *Index) SeismicSegment(ctx context.Context, id segid.ID, opts SeismicO
 		return RewriteResult{}, err
 	}
 	n := rw.sources[0].Reader.NumDocs()
-	rw.carryMapped(keptPositions(n, func(uint32) bool { return true }), opts.Budget)
+	rw.seismicBudget = opts.Budget
 	info, r, err := rw.build(ctx, func(int, uint32) bool { return true })
 	if err != nil {
 		return RewriteResult{}, err

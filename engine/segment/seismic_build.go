@@ -141,12 +141,14 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 	for k := range need {
 		need[k] = true
 	}
+	var upgrade []bool
+	var err error
 	if len(b.seismic.Carry) > 0 {
 		ids := make(map[string]uint32, len(order))
 		for local, name := range sb.dims {
 			ids[name] = ordOf[local]
 		}
-		if err := sf.carry(i, b.seismic.Carry, ids, need); err != nil {
+		if upgrade, err = sf.carry(i, b.seismic.Carry, ids, need); err != nil {
 			return nil, err
 		}
 	}
@@ -164,6 +166,12 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 		// Dimensions are placed in dictionary order until the budget is
 		// spent: the first that does not fit and every later one needing
 		// placement stay pending.
+		if upgrade != nil && upgrade[ord] {
+			// From a segment written before seis files: placed whatever
+			// the budget, once, so that an ordinary merge upgrades it.
+			sf.blocks[ord] = c.place(uint32(ord), sf.lists[ord])
+			continue
+		}
 		cost := int64(min(len(sf.lists[ord]), c.o.Lambda))
 		if budget < 0 || (budget > 0 && cost > budget) {
 			sf.pending[ord] = true
@@ -184,10 +192,13 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 
 // carry copies the placed dimensions of every source as encoded runs,
 // remapping doc ids and summary dimension ordinals. A dimension pending in
-// any source, or in no source, is left in need of placement.
-func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uint32, need []bool) error {
+// any source, or in no source, is left in need of placement; one of a
+// source without Seismic index (written before seis files) is returned in
+// upgrade.
+func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uint32, need []bool) (upgrade []bool, err error) {
 	carried := make([]bool, len(need))
 	forced := make([]bool, len(need))
+	upgrade = make([]bool, len(need))
 	for _, c := range carries {
 		src := c.Source.seis[field]
 		if src == nil {
@@ -196,11 +207,11 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 			it := &TermIterator{d: c.Source.sparse[field]}
 			for it.Next() {
 				if o, ok := ids[it.Term()]; ok {
-					forced[o] = true
+					forced[o], upgrade[o] = true, true
 				}
 			}
 			if err := it.Err(); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -210,7 +221,7 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 		it := &TermIterator{d: c.Source.sparse[field]}
 		for it.Next() {
 			if it.Ordinal() >= src.numDims {
-				return src.corrupt("dimension %q has ordinal %d of %d", it.Term(), it.Ordinal(), src.numDims)
+				return nil, src.corrupt("dimension %q has ordinal %d of %d", it.Term(), it.Ordinal(), src.numDims)
 			}
 			o, ok := ids[it.Term()]
 			if !ok {
@@ -219,7 +230,7 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 			outOrd[it.Ordinal()] = o
 		}
 		if err := it.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		for so := uint32(0); so < src.numDims; so++ {
 			o := outOrd[so]
@@ -234,7 +245,7 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 			for blk := first; blk < first+n; blk++ {
 				nb, err := src.copyBlock(blk, outOrd, c.Remap)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if len(nb.docs) > 0 {
 					sf.blocks[o] = append(sf.blocks[o], nb)
@@ -249,7 +260,7 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 			sf.blocks[o] = nil
 		}
 	}
-	return nil
+	return upgrade, nil
 }
 
 // clusterer places dimensions: top-λ postings, shallow k-means over the

@@ -2,6 +2,25 @@ package segment
 
 import "fmt"
 
+// mergeSeismic makes the output builder copy every source's placed
+// Seismic blocks as encoded runs through the merge's doc-id map (Write
+// runs the copy, after mergeVectors filled the output's sparse postings),
+// placing new dimensions only within the merge's Seismic budget.
+func (m *merger) mergeSeismic() error {
+	o := SeismicOptions{Budget: m.seismicBudget}
+	for i, r := range m.srcs {
+		ids := m.newID[i]
+		o.Carry = append(o.Carry, SeismicCarry{Source: r, Remap: func(d uint32) (uint32, bool) {
+			if int(d) >= len(ids) || ids[d] == noDoc {
+				return 0, false
+			}
+			return ids[d], true
+		}})
+	}
+	m.b.SetSeismic(o)
+	return nil
+}
+
 // mergeSeismicField builds one sparse field's Seismic index for a merge
 // output without a Builder (a streaming merge's hook for the seis file
 // kind): placed dimensions are copied from the sources as encoded runs
@@ -20,7 +39,9 @@ func mergeSeismicField(field int, numDocs uint32, outDims []string, carries []Se
 	sf := &seisField{ord: field, numDims: len(outDims), pending: make([]bool, len(outDims)),
 		blocks: make([][]seisBlock, len(outDims))}
 	need := make([]bool, len(outDims))
-	if err := sf.carry(field, carries, ids, need); err != nil {
+	// Dimensions to upgrade (from segments without Seismic index) stay
+	// pending here: this hook places nothing.
+	if _, err := sf.carry(field, carries, ids, need); err != nil {
 		return nil, err
 	}
 	copy(sf.pending, need)
