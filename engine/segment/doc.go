@@ -158,7 +158,9 @@
 // (same entries, same order), block contiguity, increasing in-range ids,
 // that each block doc has its dimension, finite scales and the pending
 // count. Merges copy placed blocks (encoded runs) with remapped doc ids
-// and summary dimensions (segment.SeismicCarry).
+// and summary dimensions (SeismicCarry, the merge's seis step). The file
+// is optional for segments written before it existed: they open without
+// Seismic index.
 //
 // # rowstats (kind "rows")
 //
