@@ -190,7 +190,7 @@ func TestBMPRankSafeSparse(t *testing.T) {
 				vec[e.Dim] = math.Round(float64(1+k)*(1-2*float64((i+k)%4/3))*100) / 100
 			}
 			vec["thex"] = 0.25
-			q := fmt.Sprintf(`{"sparse":{"field":"sp","vector":%s}}`, mustJSON(t, vec))
+			q := fmt.Sprintf(`{"sparse":{"field":"sp","vector":%s,"exact":true}}`, mustJSON(t, vec))
 			for _, limit := range []int{1, 10, 100} {
 				r, _ := runBoth(t, sc.schema, views, q, limit)
 				ran += b2i(r)

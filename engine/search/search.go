@@ -25,10 +25,10 @@ type Request struct {
 	Offset int
 	// TotalHitsThreshold lets TotalHits be a lower bound once it reaches
 	// the threshold, as Lucene's totalHitsThreshold does: 0 (the default)
-	// keeps it exact. Above 0, a disjunctive text query or a sparse query
-	// whose match count provably reaches the threshold runs with block-max
-	// pruning (same hits, same scores) and reports TotalHits as a lower bound
-	// (TotalHitsRelation AtLeast, TotalHits >= the threshold).
+	// keeps it exact. Above 0, a disjunctive text query or an exact sparse
+	// query whose match count provably reaches the threshold runs with
+	// block-max pruning (same hits, same scores) and reports TotalHits as a
+	// lower bound (TotalHitsRelation AtLeast, TotalHits >= the threshold).
 	TotalHitsThreshold int
 	// SkipFields leaves Hit.Fields nil instead of reading the stored
 	// fields (callers that want ids and scores only, e.g. benchmarks of the
@@ -88,39 +88,62 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
-	if req.TotalHitsThreshold < 0 {
-		return Result{}, queryErr("totalHitsThreshold must not be negative, got %d", req.TotalHitsThreshold)
-	}
-	q, err := Parse(s, req.Query)
+	best, total, rel, err := rank(ctx, s, views, req, limit)
 	if err != nil {
 		return Result{}, err
 	}
+	hits, err := page(views, best, req.Offset, limit, !req.SkipFields)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{TotalHits: total, TotalHitsRelation: rel, Hits: hits}, nil
+}
+
+// rank parses req's query and returns the best limit+offset hits, best
+// first, with the total and how exact it is.
+func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Request, limit int) ([]scored, int, Relation, error) {
+	if req.TotalHitsThreshold < 0 {
+		return nil, 0, EqualTo, queryErr("totalHitsThreshold must not be negative, got %d", req.TotalHitsThreshold)
+	}
+	q, err := Parse(s, req.Query)
+	if err != nil {
+		return nil, 0, EqualTo, err
+	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("search: %w", err)
+		return nil, 0, EqualTo, fmt.Errorf("search: %w", err)
 	}
 	window := limit + req.Offset
 	var top *topK
 	var total int
 	rel := EqualTo
-	top, total, rel, err = searchPruned(ctx, s, views, q, window, req.TotalHitsThreshold)
-	if top == nil && err == nil {
-		switch q := q.(type) {
-		case *TextQuery:
-			top, total, err = searchText(ctx, s, views, q, window)
-		case *DenseQuery:
-			top, total, err = searchDense(ctx, views, q)
-		case *SparseQuery:
+	// Block-max pruning replaces exact evaluation only (not Seismic).
+	if sq, ok := q.(*SparseQuery); !ok || !useSeismic(sq) {
+		top, total, rel, err = searchPruned(ctx, s, views, q, window, req.TotalHitsThreshold)
+	}
+	if top != nil || err != nil {
+		return rankDone(top, total, rel, err)
+	}
+	switch q := q.(type) {
+	case *TextQuery:
+		top, total, err = searchText(ctx, s, views, q, window)
+	case *DenseQuery:
+		top, total, err = searchDense(ctx, views, q)
+	case *SparseQuery:
+		if useSeismic(q) {
+			top, total, err = searchSeismic(ctx, views, q, window)
+		} else {
 			top, total, err = searchSparse(ctx, views, q, window)
 		}
 	}
+	return rankDone(top, total, EqualTo, err)
+}
+
+// rankDone returns rank's results.
+func rankDone(top *topK, total int, rel Relation, err error) ([]scored, int, Relation, error) {
 	if err != nil {
-		return Result{}, err
+		return nil, 0, EqualTo, err
 	}
-	hits, err := page(views, top.sorted(), req.Offset, limit, !req.SkipFields)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{TotalHits: total, TotalHitsRelation: rel, Hits: hits}, nil
+	return top.sorted(), total, rel, nil
 }
 
 // checkWindow validates limit and offset and returns the effective limit.

@@ -353,6 +353,8 @@ const (
 	SuffixForward = "fwd"
 	// SuffixVectors names the dense and sparse vector file.
 	SuffixVectors = "vec"
+	// SuffixSeismic names the Seismic index of the sparse vector fields.
+	SuffixSeismic = "seis"
 	// SuffixRowStats names the per-field statistics file.
 	SuffixRowStats = "rowstats"
 	// SuffixBlockMax names the block-max file used by block-max pruning.
@@ -371,6 +373,7 @@ var fileKinds = map[string][4]byte{
 	SuffixNumbers:    {'n', 'u', 'm', 's'},
 	SuffixForward:    {'f', 'w', 'd', 'l'},
 	SuffixVectors:    {'v', 'e', 'c', 's'},
+	SuffixSeismic:    {'s', 'e', 'i', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
 	SuffixBlockMax:   {'b', 'm', 'a', 'x'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
@@ -402,7 +405,7 @@ func kindVersion(suffix string) uint32 {
 // dataSuffixes lists a data segment's files in the order Write creates them.
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
-	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats, SuffixBlockMax,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats, SuffixBlockMax,
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.
