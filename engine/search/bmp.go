@@ -11,7 +11,8 @@ import (
 )
 
 // Block-max pruning (BMP, Mallia, Suel and Tonellotto, SIGIR 2024) for
-// disjunctive text queries and sparse vector queries. The segment's
+// disjunctive text queries and exact sparse vector queries (the ones
+// Seismic does not take; rank decides). The segment's
 // block-max file (segment.BlockTerm) cuts every postings list into blocks
 // of 64 doc ids, each with a bound of the term's contribution. A query
 // sums its terms' bounds per block, visits blocks best bound first, scores
@@ -467,7 +468,8 @@ func (h blockHeap) down(i int) {
 // searchPruned runs q with block-max pruning when the request allows an
 // inexact total (threshold > 0), the query is a disjunction of terms or a
 // sparse query, every view has block maxima, and document frequencies prove
-// at least threshold live matches. It returns a nil topK otherwise.
+// at least threshold live matches (and there are at least bmpMinPostings
+// postings). It returns a nil topK otherwise.
 func searchPruned(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window, threshold int) (*topK, int, Relation, error) {
 	if threshold <= 0 || len(views) == 0 {
 		return nil, 0, EqualTo, nil
