@@ -100,6 +100,7 @@ func (m *Metadata) Clone() *Metadata {
 			s.Deletes = &d
 		}
 		s.Files = append([]segment.FileInfo(nil), s.Files...)
+		s.IVF = cloneIVF(s.IVF)
 		c.Segments[i] = s
 	}
 	return &c

@@ -339,6 +339,7 @@ var fileKinds = map[string][4]byte{
 	SuffixVectors:    {'v', 'e', 'c', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
+	SuffixIVF:        {'i', 'v', 'f', 'b'},
 }
 
 // dataSuffixes lists a data segment's files in the order Write creates them.

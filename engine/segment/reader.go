@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/ivf"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"golang.org/x/sys/unix"
@@ -33,6 +34,7 @@ type Reader struct {
 	dense   []*denseCol
 	sparse  []*dict
 	stats   []fieldStat
+	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 
 	closeOnce sync.Once
 	closeErr  error
@@ -164,6 +166,16 @@ func (r *Reader) parse() error {
 	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
 		return err
+	}
+	if f := r.files[SuffixIVF]; f != nil {
+		if r.ivf, err = openIVF(id, s, f.payload, n, r.dense); err != nil {
+			return err
+		}
+		if err = r.checkIVFInfo(); err != nil {
+			return err
+		}
+	} else if len(r.info.IVF) > 0 {
+		return corruptf(id, SuffixIVF, "segment metadata records runs but lists no ivf file")
 	}
 	for i := range s.Fields {
 		var terms uint32
