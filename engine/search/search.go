@@ -70,7 +70,7 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	case *TextQuery:
 		top, total, err = searchText(ctx, s, views, q, window)
 	case *DenseQuery:
-		top, total, err = searchDense(ctx, views, q)
+		top, total, err = searchDense(ctx, s, views, q)
 	case *SparseQuery:
 		top, total, err = searchSparse(ctx, views, q, window)
 	}
