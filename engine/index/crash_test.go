@@ -195,10 +195,18 @@ func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, rec *record)
 		}
 		if si == 2 {
 			// Maintenance rewrites segments without changing visibility: a
-			// merge to one segment, a compaction of its deleted rows, and a
-			// BP reorder of the result.
+			// merge to one segment (concatenating the binary field's runs),
+			// the coalescing of those runs (M08), a compaction of its
+			// deleted rows, and a BP reorder of the result.
 			for _, op := range []func(context.Context) (RewriteResult, error){
 				func(ctx context.Context) (RewriteResult, error) { return idx.ForceMerge(ctx, 1) },
+				func(ctx context.Context) (RewriteResult, error) {
+					segs := idx.Metadata().Segments
+					if len(segs) == 0 {
+						return RewriteResult{}, ErrNothingToDo
+					}
+					return idx.CoalesceSegment(ctx, segs[0].ID)
+				},
 				idx.Compact,
 				func(ctx context.Context) (RewriteResult, error) {
 					segs := idx.Metadata().Segments
@@ -320,8 +328,8 @@ func TestCrashAndFaultHarness(t *testing.T) {
 	counter, fs := newFaultFS(-1, false, 0, 0)
 	rec := newRecord()
 	runScenario(t, fs, counter, steps, rec)
-	if len(rec.acked) != len(steps)+3 || len(rec.degraded) != 0 {
-		t.Fatalf("clean run acknowledged %d generations for %d steps and 3 rewrites, %d degraded",
+	if len(rec.acked) != len(steps)+4 || len(rec.degraded) != 0 {
+		t.Fatalf("clean run acknowledged %d generations for %d steps and 4 rewrites, %d degraded",
 			len(rec.acked), len(steps), len(rec.degraded))
 	}
 	checkRecovered(t, fs, states, rec, "clean")

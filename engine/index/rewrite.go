@@ -68,6 +68,9 @@ type rewrite struct {
 	// decorate, when set, fills the output's metadata from the sources'
 	// current entries (BP flags and counters).
 	decorate func(out *metadata.Segment, cur []metadata.Segment)
+	// freshIVF encodes binary IVF runs afresh (coalescing) instead of
+	// concatenating the sources' runs (see ivf.go).
+	freshIVF bool
 }
 
 // startRewrite captures a snapshot, lets pick choose sources and claims
@@ -144,6 +147,7 @@ func (rw *rewrite) preflight(ctx context.Context) error {
 // build writes the output from the sources' rows that keep(i, doc) accepts.
 func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool) (segment.Info, *segment.Reader, error) {
 	b := segment.NewBuilder(rw.idx.schema)
+	rw.concatIVF(b, keep)
 	for i, s := range rw.sources {
 		for doc := uint32(0); doc < s.Reader.NumDocs(); doc++ {
 			if !keep(i, doc) {
@@ -160,6 +164,7 @@ func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool)
 // buildOrdered writes the single source's rows in the given order.
 func (rw *rewrite) buildOrdered(ctx context.Context, order []uint32) (segment.Info, *segment.Reader, error) {
 	b := segment.NewBuilder(rw.idx.schema)
+	rw.concatIVFOrdered(b, order)
 	for _, doc := range order {
 		if err := rw.copyDoc(ctx, b, rw.sources[0], doc); err != nil {
 			return segment.Info{}, nil, err
