@@ -53,9 +53,12 @@ type Config struct {
 	SamplePerCluster int
 }
 
-// DefaultConfig is the encoding used by segments.
+// DefaultConfig is the encoding used by segments: clusters of about 64
+// codes (measured by make bench-vectors, docs/performance.md: smaller
+// clusters give better recall for the codes scanned), trained on 16
+// sampled codes per centroid.
 func DefaultConfig() Config {
-	return Config{TrainMin: 2048, PerCluster: 256, MaxK: 4096, Iterations: 10, SamplePerCluster: 64}
+	return Config{TrainMin: 2048, PerCluster: 64, MaxK: 16384, Iterations: 8, SamplePerCluster: 16}
 }
 
 // clusters returns K for n vectors.
