@@ -39,7 +39,7 @@ func (s *DenseSet) Len() int { return len(s.Codes) / ivf.Words(s.Dims) }
 type DenseOptions struct {
 	// MinDocs is the number of vectors wanted.
 	MinDocs int
-	// Window and Stride cut the token stream of a section (32 and 16).
+	// Window and Stride cut the token stream of a section (32 and 10).
 	Window, Stride int
 	// Dims is the reduced dimension (256).
 	Dims int
@@ -60,7 +60,7 @@ func (o *DenseOptions) defaults() {
 		o.Window = 32
 	}
 	if o.Stride <= 0 {
-		o.Stride = 16
+		o.Stride = 10
 	}
 	if o.Dims <= 0 {
 		o.Dims = 256

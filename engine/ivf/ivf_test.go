@@ -1,6 +1,7 @@
 package ivf
 
 import (
+	"context"
 	"io"
 	"os"
 	"strings"
@@ -56,7 +57,10 @@ func TestBuildSearchRecall(t *testing.T) {
 	w := Words(dims)
 	cfg := DefaultConfig()
 	cfg.TrainMin, cfg.PerCluster = 512, 64
-	r := Build(codes, docs, w, cfg)
+	r, err := Build(context.Background(), codes, docs, w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if r.Model.K < 8 {
 		t.Fatalf("K = %d, want a trained model", r.Model.K)
 	}
@@ -99,7 +103,10 @@ func TestRemapKeepsModelAndClusters(t *testing.T) {
 	codes, docs := textCodes(t, 128)
 	cfg := DefaultConfig()
 	cfg.TrainMin, cfg.PerCluster = 256, 64
-	r := Build(codes, docs, 2, cfg)
+	r, err := Build(context.Background(), codes, docs, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Drop odd docs, reverse the rest.
 	n := uint32(len(docs))
 	out := r.Remap(func(d uint32) (uint32, bool) { return n - 1 - d, d%2 == 0 })
@@ -114,7 +121,8 @@ func TestRemapKeepsModelAndClusters(t *testing.T) {
 func TestTrainIsDeterministic(t *testing.T) {
 	codes, _ := textCodes(t, 256)
 	cfg := DefaultConfig()
-	a, b := Train(codes, 4, 32, cfg), Train(codes, 4, 32, cfg)
+	a, _ := Train(context.Background(), codes, 4, 32, cfg)
+	b, _ := Train(context.Background(), codes, 4, 32, cfg)
 	if a.Hash() != b.Hash() {
 		t.Fatal("same input, different models")
 	}

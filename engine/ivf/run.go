@@ -1,6 +1,7 @@
 package ivf
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,14 +28,20 @@ func (r *Run) Len() int { return len(r.Docs) }
 // document IDs in increasing order: it trains a model when there are at
 // least cfg.TrainMin codes (else the run is flat), assigns every code and
 // groups the codes by cluster.
-func Build(codes []uint64, docs []uint32, words int, cfg Config) *Run {
+// It stops with ctx's error.
+func Build(ctx context.Context, codes []uint64, docs []uint32, words int, cfg Config) (*Run, error) {
 	n := len(docs)
-	m := Train(codes, words, cfg.clusters(n), cfg)
+	m, err := Train(ctx, codes, words, cfg.clusters(n), cfg)
+	if err != nil {
+		return nil, err
+	}
 	assign := make([]int32, n)
 	if m.K > 1 {
-		assignAll(m, codes, assign)
+		if _, err := assignAll(ctx, m, codes, assign); err != nil {
+			return nil, err
+		}
 	}
-	return group(m, codes, docs, assign)
+	return group(m, codes, docs, assign), nil
 }
 
 // group lays out codes cluster by cluster, keeping each cluster's

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // Cand is one scored code: its Hamming distance, document ID and the
@@ -87,50 +88,55 @@ func sortCands(c []Cand) {
 // to q, nearest first (ties by cluster number). dists is scratch space.
 func (r *Run) Probe(q []uint64, nprobe int, dists []int32) ([]int, []int32) {
 	m := r.Model
-	w := m.Words
 	if cap(dists) < m.K {
 		dists = make([]int32, m.K)
 	}
 	dists = dists[:m.K]
-	maxD := 0
-	for c := 0; c < m.K; c++ {
-		var d int
-		if w == 4 {
-			d = hamming4(q, m.Centroids[c*4:])
-		} else {
-			d = Hamming(q, m.Centroids[c*w:(c+1)*w])
-		}
-		dists[c] = int32(d)
-		maxD = max(maxD, d)
-	}
+	distances(q, m.Centroids, m.Words, dists)
 	nprobe = max(1, min(nprobe, m.K))
-	// Counting selection: distances are small integers.
-	hist := make([]int, maxD+2)
+	// Counting selection: distances are at most 64 × Words.
+	hist := make([]int32, 64*m.Words+2)
 	for _, d := range dists {
 		hist[d]++
 	}
-	limit, taken := 0, 0
-	for limit = 0; limit <= maxD; limit++ {
+	limit, taken := 0, int32(0)
+	for ; limit < len(hist); limit++ {
 		taken += hist[limit]
-		if taken >= nprobe {
+		if int(taken) >= nprobe {
 			break
 		}
 	}
-	out := make([]int, 0, nprobe)
-	for d := 0; d <= limit && len(out) < nprobe; d++ {
-		if hist[d] == 0 {
-			continue
-		}
-		for c, cd := range dists {
-			if int(cd) == d {
-				out = append(out, c)
-				if len(out) == nprobe {
-					break
-				}
-			}
+	// Every cluster nearer than limit, then those at limit until full;
+	// then sorted by distance with a second counting pass.
+	start := make([]int32, limit+2)
+	for d := 0; d <= limit; d++ {
+		start[d+1] = start[d] + hist[d]
+	}
+	out := make([]int, int(start[limit+1]))
+	for c, d := range dists {
+		if int(d) <= limit {
+			out[start[d]] = c
+			start[d]++
 		}
 	}
-	return out, dists
+	return out[:nprobe], dists
+}
+
+// distances writes the Hamming distance from q to each of the codes.
+func distances(q, codes []uint64, words int, out []int32) {
+	if words == 4 {
+		q = q[:4]
+		q0, q1, q2, q3 := q[0], q[1], q[2], q[3]
+		for i := range out {
+			c := codes[4*i : 4*i+4 : 4*i+4]
+			out[i] = int32(bits.OnesCount64(c[0]^q0) + bits.OnesCount64(c[1]^q1) +
+				bits.OnesCount64(c[2]^q2) + bits.OnesCount64(c[3]^q3))
+		}
+		return
+	}
+	for i := range out {
+		out[i] = int32(Hamming(q, codes[i*words:(i+1)*words]))
+	}
 }
 
 // Search scans the nprobe clusters nearest to q, offering to top every
@@ -138,7 +144,7 @@ func (r *Run) Probe(q []uint64, nprobe int, dists []int32) ([]int, []int32) {
 // entries that would enter top). It returns the number of codes scanned.
 // A document ID at or past numDocs is an error: the run is corrupt.
 func (r *Run) Search(q []uint64, nprobe int, tag int32, numDocs uint32, skip func(doc uint32) bool, top *TopK) (int, error) {
-	clusters, _ := r.Probe(q, nprobe, nil)
+	clusters, dist := r.Probe(q, nprobe, nil)
 	w := r.Model.Words
 	scanned := 0
 	for _, c := range clusters {
@@ -147,17 +153,18 @@ func (r *Run) Search(q []uint64, nprobe int, tag int32, numDocs uint32, skip fun
 			return scanned, fmt.Errorf("%w: cluster %d spans %d..%d of %d", ErrBadRun, c, lo, hi, len(r.Docs))
 		}
 		scanned += hi - lo
+		if cap(dist) < hi-lo {
+			dist = make([]int32, hi-lo)
+		}
+		dist = dist[:hi-lo]
+		distances(q, r.Codes[lo*w:hi*w], w, dist)
 		bound := top.Bound()
-		for i := lo; i < hi; i++ {
-			var d int
-			if w == 4 {
-				d = hamming4(q, r.Codes[i*4:])
-			} else {
-				d = Hamming(q, r.Codes[i*w:(i+1)*w])
-			}
+		for j, d32 := range dist {
+			d := int(d32)
 			if d >= bound {
 				continue
 			}
+			i := lo + j
 			doc := r.Docs[i]
 			if doc >= numDocs {
 				return scanned, fmt.Errorf("%w: doc %d out of %d documents", ErrBadRun, doc, numDocs)

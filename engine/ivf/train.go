@@ -1,7 +1,9 @@
 package ivf
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/bits"
@@ -73,14 +75,15 @@ func (c Config) clusters(n int) int {
 // Train returns a model for the n codes of words words each (codes holds
 // them back to back): k-majority clustering, Hamming assignment and
 // per-bit majority update, on a deterministic sample. k == 1 gives the
-// flat model (an all-zero centroid).
-func Train(codes []uint64, words, k int, cfg Config) *Model {
+// flat model (an all-zero centroid). It stops with ctx's error between
+// iterations and every few thousand assignments.
+func Train(ctx context.Context, codes []uint64, words, k int, cfg Config) (*Model, error) {
 	n := len(codes) / words
 	m := &Model{K: k, Words: words, Centroids: make([]uint64, k*words)}
 	if k <= 1 || n == 0 {
 		m.K = 1
 		m.Centroids = m.Centroids[:words]
-		return m
+		return m, nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(k)))
 	sample := codes
@@ -99,7 +102,10 @@ func Train(codes []uint64, words, k int, cfg Config) *Model {
 	counts := make([]int, k*words*64)
 	sizes := make([]int, k)
 	for it := 0; it < max(1, cfg.Iterations); it++ {
-		changed := assignAll(m, sample, assign)
+		changed, err := assignAll(ctx, m, sample, assign)
+		if err != nil {
+			return nil, err
+		}
 		clear(counts)
 		clear(sizes)
 		for i, c := range assign {
@@ -134,21 +140,24 @@ func Train(codes []uint64, words, k int, cfg Config) *Model {
 			break
 		}
 	}
-	return m
+	return m, nil
 }
 
 // assignAll assigns every code to its nearest centroid and returns how
 // many assignments changed.
-func assignAll(m *Model, codes []uint64, assign []int32) int {
+func assignAll(ctx context.Context, m *Model, codes []uint64, assign []int32) (int, error) {
 	changed := 0
 	for i := range assign {
+		if i%4096 == 4095 && ctx.Err() != nil {
+			return 0, fmt.Errorf("ivf: train: %w", ctx.Err())
+		}
 		c := int32(m.Assign(codes[i*m.Words : (i+1)*m.Words]))
 		if c != assign[i] {
 			changed++
 		}
 		assign[i] = c
 	}
-	return changed
+	return changed, nil
 }
 
 // Assign returns the nearest centroid of code (the lowest index on ties).

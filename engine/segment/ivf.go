@@ -140,7 +140,11 @@ func (b *Builder) ivfRuns(ctx context.Context, i int) ([]*ivf.Run, error) {
 		cfg = *b.ivfCfg
 	}
 	codes := ivf.EncodeAll(db.vals, db.dims)
-	return []*ivf.Run{ivf.Build(codes, docs, ivf.Words(db.dims), cfg)}, nil
+	r, err := ivf.Build(ctx, codes, docs, ivf.Words(db.dims), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("segment: encode ivf: %w", err)
+	}
+	return []*ivf.Run{r}, nil
 }
 
 // ivfRunEntry is one run's directory entry.
