@@ -51,6 +51,8 @@ type DenseOptions struct {
 	MaxQueries int
 	// CacheDir keeps the set between runs ("" for none).
 	CacheDir string
+	// NoInstall never runs apt-get for the corpus (tests).
+	NoInstall bool
 	// Log receives progress (may be nil).
 	Log func(format string, args ...any)
 }
@@ -118,7 +120,7 @@ func deriveDenseSet(opts DenseOptions) (*DenseSet, error) {
 	var windows, queries [][]int32
 	var sources []string
 	for _, fallback := range []bool{false, true} {
-		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback})
+		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback, NoInstall: opts.NoInstall})
 		if err != nil {
 			return nil, fmt.Errorf("vectors: dense set: %w", err)
 		}
