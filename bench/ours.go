@@ -161,8 +161,8 @@ func (o *Ours) ForceMerge(ctx context.Context) error {
 func (o *Ours) Segments() int { return len(o.idx.Status().Segments) }
 
 // PostingsBytes sums, over the current snapshot's segments, the postings
-// file payload and the doc-id sections of the postings (doc-id gaps and
-// frequencies, without positions: segment.Reader.DocPostingsBytes).
+// file payload and the doc-id bytes of the postings (doc-id gaps only,
+// without frequencies or positions: segment.Reader.DocSectionBytes).
 func (o *Ours) PostingsBytes() (postings, docIDs int64, err error) {
 	snap, err := o.idx.Snapshot()
 	if err != nil {
@@ -171,7 +171,7 @@ func (o *Ours) PostingsBytes() (postings, docIDs int64, err error) {
 	defer snap.Close()
 	for _, s := range snap.Segments {
 		postings += s.Reader.PostingsBytes()
-		d, err := s.Reader.DocPostingsBytes()
+		d, _, err := s.Reader.DocSectionBytes()
 		if err != nil {
 			return 0, 0, fmt.Errorf("doc-id bytes: %w", err)
 		}

@@ -351,7 +351,7 @@ func (res *Result) bpLine() string {
 		bb.med, aa.med, 100*(1-aa.med/math.Max(1, bb.med)), newSpread(secs).format(1))
 	if len(docBefore) > 0 {
 		db, da := newSpread(docBefore), newSpread(docAfter)
-		line += fmt.Sprintf("; doc-id+freq sections before=%.0f after=%.0f, %.1f%% smaller", db.med, da.med, 100*(1-da.med/math.Max(1, db.med)))
+		line += fmt.Sprintf("; doc-id sections before=%.0f after=%.0f, %.1f%% smaller", db.med, da.med, 100*(1-da.med/math.Max(1, db.med)))
 	}
 	if !converged {
 		line += "; budget-truncated"
@@ -490,8 +490,8 @@ peers" names it.
   fsync_floor = fsync p50 + rename p50, the least an atomic durable
   publication costs.
 - **bp**: postings bytes (segment.Reader.PostingsBytes) and doc-id
-  section bytes (segment.Reader.DocPostingsBytes: doc-id gaps and
-  frequencies, no positions) of the merged index before and after
+  bytes (segment.Reader.DocSectionBytes: the doc-id gaps alone, no
+  frequencies or positions) of the merged index before and after
   Index.Reorder, when the engine has it.
 - **http**: summa-server built from ./cmd/summa-server on a fresh data
   directory, the same batches as NDJSON to POST /v1/indexes/bench/documents

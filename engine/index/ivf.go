@@ -20,53 +20,6 @@ func (idx *Index) hasIVFFields() bool {
 	return false
 }
 
-// concatIVF makes the output of build keep the sources' encoded runs (M08:
-// merges preserve encoded runs), doc IDs rebased to the rows keep
-// accepts, in source order. Coalescing (freshIVF) encodes instead.
-func (rw *rewrite) concatIVF(b *segment.Builder, keep func(i int, doc uint32) bool) {
-	if rw.freshIVF || !rw.idx.hasIVFFields() {
-		return
-	}
-	srcs := make([]segment.IVFSource, len(rw.sources))
-	var base uint32
-	for i, s := range rw.sources {
-		n := s.Reader.NumDocs()
-		ids := make([]uint32, n)
-		for doc := uint32(0); doc < n; doc++ {
-			if keep(i, doc) {
-				ids[doc] = base + 1 // 0 marks a dropped row
-				base++
-			}
-		}
-		srcs[i] = segment.IVFSource{Reader: s.Reader, Remap: remapper(ids)}
-	}
-	b.ConcatIVFRuns(srcs)
-}
-
-// concatIVFOrdered is concatIVF for buildOrdered: the single source's runs
-// with doc IDs permuted into the output order.
-func (rw *rewrite) concatIVFOrdered(b *segment.Builder, order []uint32) {
-	if rw.freshIVF || !rw.idx.hasIVFFields() {
-		return
-	}
-	ids := make([]uint32, rw.sources[0].Reader.NumDocs())
-	for n, old := range order {
-		ids[old] = uint32(n) + 1
-	}
-	b.ConcatIVFRuns([]segment.IVFSource{{Reader: rw.sources[0].Reader, Remap: remapper(ids)}})
-}
-
-// remapper returns the Remap of a table holding new ID + 1, or 0 for a
-// dropped row.
-func remapper(ids []uint32) func(uint32) (uint32, bool) {
-	return func(doc uint32) (uint32, bool) {
-		if int(doc) >= len(ids) || ids[doc] == 0 {
-			return 0, false
-		}
-		return ids[doc] - 1, true
-	}
-}
-
 // CoalesceSegment is standalone binary-IVF maintenance (M08): it rewrites
 // one segment whose metadata records fragmentation debt, encoding every
 // binary field's vectors through the dense writer into one run with a

@@ -49,6 +49,9 @@ type loadedFile struct {
 
 // loadFile opens path, checks its size and maps (or reads) it.
 func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if isDefaultFS(fs) {
+		return loadFileRaw(path, size, id, suffix)
+	}
 	f, err := fs.Open(path)
 	if err != nil {
 		if isNotExist(err) {
@@ -57,6 +60,9 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
+	if size <= readLimit {
+		return readSmall(f, path, size, id, suffix)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
@@ -229,6 +235,9 @@ func (r *Reader) parseTerms() error {
 			return corruptf(id, SuffixTerms, "field %d: postings region disagrees with the post file", ord)
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
+		if dc != nil {
+			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+		}
 		r.dicts[ord] = dc
 		return err
 	})
