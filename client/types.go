@@ -129,6 +129,12 @@ type DenseQuery struct {
 	Vector []float32 `json:"vector"`
 	// K is the number of neighbours (0: the server's default).
 	K int `json:"k,omitempty"`
+	// Nprobe is the number of clusters probed per encoded run of a binary
+	// field (0: the server's default).
+	Nprobe int `json:"nprobe,omitempty"`
+	// Exact asks for brute force over the stored vectors (the ground
+	// truth) instead of the binary IVF.
+	Exact bool `json:"exact,omitempty"`
 }
 
 // SparseQuery is {"field":F,"vector":{"dim":weight}}.
