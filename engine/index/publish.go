@@ -295,6 +295,8 @@ func buildNext(meta *metadata.Metadata, oldMasks map[segid.ID]*maskWrite, newMas
 	published := make(map[segid.ID]bool)
 	for i, p := range outputs {
 		s := metadata.Segment{Info: p.info}
+		// M09: a new segment's Seismic debt, read from the output.
+		s.Seismic = metadata.NextSeismicDebt(metadata.SeismicFresh, nil, p.reader.SeismicPendingTerms())
 		if m, ok := newMasks[i]; ok {
 			if m.mask.Deleted == s.Documents {
 				continue

@@ -186,6 +186,7 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 func (w *worker) reset(gen *generation) {
 	w.gen = gen
 	w.builder = segment.NewBuilder(w.idx.schema)
+	w.builder.SetSeismic(segment.SeismicOptions{Budget: w.idx.opts.SeismicBudget})
 	w.opstamps = nil
 	w.pks = nil
 }

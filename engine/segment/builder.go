@@ -32,6 +32,7 @@ type Builder struct {
 	// sources (ConcatIVFRuns); ivfCfg overrides the encoding of fresh runs.
 	ivfAdopted map[int][]*ivf.Run
 	ivfCfg     *ivf.Config
+	seismic    SeismicOptions
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the
@@ -62,6 +63,7 @@ type indexBuilder struct {
 // NewBuilder returns an empty builder for schema s.
 func NewBuilder(s *schema.Schema) *Builder {
 	b := &Builder{schema: s, fields: make([]fieldBuilder, len(s.Fields))}
+	b.SetSeismic(SeismicOptions{})
 	for i := range s.Fields {
 		f := &s.Fields[i]
 		fb := &b.fields[i]

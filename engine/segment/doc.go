@@ -159,6 +159,34 @@
 // centroid. A segment listing no ivf file (written before it) is
 // searched exactly.
 //
+// # seis (kind "seis")
+//
+// The Seismic index (Bruch, Nardini, Rulli, Venturini, SIGIR 2024) of every
+// sparse vector field, eight regions of fixed-width little-endian arrays
+// per field. Dimensions are the vec dictionary's ordinals. Per dimension
+// 12 bytes: first block uint32, block count uint32, flags uint32 (bit 0:
+// pending, its postings are not placed: Seismic debt, scored from the vec
+// postings at query time). Per block 20 bytes: summary offset and length
+// (entries), doc offset and length (entries), scale float32. A dimension's
+// blocks partition its top-λ postings by impact, clustered by a shallow
+// k-means over the documents' vectors; a block's summary is the
+// coordinate-wise maximum of its documents' vectors cropped to α of its
+// mass, as increasing dimension ordinals (uint32) and u8 values (value =
+// q × scale, rounded up). Then the blocks' doc ids (uint32, increasing
+// within a block), and the forward index: numDocs+1 uint32 offsets, each
+// document's dimension ordinals (uint32, increasing) and weights
+// (float32). Directory: numDocs, nFields, per sparse field: ordinal,
+// numDims, nBlocks, summary entries, doc entries, forward entries,
+// pending dimensions, the eight region offsets. Open checks the regions'
+// sizes and that numDims and the forward entries match the vec
+// dictionary; Validate checks the forward index against the vec postings
+// (same entries, same order), block contiguity, increasing in-range ids,
+// that each block doc has its dimension, finite scales and the pending
+// count. Merges copy placed blocks (encoded runs) with remapped doc ids
+// and summary dimensions (SeismicCarry, the merge's seis step). The file
+// is optional for segments written before it existed: they open without
+// Seismic index.
+//
 // # rowstats (kind "rows")
 //
 // Directory only: numDocs, nFields (all schema fields), per field: total

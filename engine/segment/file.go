@@ -353,6 +353,8 @@ const (
 	SuffixForward = "fwd"
 	// SuffixVectors names the dense and sparse vector file.
 	SuffixVectors = "vec"
+	// SuffixSeismic names the Seismic index of the sparse vector fields.
+	SuffixSeismic = "seis"
 	// SuffixRowStats names the per-field statistics file.
 	SuffixRowStats = "rowstats"
 	// MaskSuffix names a deletion-mask generation file.
@@ -369,6 +371,7 @@ var fileKinds = map[string][4]byte{
 	SuffixNumbers:    {'n', 'u', 'm', 's'},
 	SuffixForward:    {'f', 'w', 'd', 'l'},
 	SuffixVectors:    {'v', 'e', 'c', 's'},
+	SuffixSeismic:    {'s', 'e', 'i', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
 	SuffixIVF:        {'i', 'v', 'f', 'b'},
@@ -400,7 +403,7 @@ func kindVersion(suffix string) uint32 {
 // dataSuffixes lists a data segment's files in the order Write creates them.
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
-	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats,
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.

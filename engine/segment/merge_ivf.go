@@ -14,6 +14,9 @@ type MergeOptions struct {
 	// ReencodeIVF encodes every binary field's vectors into one fresh run
 	// (coalescing maintenance) instead of concatenating the sources' runs.
 	ReencodeIVF bool
+	// SeismicBudget is MergeSeismic's budget (-1: place nothing new; 0:
+	// no bound).
+	SeismicBudget int64
 }
 
 // MergeWith is Merge with options.
@@ -23,6 +26,7 @@ func MergeWith(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *schem
 		return Info{}, err
 	}
 	m.opts = opts
+	m.seismicBudget = opts.SeismicBudget
 	return m.run(fs, dir, id)
 }
 

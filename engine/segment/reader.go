@@ -33,6 +33,7 @@ type Reader struct {
 	fwds    []fwdCol
 	dense   []*denseCol
 	sparse  []*dict
+	seis    []*SeismicIndex
 	stats   []fieldStat
 	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 
@@ -123,7 +124,10 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 		listed[fi.Suffix] = true
 	}
 	for _, suffix := range dataSuffixes {
-		if !listed[suffix] {
+		// Segments written before the seis file existed have none: they
+		// open without Seismic indexes (queries scan them exhaustively,
+		// merges place their dimensions).
+		if !listed[suffix] && suffix != SuffixSeismic {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
@@ -168,6 +172,11 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
+		return err
+	}
+	if r.files[SuffixSeismic] == nil {
+		r.seis = make([]*SeismicIndex, len(s.Fields))
+	} else if r.seis, err = openSeismic(id, s, r.files[SuffixSeismic].payload, n, r.sparse); err != nil {
 		return err
 	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {

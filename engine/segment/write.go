@@ -79,6 +79,7 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 		SuffixNumbers:    func(w *fileWriter) error { b.writeNumbers(w); return nil },
 		SuffixForward:    func(w *fileWriter) error { return b.writeForward(ctx, w, sorted) },
 		SuffixVectors:    func(w *fileWriter) error { b.writeVectors(w); return nil },
+		SuffixSeismic:    func(w *fileWriter) error { return b.writeSeismic(ctx, w) },
 		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
 	}
 	info := Info{ID: id, Documents: b.numDocs}
