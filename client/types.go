@@ -64,6 +64,21 @@ type SegmentStatus struct {
 	DeletedDocuments uint32 `json:"deletedDocuments"`
 	// SizeBytes is the size of the segment's files and mask.
 	SizeBytes int64 `json:"sizeBytes"`
+	// Vectors lists the binary IVF payload of each binary dense_vector
+	// field: encoded runs and fragmentation debt.
+	Vectors []VectorRuns `json:"vectors,omitempty"`
+}
+
+// VectorRuns is one binary dense_vector field's IVF payload in a segment.
+type VectorRuns struct {
+	// Field is the field name.
+	Field string `json:"field"`
+	// Runs is the number of encoded runs (1 once coalesced).
+	Runs int `json:"runs"`
+	// Vectors is the number of encoded vectors.
+	Vectors uint32 `json:"vectors"`
+	// Fragmented is the persisted debt that maintenance coalesces.
+	Fragmented bool `json:"fragmented"`
 }
 
 // QuarantinedSegment is a segment excluded from search.
@@ -118,6 +133,12 @@ type DenseQuery struct {
 	Vector []float32 `json:"vector"`
 	// K is the number of neighbours (0: the server's default).
 	K int `json:"k,omitempty"`
+	// Nprobe is the number of clusters probed per encoded run of a binary
+	// field (0: the server's default).
+	Nprobe int `json:"nprobe,omitempty"`
+	// Exact asks for brute force over the stored vectors (the ground
+	// truth) instead of the binary IVF.
+	Exact bool `json:"exact,omitempty"`
 }
 
 // SparseQuery is {"field":F,"vector":{"dim":weight}}.

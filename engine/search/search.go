@@ -127,7 +127,7 @@ func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Reques
 	case *TextQuery:
 		top, total, err = searchText(ctx, s, views, q, window)
 	case *DenseQuery:
-		top, total, err = searchDense(ctx, views, q)
+		top, total, err = searchDense(ctx, s, views, q)
 	case *SparseQuery:
 		if useSeismic(q) {
 			top, total, err = searchSeismic(ctx, views, q, window)

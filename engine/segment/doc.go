@@ -134,6 +134,31 @@
 // nDense, per dense field: ordinal, dims, mode, bitmap offset, count,
 // values offset; nSparse, per sparse field: ordinal and dictionary entry.
 //
+// # ivf (kind "ivfb")
+//
+// Written only for schemas with a dense vector field declared "binary":
+// true (engine/ivf). Per such field, a list of encoded runs; a run is a
+// centroid model and the sign codes (bit i set when component i > 0,
+// quantizer 1) of some of the field's vectors, grouped by nearest
+// centroid (k-majority clustering in Hamming space). A fresh segment has
+// one run (trained from 2048 vectors on, flat K=1 below); a merge
+// concatenates its sources' runs with rebased doc ids; coalescing
+// maintenance encodes one run again. Per run, 8-byte aligned: K × words
+// uint64 centroids, K+1 uint32 cluster offsets (0 .. count, zero-padded
+// to 8 bytes), count × words uint64 codes in cluster order, count uint32
+// doc ids (increasing within a cluster, zero-padded). Directory: numDocs,
+// nFields, per field: ordinal, words (ceil(dims/64)), nRuns, per run:
+// quantizer, K, count, model hash (uint64 LE, FNV-64a of quantizer, K,
+// words and the centroid words), then the offsets of the centroids,
+// cluster offsets, codes and doc ids. Open checks the shapes, bounds,
+// alignment, offsets, model hashes, that the runs hold as many vectors as
+// the vec file, and that the segment's metadata entry (Info.IVF: runs,
+// vectors, model hashes, fragmentation bit = more than one run) agrees;
+// Validate checks that every document with a vector is encoded exactly
+// once, with its vector's sign code, in the cluster of a nearest
+// centroid. A segment listing no ivf file (written before it) is
+// searched exactly.
+//
 // # seis (kind "seis")
 //
 // The Seismic index (Bruch, Nardini, Rulli, Venturini, SIGIR 2024) of every

@@ -377,6 +377,7 @@ var fileKinds = map[string][4]byte{
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
 	SuffixBlockMax:   {'b', 'm', 'a', 'x'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
+	SuffixIVF:        {'i', 'v', 'f', 'b'},
 }
 
 // kindVersions holds the format version of the file kinds whose format

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/ivf"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,7 @@ type Reader struct {
 	seis    []*SeismicIndex
 	stats   []fieldStat
 	bmax    []*bmField
+	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 
 	closeOnce sync.Once
 	closeErr  error
@@ -186,6 +188,16 @@ func (r *Reader) parse() error {
 		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
 			return err
 		}
+	}
+	if f := r.files[SuffixIVF]; f != nil {
+		if r.ivf, err = openIVF(id, s, f.payload, n, r.dense); err != nil {
+			return err
+		}
+		if err = r.checkIVFInfo(); err != nil {
+			return err
+		}
+	} else if len(r.info.IVF) > 0 {
+		return corruptf(id, SuffixIVF, "segment metadata records runs but lists no ivf file")
 	}
 	for i := range s.Fields {
 		var terms uint32
