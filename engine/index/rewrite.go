@@ -71,6 +71,14 @@ type rewrite struct {
 	// decorate, when set, fills the output's metadata from the sources'
 	// current entries (BP flags and counters).
 	decorate func(out *metadata.Segment, cur []metadata.Segment)
+	// freshIVF encodes binary IVF runs afresh (coalescing) instead of
+	// concatenating the sources' runs (see ivf.go).
+	freshIVF bool
+	// seismicBudget bounds the postings the output may newly place in
+	// Seismic blocks (segment.MergeSeismic): -1 for merges, compaction and
+	// reorder, which copy the sources' encoded runs only; a Seismic pass
+	// sets its budget (see seismic.go).
+	seismicBudget int64
 }
 
 // startRewrite captures a snapshot, lets pick choose sources and claims
@@ -80,7 +88,7 @@ func (idx *Index) startRewrite(kind string, pick func(*Snapshot) []SnapshotSegme
 	if err != nil {
 		return nil, err
 	}
-	rw := &rewrite{idx: idx, kind: kind, snap: snap, sources: pick(snap)}
+	rw := &rewrite{idx: idx, kind: kind, snap: snap, sources: pick(snap), seismicBudget: -1}
 	if len(rw.sources) == 0 {
 		snap.Close()
 		return nil, ErrNothingToDo
@@ -172,7 +180,8 @@ func (rw *rewrite) readers() []*segment.Reader {
 
 // writeOutput writes, validates and opens the output segment.
 func (rw *rewrite) writeOutput(ctx context.Context, order []segment.DocRef) (segment.Info, *segment.Reader, error) {
-	info, err := segment.Merge(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID, rw.idx.schema, rw.readers(), order)
+	info, err := segment.MergeWith(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID, rw.idx.schema, rw.readers(), order,
+		segment.MergeOptions{ReencodeIVF: rw.freshIVF, SeismicBudget: rw.seismicBudget})
 	if err != nil {
 		return segment.Info{}, nil, fmt.Errorf("index: %s: write %s: %w", rw.kind, rw.out.ID, err)
 	}
@@ -233,6 +242,8 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	if rw.decorate != nil {
 		rw.decorate(&out, cur)
 	}
+	// M09: publication reads the output's debt before committing.
+	out.Seismic = rw.seismicDebt(cur, r.SeismicPendingTerms())
 	var maskClaim *lifecycle.Claim
 	masks := map[segid.ID]*roaring.Bitmap{}
 	if deleted != nil && !deleted.IsEmpty() {

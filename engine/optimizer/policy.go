@@ -22,17 +22,20 @@ type Policy struct {
 	CompactDeletedRatio float64
 	// MaxUnconvergedPasses bounds budget-truncated BP passes per lineage (Q13).
 	MaxUnconvergedPasses int
+	// MaxSeismicStalls bounds consecutive no-progress Seismic passes of a
+	// segment (0: DefaultMaxSeismicStalls).
+	MaxSeismicStalls int
 }
 
 // DefaultPolicy is a tiered policy like Lucene's defaults, scaled down.
 func DefaultPolicy() Policy {
 	return Policy{SegmentsPerTier: 8, MaxMergeAtOnce: 8, TierFactor: 8, FloorDocuments: 1000,
-		CompactDeletedRatio: 0.3, MaxUnconvergedPasses: 3}
+		CompactDeletedRatio: 0.3, MaxUnconvergedPasses: 3, MaxSeismicStalls: DefaultMaxSeismicStalls}
 }
 
 // Task is one chosen maintenance operation.
 type Task struct {
-	// Kind is "merge", "compact" or "reorder".
+	// Kind is "merge", "compact", "coalesce", "reorder" or "seismic".
 	Kind string
 	// Sources are the segments it rewrites.
 	Sources []segid.ID
@@ -56,6 +59,11 @@ func (p Policy) Choose(segs []metadata.Segment, eligible func(segid.ID) bool, ha
 			return Task{Kind: "compact", Sources: []segid.ID{s.ID}}, true
 		}
 	}
+	// M08, M10: binary IVF fragmentation debt, whatever the reorder
+	// attribute says.
+	if t, ok := p.chooseCoalesce(cands); ok {
+		return t, true
+	}
 	if hasReorderFields {
 		// M11, Q13: first passes and unconverged lineages below the limit;
 		// completed or capped BP is never redone.
@@ -64,6 +72,9 @@ func (p Policy) Choose(segs []metadata.Segment, eligible func(segid.ID) bool, ha
 				return Task{Kind: "reorder", Sources: []segid.ID{s.ID}}, true
 			}
 		}
+	}
+	if t, ok := p.chooseSeismic(cands); ok {
+		return t, true
 	}
 	return Task{}, false
 }

@@ -66,12 +66,17 @@ func (t *target) Run(ctx context.Context, task optimizer.Task) error {
 		_, err = idx.MergeSegments(ctx, task.Sources)
 	case "compact":
 		_, err = idx.CompactSegment(ctx, task.Sources[0])
+	case "coalesce":
+		_, err = idx.CoalesceSegment(ctx, task.Sources[0])
 	case "reorder":
 		// M11: the index decides from the claimed source's metadata.
 		opts := t.h.r.opts.Reorder
 		opts.Automatic = true
 		opts.MaxUnconvergedPasses = t.h.r.opt.Policy().MaxUnconvergedPasses
 		_, err = idx.ReorderSegment(ctx, task.Sources[0], opts)
+	case "seismic":
+		// M09: the index reads the debt from the claimed source's entry.
+		_, err = idx.SeismicSegment(ctx, task.Sources[0], index.SeismicOptions{})
 	default:
 		err = fmt.Errorf("registry: unknown maintenance kind %q", task.Kind)
 	}

@@ -20,12 +20,12 @@ type vectorQueryJSON struct {
 		Field  string          `json:"field"`
 		Vector json.RawMessage `json:"vector"`
 		K      *int            `json:"k"`
+		Nprobe *int            `json:"nprobe"`
+		Exact  *bool           `json:"exact"`
 	} `json:"dense"`
-	// Sparse is {"field":F,"vector":{"dim":weight,...}}.
-	Sparse *struct {
-		Field  string          `json:"field"`
-		Vector json.RawMessage `json:"vector"`
-	} `json:"sparse"`
+	// Sparse is {"field":F,"vector":{"dim":weight,...},"k":K,"cut":N,
+	// "heap_factor":F,"exact":B}; all but field and vector are optional.
+	Sparse *sparseQueryJSON `json:"sparse"`
 }
 
 // parseVector reads a JSON object query. Nulls ("k":null, a null in the
@@ -40,11 +40,31 @@ func parseVector(s *schema.Schema, data []byte) (Query, error) {
 	case v.Dense != nil && v.Sparse != nil:
 		return nil, queryErr("a vector query is either dense or sparse, not both")
 	case v.Dense != nil:
-		return denseQuery(s, v.Dense.Field, v.Dense.Vector, v.Dense.K)
+		q, err := denseQuery(s, v.Dense.Field, v.Dense.Vector, v.Dense.K)
+		if err != nil {
+			return nil, err
+		}
+		return q, denseOptions(q.(*DenseQuery), v.Dense.Nprobe, v.Dense.Exact)
 	case v.Sparse != nil:
-		return sparseQuery(s, v.Sparse.Field, v.Sparse.Vector)
+		return sparseQuery(s, v.Sparse)
 	}
 	return nil, queryErr(`a JSON query needs "dense" or "sparse"`)
+}
+
+// denseOptions applies the binary IVF options of a dense query: nprobe
+// (1..MaxNprobe clusters probed per encoded run) and exact (brute force
+// over the stored vectors, the ground truth).
+func denseOptions(q *DenseQuery, nprobe *int, exact *bool) error {
+	if nprobe != nil {
+		if *nprobe < 1 || *nprobe > MaxNprobe {
+			return queryErr("nprobe must be between 1 and %d, got %d", MaxNprobe, *nprobe)
+		}
+		q.Nprobe = *nprobe
+	}
+	if exact != nil {
+		q.Exact = *exact
+	}
+	return nil
 }
 
 // vectorField resolves the field of a vector query and checks its type.
@@ -90,7 +110,8 @@ func denseQuery(s *schema.Schema, name string, raw json.RawMessage, k *int) (Que
 	return q, nil
 }
 
-func sparseQuery(s *schema.Schema, name string, raw json.RawMessage) (Query, error) {
+func sparseQuery(s *schema.Schema, js *sparseQueryJSON) (Query, error) {
+	name, raw := js.Field, js.Vector
 	ord, _, err := vectorField(s, name, schema.SparseVector)
 	if err != nil {
 		return nil, err
@@ -104,5 +125,9 @@ func sparseQuery(s *schema.Schema, name string, raw json.RawMessage) (Query, err
 	if len(vec) == 0 {
 		return nil, queryErr("sparse query on %q: empty vector", name)
 	}
-	return &SparseQuery{Field: ord, Vector: vec}, nil
+	q := &SparseQuery{Field: ord, Vector: vec, Cut: DefaultCut, HeapFactor: DefaultHeapFactor}
+	if err := js.options(q); err != nil {
+		return nil, queryErr("sparse query on %q: %v", name, err)
+	}
+	return q, nil
 }

@@ -76,6 +76,26 @@ type fileWriter struct {
 	tmp    [binary.MaxVarintLen64]byte
 }
 
+// writeBuffers recycles fileWriter buffers: a segment has nine files, and
+// allocating and zeroing 256 KiB for each was most of the CPU of writing a
+// small segment.
+var writeBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, writeBufferSize)
+	return &b
+}}
+
+// closeFile closes the file and recycles the buffer; the writer is unusable
+// afterwards.
+func (w *fileWriter) closeFile() error {
+	err := w.f.Close()
+	if w.buf != nil {
+		b := w.buf[:0]
+		writeBuffers.Put(&b)
+		w.buf = nil
+	}
+	return err
+}
+
 // createFile creates dir/seg_<id>.<suffix> and writes its header.
 func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter, error) {
 	kind, ok := fileKinds[suffix]
@@ -87,7 +107,7 @@ func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter,
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", path, err)
 	}
-	w := &fileWriter{f: f, id: id, suffix: suffix, buf: make([]byte, 0, writeBufferSize)}
+	w := &fileWriter{f: f, id: id, suffix: suffix, buf: (*writeBuffers.Get().(*[]byte))[:0]}
 	var h [headerSize]byte
 	copy(h[0:8], headerMagic[:])
 	copy(h[8:12], kind[:])
@@ -209,7 +229,7 @@ func (w *fileWriter) syncClose() error {
 	if err := w.f.Sync(); err != nil {
 		w.err = fmt.Errorf("segment: sync %s: %w", name, err)
 	}
-	if err := w.f.Close(); err != nil && w.err == nil {
+	if err := w.closeFile(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("segment: close %s: %w", name, err)
 	}
 	return w.err
@@ -245,8 +265,19 @@ func syncCloseAll(ws []*fileWriter) error {
 	return nil
 }
 
+// closeAll closes sealed files without syncing them.
+func closeAll(ws []*fileWriter) error {
+	var first error
+	for _, w := range ws {
+		if err := w.closeFile(); err != nil && first == nil {
+			first = fmt.Errorf("segment: close %s: %w", segid.FileName(w.id, w.suffix), err)
+		}
+	}
+	return first
+}
+
 // abort closes the file after an error, leaving it for cleanup.
-func (w *fileWriter) abort() { _ = w.f.Close() }
+func (w *fileWriter) abort() { _ = w.closeFile() }
 
 // checkFrame performs the cheap check of one file's bytes: header magic,
 // kind (unless kind is nil), version, segment id, footer magic and payload
@@ -322,8 +353,12 @@ const (
 	SuffixForward = "fwd"
 	// SuffixVectors names the dense and sparse vector file.
 	SuffixVectors = "vec"
+	// SuffixSeismic names the Seismic index of the sparse vector fields.
+	SuffixSeismic = "seis"
 	// SuffixRowStats names the per-field statistics file.
 	SuffixRowStats = "rowstats"
+	// SuffixBlockMax names the block-max file used by block-max pruning.
+	SuffixBlockMax = "bmp"
 	// MaskSuffix names a deletion-mask generation file.
 	MaskSuffix = "del"
 )
@@ -338,8 +373,11 @@ var fileKinds = map[string][4]byte{
 	SuffixNumbers:    {'n', 'u', 'm', 's'},
 	SuffixForward:    {'f', 'w', 'd', 'l'},
 	SuffixVectors:    {'v', 'e', 'c', 's'},
+	SuffixSeismic:    {'s', 'e', 'i', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
+	SuffixBlockMax:   {'b', 'm', 'a', 'x'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
+	SuffixIVF:        {'i', 'v', 'f', 'b'},
 }
 
 // kindVersions holds the format version of the file kinds whose format
@@ -368,7 +406,7 @@ func kindVersion(suffix string) uint32 {
 // dataSuffixes lists a data segment's files in the order Write creates them.
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
-	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats, SuffixBlockMax,
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.

@@ -50,11 +50,25 @@ func Concat(sources []*Reader, keep func(src int, doc uint32) bool) []DocRef {
 // Builder fed the same rows' Documents would write, up to the store's block
 // boundaries. Write's contract applies: ctx is checked in long loops and
 // partial files are left for the caller's owner-based cleanup.
+//
+// The Seismic index (seis) is not rebuilt: the sources' placed blocks are
+// copied as encoded runs with rebased doc ids and nothing new is placed
+// (MergeSeismic with budget -1).
 func Merge(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *schema.Schema, sources []*Reader, order []DocRef) (Info, error) {
-	m, err := newMerger(ctx, s, sources, order)
-	if err != nil {
-		return Info{}, err
-	}
+	return MergeSeismic(ctx, fs, dir, id, s, sources, order, -1)
+}
+
+// MergeSeismic is Merge that may also place up to seismicBudget postings
+// of dimensions pending in the sources (SeismicOptions.Budget: 0 no bound,
+// negative none): a Seismic maintenance pass.
+func MergeSeismic(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *schema.Schema, sources []*Reader, order []DocRef,
+	seismicBudget int64) (Info, error) {
+	return MergeWith(ctx, fs, dir, id, s, sources, order, MergeOptions{SeismicBudget: seismicBudget})
+}
+
+// run fills the builder through every merge step and writes the output.
+func (m *merger) run(fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	ctx := m.ctx
 	for _, fm := range fileMerges {
 		if err := ctx.Err(); err != nil {
 			return Info{}, fmt.Errorf("segment: merge into %s: %w", id, err)
@@ -87,6 +101,11 @@ var fileMerges = []fileMerge{
 	{[]string{SuffixPrimaryKey}, (*merger).mergePK},
 	{[]string{SuffixNumbers}, (*merger).mergeNumbers},
 	{[]string{SuffixVectors}, (*merger).mergeVectors},
+	{[]string{SuffixIVF}, (*merger).mergeIVF},
+	{[]string{SuffixSeismic}, (*merger).mergeSeismic},
+	// Block maxima are derived: the output builder's Write rebuilds them
+	// from the merged postings, norms and sparse vectors.
+	{[]string{SuffixBlockMax}, func(*merger) error { return nil }},
 }
 
 // merger is the state of one Merge.
@@ -105,6 +124,10 @@ type merger struct {
 	ordMaps [][][]uint32
 	// b receives the output's data; its Write writes the files.
 	b *Builder
+	// opts are the MergeWith options.
+	opts MergeOptions
+	// seismicBudget is the Seismic placement budget (see MergeSeismic).
+	seismicBudget int64
 }
 
 func newMerger(ctx context.Context, s *schema.Schema, srcs []*Reader, order []DocRef) (*merger, error) {

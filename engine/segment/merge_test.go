@@ -23,6 +23,20 @@ func reindex(t testing.TB, fs vfs.FS, dir string, s *schema.Schema, id segid.ID,
 		}
 		b.Add(d)
 	}
+	// A merge copies the sources' Seismic runs: so does the re-index.
+	newID := make([]map[uint32]uint32, len(srcs))
+	for i := range newID {
+		newID[i] = map[uint32]uint32{}
+	}
+	for n, ref := range order {
+		newID[ref.Source][ref.Doc] = uint32(n)
+	}
+	o := SeismicOptions{Budget: -1}
+	for i, r := range srcs {
+		ids := newID[i]
+		o.Carry = append(o.Carry, SeismicCarry{Source: r, Remap: func(d uint32) (uint32, bool) { n, ok := ids[d]; return n, ok }})
+	}
+	b.SetSeismic(o)
 	info, err := b.Write(context.Background(), fs, dir, id)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +195,7 @@ func TestMergeCoversEveryFileKind(t *testing.T) {
 			covered[s]++
 		}
 	}
-	for _, s := range dataSuffixes {
+	for _, s := range append(append([]string(nil), dataSuffixes...), SuffixIVF) {
 		if covered[s] != 1 {
 			t.Errorf("file kind %q is filled by %d merge steps, want 1 (add it to fileMerges)", s, covered[s])
 		}

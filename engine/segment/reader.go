@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/ivf"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"golang.org/x/sys/unix"
@@ -32,7 +33,10 @@ type Reader struct {
 	fwds    []fwdCol
 	dense   []*denseCol
 	sparse  []*dict
+	seis    []*SeismicIndex
 	stats   []fieldStat
+	bmax    []*bmField
+	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 
 	closeOnce sync.Once
 	closeErr  error
@@ -47,6 +51,9 @@ type loadedFile struct {
 
 // loadFile opens path, checks its size and maps (or reads) it.
 func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if isDefaultFS(fs) {
+		return loadFileRaw(path, size, id, suffix)
+	}
 	f, err := fs.Open(path)
 	if err != nil {
 		if isNotExist(err) {
@@ -55,6 +62,9 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
+	if size <= readLimit {
+		return readSmall(f, path, size, id, suffix)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
@@ -115,7 +125,11 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 		listed[fi.Suffix] = true
 	}
 	for _, suffix := range dataSuffixes {
-		if !listed[suffix] {
+		// Segments written before the seis file existed have none: they
+		// open without Seismic indexes (queries scan them exhaustively,
+		// merges place their dimensions). The same holds for the bmp file
+		// (see HasBlockMax).
+		if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
@@ -162,8 +176,28 @@ func (r *Reader) parse() error {
 	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
 		return err
 	}
+	if r.files[SuffixSeismic] == nil {
+		r.seis = make([]*SeismicIndex, len(s.Fields))
+	} else if r.seis, err = openSeismic(id, s, r.files[SuffixSeismic].payload, n, r.sparse); err != nil {
+		return err
+	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
 		return err
+	}
+	if f := r.files[SuffixBlockMax]; f != nil {
+		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
+			return err
+		}
+	}
+	if f := r.files[SuffixIVF]; f != nil {
+		if r.ivf, err = openIVF(id, s, f.payload, n, r.dense); err != nil {
+			return err
+		}
+		if err = r.checkIVFInfo(); err != nil {
+			return err
+		}
+	} else if len(r.info.IVF) > 0 {
+		return corruptf(id, SuffixIVF, "segment metadata records runs but lists no ivf file")
 	}
 	for i := range s.Fields {
 		var terms uint32

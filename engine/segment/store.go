@@ -241,6 +241,8 @@ type storeReader struct {
 	numDocs   uint32
 	maxRaw    uint32
 	kinds     []byte
+	// seq numbers the reader in the block cache (see blockCache).
+	seq uint64
 }
 
 func openStore(id segid.ID, payload []byte, numDocs uint32, kinds []byte) (*storeReader, error) {
@@ -249,7 +251,7 @@ func openStore(id segid.ID, payload []byte, numDocs uint32, kinds []byte) (*stor
 		return nil, err
 	}
 	d := decoder{b: dir}
-	sr := &storeReader{id: id, payload: payload, kinds: kinds}
+	sr := &storeReader{id: id, payload: payload, kinds: kinds, seq: storeReaderSeq.Add(1)}
 	sr.numDocs = d.u32v()
 	sr.numBlocks = d.u32v()
 	sr.maxRaw = d.u32v()
@@ -355,6 +357,9 @@ func (sr *storeReader) record(doc uint32) ([]byte, error) {
 	}))
 	if b == 0 {
 		return nil, corruptf(sr.id, SuffixStore, "no block holds doc %d", doc)
+	}
+	if e := sr.index[uint64(b-1)*storeIndexEntry:]; binary.LittleEndian.Uint32(e[16:]) <= maxCachedBlock {
+		return sr.cachedRecord(b-1, doc)
 	}
 	var boundsBuf [64]int
 	buf, first, bounds, err := sr.decodeBlock(b-1, boundsBuf[:0])

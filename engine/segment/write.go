@@ -22,6 +22,8 @@ type Info struct {
 	ID        segid.ID   `json:"id"`
 	Documents uint32     `json:"documents"`
 	Files     []FileInfo `json:"files"`
+	// IVF records each binary dense field's encoded runs (ivf file).
+	IVF []IVFInfo `json:"ivf,omitempty"`
 }
 
 // ctxCheckEvery is the number of loop iterations between context checks.
@@ -47,6 +49,18 @@ func hasDict(f *schema.Field) bool {
 // cleanup. The builder must not receive more documents afterwards; calling
 // Write again (for example after an error) writes the same segment.
 func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	return b.write(ctx, fs, dir, id, true)
+}
+
+// WriteUnsynced is Write without the fsyncs: the files are written and
+// closed, and the caller must sync every file of the returned Info before
+// any metadata references it (metadata.SaveSyncing does, in the one round
+// of concurrent fsyncs that precedes the commit point).
+func (b *Builder) WriteUnsynced(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	return b.write(ctx, fs, dir, id, false)
+}
+
+func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID, sync bool) (Info, error) {
 	b.store.flush()
 	if b.store.err != nil {
 		return Info{}, b.store.err
@@ -65,16 +79,23 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		SuffixNumbers:    func(w *fileWriter) error { b.writeNumbers(w); return nil },
 		SuffixForward:    func(w *fileWriter) error { return b.writeForward(ctx, w, sorted) },
 		SuffixVectors:    func(w *fileWriter) error { b.writeVectors(w); return nil },
+		SuffixSeismic:    func(w *fileWriter) error { return b.writeSeismic(ctx, w) },
 		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
+		SuffixBlockMax:   func(w *fileWriter) error { return b.writeBlockMax(ctx, w, sorted) },
 	}
 	info := Info{ID: id, Documents: b.numDocs}
+	steps[SuffixIVF] = func(w *fileWriter) error { return b.writeIVF(ctx, w, &info) }
+	suffixes := dataSuffixes
+	if hasIVFFields(b.schema) {
+		suffixes = append(append([]string(nil), dataSuffixes...), SuffixIVF)
+	}
 	var sealed []*fileWriter
 	abort := func() {
 		for _, w := range sealed {
 			w.abort()
 		}
 	}
-	for _, suffix := range dataSuffixes {
+	for _, suffix := range suffixes {
 		if err := ctx.Err(); err != nil {
 			abort()
 			return Info{}, fmt.Errorf("segment: write segment %s: %w", id, err)
@@ -97,6 +118,9 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		}
 		sealed = append(sealed, w)
 		info.Files = append(info.Files, fi)
+	}
+	if !sync {
+		return info, closeAll(sealed)
 	}
 	if err := syncCloseAll(sealed); err != nil {
 		return Info{}, err
