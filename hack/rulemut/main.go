@@ -101,9 +101,9 @@ func run(only string, timeout time.Duration, keep bool) error {
 		defer os.RemoveAll(scratch)
 	}
 	// A copy of the working tree as it is (uncommitted edits included),
-	// without .git and build outputs: nothing done here can reach the
-	// checkout or its history.
-	if err := sh(context.Background(), root, "rsync", "-a", "--exclude=/.git", "--exclude=/bin", root+"/", scratch+"/"); err != nil {
+	// without .git and ignored build outputs: nothing done here can reach
+	// the checkout or its history.
+	if err := copyTree(root, scratch); err != nil {
 		return fmt.Errorf("copy the tree: %w", err)
 	}
 	passing, err := baseline(scratch, list, timeout)
@@ -414,10 +414,33 @@ func output(ctx context.Context, dir, name string, args ...string) (string, erro
 	return string(out), err
 }
 
-func sh(ctx context.Context, dir, name string, args ...string) error {
-	out, err := output(ctx, dir, name, args...)
+// copyTree copies the files git sees in root (tracked, and untracked but
+// not ignored) to dst, leaving out large stray binaries.
+func copyTree(root, dst string) error {
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
-		return fmt.Errorf("%s: %w\n%s", name, err, tail(out, 10))
+		return fmt.Errorf("git ls-files: %w", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		st, err := os.Lstat(src)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted in the work tree, or a symlink or directory
+		}
+		if st.Size() > 8<<20 && !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, name)
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, data, st.Mode().Perm()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
