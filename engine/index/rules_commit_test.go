@@ -220,11 +220,19 @@ func TestC04_DirSyncFailureIsDegradedNotRollback(t *testing.T) {
 func TestC05_FlushGenerationAllOrNothing(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := testOptions()
-	var armed sync.Once
+	// Worker 1 panics only once worker 0 is past its failure check and
+	// writing: the sibling output then always exists and must be abandoned
+	// (without the wait, worker 0 usually saw the failure first and wrote
+	// nothing, and a commit that leaked sibling outputs still passed).
+	var armed, sibling sync.Once
+	writing := make(chan struct{})
 	fired := false
 	opts.Hooks.BeforeWorkerFlush = func(worker int) {
-		if worker == 1 {
-			armed.Do(func() { fired = true; panic("injected build panic") })
+		switch worker {
+		case 0:
+			sibling.Do(func() { close(writing) })
+		case 1:
+			armed.Do(func() { <-writing; fired = true; panic("injected build panic") })
 		}
 	}
 	idx, err := Create(fs, testDir, testSchema, opts)
@@ -320,6 +328,11 @@ func TestC08_CancelBeforeWriterLockStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
+	// Unblocked before the close on every path: a failure below must fail
+	// the test, not leave the close waiting on the blocked commit.
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
 	if err := idx.Add(docs(t, 0, 5, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +343,7 @@ func TestC08_CancelBeforeWriterLockStartsNothing(t *testing.T) {
 	if _, err := idx.Commit(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not started") {
 		t.Fatalf("commit cancelled before the writer lock: %v", err)
 	}
-	close(release)
+	unblock()
 	<-idx.Idle()
 	if g := idx.Metadata().Generation; g != 1 {
 		t.Fatalf("generation %d, want 1: the cancelled commit started something", g)
