@@ -502,17 +502,36 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestQ10_",
 	},
 	{
-		Rule: "Q11", Desc: "an optional file (fwd, vec) that cannot be created is skipped instead of failing the output",
-		Edits: []Edit{{File: "engine/segment/write.go",
-			From: `
-				w, err := createFile(fs, dir, id, suffix)
-				if err != nil {`,
-			To: `
-				w, err := createFile(fs, dir, id, suffix)
-				if err != nil && (suffix == SuffixForward || suffix == SuffixVectors) {
-					continue
-				}
-				if err != nil {`}},
+		// The engine's reader refuses any incomplete file set, so a writer
+		// that skips a file is caught one layer down (Q12); breaking Q11
+		// takes the careless "make the forward file optional" change whole.
+		Rule: "Q11", Desc: "the forward file becomes optional: a reorder output whose fwd file cannot be created is published without it",
+		Edits: []Edit{
+			{File: "engine/segment/write.go",
+				From: `
+					w, err := createFile(fs, dir, id, suffix)
+					if err != nil {`,
+				To: `
+					w, err := createFile(fs, dir, id, suffix)
+					if err != nil && suffix == SuffixForward {
+						continue
+					}
+					if err != nil {`},
+			{File: "engine/segment/reader.go",
+				From: `
+					for _, suffix := range dataSuffixes {
+						if !listed[suffix] {`,
+				To: `
+					for _, suffix := range dataSuffixes {
+						if !listed[suffix] && suffix != SuffixForward {`},
+			{File: "engine/segment/columns.go",
+				From: `cols := make([]fwdCol, len(s.Fields))`,
+				To: `
+					cols := make([]fwdCol, len(s.Fields))
+					if payload == nil {
+						return cols, nil
+					}`},
+		},
 		Pkg: "./engine/index", Run: "^TestQ11_",
 	},
 	{
