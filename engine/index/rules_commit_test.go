@@ -298,6 +298,11 @@ func TestC06_FlushTimeoutPausesSameGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
+	// Unblocked before the close on every path: a failure below must fail
+	// the test, not leave the close waiting for the stalled worker.
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
 	if err := idx.Add(docs(t, 0, 300, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +312,7 @@ func TestC06_FlushTimeoutPausesSameGeneration(t *testing.T) {
 	if err := idx.Add(docs(t, 300, 301, 1)); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("ingestion while paused on the generation: %v", err)
 	}
-	close(release)
+	unblock()
 	var res CommitResult
 	for {
 		res, err = idx.Commit(context.Background())

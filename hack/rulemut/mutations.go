@@ -197,15 +197,22 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC06_",
 	},
 	{
-		Rule: "C07", Desc: "the server's commit task restarts a failed build a second later instead of ending",
+		Rule: "C07", Desc: "the server's commit task restarts a failed build, twice, a second apart, instead of ending",
 		Edits: []Edit{{File: "engine/registry/commit.go",
-			From: `if errors.Is(err, index.ErrCommitFlushTimeout) {`,
+			From: `
+				for {
+					res, err := idx.Commit(context.Background())
+					if errors.Is(err, index.ErrCommitFlushTimeout) {`,
 			To: `
-				if errors.Is(err, index.ErrGenerationFailed) {
-					time.Sleep(time.Second)
-					continue
-				}
-				if errors.Is(err, index.ErrCommitFlushTimeout) {`}},
+				attempts := 0
+				for {
+					res, err := idx.Commit(context.Background())
+					if errors.Is(err, index.ErrGenerationFailed) && attempts < 2 {
+						attempts++
+						time.Sleep(time.Second)
+						continue
+					}
+					if errors.Is(err, index.ErrCommitFlushTimeout) {`}},
 		Pkg: "./engine/registry", Run: "^TestC07_",
 	},
 	{
