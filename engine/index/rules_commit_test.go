@@ -370,6 +370,11 @@ func TestC10_IngestionBackpressureUntilFinalizerEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
+	// Unblocked before the close on every path: a failure below must fail
+	// the test, not leave the close waiting on the blocked finalizer.
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
 	if err := idx.Add(docs(t, 0, 5, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +386,7 @@ func TestC10_IngestionBackpressureUntilFinalizerEnds(t *testing.T) {
 	if _, err := idx.Delete("p0000"); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("Delete during the finalizer: %v", err)
 	}
-	close(release)
+	unblock()
 	<-idx.Idle()
 	if err := idx.Add(docs(t, 5, 6, 1)); err != nil {
 		t.Fatalf("Add after the finalizer: %v", err)
