@@ -531,6 +531,14 @@ var mutations = []Mutation{
 				To: `
 					for _, suffix := range dataSuffixes {
 						if !listed[suffix] && suffix != SuffixForward {`},
+			{File: "engine/segment/reader.go",
+				From: `if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {`,
+				To: `
+					var fwd []byte
+					if f := r.files[SuffixForward]; f != nil {
+						fwd = f.payload
+					}
+					if r.fwds, err = openForward(id, s, fwd, n); err != nil {`},
 			{File: "engine/segment/columns.go",
 				From: `cols := make([]fwdCol, len(s.Fields))`,
 				To: `
