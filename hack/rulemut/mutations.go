@@ -612,7 +612,7 @@ var mutations = []Mutation{
 		Rule: "M03", Desc: "compaction checks only that its source still has a mask, not that it is the captured generation",
 		Edits: []Edit{{File: "engine/index/compact.go",
 			From: `if maskID(cur[0]) != captured {`,
-			To:   `if maskID(cur[0]) == 0 {`}},
+			To:   `if maskID(cur[0]) == 0 && captured != 0 {`}},
 		Pkg: "./engine/index", Run: "^TestM03_",
 	},
 	{
