@@ -263,7 +263,7 @@ func baseline(dir string, list []Mutation, timeout time.Duration) (map[string][]
 		t0 := time.Now()
 		out, err := goTest(dir, pkg, strings.Join(runs[pkg], "|"), timeout, true)
 		if err != nil {
-			return nil, fmt.Errorf("the unmutated rule tests of %s fail:\n%s", pkg, tail(out, 40))
+			return nil, fmt.Errorf("the unmutated rule tests of %s fail:\n%s\n%s", pkg, failures(out), tail(out, 15))
 		}
 		for _, sub := range passLine.FindAllStringSubmatch(out, -1) {
 			passing[pkg] = append(passing[pkg], sub[1])
@@ -347,6 +347,18 @@ var (
 	msgLine  = regexp.MustCompile(`(?m)^\s+(\S+_test\.go:\d+: .*)$`)
 	panicMsg = regexp.MustCompile(`(?m)^(panic: .*|.*test timed out.*)$`)
 )
+
+// failures returns the lines of out that name a failed test, its
+// messages and panics.
+func failures(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if failLine.MatchString(l) || msgLine.MatchString(l) || panicMsg.MatchString(l) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
 
 // why names the first failing test of a killed mutant and its first
 // message, so that a kill can be checked to be the rule's.
