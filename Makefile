@@ -107,11 +107,16 @@ run-local: ## Start summa-server alone (no cluster), load sample text, serve unt
 down: cluster-down ## Stop what `make run` started and restore the host.
 
 .PHONY: bench bench-quick
-bench: ## Engine vs Bleve v2 on Debian linux-doc (full corpus, 3 reps, ~5 min); writes docs/performance.md.
-	$(GO) run ./bench/cmd/summa-bench -out docs/performance.md
+# BENCH_FLAGS adds flags, e.g. BENCH_FLAGS="-profile-dir profiles" for CPU
+# profiles of every phase (profiles/ is ignored by git). The command installs
+# linux-doc-6.1, libxapian-dev and g++ with apt-get when they are missing and
+# compiles the Xapian driver into bin/.
+BENCH_FLAGS ?=
+bench: ## Engine vs Bleve v2 and Xapian 1.4 on Debian linux-doc (full corpus, 3 reps, ~10 min); writes docs/performance.md.
+	$(GO) run ./bench/cmd/summa-bench -out docs/performance.md $(BENCH_FLAGS)
 
-bench-quick: ## The same on a 5,000-document sample (~1-2 min); prints only.
-	$(GO) run ./bench/cmd/summa-bench -quick
+bench-quick: ## The same on a 5,000-document sample (~2-3 min); prints only.
+	$(GO) run ./bench/cmd/summa-bench -quick $(BENCH_FLAGS)
 
 .PHONY: bench-vectors bench-vectors-quick
 bench-vectors: ## Vector indexes (dense binary IVF, Seismic, block-max pruning) on vectors derived from real text, against exact answers in the same run; prints recall, speedup and latency in the issues' forms.

@@ -19,7 +19,7 @@ import (
 func TestPipeline(t *testing.T) {
 	// SUMMA_BENCH_TEST_FALLBACK=1 tests the corpus used where linux-doc is
 	// not installed (as on a fresh CI machine).
-	c, err := PrepareCorpus(CorpusOptions{MaxDocs: 300, NoInstall: true, ForceFallback: os.Getenv("SUMMA_BENCH_TEST_FALLBACK") == "1"})
+	c, err := PrepareCorpus(CorpusOptions{MaxDocs: 300, HeldOut: 30, NoInstall: true, ForceFallback: os.Getenv("SUMMA_BENCH_TEST_FALLBACK") == "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,19 +27,26 @@ func TestPipeline(t *testing.T) {
 		t.Fatalf("empty corpus %q", c.Name)
 	}
 	root, _ := filepath.Abs("..")
+	engines := []string{"ours", "bleve"}
+	if XapianAvailable() == "" {
+		engines = append(engines, "xapian")
+	}
 	cfg := Config{
-		WorkDir:      t.TempDir(),
-		Quick:        true,
-		CommitEvery:  50,
-		OpenCommits:  10,
-		SearchRounds: 3,
-		SmallCommits: 2,
-		Reps:         1,
-		FloorSeqMB:   4,
-		FloorSyncs:   3,
-		Engines:      []string{"ours", "bleve"},
-		HTTP:         os.Getenv("SUMMA_BENCH_TEST_HTTP") == "1",
-		ModuleRoot:   root,
+		WorkDir:       t.TempDir(),
+		Quick:         true,
+		CommitEvery:   50,
+		OpenCommits:   10,
+		SearchRounds:  3,
+		HeadingRounds: 1,
+		ManyCommits:   20,
+		SmallCommits:  2,
+		Reps:          1,
+		FloorSeqMB:    4,
+		FloorSyncs:    3,
+		Engines:       engines,
+		NoInstall:     true,
+		HTTP:          os.Getenv("SUMMA_BENCH_TEST_HTTP") == "1",
+		ModuleRoot:    root,
 	}
 	if testing.Verbose() {
 		cfg.Log = os.Stderr
@@ -64,7 +71,23 @@ func TestPipeline(t *testing.T) {
 			t.Errorf("http run failed: %+v (skipped: %q)", h, res.HTTPSkipped)
 		}
 	}
+	if len(res.Queries)-res.Fixed != len(c.HeldOut) || len(c.HeldOut) != 30 {
+		t.Errorf("%d heading queries from %d held-out sections, want 30", len(res.Queries)-res.Fixed, len(c.HeldOut))
+	}
+	if o := res.Reps[0].Engines["ours"]; o.OpenMany <= 0 || o.OpenManySegments < cfg.ManyCommits {
+		t.Errorf("open at many segments not measured: %v over %d segments", o.OpenMany, o.OpenManySegments)
+	}
 	text := res.Text("go test")
+	for _, line := range []string{"ratio search_p50 ours/best_peer: ", "ratio search_p50_worst_class ours/best_peer: ",
+		"ratio small_commit_p50 ours/best_peer: ", "ratio merge_ms ours/best_peer: ", "open_ms at ", "bp doc-id bytes smaller: ",
+		"top10 overlap with xapian: ", "top10 overlap with bleve: ", "headings: phrase (", "all ("} {
+		if !strings.Contains(text, line) {
+			t.Errorf("report lacks %q:\n%s", line, text)
+		}
+	}
+	if has(engines, "xapian") && !strings.Contains(text, ": match\n") {
+		t.Errorf("report lacks the token-stream hash match:\n%s", text)
+	}
 	for _, key := range []string{"ingest_docs_per_s", "ingest_mb_per_s", "commit_p50", "search_p50", "search_p99", "qps", "index_bytes", "open_ms", "merge_ms"} {
 		if !strings.Contains(text, "ratio "+key+" ours/bleve: ") {
 			t.Errorf("report lacks the ratio line of %s:\n%s", key, text)

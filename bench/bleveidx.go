@@ -238,6 +238,21 @@ func (b *Bleve) Search(ctx context.Context, q Query) (int, error) {
 	return int(res.Total), nil
 }
 
+// SearchTop implements Engine.
+func (b *Bleve) SearchTop(ctx context.Context, q Query) (int, []string, error) {
+	req := bleve.NewSearchRequestOptions(BleveQuery(q), 10, 0, false)
+	req.Fields = []string{"title"}
+	res, err := b.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	ids := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		ids[i] = h.ID
+	}
+	return int(res.Total), ids, nil
+}
+
 func (b *Bleve) scorch() (*scorch.Scorch, error) {
 	adv, err := b.idx.Advanced()
 	if err != nil {

@@ -56,6 +56,9 @@ type Corpus struct {
 	Bytes int64
 	// LinuxDoc is true for the linux-doc corpus (which has a fixed query set).
 	LinuxDoc bool
+	// HeldOut are the sections held out of Docs (never indexed) whose
+	// headings are the heading queries.
+	HeldOut []Doc
 }
 
 // MB returns the corpus size in MB (10^6 bytes).
@@ -75,6 +78,10 @@ type CorpusOptions struct {
 	// Shuffle puts the documents in a fixed pseudo-random order instead of
 	// path order (where the sections of one file are adjacent).
 	Shuffle bool
+	// HeldOut is the number of sections held out of the index whose
+	// headings become queries (see HeadingQueries); chosen before MaxDocs
+	// samples the rest, so the queries do not depend on the sample.
+	HeldOut int
 	// Log receives progress lines (may be nil).
 	Log io.Writer
 }
@@ -115,6 +122,7 @@ func PrepareCorpus(opts CorpusOptions) (*Corpus, error) {
 			return nil, err
 		}
 	}
+	c.Docs, c.HeldOut = holdOut(c.Docs, opts.HeldOut)
 	if opts.MaxDocs > 0 && len(c.Docs) > opts.MaxDocs {
 		c.Docs = stride(c.Docs, opts.MaxDocs)
 		c.Name += fmt.Sprintf(" (strided sample of %d documents)", len(c.Docs))

@@ -122,6 +122,32 @@ func (o *Ours) Search(ctx context.Context, q Query) (int, error) {
 	return res.TotalHits, nil
 }
 
+// SearchTop implements Engine: Search, and the ids of the top 10 read
+// from their stored fields.
+func (o *Ours) SearchTop(ctx context.Context, q Query) (int, []string, error) {
+	raw, _ := json.Marshal(QueryString(q))
+	snap, err := o.idx.Snapshot()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer snap.Close()
+	res, err := snap.Search(ctx, search.Request{Query: raw, Limit: 10})
+	if err != nil {
+		return 0, nil, err
+	}
+	ids := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		var f struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(h.Fields, &f); err != nil {
+			return 0, nil, fmt.Errorf("hit %d: stored fields: %w", i, err)
+		}
+		ids[i] = f.ID
+	}
+	return res.TotalHits, ids, nil
+}
+
 // ForceMerge implements Engine.
 func (o *Ours) ForceMerge(ctx context.Context) error {
 	_, err := o.idx.ForceMerge(ctx, 1)
@@ -134,42 +160,44 @@ func (o *Ours) ForceMerge(ctx context.Context) error {
 // Segments implements Engine.
 func (o *Ours) Segments() int { return len(o.idx.Status().Segments) }
 
-// PostingsBytes sums the postings file payload of the current snapshot.
-func (o *Ours) PostingsBytes() (int64, error) {
+// PostingsBytes sums, over the current snapshot's segments, the postings
+// file payload and the doc-id bytes of the postings (doc-id gaps only,
+// without frequencies or positions: segment.Reader.DocSectionBytes).
+func (o *Ours) PostingsBytes() (postings, docIDs int64, err error) {
 	snap, err := o.idx.Snapshot()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer snap.Close()
-	var n int64
 	for _, s := range snap.Segments {
-		n += s.Reader.PostingsBytes()
+		postings += s.Reader.PostingsBytes()
+		d, _, err := s.Reader.DocSectionBytes()
+		if err != nil {
+			return 0, 0, fmt.Errorf("doc-id bytes: %w", err)
+		}
+		docIDs += d
 	}
-	return n, nil
+	return postings, docIDs, nil
 }
 
 // errNoReorder says the index has no BP reorder yet.
 var errNoReorder = errors.New("bp: not available yet")
 
-// BPResult is what a reorder reports beyond the postings bytes.
+// BPResult is what a reorder reports.
 type BPResult struct {
 	// Time is the reorder's duration.
 	Time time.Duration
-	// DocBefore and DocAfter are the doc-id and frequency sections of the
-	// postings (what reordering compresses), summed over the rewritten
-	// segments, when the engine reports them (else -1).
-	DocBefore, DocAfter int64
 	// Converged is false when any pass was budget-truncated.
 	Converged bool
 }
 
 // Reorder runs the index's manual BP reorder when the engine has one. It
-// is looked up by reflection so that this package builds whether or not
-// engine/bp and Index.Reorder exist: every parameter after the context
-// gets its zero value (default options). Fields of the returned results
-// are read by name for the same reason.
+// is looked up by reflection so that this package builds whatever its
+// signature: every parameter after the context gets its zero value
+// (default options), and the results' BPConverged fields are read by
+// name.
 func (o *Ours) Reorder(ctx context.Context) (BPResult, error) {
-	res := BPResult{DocBefore: -1, DocAfter: -1, Converged: true}
+	res := BPResult{Converged: true}
 	m := reflect.ValueOf(o.idx).MethodByName("Reorder")
 	if !m.IsValid() {
 		return res, errNoReorder
@@ -197,13 +225,6 @@ func (o *Ours) Reorder(ctx context.Context) (BPResult, error) {
 			r := reflect.Indirect(outs[0].Index(i))
 			if r.Kind() != reflect.Struct {
 				continue
-			}
-			if b, a := r.FieldByName("DocPostingsBytesBefore"), r.FieldByName("DocPostingsBytesAfter"); b.IsValid() && a.IsValid() && b.CanInt() && a.CanInt() {
-				if res.DocBefore < 0 {
-					res.DocBefore, res.DocAfter = 0, 0
-				}
-				res.DocBefore += b.Int()
-				res.DocAfter += a.Int()
 			}
 			if c := r.FieldByName("BPConverged"); c.IsValid() && c.Kind() == reflect.Bool && !c.Bool() {
 				res.Converged = false

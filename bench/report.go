@@ -44,6 +44,7 @@ var metrics = []metric{
 	{"index_bytes", "MB", 2, true, always(func(r *EngineRun) float64 { return float64(r.IndexBytes) / 1e6 })},
 	{"index_bytes_merged", "MB", 2, true, always(func(r *EngineRun) float64 { return float64(r.MergedBytes) / 1e6 })},
 	{"open_ms", "ms", 2, true, always(func(r *EngineRun) float64 { return ms(r.Open) })},
+	{"open_ms_many", "ms", 2, false, func(r *EngineRun) (float64, bool) { return ms(r.OpenMany), r.OpenMany > 0 }},
 	{"merge_ms", "ms", 1, true, func(r *EngineRun) (float64, bool) { return ms(r.Merge), r.MergeErr == "" }},
 	{"ingest_prepare_s", "s", 2, false, always(func(r *EngineRun) float64 { return r.Prepare.Seconds() })},
 	{"ingest_cpu_s", "s", 2, true, always(func(r *EngineRun) float64 { return r.IngestCPU.Seconds() })},
@@ -188,10 +189,18 @@ func (res *Result) Text(command string) string {
 	fmt.Fprintf(&b, "summa-bench (%s mode, %d repetitions; %s)\n", mode, len(res.Reps), res.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "command: %s\n", command)
 	fmt.Fprintf(&b, "machine: %s\n", Machine())
-	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)\n", "this tree", bleveVersion())
-	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files\n", res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files)
-	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of %d queries; %d one-document commits\n",
-		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, len(res.Queries), cfg.SmallCommits)
+	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)", "this tree", bleveVersion())
+	if has(cfg.Engines, "xapian") {
+		fmt.Fprintf(&b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
+	}
+	b.WriteString("\n")
+	if res.XapianSkipped != "" {
+		fmt.Fprintf(&b, "xapian: skipped: %s\n", res.XapianSkipped)
+	}
+	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
+		res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files, len(res.Corpus.HeldOut))
+	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of the %d fixed queries, %d of the %d heading queries; %d one-document commits; open at many segments: %d one-document commits\n",
+		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, res.Fixed, cfg.HeadingRounds, len(res.Queries)-res.Fixed, cfg.SmallCommits, cfg.ManyCommits)
 	fmt.Fprintf(&b, "disk: %s\n", cfg.WorkDir)
 	fmt.Fprintf(&b, "\nvalues: median (min–max) over the repetitions\n\n")
 
@@ -213,8 +222,8 @@ func (res *Result) Text(command string) string {
 	for _, e := range engines {
 		fmt.Fprintf(&b, " %-30s", e)
 	}
-	if len(engines) == 2 {
-		fmt.Fprintf(&b, " %s/%s", engines[0], engines[1])
+	for _, e := range engines[1:] {
+		fmt.Fprintf(&b, " %-11s", engines[0]+"/"+e)
 	}
 	b.WriteString("\n")
 	for _, m := range metrics {
@@ -225,8 +234,8 @@ func (res *Result) Text(command string) string {
 			sp = append(sp, s)
 			fmt.Fprintf(&b, " %-30s", s.format(m.prec))
 		}
-		if len(sp) == 2 {
-			fmt.Fprintf(&b, " %s", ratioString(sp[0], sp[1]))
+		for _, o := range sp[1:] {
+			fmt.Fprintf(&b, " %-11s", ratioString(sp[0], o))
 		}
 		b.WriteString("\n")
 	}
@@ -254,38 +263,12 @@ func (res *Result) Text(command string) string {
 	}
 	b.WriteString("\n")
 
-	// Per-query latencies and hit counts.
-	fmt.Fprintf(&b, "%-26s", "query (p50 ms; totalHits)")
-	for _, e := range engines {
-		fmt.Fprintf(&b, " %-24s", e)
+	if hasOurs {
+		b.WriteString(res.goalLines())
 	}
 	b.WriteString("\n")
-	for _, q := range res.Queries {
-		fmt.Fprintf(&b, "%-26s", q.Name)
-		for _, e := range engines {
-			var vs []float64
-			hits := -1
-			for _, rep := range res.Reps {
-				if r := rep.Engines[e]; r != nil {
-					vs = append(vs, ms(r.PerQuery[q.Name].P50))
-					hits = r.Hits[q.Name]
-				}
-			}
-			fmt.Fprintf(&b, " %-24s", fmt.Sprintf("%s; %d", newSpread(vs).format(3), hits))
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n")
-	if hasOurs && hasBleve {
-		if len(res.Mismatches) == 0 {
-			fmt.Fprintf(&b, "totalHits check: ours and bleve agree on all %d queries in every repetition\n", len(res.Queries))
-		} else {
-			for _, m := range res.Mismatches {
-				fmt.Fprintf(&b, "totalHits MISMATCH: %s\n", m)
-			}
-		}
-	}
-
+	b.WriteString(res.queryTables())
+	b.WriteString(res.checkLines())
 	// HTTP.
 	if res.HTTPSkipped != "" {
 		fmt.Fprintf(&b, "http: skipped (%s)\n", res.HTTPSkipped)
@@ -368,7 +351,7 @@ func (res *Result) bpLine() string {
 		bb.med, aa.med, 100*(1-aa.med/math.Max(1, bb.med)), newSpread(secs).format(1))
 	if len(docBefore) > 0 {
 		db, da := newSpread(docBefore), newSpread(docAfter)
-		line += fmt.Sprintf("; doc-id+freq sections before=%.0f after=%.0f, %.1f%% smaller", db.med, da.med, 100*(1-da.med/math.Max(1, db.med)))
+		line += fmt.Sprintf("; doc-id sections before=%.0f after=%.0f, %.1f%% smaller", db.med, da.med, 100*(1-da.med/math.Max(1, db.med)))
 	}
 	if !converged {
 		line += "; budget-truncated"
@@ -404,7 +387,7 @@ func (res *Result) WriteMarkdown(path, command string) error {
 	b.WriteString("Rerun with `make bench` (full corpus) or `make bench-quick` (subset, a few minutes).\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- machine: %s\n", Machine())
-	fmt.Fprintf(&b, "- Go: %s; Bleve: %s\n", runtime.Version(), bleveVersion())
+	fmt.Fprintf(&b, "- Go: %s; Bleve: %s; Xapian: %s\n", runtime.Version(), bleveVersion(), XapianVersion())
 	fmt.Fprintf(&b, "- date: %s\n\n", res.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	b.WriteString("## Results\n\n```\n")
 	b.WriteString(res.Text(command))
@@ -418,62 +401,104 @@ func (res *Result) WriteMarkdown(path, command string) error {
 
 const methodology = `## What is measured
 
-Both engines run in the same process as libraries, one after the other
-(the order alternates between repetitions), on the same documents, in
-fresh directories under the same temporary directory, so on the same disk.
-Ratios are ours/bleve of the medians: above 1 is better for throughputs
-(docs/s, MB/s, q/s), below 1 is better for latencies, times and bytes.
+The three engines run one after the other (the order rotates between
+repetitions), on the same documents, in fresh directories under the same
+temporary directory, so on the same disk. Ours and Bleve run in this
+process as libraries. Xapian runs in a child process, the C++ driver
+bench/xapian/driver.cc compiled against Debian's libxapian-dev into bin/;
+it times every operation itself (steady_clock around the Xapian calls),
+so the pipe round trip is not counted, and its CPU time is added to the
+*_cpu figures. Ratio columns are ours/peer of the medians: above 1 is
+better for throughputs (docs/s, MB/s, q/s), below 1 is better for
+latencies, times and bytes. "best_peer" lines divide ours by the faster
+(smaller) of Bleve and Xapian on that measure in the same run; "best
+peers" names it.
 
 - **Corpus**: Debian's linux-doc-6.1 (.rst and .txt files under
   /usr/share/doc/linux-doc-6.1/Documentation, gzipped as shipped; the
   html/ tree is rendered copies and is skipped), one document per RST
   section (a text line underlined by a repeated punctuation character):
   id = path#n, title = the heading, body = the section text. MB = bytes of
-  id + title + body. -quick takes an evenly strided sample. Without the
-  package: comment blocks and testdata text of the Go distribution.
-- **Schema**: id (primary key), title (text, stored), body (text, not
-  stored, reorder). Bleve: the same fields with a custom analyzer (a
-  tokenizer of Unicode letter/digit runs, exactly ours, plus Bleve's
-  lowercase filter; no stemming, no stop words), term vectors on (Bleve
-  needs them for phrases), no _all field, no doc values, BM25 scoring.
+  id + title + body. 600 sections whose headings have 2 to 6 distinct
+  terms, spread evenly over the corpus, are held out (never indexed) and
+  their headings become the heading queries; -quick then takes an evenly
+  strided sample of the rest. Without the package: comment blocks and
+  testdata text of the Go distribution.
+- **Schema and analysis**: id (primary key), title (text, stored), body
+  (text, not stored, reorder). Bleve: the same fields with a custom
+  analyzer (a tokenizer of Unicode letter/digit runs, exactly ours, plus
+  Bleve's lowercase filter; no stemming, no stop words), term vectors on
+  (Bleve needs them for phrases), no _all field, no doc values, BM25.
+  Xapian: the Go side tokenizes with engine/analysis.Tokenize and sends
+  the terms with positions (title tokens first, then the body's after a
+  gap so that no phrase spans the two fields), added with
+  Document::add_posting; the id is the unique term Q+id (upserts are
+  replace_document), the document data is id and title. The token-stream
+  hash line checks it: the driver reads every document's terms and
+  positions back from its index and hashes them; the Go side hashes our
+  analysis of the same documents.
 - **Ingest**: documents in batches of the commit cadence; ours:
   schema.ParseDocument of each JSON line (what the server does), Add,
   Commit; Bleve: Batch.Index of a map per document, then Index.Batch,
   which is "safe" by default (returns once persisted: segment file and
-  root bolt fsynced). docs/s and MB/s include everything.
-  commit = the latency from handing a prepared batch over (Add+Commit,
-  Batch) until it is durable and searchable; it includes the indexing
-  work, since both engines index inside that call. small_commit = the same
-  for a one-document upsert on the ingested index: that is the number to
-  compare with the fsync floor. Bleve's background file merging is off
-  (no segment is eligible), as ours has none at the library level, so both
-  keep one segment per commit.
+  root bolt fsynced); Xapian: tokenizing in Go (the prepare part), then
+  replace_document of each document and WritableDatabase::commit (which
+  fsyncs). docs/s and MB/s include everything. commit = the latency from
+  handing a prepared batch over until it is durable and searchable; it
+  includes the indexing work. small_commit = the same for a one-document
+  upsert on the ingested index: that is the number to compare with the
+  fsync floor. Bleve's background file merging is off (no segment is
+  eligible), as ours has none at the library level, so both keep one
+  segment per commit; a Xapian glass database is always one set of
+  B-trees (segments = 1).
 - **index_bytes**: the closed index directory after the ingest;
   index_bytes_merged: after the force merge. ingest_alloc_mb: Go heap
   bytes allocated during the ingest (process-wide).
-- **\*_cpu**: process CPU time (user + system, getrusage) of the ingest,
-  of the merge, and per query of the sequential search rounds. On a
-  machine shared with other work these move much less than wall times.
-- **open_ms**: a new index built with the many-segment cadence is closed;
-  open_ms = Open plus the first answered query (warm page cache).
+- **\*_cpu**: CPU time (user + system, getrusage) of the ingest, of the
+  merge, and per query of the sequential search rounds (for Xapian, this
+  process's plus the driver's).
+- **open_ms**: a new index built with the many-segment cadence (40
+  commits) is closed; open_ms = Open plus the first answered query (warm
+  page cache). For Xapian the many-segment index is that commit-heavy
+  database (40 commits into one glass database), opened as a
+  WritableDatabase. **open_ms at N segments**: ours only, an index of
+  1,000 one-document commits (no merging), built once per run; Open alone,
+  timed in every repetition; N is its segment count at open.
 - **merge_ms**: ours ForceMerge(ctx, 1); Bleve scorch ForceMerge with
   mergeplan.SingleSegmentMergePlanOptions, repeated until one segment
-  remains (scorch merges at most 10 segments per task).
-- **search**: on the merged one-segment index; the top 10 hits with
-  stored fields (ours: id and title; Bleve: title and _id), a fresh
-  snapshot per query for ours. Latency: queries one at a time, each round
-  the whole query set, after 3 warm-up rounds. QPS: the same number of
-  queries from GOMAXPROCS concurrent clients. Terms are matched in title
-  or body for both (Bleve: a disjunction of per-field term queries; AND: a
-  conjunction of those; phrase: a phrase query per field). totalHits of
-  every query must agree between the engines.
+  remains (scorch merges at most 10 segments per task); Xapian
+  Database::compact of the commit-heavy database into a new directory,
+  every file and the directory fsynced, swapped in place of the old one
+  and reopened.
+- **search**: on the merged index; the top 10 hits with stored fields
+  (ours: id and title; Bleve: title and _id; Xapian: the document data),
+  a fresh snapshot per query for ours, exact totalHits for all three
+  (Xapian: check_at_least = the document count, and the driver fails if
+  the match count's bounds differ). Terms are matched in title or body.
+  Xapian's BM25Weight is set to k1 = 1.2, b = 0.75 (its defaults for the
+  rest). Latency: queries one at a time after warm-up rounds; the fixed
+  queries (each its own class) SearchRounds times, the heading queries
+  (classes "headings: or/and/phrase", rotating) HeadingRounds times;
+  "all" is every timed query. QPS: the fixed queries from GOMAXPROCS
+  concurrent clients (Xapian: driver threads, each with its own
+  read-only Database). totalHits of every query must agree between the
+  engines. top10 overlap with P: the mean over queries of
+  |top10(ours) ∩ top10(P)| / max(|top10|), median over repetitions
+  (rankings differ by BM25 details and tie order; reported, not a goal).
 - **Floor**: write+fsync of one large file (MB/s); a new 4 KiB file
   written and fsynced; a rename plus an fsync of the directory.
   fsync_floor = fsync p50 + rename p50, the least an atomic durable
   publication costs.
-- **bp**: postings bytes (segment.Reader.PostingsBytes) of the merged index
-  before and after Index.Reorder, when the engine has it.
+- **bp**: postings bytes (segment.Reader.PostingsBytes) and doc-id
+  bytes (segment.Reader.DocSectionBytes: the doc-id gaps alone, no
+  frequencies or positions) of the merged index before and after
+  Index.Reorder, when the engine has it.
 - **http**: summa-server built from ./cmd/summa-server on a fresh data
   directory, the same batches as NDJSON to POST /v1/indexes/bench/documents
-  then POST /commit; its default background maintenance runs.
+  then POST /commit; its default background maintenance runs; the fixed
+  queries.
+- **Profiles**: -profile-dir DIR writes CPU profiles of the first
+  repetition's phases of the Go engines to DIR/profile-ENGINE-PHASE.pprof
+  (go tool pprof) and, when perf is installed, a perf record of the
+  Xapian driver to DIR/profile-xapian-PHASE.perf.data (perf report -i).
 `

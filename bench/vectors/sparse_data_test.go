@@ -12,7 +12,7 @@ func TestLoadSparseSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the whole benchmark corpus")
 	}
-	a, err := LoadSparseSet(SparseOptions{MinDocs: 3000, MaxQueries: 50})
+	a, err := LoadSparseSet(SparseOptions{MinDocs: 3000, MaxQueries: 50, NoInstall: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestLoadSparseSet(t *testing.T) {
 			}
 		}
 	}
-	b, err := LoadSparseSet(SparseOptions{MinDocs: 3000, MaxQueries: 50})
+	b, err := LoadSparseSet(SparseOptions{MinDocs: 3000, MaxQueries: 50, NoInstall: true})
 	if err != nil {
 		t.Fatal(err)
 	}

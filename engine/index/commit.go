@@ -87,6 +87,16 @@ func (w *writer) runCommit() (CommitResult, error) {
 		return w.idx.currentResult(), nil
 	}
 	res, err := w.idx.publish(job)
+	if errors.Is(err, errOutputSync) {
+		// Like a failed generation (C05): the outputs are given up and the
+		// operations rebuilt by the next commit.
+		abandonAll(job.takeResults())
+		abandonAll(job.gen.takePrepared())
+		w.retry(job.gen)
+		w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",
+			"operations", job.gen.ops)
+		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
+	}
 	if err != nil {
 		// C11: the prepared outputs stay owned by the job; workers stay
 		// paused; a retried Commit, or the background retry, publishes the
@@ -203,6 +213,11 @@ func (j *flushJob) outputs() []*prepared {
 func IsRetryable(err error) bool {
 	return errors.Is(err, ErrCommitFlushTimeout) || errors.Is(err, ErrPublication)
 }
+
+// errOutputSync: the fsync of a flushed segment's file failed at the
+// commit point's sync round (nothing was committed); the commit gives the
+// generation's outputs up and rebuilds them.
+var errOutputSync = errors.New("index: flushed segment could not be synced")
 
 // ErrPublication: publication failed before the rename (C11); nothing was
 // committed, the prepared segments stay owned, and a retried Commit or the

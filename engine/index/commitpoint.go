@@ -16,7 +16,8 @@ const (
 // commitPoint is the one sequence by which a generation becomes an index's,
 // shared by flush publication, rewrite publication and the doctor:
 //
-//  1. save metadata: write, fsync, rename (the commit point, C02);
+//  1. save metadata: write, fsync it with the unsynced files it
+//     references and the directory, rename (the commit point, C02);
 //  2. publish ownership: the metadata owner of next's IDs is installed, the
 //     IDs it leaves out retire (L03, L04);
 //  3. install the readers, masks and snapshot of next;
@@ -31,6 +32,10 @@ type commitPoint struct {
 	caller string
 	// next is the generation to commit.
 	next *metadata.Metadata
+	// unsynced names the files of the directory that next references and
+	// that were written without an fsync: the save syncs them with the
+	// metadata file, before the rename.
+	unsynced []string
 	// install makes next current (step 3), given the degraded-durability
 	// error or nil; nil where no index is open (the doctor).
 	install func(degraded error)
@@ -48,7 +53,7 @@ func (cp commitPoint) run(fs vfs.FS, dir string, mgr *lifecycle.Manager, hooks H
 	if h := hooks.CommitPoint; h != nil {
 		h(cp.caller)
 	}
-	saveErr := metadata.Save(fs, dir, cp.next)
+	saveErr := metadata.SaveSyncing(fs, dir, cp.next, cp.unsynced)
 	if saveErr != nil && !metadata.IsDurabilityError(saveErr) {
 		if cp.abandon != nil {
 			cp.abandon()

@@ -134,10 +134,22 @@ func harnessOptions() Options {
 		Hooks: Hooks{CommitPoint: recordCommitCaller}}
 }
 
+// harness is one variant of the scenario: its schema, options and extra
+// maintenance operations.
+type harness struct {
+	schema *schema.Schema
+	opts   func() Options
+	// extra maintenance run after merge, compaction and reorder.
+	extra []func(ctx context.Context, idx *Index) (RewriteResult, error)
+}
+
+// textHarness is the original scenario.
+var textHarness = harness{schema: testSchema, opts: harnessOptions}
+
 // runScenario drives the steps as a client would. It records the
 // generation each acknowledged commit produced. It returns early (without
 // failing) when the filesystem "crashed".
-func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, rec *record) {
+func runScenario(t *testing.T, h harness, fs vfs.FS, f *faultFS, steps []step, rec *record) {
 	ctx := context.Background()
 	dead := func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.crashed }
 	open := func(create bool) *Index {
@@ -145,9 +157,9 @@ func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, rec *record)
 			var idx *Index
 			var err error
 			if create {
-				idx, err = Create(fs, testDir, testSchema, harnessOptions())
+				idx, err = Create(fs, testDir, h.schema, h.opts())
 			} else {
-				idx, err = Open(fs, testDir, harnessOptions())
+				idx, err = Open(fs, testDir, h.opts())
 			}
 			if err == nil {
 				return idx
@@ -197,18 +209,19 @@ func runScenario(t *testing.T, fs vfs.FS, f *faultFS, steps []step, rec *record)
 			// Maintenance rewrites segments without changing visibility: a
 			// merge to one segment, a compaction of its deleted rows, and a
 			// BP reorder of the result.
-			for _, op := range []func(context.Context) (RewriteResult, error){
-				func(ctx context.Context) (RewriteResult, error) { return idx.ForceMerge(ctx, 1) },
-				idx.Compact,
-				func(ctx context.Context) (RewriteResult, error) {
+			ops := []func(context.Context, *Index) (RewriteResult, error){
+				func(ctx context.Context, idx *Index) (RewriteResult, error) { return idx.ForceMerge(ctx, 1) },
+				func(ctx context.Context, idx *Index) (RewriteResult, error) { return idx.Compact(ctx) },
+				func(ctx context.Context, idx *Index) (RewriteResult, error) {
 					segs := idx.Metadata().Segments
 					if len(segs) == 0 {
 						return RewriteResult{}, ErrNothingToDo
 					}
 					return idx.ReorderSegment(ctx, segs[0].ID, ReorderOptions{})
 				},
-			} {
-				res, err := op(ctx)
+			}
+			for _, op := range append(ops, h.extra...) {
+				res, err := op(ctx, idx)
 				if err == nil {
 					rec.ack(res.Generation, si, res.DurabilityDegraded)
 				} else if dead() {
@@ -262,10 +275,10 @@ func applyStep(t *testing.T, idx *Index, s step, dead func() bool) bool {
 
 // checkRecovered opens fs cleanly and checks the invariants; it returns
 // the recovered generation.
-func checkRecovered(t *testing.T, fs vfs.FS, states []map[string]string, rec *record, label string) uint64 {
+func checkRecovered(t *testing.T, h harness, fs vfs.FS, states []map[string]string, rec *record, label string) uint64 {
 	t.Helper()
 	acked, degraded := rec.acked, rec.degraded
-	idx, err := Open(fs, testDir, harnessOptions())
+	idx, err := Open(fs, testDir, h.opts())
 	if errors.Is(err, ErrNotFound) && len(acked) == 0 {
 		return 0 // crashed before the index existed
 	}
@@ -313,18 +326,23 @@ func checkRecovered(t *testing.T, fs vfs.FS, states []map[string]string, rec *re
 }
 
 func TestCrashAndFaultHarness(t *testing.T) {
-	steps := scenarioSteps(t)
+	runHarness(t, textHarness, scenarioSteps(t), 1)
+}
+
+// runHarness runs the crash and fault harness over steps, exercising one
+// in every sample write points.
+func runHarness(t *testing.T, h harness, steps []step, sample int64) {
 	states := expectedStates(steps)
 
 	// Count the operations of a clean run.
 	counter, fs := newFaultFS(-1, false, 0, 0)
 	rec := newRecord()
-	runScenario(t, fs, counter, steps, rec)
-	if len(rec.acked) != len(steps)+3 || len(rec.degraded) != 0 {
-		t.Fatalf("clean run acknowledged %d generations for %d steps and 3 rewrites, %d degraded",
-			len(rec.acked), len(steps), len(rec.degraded))
+	runScenario(t, h, fs, counter, steps, rec)
+	if rewrites := 3 + len(h.extra); len(rec.acked) != len(steps)+rewrites || len(rec.degraded) != 0 {
+		t.Fatalf("clean run acknowledged %d generations for %d steps and %d rewrites, %d degraded",
+			len(rec.acked), len(steps), rewrites, len(rec.degraded))
 	}
-	checkRecovered(t, fs, states, rec, "clean")
+	checkRecovered(t, h, fs, states, rec, "clean")
 	// Flush publication and rewrite publication reach the one commit
 	// point (the doctor has its own harness).
 	requireCommitCallers(t, commitByFlush, commitByRewrite)
@@ -350,13 +368,15 @@ func TestCrashAndFaultHarness(t *testing.T) {
 				continue // read errors: a sample
 			case testing.Short() && n%4 != 0:
 				continue // -short (the race run): a quarter of the points
+			case n%sample != 0:
+				continue
 			}
 			f, fs := newFaultFS(n, mode != "error", unsynced, n)
 			rec := newRecord()
-			runScenario(t, fs, f, steps, rec)
+			runScenario(t, h, fs, f, steps, rec)
 			if mode == "error" {
-				checkRecovered(t, f.mem, states, rec, label)
-				if g := checkRecovered(t, f.mem, states, rec, label); rec.acked[g] != len(steps)-1 {
+				checkRecovered(t, h, f.mem, states, rec, label)
+				if g := checkRecovered(t, h, f.mem, states, rec, label); rec.acked[g] != len(steps)-1 {
 					t.Fatalf("%s: the client could not finish the scenario (generation %d)", label, g)
 				}
 			} else {
@@ -369,7 +389,7 @@ func TestCrashAndFaultHarness(t *testing.T) {
 					// clean run.
 					image = f.mem
 				}
-				checkRecovered(t, image, states, rec, label)
+				checkRecovered(t, h, image, states, rec, label)
 			}
 			points++
 		}

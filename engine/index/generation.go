@@ -89,6 +89,9 @@ type prepared struct {
 	opstamps []uint64
 	// pks holds each document's primary key, by doc id.
 	pks []string
+	// unsynced says the files were written without fsync: the commit that
+	// publishes them syncs them before its commit point.
+	unsynced bool
 }
 
 // abandon closes the reader and gives the output up through tracked

@@ -43,6 +43,10 @@ type Options struct {
 	// commit or a drain retries it: failures are not retried
 	// indefinitely (segment-lifecycle.txt).
 	PublicationRetryLimit int
+	// SeismicBudget bounds the postings one flush clusters into Seismic
+	// blocks (default DefaultSeismicBudget, negative: none); dimensions
+	// past it stay pending, persisted as Seismic debt for maintenance.
+	SeismicBudget int64
 	// Hooks are test-only fault points.
 	Hooks Hooks
 }
@@ -87,6 +91,9 @@ func (o Options) withDefaults() Options {
 	o.PublicationRetryMax = max(o.PublicationRetryMax, o.PublicationRetryMin)
 	if o.PublicationRetryLimit <= 0 {
 		o.PublicationRetryLimit = DefaultPublicationRetryLimit
+	}
+	if o.SeismicBudget == 0 {
+		o.SeismicBudget = DefaultSeismicBudget
 	}
 	return o
 }

@@ -1,7 +1,9 @@
 package index
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/summadev/summa/engine/lifecycle"
@@ -46,11 +48,19 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		return CommitResult{}, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
 	}
 	var claims []*lifecycle.Claim
-	if err := idx.writeMasks(oldMasks, newMasks, &claims); err != nil {
+	var unsynced []string
+	if err := idx.writeMasks(oldMasks, newMasks, &claims, &unsynced); err != nil {
 		lifecycle.AbandonAll(claims)
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	next, published := buildNext(meta, oldMasks, newMasks, outputs)
+	for _, p := range outputs {
+		if p.unsynced && published[p.info.ID] {
+			for _, f := range p.info.Files {
+				unsynced = append(unsynced, segid.FileName(p.info.ID, f.Suffix))
+			}
+		}
+	}
 	next.NextID = idx.mgr.NextID()
 	if h := idx.opts.Hooks.BeforePublish; h != nil {
 		if err := h(); err != nil {
@@ -60,8 +70,9 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	}
 	var old *Snapshot
 	saveErr, err := commitPoint{
-		caller: commitByFlush,
-		next:   next,
+		caller:   commitByFlush,
+		next:     next,
+		unsynced: unsynced,
 		install: func(degraded error) {
 			readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
 			old = idx.install(next, readers, masks, degraded)
@@ -81,7 +92,16 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		abandon: func() { lifecycle.AbandonAll(claims) },
 	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
 	if err != nil {
+		if outputSyncFailed(err) {
+			// An output's fsync failed: its data may be lost whatever a
+			// later fsync says, so it is never published; the generation
+			// is rebuilt from its operations (C05, runCommit).
+			return CommitResult{}, fmt.Errorf("%w: %w", errOutputSync, err)
+		}
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
+	}
+	for _, p := range outputs {
+		p.unsynced = false
 	}
 	// The rename happened: from here on nothing may turn the commit into an
 	// apparent abort (C04, C12).
@@ -99,6 +119,27 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		idx.log.Error(saveErr, "Commit durable only after the next directory sync", "generation", next.Generation)
 	}
 	return res, nil
+}
+
+// outputSyncFailed reports whether err (a tree of joined and wrapped
+// errors) holds a *metadata.SyncError of a file that is not a mask: a
+// flushed segment's file.
+func outputSyncFailed(err error) bool {
+	var se *metadata.SyncError
+	if errors.As(err, &se) && !strings.HasSuffix(se.Name, "."+segment.MaskSuffix) {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if outputSyncFailed(inner) {
+				return true
+			}
+		}
+	case interface{ Unwrap() error }:
+		return outputSyncFailed(e.Unwrap())
+	}
+	return false
 }
 
 // install makes a published generation current: cached readers and masks,
@@ -197,7 +238,9 @@ func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prep
 
 // writeMasks claims an ID for each new mask generation before writing its
 // file (L07) and records the claims for the caller to release or abandon.
-func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim) error {
+// Masks are written unsynced; their names go to unsynced, for the
+// metadata save to sync before the rename.
+func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim, unsynced *[]string) error {
 	write := func(m *maskWrite) error {
 		if m.deleted.GetCardinality() == uint64(m.numDocs) {
 			// Every row is gone: the segment is dropped, no mask needed.
@@ -209,10 +252,12 @@ func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]
 			return fmt.Errorf("claim deletion mask: %w", err)
 		}
 		*claims = append(*claims, c)
-		fi, err := segment.WriteMask(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)
+		// Synced by the metadata save, with the metadata file (C02).
+		fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)
 		if err != nil {
 			return fmt.Errorf("write deletion mask %s: %w", c.ID, err)
 		}
+		*unsynced = append(*unsynced, segid.FileName(c.ID, segment.MaskSuffix))
 		m.claim = c
 		m.mask = &metadata.Mask{ID: c.ID, Deleted: uint32(m.deleted.GetCardinality()), Size: fi.Size}
 		return nil
@@ -250,6 +295,8 @@ func buildNext(meta *metadata.Metadata, oldMasks map[segid.ID]*maskWrite, newMas
 	published := make(map[segid.ID]bool)
 	for i, p := range outputs {
 		s := metadata.Segment{Info: p.info}
+		// M09: a new segment's Seismic debt, read from the output.
+		s.Seismic = metadata.NextSeismicDebt(metadata.SeismicFresh, nil, p.reader.SeismicPendingTerms())
 		if m, ok := newMasks[i]; ok {
 			if m.mask.Deleted == s.Documents {
 				continue

@@ -128,6 +128,8 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	before, after := src.Reader.PostingsBytes(), r.PostingsBytes()
 	docsBefore, _ := src.Reader.DocPostingsBytes()
 	docsAfter, _ := r.DocPostingsBytes()
+	idsBefore, _, _ := src.Reader.DocSectionBytes()
+	idsAfter, _, _ := r.DocSectionBytes()
 	rw.decorate = func(out *metadata.Segment, cur []metadata.Segment) {
 		out.BPConverged = res.Converged
 		out.BPUnconvergedPasses = cur[0].BPUnconvergedPasses
@@ -144,6 +146,7 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 	published = true
 	out.PostingsBytesBefore, out.PostingsBytesAfter = before, after
 	out.DocPostingsBytesBefore, out.DocPostingsBytesAfter = docsBefore, docsAfter
+	out.DocIDBytesBefore, out.DocIDBytesAfter = idsBefore, idsAfter
 	out.BPConverged = res.Converged
 	return out, nil
 }

@@ -44,6 +44,9 @@ type RewriteResult struct {
 	// DocPostingsBytesBefore and DocPostingsBytesAfter measure it on the
 	// doc-id and frequency sections only, the part reordering compresses.
 	DocPostingsBytesBefore, DocPostingsBytesAfter int64
+	// DocIDBytesBefore and DocIDBytesAfter measure it on the doc-id part
+	// of those sections only (frequencies excluded).
+	DocIDBytesBefore, DocIDBytesAfter int64
 	// BPConverged reports whether a reorder pass converged.
 	BPConverged bool
 }
@@ -68,6 +71,11 @@ type rewrite struct {
 	// decorate, when set, fills the output's metadata from the sources'
 	// current entries (BP flags and counters).
 	decorate func(out *metadata.Segment, cur []metadata.Segment)
+	// seismicBudget bounds the postings the output may newly place in
+	// Seismic blocks (segment.MergeSeismic): -1 for merges, compaction and
+	// reorder, which copy the sources' encoded runs only; a Seismic pass
+	// sets its budget (see seismic.go).
+	seismicBudget int64
 }
 
 // startRewrite captures a snapshot, lets pick choose sources and claims
@@ -77,7 +85,7 @@ func (idx *Index) startRewrite(kind string, pick func(*Snapshot) []SnapshotSegme
 	if err != nil {
 		return nil, err
 	}
-	rw := &rewrite{idx: idx, kind: kind, snap: snap, sources: pick(snap)}
+	rw := &rewrite{idx: idx, kind: kind, snap: snap, sources: pick(snap), seismicBudget: -1}
 	if len(rw.sources) == 0 {
 		snap.Close()
 		return nil, ErrNothingToDo
@@ -141,49 +149,35 @@ func (rw *rewrite) preflight(ctx context.Context) error {
 	return nil
 }
 
-// build writes the output from the sources' rows that keep(i, doc) accepts.
+// build writes the output from the sources' rows that keep(i, doc)
+// accepts, in source order: a merge, or a compaction. The sources'
+// dictionaries, postings and columns are merged (segment.Merge); nothing
+// is re-tokenized.
 func (rw *rewrite) build(ctx context.Context, keep func(i int, doc uint32) bool) (segment.Info, *segment.Reader, error) {
-	b := segment.NewBuilder(rw.idx.schema)
-	for i, s := range rw.sources {
-		for doc := uint32(0); doc < s.Reader.NumDocs(); doc++ {
-			if !keep(i, doc) {
-				continue
-			}
-			if err := rw.copyDoc(ctx, b, s, doc); err != nil {
-				return segment.Info{}, nil, err
-			}
-		}
-	}
-	return rw.writeOutput(ctx, b)
+	return rw.writeOutput(ctx, segment.Concat(rw.readers(), keep))
 }
 
 // buildOrdered writes the single source's rows in the given order.
 func (rw *rewrite) buildOrdered(ctx context.Context, order []uint32) (segment.Info, *segment.Reader, error) {
-	b := segment.NewBuilder(rw.idx.schema)
-	for _, doc := range order {
-		if err := rw.copyDoc(ctx, b, rw.sources[0], doc); err != nil {
-			return segment.Info{}, nil, err
-		}
+	refs := make([]segment.DocRef, len(order))
+	for n, doc := range order {
+		refs[n] = segment.DocRef{Doc: doc}
 	}
-	return rw.writeOutput(ctx, b)
+	return rw.writeOutput(ctx, refs)
 }
 
-// copyDoc adds one source row to the builder, checking cancellation.
-func (rw *rewrite) copyDoc(ctx context.Context, b *segment.Builder, s SnapshotSegment, doc uint32) error {
-	if doc%256 == 0 && ctx.Err() != nil {
-		return ctx.Err()
+// readers returns the sources' readers in output row order.
+func (rw *rewrite) readers() []*segment.Reader {
+	rs := make([]*segment.Reader, len(rw.sources))
+	for i, s := range rw.sources {
+		rs[i] = s.Reader
 	}
-	d, err := s.Reader.Document(doc)
-	if err != nil {
-		return fmt.Errorf("index: %s: read %s doc %d: %w", rw.kind, s.Meta.ID, doc, err)
-	}
-	b.Add(d)
-	return nil
+	return rs
 }
 
 // writeOutput writes, validates and opens the output segment.
-func (rw *rewrite) writeOutput(ctx context.Context, b *segment.Builder) (segment.Info, *segment.Reader, error) {
-	info, err := b.Write(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID)
+func (rw *rewrite) writeOutput(ctx context.Context, order []segment.DocRef) (segment.Info, *segment.Reader, error) {
+	info, err := segment.MergeSeismic(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID, rw.idx.schema, rw.readers(), order, rw.seismicBudget)
 	if err != nil {
 		return segment.Info{}, nil, fmt.Errorf("index: %s: write %s: %w", rw.kind, rw.out.ID, err)
 	}
@@ -244,6 +238,8 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	if rw.decorate != nil {
 		rw.decorate(&out, cur)
 	}
+	// M09: publication reads the output's debt before committing.
+	out.Seismic = rw.seismicDebt(cur, r.SeismicPendingTerms())
 	var maskClaim *lifecycle.Claim
 	masks := map[segid.ID]*roaring.Bitmap{}
 	if deleted != nil && !deleted.IsEmpty() {

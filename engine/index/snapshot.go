@@ -21,6 +21,8 @@ type Snapshot struct {
 	Generation uint64
 	// Segments are the searchable (non-quarantined) segments.
 	Segments []SnapshotSegment
+	// views are the segments as search sees them, built once.
+	views []search.SegmentView
 	// ids are the tracker references held (segments and masks).
 	ids []segid.ID
 	// refs counts holders; the last Close releases the tracker references.
@@ -53,6 +55,7 @@ func (idx *Index) newSnapshotLocked(meta *metadata.Metadata) *Snapshot {
 			s.ids = append(s.ids, m.Deletes.ID)
 		}
 		s.Segments = append(s.Segments, seg)
+		s.views = append(s.views, search.SegmentView{Segment: seg.Reader, Deleted: seg.Deleted})
 	}
 	s.refs.Store(1)
 	idx.mu.open++
@@ -98,11 +101,7 @@ func (s *Snapshot) Documents() uint64 {
 
 // Search runs a query over the snapshot.
 func (s *Snapshot) Search(ctx context.Context, req search.Request) (search.Result, error) {
-	views := make([]search.SegmentView, len(s.Segments))
-	for i, seg := range s.Segments {
-		views[i] = search.SegmentView{Segment: seg.Reader, Deleted: seg.Deleted}
-	}
-	return search.Search(ctx, s.idx.schema, views, req)
+	return search.Search(ctx, s.idx.schema, s.views, req)
 }
 
 // isLive reports whether doc of segment i is visible in the snapshot.

@@ -167,7 +167,9 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 			claim.Abandon()
 		}
 	}()
-	info, err := w.builder.Write(ctx, w.idx.fs, w.idx.dir, claim.ID)
+	// Unsynced: the publishing commit syncs the files together with its
+	// metadata file, in one round of fsyncs (publish, C02).
+	info, err := w.builder.WriteUnsynced(ctx, w.idx.fs, w.idx.dir, claim.ID)
 	if err != nil {
 		return nil, fmt.Errorf("index: write segment %s: %w", claim.ID, err)
 	}
@@ -175,7 +177,7 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: open written segment %s: %w", claim.ID, err)
 	}
-	p = &prepared{claim: claim, info: info, reader: r, opstamps: w.opstamps, pks: w.pks}
+	p = &prepared{claim: claim, info: info, reader: r, opstamps: w.opstamps, pks: w.pks, unsynced: true}
 	w.reset(w.gen)
 	return p, nil
 }
@@ -184,6 +186,7 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 func (w *worker) reset(gen *generation) {
 	w.gen = gen
 	w.builder = segment.NewBuilder(w.idx.schema)
+	w.builder.SetSeismic(segment.SeismicOptions{Budget: w.idx.opts.SeismicBudget})
 	w.opstamps = nil
 	w.pks = nil
 }

@@ -58,6 +58,9 @@ type Segment struct {
 	BPConverged bool `json:"bpConverged,omitempty"`
 	// BPUnconvergedPasses counts budget-truncated BP passes of its lineage.
 	BPUnconvergedPasses int `json:"bpUnconvergedPasses,omitempty"`
+	// Seismic is the Seismic debt and its maintenance counters (M09);
+	// nil when the segment has none.
+	Seismic *SeismicDebt `json:"seismic,omitempty"`
 }
 
 // Mask is one immutable deletion-mask generation with its own ID (L09).
@@ -100,6 +103,10 @@ func (m *Metadata) Clone() *Metadata {
 			s.Deletes = &d
 		}
 		s.Files = append([]segment.FileInfo(nil), s.Files...)
+		if s.Seismic != nil {
+			d := *s.Seismic
+			s.Seismic = &d
+		}
 		c.Segments[i] = s
 	}
 	return &c
@@ -145,6 +152,9 @@ func (s *Segment) validate() error {
 	}
 	if s.BPUnconvergedPasses < 0 {
 		return fmt.Errorf("metadata: segment %s: bpUnconvergedPasses %d", s.ID, s.BPUnconvergedPasses)
+	}
+	if err := s.Seismic.validate(s); err != nil {
+		return err
 	}
 	suffixes := make(map[string]bool, len(s.Files))
 	for _, f := range s.Files {

@@ -22,17 +22,20 @@ type Policy struct {
 	CompactDeletedRatio float64
 	// MaxUnconvergedPasses bounds budget-truncated BP passes per lineage (Q13).
 	MaxUnconvergedPasses int
+	// MaxSeismicStalls bounds consecutive no-progress Seismic passes of a
+	// segment (0: DefaultMaxSeismicStalls).
+	MaxSeismicStalls int
 }
 
 // DefaultPolicy is a tiered policy like Lucene's defaults, scaled down.
 func DefaultPolicy() Policy {
 	return Policy{SegmentsPerTier: 8, MaxMergeAtOnce: 8, TierFactor: 8, FloorDocuments: 1000,
-		CompactDeletedRatio: 0.3, MaxUnconvergedPasses: 3}
+		CompactDeletedRatio: 0.3, MaxUnconvergedPasses: 3, MaxSeismicStalls: DefaultMaxSeismicStalls}
 }
 
 // Task is one chosen maintenance operation.
 type Task struct {
-	// Kind is "merge", "compact" or "reorder".
+	// Kind is "merge", "compact", "reorder" or "seismic".
 	Kind string
 	// Sources are the segments it rewrites.
 	Sources []segid.ID
@@ -64,6 +67,9 @@ func (p Policy) Choose(segs []metadata.Segment, eligible func(segid.ID) bool, ha
 				return Task{Kind: "reorder", Sources: []segid.ID{s.ID}}, true
 			}
 		}
+	}
+	if t, ok := p.chooseSeismic(cands); ok {
+		return t, true
 	}
 	return Task{}, false
 }

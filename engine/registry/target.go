@@ -72,6 +72,9 @@ func (t *target) Run(ctx context.Context, task optimizer.Task) error {
 		opts.Automatic = true
 		opts.MaxUnconvergedPasses = t.h.r.opt.Policy().MaxUnconvergedPasses
 		_, err = idx.ReorderSegment(ctx, task.Sources[0], opts)
+	case "seismic":
+		// M09: the index reads the debt from the claimed source's entry.
+		_, err = idx.SeismicSegment(ctx, task.Sources[0], index.SeismicOptions{})
 	default:
 		err = fmt.Errorf("registry: unknown maintenance kind %q", task.Kind)
 	}

@@ -72,6 +72,8 @@ func FuzzSearch(f *testing.F) {
 	}
 	f.Add(`{"dense":{"field":"emb","vector":[1,2,3,4],"k":5}}`, 10, 0)
 	f.Add(`{"sparse":{"field":"sp","vector":{"thex":1}}}`, 4, 1)
+	f.Add(`{"sparse":{"field":"sp","vector":{"thex":1,"ofx":0.5},"k":3,"cut":1,"heap_factor":0.5}}`, 2, 1)
+	f.Add(`{"sparse":{"field":"sp","vector":{"thex":1},"exact":true}}`, 4, 0)
 	c := newtonCorpus(f)
 	views := c.views(f, split{sizes: c.thirds(), deleted: map[int]bool{2: true, 300: true}})
 	f.Fuzz(func(t *testing.T, q string, limit, offset int) {

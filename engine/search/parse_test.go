@@ -172,7 +172,8 @@ func TestParseJSON(t *testing.T) {
 		{`{"dense":{"field":"emb","vector":[1,0,-0.5,2],"k":3}}`, &DenseQuery{Field: fEmb, Vector: []float32{1, 0, -0.5, 2}, K: 3}},
 		{`{"dense":{"field":"emb","vector":[1,2,3,4]}}`, &DenseQuery{Field: fEmb, Vector: []float32{1, 2, 3, 4}, K: DefaultK}},
 		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":10000}}`, &DenseQuery{Field: fEmb, Vector: []float32{1, 2, 3, 4}, K: 10000}},
-		{`{"sparse":{"field":"sp","vector":{"b":0.5,"a":2}}}`, &SparseQuery{Field: fSp, Vector: []schema.SparseEntry{{Dim: "a", Weight: 2}, {Dim: "b", Weight: 0.5}}}},
+		{`{"sparse":{"field":"sp","vector":{"b":0.5,"a":2}}}`, &SparseQuery{Field: fSp, Vector: []schema.SparseEntry{{Dim: "a", Weight: 2}, {Dim: "b", Weight: 0.5}}, Cut: DefaultCut, HeapFactor: DefaultHeapFactor}},
+		{`{"sparse":{"field":"sp","vector":{"a":2},"k":5,"cut":3,"heap_factor":0.5,"exact":true}}`, &SparseQuery{Field: fSp, Vector: []schema.SparseEntry{{Dim: "a", Weight: 2}}, K: 5, Cut: 3, HeapFactor: 0.5, Exact: true}},
 	}
 	for _, c := range cases {
 		q, err := Parse(s, json.RawMessage(c.in))
@@ -221,6 +222,11 @@ func TestParseJSONErrors(t *testing.T) {
 		{`{"dense":{"field":"emb","vector":[1,2,3,4],"k":-1}}`, "k must be between"},
 		{`{"sparse":{"field":"emb","vector":{"a":1}}}`, `field "emb" is dense_vector, not sparse_vector`},
 		{`{"sparse":{"field":"sp","vector":{}}}`, "empty vector"},
+		{`{"sparse":{"field":"sp","vector":{"a":1},"k":0}}`, "k must be between"},
+		{`{"sparse":{"field":"sp","vector":{"a":1},"cut":0}}`, "cut must be between"},
+		{`{"sparse":{"field":"sp","vector":{"a":1},"heap_factor":0}}`, "heap_factor must be in"},
+		{`{"sparse":{"field":"sp","vector":{"a":1},"exact":null}}`, "exact: null"},
+		{`{"sparse":{"field":"sp","vector":{"a":1},"exact":1}}`, "exact"},
 		{`{"sparse":{"field":"sp"}}`, "empty vector"},
 		{`{"sparse":{"field":"sp","vector":{"":1}}}`, "dimension names must have 1 to"},
 		{`{"sparse":{"field":"sp","vector":{"a":1e39}}}`, `weight of "a" is not a finite float32`},

@@ -21,11 +21,9 @@ type vectorQueryJSON struct {
 		Vector json.RawMessage `json:"vector"`
 		K      *int            `json:"k"`
 	} `json:"dense"`
-	// Sparse is {"field":F,"vector":{"dim":weight,...}}.
-	Sparse *struct {
-		Field  string          `json:"field"`
-		Vector json.RawMessage `json:"vector"`
-	} `json:"sparse"`
+	// Sparse is {"field":F,"vector":{"dim":weight,...},"k":K,"cut":N,
+	// "heap_factor":F,"exact":B}; all but field and vector are optional.
+	Sparse *sparseQueryJSON `json:"sparse"`
 }
 
 // parseVector reads a JSON object query. Nulls ("k":null, a null in the
@@ -42,7 +40,7 @@ func parseVector(s *schema.Schema, data []byte) (Query, error) {
 	case v.Dense != nil:
 		return denseQuery(s, v.Dense.Field, v.Dense.Vector, v.Dense.K)
 	case v.Sparse != nil:
-		return sparseQuery(s, v.Sparse.Field, v.Sparse.Vector)
+		return sparseQuery(s, v.Sparse)
 	}
 	return nil, queryErr(`a JSON query needs "dense" or "sparse"`)
 }
@@ -90,7 +88,8 @@ func denseQuery(s *schema.Schema, name string, raw json.RawMessage, k *int) (Que
 	return q, nil
 }
 
-func sparseQuery(s *schema.Schema, name string, raw json.RawMessage) (Query, error) {
+func sparseQuery(s *schema.Schema, js *sparseQueryJSON) (Query, error) {
+	name, raw := js.Field, js.Vector
 	ord, _, err := vectorField(s, name, schema.SparseVector)
 	if err != nil {
 		return nil, err
@@ -104,5 +103,9 @@ func sparseQuery(s *schema.Schema, name string, raw json.RawMessage) (Query, err
 	if len(vec) == 0 {
 		return nil, queryErr("sparse query on %q: empty vector", name)
 	}
-	return &SparseQuery{Field: ord, Vector: vec}, nil
+	q := &SparseQuery{Field: ord, Vector: vec, Cut: DefaultCut, HeapFactor: DefaultHeapFactor}
+	if err := js.options(q); err != nil {
+		return nil, queryErr("sparse query on %q: %v", name, err)
+	}
+	return q, nil
 }

@@ -73,13 +73,26 @@ type DenseQuery struct {
 	K int
 }
 
-// SparseQuery scores every document sharing a dimension with Vector by the
-// sum over shared dimensions of query weight times document weight.
+// SparseQuery scores documents sharing a dimension with Vector by the sum
+// over shared dimensions of query weight times document weight. Unless
+// Exact is set (or a weight is not positive) it runs on the segments'
+// Seismic indexes: an approximate top-K (see seismic.go).
 type SparseQuery struct {
 	// Field is the sparse_vector field's ordinal.
 	Field int
 	// Vector is sorted by dimension name, without duplicates.
 	Vector []schema.SparseEntry
+	// K is the number of nearest documents a Seismic search retrieves
+	// (0: the requested page's window).
+	K int
+	// Cut is the number of largest query weights whose lists are visited.
+	Cut int
+	// HeapFactor: a block is evaluated when its summary score exceeds the
+	// heap minimum divided by HeapFactor.
+	HeapFactor float64
+	// Exact asks for the full scan: every posting of every dimension
+	// scored, TotalHits exact (the ground truth).
+	Exact bool
 }
 
 func (*TextQuery) isQuery()   {}

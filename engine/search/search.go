@@ -56,12 +56,26 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
-	q, err := Parse(s, req.Query)
+	best, total, err := rank(ctx, s, views, req, limit)
 	if err != nil {
 		return Result{}, err
 	}
+	hits, err := page(views, best, req.Offset, limit)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{TotalHits: total, Hits: hits}, nil
+}
+
+// rank parses req's query and returns the best limit+offset hits, best
+// first, with the total.
+func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Request, limit int) ([]scored, int, error) {
+	q, err := Parse(s, req.Query)
+	if err != nil {
+		return nil, 0, err
+	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("search: %w", err)
+		return nil, 0, fmt.Errorf("search: %w", err)
 	}
 	window := limit + req.Offset
 	var top *topK
@@ -72,16 +86,16 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	case *DenseQuery:
 		top, total, err = searchDense(ctx, views, q)
 	case *SparseQuery:
-		top, total, err = searchSparse(ctx, views, q, window)
+		if useSeismic(q) {
+			top, total, err = searchSeismic(ctx, views, q, window)
+		} else {
+			top, total, err = searchSparse(ctx, views, q, window)
+		}
 	}
 	if err != nil {
-		return Result{}, err
+		return nil, 0, err
 	}
-	hits, err := page(views, top.sorted(), req.Offset, limit)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{TotalHits: total, Hits: hits}, nil
+	return top.sorted(), total, nil
 }
 
 // checkWindow validates limit and offset and returns the effective limit.

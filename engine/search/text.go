@@ -138,20 +138,25 @@ func planClause(s *schema.Schema, views []SegmentView, c *Clause, live uint64) (
 // openRow opens the postings of terms in one segment field and adds their
 // document frequencies to df; it returns nil when a term is absent.
 func openRow(seg Segment, field int, terms []string, df []uint64) ([]postings, error) {
-	row := make([]postings, len(terms))
+	var row []postings
+	missing := false
 	for u, t := range terms {
 		pl, err := seg.Postings(field, t)
 		if err != nil {
 			return nil, fmt.Errorf("postings of %q in field %d: %w", t, field, err)
 		}
 		if pl == nil {
-			row = nil
+			missing, row = true, nil
 			continue
 		}
 		df[u] += uint64(pl.DocFreq())
-		if row != nil {
-			row[u] = pl
+		if missing {
+			continue
 		}
+		if row == nil { // allocated only for a segment that has the terms
+			row = make([]postings, len(terms))
+		}
+		row[u] = pl
 	}
 	return row, nil
 }

@@ -27,6 +27,7 @@ type Builder struct {
 	pk      *pkBuilder
 	mem     int64
 	touched []uint32 // scratch: term ids touched by the document being added
+	seismic SeismicOptions
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the
@@ -57,6 +58,7 @@ type indexBuilder struct {
 // NewBuilder returns an empty builder for schema s.
 func NewBuilder(s *schema.Schema) *Builder {
 	b := &Builder{schema: s, fields: make([]fieldBuilder, len(s.Fields))}
+	b.SetSeismic(SeismicOptions{})
 	for i := range s.Fields {
 		f := &s.Fields[i]
 		fb := &b.fields[i]

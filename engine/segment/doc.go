@@ -1,8 +1,10 @@
 // Package segment writes and reads immutable index segments.
 //
 // A segment is the set of files seg_<ID>.<suffix> in an index directory,
-// written once by a Builder and read by a Reader (memory-mapped when the
-// file system has file descriptors). A deletion-mask generation is a
+// written once by a Builder and read by a Reader (files over 16 KiB are
+// memory-mapped when the file system has file descriptors, smaller ones
+// read into memory; decompressed stored-field blocks are shared through a
+// small process-wide cache). A deletion-mask generation is a
 // separate file seg_<MASKID>.del with its own ID (WriteMask, ReadMask).
 // Ownership, publication and cleanup of these files belong to the index.
 //
@@ -44,18 +46,38 @@
 // blocks offset and length, block index offset, postings region offset and
 // length in the post payload, sum of docFreqs.
 //
-// # post (kind "post")
+// # post (kind "post", format version 2)
 //
 // Per indexed field, per term in dictionary order: the docs section then
-// the positions section. Docs section, per document: uvarint(delta<<1 |
-// freqIsOne) followed by uvarint(freq) when freqIsOne is 0; delta is the
-// doc id for the first document and the gap (>= 1) from the previous doc
-// id after. Positions section (tokenized text only), per document freq
-// uvarints: first position, then gaps (>= 1). Non-phrase queries never
-// touch the positions section; Postings skips it lazily. Values of a
-// multi-valued text field are positioned 100 apart so phrases do not span
-// values. Directory: numDocs, nFields, per field: ordinal, region offset
-// and length (regions are contiguous and cover the payload).
+// the positions section. The docs section codes the term's df documents
+// by gaps: g = doc - previous doc - 1, the previous doc of the first being
+// -1 (so its g is its doc id). Documents go in blocks of 128: per block a
+// packed block of the 128 gaps then a packed block of the 128 frequencies
+// minus one. The last n = df mod 128 documents are two packed blocks of n
+// values when n >= 16; otherwise, per document, uvarint(g<<1 | freqIsOne)
+// followed by uvarint(freq) when freqIsOne is 0. A packed block (patched
+// frame of reference, pfor.go) is: u8 bit width b (0..32), u8 exception
+// count e (< number of values), the low b bits of every value packed
+// LSB-first into ceil(values*b/8) bytes, then e exceptions, each u8 index
+// and uvarint(value >> b) (non-zero, distinct indexes); b is chosen to
+// make the block smallest. So smaller gaps (after BP reordering) cost
+// fewer bits, while an occasional large gap costs an exception instead of
+// widening the whole block. Reader.DocSectionBytes reports the doc-id and
+// frequency shares of the docs sections (a varint-tail document's first
+// varint counts as doc id).
+//
+// Positions section (tokenized text only), per document freq uvarints:
+// first position, then gaps (>= 1). Non-phrase queries never touch the
+// positions section; Postings skips it lazily. Values of a multi-valued
+// text field are positioned 100 apart so phrases do not span values.
+// Directory: numDocs, nFields, per field: ordinal, region offset and
+// length (regions are contiguous and cover the payload).
+//
+// Version 1 post files (docs sections of uvarint(delta<<1 | freqIsOne)
+// per document, then uvarint(freq) when freqIsOne is 0; delta is the first
+// doc id, then the gap >= 1) are still read and validated, so existing
+// indexes open; any merge, compaction or reorder rewrites them in version 2
+// (testdata/v1 and TestReadsVersion1Postings).
 //
 // # norms (kind "norm")
 //
@@ -112,6 +134,34 @@
 // nDense, per dense field: ordinal, dims, mode, bitmap offset, count,
 // values offset; nSparse, per sparse field: ordinal and dictionary entry.
 //
+// # seis (kind "seis")
+//
+// The Seismic index (Bruch, Nardini, Rulli, Venturini, SIGIR 2024) of every
+// sparse vector field, eight regions of fixed-width little-endian arrays
+// per field. Dimensions are the vec dictionary's ordinals. Per dimension
+// 12 bytes: first block uint32, block count uint32, flags uint32 (bit 0:
+// pending, its postings are not placed: Seismic debt, scored from the vec
+// postings at query time). Per block 20 bytes: summary offset and length
+// (entries), doc offset and length (entries), scale float32. A dimension's
+// blocks partition its top-λ postings by impact, clustered by a shallow
+// k-means over the documents' vectors; a block's summary is the
+// coordinate-wise maximum of its documents' vectors cropped to α of its
+// mass, as increasing dimension ordinals (uint32) and u8 values (value =
+// q × scale, rounded up). Then the blocks' doc ids (uint32, increasing
+// within a block), and the forward index: numDocs+1 uint32 offsets, each
+// document's dimension ordinals (uint32, increasing) and weights
+// (float32). Directory: numDocs, nFields, per sparse field: ordinal,
+// numDims, nBlocks, summary entries, doc entries, forward entries,
+// pending dimensions, the eight region offsets. Open checks the regions'
+// sizes and that numDims and the forward entries match the vec
+// dictionary; Validate checks the forward index against the vec postings
+// (same entries, same order), block contiguity, increasing in-range ids,
+// that each block doc has its dimension, finite scales and the pending
+// count. Merges copy placed blocks (encoded runs) with remapped doc ids
+// and summary dimensions (SeismicCarry, the merge's seis step). The file
+// is optional for segments written before it existed: they open without
+// Seismic index.
+//
 // # rowstats (kind "rows")
 //
 // Directory only: numDocs, nFields (all schema fields), per field: total
@@ -125,6 +175,26 @@
 // deleted doc ids, then the directory: numDocs of the data segment,
 // cardinality, bitmap length. ReadMask always checks the CRC and that
 // every id is below numDocs.
+//
+// # Merging (merge.go)
+//
+// Merge writes a segment from rows of open segments of the same schema,
+// given as the output's rows in order (DocRef: source and doc id): a
+// merge concatenates the sources (Concat), a compaction drops deleted
+// rows, a reorder permutes one source. Nothing is re-tokenized: each file
+// kind has a merge step (fileMerges) that fills the Builder's accumulators
+// from the sources, then the Builder writes the files as usual, so the
+// output is byte for byte what re-indexing the same rows' Documents would
+// write, except the store's block boundaries. Term dictionaries are merged
+// k-way; postings are re-coded with rebased doc ids (sorted when the order
+// is not a concatenation), positions copied as encoded; norms and row
+// statistics are the sums of the merged frequencies; forward lists are
+// mapped through the source-to-output ordinal maps (increasing, so they
+// stay sorted); store blocks whose rows are all kept in order are copied
+// compressed, other rows record by record; columns and dense vectors are
+// copied row by row; sparse dimensions are merged like terms. A new file
+// kind adds its step to fileMerges (an encoded-run kind can append its
+// runs with doc ids rebased through merger.newID instead of re-encoding).
 //
 // # Robustness
 //

@@ -22,7 +22,8 @@ const (
 	footerSize = 20
 	// frameSize is the number of bytes the framing adds to a payload.
 	frameSize = headerSize + footerSize
-	// FormatVersion is the segment format version written in every header.
+	// FormatVersion is the segment format version written in every
+	// header, except for the file kinds listed in kindVersions.
 	FormatVersion uint32 = 1
 	// writeBufferSize is the buffer of a fileWriter.
 	writeBufferSize = 256 << 10
@@ -75,6 +76,26 @@ type fileWriter struct {
 	tmp    [binary.MaxVarintLen64]byte
 }
 
+// writeBuffers recycles fileWriter buffers: a segment has nine files, and
+// allocating and zeroing 256 KiB for each was most of the CPU of writing a
+// small segment.
+var writeBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, writeBufferSize)
+	return &b
+}}
+
+// closeFile closes the file and recycles the buffer; the writer is unusable
+// afterwards.
+func (w *fileWriter) closeFile() error {
+	err := w.f.Close()
+	if w.buf != nil {
+		b := w.buf[:0]
+		writeBuffers.Put(&b)
+		w.buf = nil
+	}
+	return err
+}
+
 // createFile creates dir/seg_<id>.<suffix> and writes its header.
 func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter, error) {
 	kind, ok := fileKinds[suffix]
@@ -86,11 +107,11 @@ func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter,
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", path, err)
 	}
-	w := &fileWriter{f: f, id: id, suffix: suffix, buf: make([]byte, 0, writeBufferSize)}
+	w := &fileWriter{f: f, id: id, suffix: suffix, buf: (*writeBuffers.Get().(*[]byte))[:0]}
 	var h [headerSize]byte
 	copy(h[0:8], headerMagic[:])
 	copy(h[8:12], kind[:])
-	binary.LittleEndian.PutUint32(h[12:16], FormatVersion)
+	binary.LittleEndian.PutUint32(h[12:16], kindVersion(suffix))
 	binary.LittleEndian.PutUint64(h[16:24], uint64(id))
 	w.crc = crc32.Update(0, crcTable, h[:])
 	w.buf = append(w.buf, h[:]...)
@@ -208,7 +229,7 @@ func (w *fileWriter) syncClose() error {
 	if err := w.f.Sync(); err != nil {
 		w.err = fmt.Errorf("segment: sync %s: %w", name, err)
 	}
-	if err := w.f.Close(); err != nil && w.err == nil {
+	if err := w.closeFile(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("segment: close %s: %w", name, err)
 	}
 	return w.err
@@ -244,8 +265,19 @@ func syncCloseAll(ws []*fileWriter) error {
 	return nil
 }
 
+// closeAll closes sealed files without syncing them.
+func closeAll(ws []*fileWriter) error {
+	var first error
+	for _, w := range ws {
+		if err := w.closeFile(); err != nil && first == nil {
+			first = fmt.Errorf("segment: close %s: %w", segid.FileName(w.id, w.suffix), err)
+		}
+	}
+	return first
+}
+
 // abort closes the file after an error, leaving it for cleanup.
-func (w *fileWriter) abort() { _ = w.f.Close() }
+func (w *fileWriter) abort() { _ = w.closeFile() }
 
 // checkFrame performs the cheap check of one file's bytes: header magic,
 // kind (unless kind is nil), version, segment id, footer magic and payload
@@ -260,8 +292,8 @@ func checkFrame(data []byte, id segid.ID, suffix string, kind *[4]byte) ([]byte,
 	if kind != nil && [4]byte(data[8:12]) != *kind {
 		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind[:])
 	}
-	if v := binary.LittleEndian.Uint32(data[12:16]); v != FormatVersion {
-		return nil, corruptf(id, suffix, "format version %d, want %d", v, FormatVersion)
+	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want && !(suffix == SuffixPostings && v == legacyPostVersion) {
+		return nil, corruptf(id, suffix, "format version %d, want %d", v, want)
 	}
 	if got := segid.ID(binary.LittleEndian.Uint64(data[16:24])); got != id {
 		return nil, corruptf(id, suffix, "header names segment %s", got)
@@ -321,6 +353,8 @@ const (
 	SuffixForward = "fwd"
 	// SuffixVectors names the dense and sparse vector file.
 	SuffixVectors = "vec"
+	// SuffixSeismic names the Seismic index of the sparse vector fields.
+	SuffixSeismic = "seis"
 	// SuffixRowStats names the per-field statistics file.
 	SuffixRowStats = "rowstats"
 	// MaskSuffix names a deletion-mask generation file.
@@ -337,14 +371,38 @@ var fileKinds = map[string][4]byte{
 	SuffixNumbers:    {'n', 'u', 'm', 's'},
 	SuffixForward:    {'f', 'w', 'd', 'l'},
 	SuffixVectors:    {'v', 'e', 'c', 's'},
+	SuffixSeismic:    {'s', 'e', 'i', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
+}
+
+// kindVersions holds the format version of the file kinds whose format
+// changed since FormatVersion; the others are at FormatVersion.
+var kindVersions = map[string]uint32{
+	// 2: docs sections in bit-packed blocks of 128 (docscodec.go).
+	SuffixPostings: 2,
+}
+
+// legacyPostVersion is the older post format still read: docs sections of
+// uvarint(delta<<1 | freqIsOne) per document (see doc.go). Merges rewrite
+// such segments in the current format.
+const legacyPostVersion = 1
+
+// fileVersion returns the format version in a framed file's header.
+func fileVersion(data []byte) uint32 { return binary.LittleEndian.Uint32(data[12:16]) }
+
+// kindVersion returns the format version written in a file's header.
+func kindVersion(suffix string) uint32 {
+	if v, ok := kindVersions[suffix]; ok {
+		return v
+	}
+	return FormatVersion
 }
 
 // dataSuffixes lists a data segment's files in the order Write creates them.
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
-	SuffixNumbers, SuffixForward, SuffixVectors, SuffixRowStats,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats,
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.

@@ -177,6 +177,7 @@ func exerciseReader(t *testing.T, r *Reader, s *schema.Schema, valid bool) {
 			check(it.Err(), "SparseDims.Next")
 			_, err = r.SparsePostings(field, "light")
 			check(err, "SparsePostings")
+			exerciseSeismic(r.Seismic(field), n, check)
 		}
 		for doc := uint32(0); doc < n; doc++ {
 			switch {
@@ -210,6 +211,35 @@ func exerciseReader(t *testing.T, r *Reader, s *schema.Schema, valid bool) {
 		check(err, "Document")
 	}
 	r.PostingsBytes()
+}
+
+// exerciseSeismic reads every part of a Seismic index a query reads.
+func exerciseSeismic(x *SeismicIndex, numDocs uint32, check func(error, string)) {
+	if x == nil {
+		return
+	}
+	q := new(SeismicQuery)
+	q.Reset(x.NumDims())
+	for k := uint32(0); k < x.NumDims(); k++ {
+		q.Set(k, float32(k%7)/3)
+	}
+	var docs []uint32
+	for ord := uint32(0); ord < min(x.NumDims(), 1000); ord++ {
+		first, n, _, err := x.Blocks(ord)
+		check(err, "Seismic.Blocks")
+		for b := first; err == nil && b < first+n; b++ {
+			_, err := x.SummaryScore(b, q)
+			check(err, "Seismic.SummaryScore")
+			docs, err = x.BlockDocs(b, docs[:0])
+			check(err, "Seismic.BlockDocs")
+		}
+	}
+	_, _, err := x.Dim("light")
+	check(err, "Seismic.Dim")
+	for doc := uint32(0); doc < numDocs; doc++ {
+		_, err := x.DocScore(doc, q)
+		check(err, "Seismic.DocScore")
+	}
 }
 
 func exerciseTerms(t *testing.T, r *Reader, field int, valid bool, check func(error, string)) {
@@ -257,6 +287,7 @@ func FuzzOpenNumbers(f *testing.F)  { fuzzFile(f, SuffixNumbers) }
 func FuzzOpenForward(f *testing.F)  { fuzzFile(f, SuffixForward) }
 func FuzzOpenVectors(f *testing.F)  { fuzzFile(f, SuffixVectors) }
 func FuzzOpenRowStats(f *testing.F) { fuzzFile(f, SuffixRowStats) }
+func FuzzOpenSeismic(f *testing.F)  { fuzzFile(f, SuffixSeismic) }
 
 func FuzzReadMask(f *testing.F) {
 	seg := loadFuzzSegment(f)

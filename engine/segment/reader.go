@@ -32,6 +32,7 @@ type Reader struct {
 	fwds    []fwdCol
 	dense   []*denseCol
 	sparse  []*dict
+	seis    []*SeismicIndex
 	stats   []fieldStat
 
 	closeOnce sync.Once
@@ -47,6 +48,9 @@ type loadedFile struct {
 
 // loadFile opens path, checks its size and maps (or reads) it.
 func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	if isDefaultFS(fs) {
+		return loadFileRaw(path, size, id, suffix)
+	}
 	f, err := fs.Open(path)
 	if err != nil {
 		if isNotExist(err) {
@@ -55,6 +59,9 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
+	if size <= readLimit {
+		return readSmall(f, path, size, id, suffix)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
@@ -115,7 +122,10 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 		listed[fi.Suffix] = true
 	}
 	for _, suffix := range dataSuffixes {
-		if !listed[suffix] {
+		// Segments written before the seis file existed have none: they
+		// open without Seismic indexes (queries scan them exhaustively,
+		// merges place their dimensions).
+		if !listed[suffix] && suffix != SuffixSeismic {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
@@ -160,6 +170,11 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
+		return err
+	}
+	if r.files[SuffixSeismic] == nil {
+		r.seis = make([]*SeismicIndex, len(s.Fields))
+	} else if r.seis, err = openSeismic(id, s, r.files[SuffixSeismic].payload, n, r.sparse); err != nil {
 		return err
 	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
@@ -217,6 +232,9 @@ func (r *Reader) parseTerms() error {
 			return corruptf(id, SuffixTerms, "field %d: postings region disagrees with the post file", ord)
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
+		if dc != nil {
+			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+		}
 		r.dicts[ord] = dc
 		return err
 	})

@@ -13,7 +13,7 @@ import (
 )
 
 // TestDiskMmap writes a segment to a real directory and reads it through
-// memory maps.
+// memory maps, files up to readLimit through reads.
 func TestDiskMmap(t *testing.T) {
 	s := testSchema()
 	docs := opticksDocs(t, s, 400)
@@ -26,10 +26,18 @@ func TestDiskMmap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for suffix, lf := range r.files {
-		if !lf.mapped {
-			t.Errorf("%s is not memory-mapped", suffix)
+	mapped := 0
+	for _, fi := range info.Files {
+		lf := r.files[fi.Suffix]
+		if lf.mapped != (fi.Size > readLimit) {
+			t.Errorf("%s of %d bytes: mapped %v", fi.Suffix, fi.Size, lf.mapped)
 		}
+		if lf.mapped {
+			mapped++
+		}
+	}
+	if mapped == 0 {
+		t.Error("no file is large enough to be mapped")
 	}
 	checkReader(t, r, s, docs)
 	if err := r.Close(); err != nil {
@@ -172,5 +180,25 @@ func TestPostingsAdvance(t *testing.T) {
 	}
 	if it.Seek("\xff") {
 		t.Fatal("Seek past the last term succeeded")
+	}
+}
+
+// TestDiskSmallFileSize opens, on disk, a segment whose small (read, not
+// mapped) norms file grew by one byte, then lost two: both are corrupt.
+func TestDiskSmallFileSize(t *testing.T) {
+	s := testSchema()
+	dir := t.TempDir()
+	info := buildSegment(t, vfs.Default, dir, s, 0xabd, opticksDocs(t, s, 20))
+	path := vfs.Default.PathJoin(dir, "seg_abd.norms")
+	data := readFile(t, vfs.Default, path)
+	if len(data) > readLimit {
+		t.Fatalf("norms file of %d bytes is not small", len(data))
+	}
+	for _, bad := range [][]byte{append(append([]byte(nil), data...), 0), data[:len(data)-2]} {
+		writeFile(t, vfs.Default, path, bad)
+		var c *CorruptionError
+		if _, err := Open(vfs.Default, dir, s, info); !errors.As(err, &c) {
+			t.Fatalf("norms file of %d bytes, %d recorded: %v", len(bad), len(data), err)
+		}
 	}
 }

@@ -132,6 +132,32 @@ func (sb *storeBuilder) add(doc *schema.Document, s *schema.Schema) {
 	}
 }
 
+// addRecord appends an encoded record as is (merges copy records from a
+// segment of the same schema).
+func (sb *storeBuilder) addRecord(rec []byte) {
+	sb.recs = append(sb.recs, rec...)
+	sb.lens = append(sb.lens, uint32(min(len(rec), math.MaxUint32)))
+	sb.numDocs++
+	if len(sb.recs) >= storeBlockTarget {
+		sb.flush()
+	}
+}
+
+// appendBlock appends a compressed block of count records as is, after
+// closing the pending block (merges copy whole blocks of kept rows).
+func (sb *storeBuilder) appendBlock(comp []byte, count, rawLen uint32) {
+	sb.flush()
+	if sb.err != nil {
+		return
+	}
+	sb.blocks = append(sb.blocks, storeBlock{firstDoc: sb.numDocs, off: uint64(len(sb.comp)),
+		compLen: uint32(len(comp)), rawLen: rawLen})
+	sb.comp = append(sb.comp, comp...)
+	sb.maxRaw = max(sb.maxRaw, rawLen)
+	sb.numDocs += count
+	sb.firstDoc = sb.numDocs
+}
+
 // storedHoldsStrings reports whether doc.Stored looks like the JSON that
 // schema.ParseDocument builds, so that stored text and keyword values can be
 // recovered from it instead of being kept twice: every stored string field
@@ -215,6 +241,8 @@ type storeReader struct {
 	numDocs   uint32
 	maxRaw    uint32
 	kinds     []byte
+	// seq numbers the reader in the block cache (see blockCache).
+	seq uint64
 }
 
 func openStore(id segid.ID, payload []byte, numDocs uint32, kinds []byte) (*storeReader, error) {
@@ -223,7 +251,7 @@ func openStore(id segid.ID, payload []byte, numDocs uint32, kinds []byte) (*stor
 		return nil, err
 	}
 	d := decoder{b: dir}
-	sr := &storeReader{id: id, payload: payload, kinds: kinds}
+	sr := &storeReader{id: id, payload: payload, kinds: kinds, seq: storeReaderSeq.Add(1)}
 	sr.numDocs = d.u32v()
 	sr.numBlocks = d.u32v()
 	sr.maxRaw = d.u32v()
@@ -329,6 +357,9 @@ func (sr *storeReader) record(doc uint32) ([]byte, error) {
 	}))
 	if b == 0 {
 		return nil, corruptf(sr.id, SuffixStore, "no block holds doc %d", doc)
+	}
+	if e := sr.index[uint64(b-1)*storeIndexEntry:]; binary.LittleEndian.Uint32(e[16:]) <= maxCachedBlock {
+		return sr.cachedRecord(b-1, doc)
 	}
 	var boundsBuf [64]int
 	buf, first, bounds, err := sr.decodeBlock(b-1, boundsBuf[:0])

@@ -135,6 +135,7 @@ type dict struct {
 	id         segid.ID
 	suffix     string // file holding the dictionary
 	postSuffix string // file holding the postings
+	legacyDocs bool   // docs sections in the version 1 post format
 }
 
 // openDict checks a dictionary's metadata against the payloads holding it.
@@ -260,12 +261,8 @@ func (c *blockCursor) next(term []byte) (_ []byte, ok bool, err error) {
 	if !ok1 || !ok2 || !ok3 {
 		return term, false, corruptf(d.id, d.suffix, "term %d: truncated entry", c.e.ord)
 	}
-	if df == 0 || df > uint64(d.numDocs) || docsLen < df {
-		return term, false, corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", c.e.ord, df, docsLen, d.numDocs)
-	}
-	region := uint64(len(d.post))
-	if c.postOff > region || docsLen > region-c.postOff || posLen > region-c.postOff-docsLen {
-		return term, false, corruptf(d.id, d.suffix, "term %d: postings [%d,+%d+%d) outside region of %d", c.e.ord, c.postOff, docsLen, posLen, region)
+	if err := d.checkEntry(c.e.ord, df, c.postOff, docsLen, posLen); err != nil {
+		return term, false, err
 	}
 	if !first {
 		c.e.ord++
@@ -277,31 +274,87 @@ func (c *blockCursor) next(term []byte) (_ []byte, ok bool, err error) {
 	return term, true, nil
 }
 
-// lookup finds term; found=false when absent.
+// lookup finds term in the dictionary. It scans one block without
+// rebuilding the terms it passes: it tracks the common prefix of term and
+// the current entry, so an entry sharing more with its predecessor than
+// that prefix is skipped unread and one sharing less ends the search
+// (front coding keeps the entries sorted). The entry found gets the full
+// checks of blockCursor.next; the entries skipped only those that keep
+// the scan in bounds (Validate checks them all).
 func (d *dict) lookup(term string) (termEntry, bool, error) {
-	var c blockCursor
-	var buf [64]byte
-	cur := buf[:0]
 	b, err := d.seekBlock(term)
 	if err != nil || b < 0 {
 		return termEntry{}, false, err
 	}
-	if err := c.reset(d, uint32(b)); err != nil {
+	data, postOff, err := d.block(uint32(b))
+	if err != nil {
 		return termEntry{}, false, err
 	}
-	for {
-		var ok bool
-		cur, ok, err = c.next(cur)
-		if err != nil || !ok {
-			return termEntry{}, false, err
+	ord := uint32(b) * d.blockSize
+	left := min(d.blockSize, d.numTerms-ord)
+	off, matched, prevLen := 0, 0, uint64(0)
+	for i := uint32(0); i < left; i++ {
+		shared, o, ok := uvarintAt(data, off)
+		if !ok || shared > prevLen || (i == 0 && shared != 0) {
+			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: bad shared prefix length", ord+i)
 		}
-		if string(cur) == term {
-			return c.e, true, nil
+		n, o, ok := uvarintAt(data, o)
+		if !ok || n > uint64(len(data)-o) {
+			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: bad suffix length", ord+i)
 		}
-		if string(cur) > term {
+		suffix := data[o : o+int(n)]
+		o += int(n)
+		df, o, ok1 := uvarintAt(data, o)
+		docsLen, o, ok2 := uvarintAt(data, o)
+		var posLen uint64
+		ok3 := true
+		if d.hasPos {
+			posLen, o, ok3 = uvarintAt(data, o)
+		}
+		if !ok1 || !ok2 || !ok3 {
+			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: truncated entry", ord+i)
+		}
+		off, prevLen = o, shared+n
+		entryOff := postOff
+		postOff += docsLen + posLen
+		switch {
+		case int(shared) < matched:
+			return termEntry{}, false, nil // this entry is past term
+		case int(shared) > matched:
+			continue // this entry is still before term
+		}
+		rest := term[matched:]
+		l := 0
+		for l < len(suffix) && l < len(rest) && suffix[l] == rest[l] {
+			l++
+		}
+		switch {
+		case l == len(suffix) && l == len(rest):
+			if err := d.checkEntry(ord+i, df, entryOff, docsLen, posLen); err != nil {
+				return termEntry{}, false, err
+			}
+			return termEntry{ord: ord + i, df: uint32(df), postOff: entryOff, docsLen: docsLen, posLen: posLen}, true, nil
+		case l == len(suffix) || (l < len(rest) && suffix[l] < rest[l]):
+			matched += l // the entry is before term
+		default:
 			return termEntry{}, false, nil
 		}
 	}
+	return termEntry{}, false, nil
+}
+
+// checkEntry checks a decoded entry (blockCursor.next, lookup): its
+// document frequency against the segment and its postings length, and its
+// postings range against the field's region.
+func (d *dict) checkEntry(ord uint32, df, postOff, docsLen, posLen uint64) error {
+	if df == 0 || df > uint64(d.numDocs) || docsLen < minDocsLen(df) {
+		return corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", ord, df, docsLen, d.numDocs)
+	}
+	region := uint64(len(d.post))
+	if postOff > region || docsLen > region-postOff || posLen > region-postOff-docsLen {
+		return corruptf(d.id, d.suffix, "term %d: postings [%d,+%d+%d) outside region of %d", ord, postOff, docsLen, posLen, region)
+	}
+	return nil
 }
 
 // seekBlock returns the last block whose first term is <= term, or -1.

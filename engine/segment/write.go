@@ -47,6 +47,18 @@ func hasDict(f *schema.Field) bool {
 // cleanup. The builder must not receive more documents afterwards; calling
 // Write again (for example after an error) writes the same segment.
 func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	return b.write(ctx, fs, dir, id, true)
+}
+
+// WriteUnsynced is Write without the fsyncs: the files are written and
+// closed, and the caller must sync every file of the returned Info before
+// any metadata references it (metadata.SaveSyncing does, in the one round
+// of concurrent fsyncs that precedes the commit point).
+func (b *Builder) WriteUnsynced(ctx context.Context, fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	return b.write(ctx, fs, dir, id, false)
+}
+
+func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID, sync bool) (Info, error) {
 	b.store.flush()
 	if b.store.err != nil {
 		return Info{}, b.store.err
@@ -65,6 +77,7 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		SuffixNumbers:    func(w *fileWriter) error { b.writeNumbers(w); return nil },
 		SuffixForward:    func(w *fileWriter) error { return b.writeForward(ctx, w, sorted) },
 		SuffixVectors:    func(w *fileWriter) error { b.writeVectors(w); return nil },
+		SuffixSeismic:    func(w *fileWriter) error { return b.writeSeismic(ctx, w) },
 		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
 	}
 	info := Info{ID: id, Documents: b.numDocs}
@@ -97,6 +110,9 @@ func (b *Builder) Write(ctx context.Context, fs vfs.FS, dir string, id segid.ID)
 		}
 		sealed = append(sealed, w)
 		info.Files = append(info.Files, fi)
+	}
+	if !sync {
+		return info, closeAll(sealed)
 	}
 	if err := syncCloseAll(sealed); err != nil {
 		return Info{}, err
@@ -140,6 +156,8 @@ func (b *Builder) sortTerms(ctx context.Context) ([]sortedTerms, error) {
 // directory: numDocs, nFields, nFields × (ord, offset, length).
 func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sortedTerms, regions []postRegion) error {
 	var ords []int
+	var enc docsEncoder
+	var scratch []byte
 	for i := range b.fields {
 		ix := b.fields[i].index
 		if ix == nil {
@@ -154,7 +172,9 @@ func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sor
 				}
 			}
 			t := &ix.terms[local]
-			w.write(t.docs)
+			scratch = encodeBuilderDocs(&enc, scratch, t)
+			t.docsLen = uint64(len(scratch))
+			w.write(scratch)
 			w.write(t.pos)
 		}
 		regions[i] = postRegion{off: start, len: w.offset() - start}
@@ -192,7 +212,7 @@ func (b *Builder) writeTerms(ctx context.Context, w *fileWriter, sorted []sorted
 				}
 			}
 			t := &ix.terms[local]
-			dw.add(ix.names[local], t.df, uint64(len(t.docs)), uint64(len(t.pos)))
+			dw.add(ix.names[local], t.df, t.docsLen, uint64(len(t.pos)))
 		}
 		m := dw.finish()
 		if m.postLen != regions[i].len {

@@ -92,9 +92,10 @@ var mutations = []Mutation{
 					return fmt.Errorf("claim deletion mask: %w", err)
 				}
 				*claims = append(*claims, c)
-				fi, err := segment.WriteMask(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)`,
+				// Synced by the metadata save, with the metadata file (C02).
+				fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)`,
 			To: `
-				fi, err := segment.WriteMask(idx.fs, idx.dir, idx.mgr.NextID(), m.deleted, m.numDocs)
+				fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, idx.mgr.NextID(), m.deleted, m.numDocs)
 				c, cerr := idx.mgr.Claim("deletion-mask")
 				if cerr != nil {
 					return fmt.Errorf("claim deletion mask: %w", cerr)
@@ -179,10 +180,12 @@ var mutations = []Mutation{
 			From: `
 				abandonAll(job.takeResults())
 				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)`,
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`,
 			To: `
 				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)`}},
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`}},
 		Pkg: "./engine/index", Run: "^TestC05_",
 	},
 	{
@@ -444,9 +447,9 @@ var mutations = []Mutation{
 		Rule: "Q05", Desc: "a live segment that fails to open is logged but not quarantined",
 		Edits: []Edit{{File: "engine/index/index.go",
 			From: `
-				idx.mu.quarantine[s.ID] = err.Error()
-				idx.log.Error(err, "Segment quarantined", "segment", s.ID.String())`,
-			To: `idx.log.Error(err, "Segment failed to open", "segment", s.ID.String())`}},
+				idx.mu.quarantine[s.ID] = o.err.Error()
+				idx.log.Error(o.err, "Segment quarantined", "segment", s.ID.String())`,
+			To: `idx.log.Error(o.err, "Segment failed to open", "segment", s.ID.String())`}},
 		Pkg: "./engine/index", Run: "^TestQ05_",
 	},
 	{
@@ -509,7 +512,7 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestQ10_",
 	},
 	{
-		// The engine's reader refuses any incomplete file set, so a writer
+		// The engine's reader refuses a file set missing a required file, so a writer
 		// that skips a file is caught one layer down (Q12); breaking Q11
 		// takes the careless "make the forward file optional" change whole.
 		Rule: "Q11", Desc: "the forward file becomes optional: a reorder output whose fwd file cannot be created is published without it",
@@ -525,12 +528,8 @@ var mutations = []Mutation{
 					}
 					if err != nil {`},
 			{File: "engine/segment/reader.go",
-				From: `
-					for _, suffix := range dataSuffixes {
-						if !listed[suffix] {`,
-				To: `
-					for _, suffix := range dataSuffixes {
-						if !listed[suffix] && suffix != SuffixForward {`},
+				From: `if !listed[suffix] && suffix != SuffixSeismic {`,
+				To:   `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixForward {`},
 			{File: "engine/segment/reader.go",
 				From: `if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {`,
 				To: `

@@ -263,7 +263,7 @@ func (w *workload) batch(prefix string, keys []int) []Doc {
 	for i, k := range keys {
 		w.env.version++
 		docs[i] = makeDoc(w.env.ps, prefix, k+int(w.env.version), w.env.version)
-		docs[i].ID = pk(prefix, k)
+		docs[i].setID(pk(prefix, k))
 	}
 	return docs
 }
@@ -490,6 +490,7 @@ func verifyIndex(t *testing.T, v *Server, dataDir string, m *indexModel, trial i
 		}
 		t.Error(msg)
 	}
+	checkSparse(t, v, m.name, got, trial)
 	unowned, md := unownedSegFiles(t, idxDir)
 	if len(unowned) > 0 {
 		t.Errorf("trial %d: %s: seg_ files owned by no live segment or mask of metadata.json (generation %d): %v", trial, m.name, md.Generation, unowned)

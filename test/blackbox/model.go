@@ -20,7 +20,8 @@ var testSchema = json.RawMessage(`{"fields":[
  {"name":"title","type":"text"},
  {"name":"body","type":"text","reorder":true},
  {"name":"tag","type":"text"},
- {"name":"n","type":"u64"}
+ {"name":"n","type":"u64"},
+ {"name":"sp","type":"sparse_vector"}
 ]}`)
 
 // allQuery matches every test document.
@@ -33,6 +34,10 @@ type Doc struct {
 	Body  string `json:"body"`
 	Tag   string `json:"tag"`
 	N     uint64 `json:"n"`
+	// Sp is a sparse vector: the primary key's own dimension (weight 1)
+	// and the title's tokens, so the Seismic files take part in every
+	// crash trial and a sparse query can find each document.
+	Sp map[string]float64 `json:"sp,omitempty"`
 }
 
 // NDJSON encodes docs one per line.
@@ -100,7 +105,21 @@ func pk(prefix string, i int) string { return fmt.Sprintf("%s%06x", prefix, i) }
 // version n.
 func makeDoc(ps []string, prefix string, i int, n uint64) Doc {
 	p := ps[i%len(ps)]
-	return Doc{ID: pk(prefix, i), Title: corpus.Title(p), Body: p, Tag: "everydoc", N: n}
+	id := pk(prefix, i)
+	sp := map[string]float64{id: 1}
+	for _, w := range tokens(corpus.Title(p)) {
+		sp[w] = 0.25
+	}
+	return Doc{ID: id, Title: corpus.Title(p), Body: p, Tag: "everydoc", N: n, Sp: sp}
+}
+
+// setID gives d another primary key, moving its own sparse dimension.
+func (d *Doc) setID(id string) {
+	if d.Sp != nil {
+		delete(d.Sp, d.ID)
+		d.Sp[id] = 1
+	}
+	d.ID = id
 }
 
 // makeDocs builds documents [from, to).

@@ -1,9 +1,9 @@
-// Command summa-bench compares the Summa engine with Bleve v2 on the Linux
-// kernel documentation, measures the disk's physical floor, ingests
-// through summa-server over HTTP when it builds, and prints (and writes)
-// a report. Run it from the repository root:
+// Command summa-bench compares the Summa engine with Bleve v2 and Xapian
+// 1.4 on the Linux kernel documentation, measures the disk's physical
+// floor, ingests through summa-server over HTTP when it builds, and prints
+// (and writes) a report. Run it from the repository root:
 //
-//	go run ./bench/cmd/summa-bench [-quick] [-reps N] [-out docs/performance.md]
+//	go run ./bench/cmd/summa-bench [-quick] [-reps N] [-out docs/performance.md] [-profile-dir DIR]
 package main
 
 import (
@@ -24,8 +24,12 @@ func main() {
 	quick := flag.Bool("quick", false, "use a strided sample of the corpus and fewer rounds, so the run takes a few minutes")
 	reps := flag.Int("reps", 3, "repetitions of every measurement (the report gives median and min–max)")
 	out := flag.String("out", "docs/performance.md", "write the report as Markdown to this file (\"\" for none); -quick writes nothing unless -out is given")
-	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles of the first repetition's ingest, merge and search phases to PREFIX-ENGINE-PHASE.pprof")
-	engines := flag.String("engines", "ours,bleve", "comma-separated engines to run")
+	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles of the first repetition's phases to PREFIX-ENGINE-PHASE.pprof (Go engines)")
+	profileDir := flag.String("profile-dir", "", "write CPU profiles of the first repetition's phases (ingest, small-commit, open, merge, search, open-many, bp) to DIR/profile-ENGINE-PHASE.pprof (Go engines) and DIR/profile-xapian-PHASE.perf.data (perf record of the driver, when perf is installed)")
+	engines := flag.String("engines", "ours,bleve,xapian", "comma-separated engines to run")
+	heldOut := flag.Int("heading-queries", 600, "sections held out of the index whose headings become queries")
+	headingRounds := flag.Int("heading-rounds", 0, "timed rounds of the heading queries (default 3; 1 with -quick)")
+	manyCommits := flag.Int("many-commits", 1000, "one-document commits of ours' index for open_ms at many segments (0: skip)")
 	noHTTP := flag.Bool("no-http", false, "skip the ingest through summa-server")
 	dir := flag.String("dir", "", "parent of the temporary work directory (default: $TMPDIR or /tmp)")
 	docs := flag.Int("docs", 0, "use at most this many documents (default: all; 5000 with -quick)")
@@ -42,22 +46,24 @@ func main() {
 		*out = ""
 	}
 	cfg := bench.Config{
-		Quick:        *quick,
-		CommitEvery:  2000,
-		OpenCommits:  *openCommits,
-		SearchRounds: 100,
-		SmallCommits: 20,
-		Reps:         max(1, *reps),
-		FloorSeqMB:   256,
-		FloorSyncs:   50,
-		HTTP:         !*noHTTP,
-		WorkDir:      *dir,
-		CPUProfile:   *cpuprofile,
-		Log:          os.Stderr,
+		Quick:         *quick,
+		CommitEvery:   2000,
+		OpenCommits:   *openCommits,
+		SearchRounds:  100,
+		HeadingRounds: 3,
+		ManyCommits:   *manyCommits,
+		SmallCommits:  20,
+		Reps:          max(1, *reps),
+		FloorSeqMB:    256,
+		FloorSyncs:    50,
+		HTTP:          !*noHTTP,
+		WorkDir:       *dir,
+		CPUProfile:    *cpuprofile,
+		Log:           os.Stderr,
 	}
 	maxDocs := *docs
 	if *quick {
-		cfg.CommitEvery, cfg.SearchRounds, cfg.SmallCommits = 500, 30, 10
+		cfg.CommitEvery, cfg.SearchRounds, cfg.SmallCommits, cfg.HeadingRounds = 500, 30, 10, 1
 		cfg.FloorSeqMB, cfg.FloorSyncs = 64, 20
 		if maxDocs == 0 {
 			maxDocs = 5000
@@ -65,6 +71,12 @@ func main() {
 	}
 	if *commitEvery > 0 {
 		cfg.CommitEvery = *commitEvery
+	}
+	if *headingRounds > 0 {
+		cfg.HeadingRounds = *headingRounds
+	}
+	if *profileDir != "" {
+		cfg.CPUProfile = filepath.Join(*profileDir, "profile")
 	}
 	if *rounds > 0 {
 		cfg.SearchRounds = *rounds
@@ -82,7 +94,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	copts := bench.CorpusOptions{MaxDocs: maxDocs, ForceFallback: *fallback, Shuffle: *shuffle, Log: os.Stderr}
+	copts := bench.CorpusOptions{MaxDocs: maxDocs, HeldOut: *heldOut, ForceFallback: *fallback, Shuffle: *shuffle, Log: os.Stderr}
 	if err := run(ctx, cfg, copts, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "summa-bench:", err)
 		os.Exit(1)

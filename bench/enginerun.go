@@ -1,0 +1,280 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// runEngine runs one engine's phases on a fresh directory. qs[:fixed] are
+// the fixed queries, the rest the heading queries.
+func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]byte, qs []Query, fixed, rep int) (*EngineRun, error) {
+	name := e.Name()
+	run := &EngineRun{PerQuery: map[string]Dist{}, PerClass: map[string]Dist{}, Hits: map[string]int{}, Top: map[string][]string{}}
+	base, err := os.MkdirTemp(cfg.WorkDir, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(base)
+	mb := c.MB()
+
+	// Phase 1: ingest at the commit cadence.
+	cfg.logf("rep %d/%d: %s: ingest %d docs, a commit every %d", rep+1, cfg.Reps, name, len(c.Docs), cfg.CommitEvery)
+	dir := filepath.Join(base, "ingest")
+	settle()
+	if err := e.Create(dir); err != nil {
+		return nil, err
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	stop := startProfile(cfg, rep, e, "ingest")
+	cpu0 := engineCPU(e)
+	total, prepare, commits, err := ingest(ctx, e, c.Docs, raw, cfg.CommitEvery)
+	run.IngestCPU = engineCPU(e) - cpu0
+	stop()
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	runtime.ReadMemStats(&ms1)
+	run.AllocMB = float64(ms1.TotalAlloc-ms0.TotalAlloc) / 1e6
+	run.Ingest = total
+	run.Prepare = prepare
+	run.IngestDocsPerS = float64(len(c.Docs)) / total.Seconds()
+	run.IngestMBPerS = mb / total.Seconds()
+	run.Commit = NewDist(commits)
+	run.IngestSegments = e.Segments()
+	if err := e.Close(ctx); err != nil {
+		return nil, err
+	}
+	if run.IndexBytes, err = dirSize(dir); err != nil {
+		return nil, err
+	}
+	// One-document commits (an upsert of an existing document).
+	if err := e.Open(dir); err != nil {
+		return nil, fmt.Errorf("reopen: %w", err)
+	}
+	var small []time.Duration
+	stop = startProfile(cfg, rep, e, "small-commit")
+	for i := 0; i < cfg.SmallCommits; i++ {
+		j := i * len(c.Docs) / max(1, cfg.SmallCommits)
+		p, err := e.Prepare(c.Docs[j:j+1], raw[j:j+1])
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		t := time.Now()
+		if err := e.Commit(ctx, p); err != nil {
+			stop()
+			return nil, fmt.Errorf("small commit: %w", err)
+		}
+		small = append(small, opTime(e, time.Since(t)))
+	}
+	stop()
+	run.SmallCommit = NewDist(small)
+	if err := e.Close(ctx); err != nil {
+		return nil, err
+	}
+	os.RemoveAll(dir)
+
+	// Phase 2: many segments, open, merge, search.
+	cfg.logf("rep %d/%d: %s: %d commits, open, merge, search", rep+1, cfg.Reps, name, cfg.OpenCommits)
+	dir = filepath.Join(base, "segments")
+	settle()
+	if err := e.Create(dir); err != nil {
+		return nil, err
+	}
+	per := (len(c.Docs) + cfg.OpenCommits - 1) / cfg.OpenCommits
+	if run.Ingest40, _, _, err = ingest(ctx, e, c.Docs, raw, max(1, per)); err != nil {
+		return nil, fmt.Errorf("ingest for open: %w", err)
+	}
+	if err := e.Close(ctx); err != nil {
+		return nil, err
+	}
+	settle()
+	stop = startProfile(cfg, rep, e, "open")
+	t := time.Now()
+	err = e.Open(dir)
+	open := opTime(e, time.Since(t))
+	if err == nil {
+		t = time.Now()
+		_, err = e.Search(ctx, qs[fixed/2])
+		open += opTime(e, time.Since(t))
+	}
+	stop()
+	if err != nil {
+		return nil, fmt.Errorf("open and first search: %w", err)
+	}
+	run.Open = open
+	run.OpenSegments = e.Segments()
+	stop = startProfile(cfg, rep, e, "merge")
+	t = time.Now()
+	cpu0 = engineCPU(e)
+	err = e.ForceMerge(ctx)
+	merged := opTime(e, time.Since(t))
+	run.MergeCPU = engineCPU(e) - cpu0
+	stop()
+	if err != nil {
+		run.MergeErr = err.Error()
+	} else {
+		run.Merge = merged
+	}
+	for _, q := range qs {
+		n, top, err := e.SearchTop(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("query %q: %w", q.Name, err)
+		}
+		run.Hits[q.Name], run.Top[q.Name] = n, top
+	}
+	if x, ok := e.(*Xapian); ok && rep == 0 {
+		if run.TokenHash, run.TokenDocs, err = x.TokenHash(); err != nil {
+			return nil, err
+		}
+	}
+	settle()
+	stop = startProfile(cfg, rep, e, "search")
+	err = searchBench(ctx, cfg, e, qs[:fixed], qs[fixed:], run)
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Close(ctx); err != nil {
+		return nil, err
+	}
+	if run.MergedBytes, err = dirSize(dir); err != nil {
+		return nil, err
+	}
+
+	// BP reorder of the merged index (ours only, when the engine has it).
+	if o, ok := e.(*Ours); ok {
+		if err := bpPhase(ctx, cfg, o, dir, run, rep); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// bpPhase runs ours' BP reorder on the merged index in dir and records
+// the postings and doc-id section bytes before and after it.
+func bpPhase(ctx context.Context, cfg *Config, o *Ours, dir string, run *EngineRun, rep int) error {
+	if err := o.Open(dir); err != nil {
+		return err
+	}
+	var err error
+	if run.BPBefore, run.BPDocBefore, err = o.PostingsBytes(); err != nil {
+		return err
+	}
+	stop := startProfile(cfg, rep, o, "bp")
+	bp, err := o.Reorder(ctx)
+	stop()
+	switch {
+	case errors.Is(err, errNoReorder):
+		run.BPErr = err.Error()
+	case err != nil:
+		run.BPErr = "bp: " + err.Error()
+	default:
+		run.BPTime = bp.Time
+		run.BPConverged = bp.Converged
+		if run.BPAfter, run.BPDocAfter, err = o.PostingsBytes(); err != nil {
+			return err
+		}
+	}
+	return o.Close(ctx)
+}
+
+// searchBench times the queries one at a time: SearchRounds rounds of the
+// fixed queries, HeadingRounds rounds of the heading queries; then
+// SearchRounds rounds of the fixed queries from GOMAXPROCS concurrent
+// clients (QPS).
+func searchBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Query, run *EngineRun) error {
+	warm := func(qs []Query, rounds int) error {
+		for w := 0; w < rounds; w++ {
+			for _, q := range qs {
+				if _, err := e.Search(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := warm(fixed, 3); err != nil {
+		return err
+	}
+	if err := warm(heading, 1); err != nil {
+		return err
+	}
+	var all []time.Duration
+	per := map[string][]time.Duration{}
+	class := map[string][]time.Duration{}
+	cpu0 := engineCPU(e)
+	timed := func(qs []Query, rounds int) error {
+		for r := 0; r < rounds; r++ {
+			for _, q := range qs {
+				t := time.Now()
+				if _, err := e.Search(ctx, q); err != nil {
+					return err
+				}
+				d := opTime(e, time.Since(t))
+				all = append(all, d)
+				per[q.Name] = append(per[q.Name], d)
+				class[ClassOf(q)] = append(class[ClassOf(q)], d)
+			}
+		}
+		return nil
+	}
+	if err := timed(fixed, cfg.SearchRounds); err != nil {
+		return err
+	}
+	if err := timed(heading, cfg.HeadingRounds); err != nil {
+		return err
+	}
+	run.SearchCPU = (engineCPU(e) - cpu0) / time.Duration(max(1, len(all)))
+	run.Search = NewDist(all)
+	for k, v := range per {
+		run.PerQuery[k] = NewDist(v)
+	}
+	for k, v := range class {
+		run.PerClass[k] = NewDist(v)
+	}
+	total := cfg.SearchRounds * len(fixed)
+	clients := runtime.GOMAXPROCS(0)
+	if qr, ok := e.(qpsRunner); ok {
+		d, err := qr.RunQPS(fixed, total, clients)
+		if err != nil {
+			return err
+		}
+		run.QPS = float64(total) / d.Seconds()
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(total) {
+					return
+				}
+				if _, err := e.Search(ctx, fixed[int(i)%len(fixed)]); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	run.QPS = float64(total) / time.Since(start).Seconds()
+	if err, ok := firstErr.Load().(error); ok {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package index_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/bench"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segment"
+)
+
+// TestMeasureBPLinuxDoc measures, on the benchmark's linux-doc corpus, the
+// merge of an index committed in batches, then one BP pass over the merged
+// segment: doc-id bytes and bits per posting before and after. It is a
+// measurement, not a check, and runs only when SUMMA_BP_MEASURE=1
+// (SUMMA_BP_DOCS documents, default 5000 like summa-bench -quick; 0 for
+// all; SUMMA_BP_SHUFFLE=1 ingests them in the bench's shuffled order):
+//
+//	SUMMA_BP_MEASURE=1 go test ./engine/index -run TestMeasureBPLinuxDoc -v
+func TestMeasureBPLinuxDoc(t *testing.T) {
+	if os.Getenv("SUMMA_BP_MEASURE") != "1" {
+		t.Skip("set SUMMA_BP_MEASURE=1 to measure")
+	}
+	maxDocs := 5000
+	if v := os.Getenv("SUMMA_BP_DOCS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxDocs = n
+	}
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{MaxDocs: maxDocs, NoInstall: true,
+		Shuffle: os.Getenv("SUMMA_BP_SHUFFLE") == "1"})
+	if err != nil {
+		t.Skip(err)
+	}
+	s, err := schema.Parse([]byte(bench.SchemaJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	idx, err := index.Create(vfs.Default, t.TempDir(), s, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close(ctx)
+	raw := bench.NDJSON(c.Docs)
+	const batch = 500
+	for i := 0; i < len(raw); i += batch {
+		var docs []*schema.Document
+		for _, r := range raw[i:min(i+batch, len(raw))] {
+			d, err := s.ParseDocument(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, d)
+		}
+		if err := idx.Add(docs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := idx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := len(idx.Metadata().Segments)
+	start := time.Now()
+	if _, err := idx.ForceMerge(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("corpus %s: %d documents, %.1f MB; merge of %d segments: %s", c.Name, len(c.Docs), c.MB(), segs, time.Since(start))
+	before := docStats(t, idx)
+	res, err := idx.Reorder(ctx, index.ReorderOptions{})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("reorder: %v (%d results)", err, len(res))
+	}
+	after := docStats(t, idx)
+	t.Logf("postings %d; doc-id bytes before %d after %d (%.1f%% smaller); doc-id bits per posting before %.2f after %.2f",
+		before.postings, before.ids, after.ids, 100*(1-float64(after.ids)/float64(before.ids)),
+		8*float64(before.ids)/float64(before.postings), 8*float64(after.ids)/float64(after.postings))
+	t.Logf("doc-id bytes per field (id, title, body) before %v after %v", before.fieldIDs, after.fieldIDs)
+	t.Logf("freq bytes before %d after %d; doc-id+freq before %d after %d (%.1f%% smaller); post payload before %d after %d (%.1f%% smaller)",
+		before.freqs, after.freqs, res[0].DocPostingsBytesBefore, res[0].DocPostingsBytesAfter,
+		100*(1-float64(res[0].DocPostingsBytesAfter)/float64(res[0].DocPostingsBytesBefore)),
+		res[0].PostingsBytesBefore, res[0].PostingsBytesAfter,
+		100*(1-float64(res[0].PostingsBytesAfter)/float64(res[0].PostingsBytesBefore)))
+}
+
+type postStats struct {
+	ids, freqs, postings int64
+	fieldIDs             [3]int64
+}
+
+// docStats sums the docs sections of the index's single segment.
+func docStats(t *testing.T, idx *index.Index) postStats {
+	snap, err := idx.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if len(snap.Segments) != 1 {
+		t.Fatalf("%d segments, want 1", len(snap.Segments))
+	}
+	r := snap.Segments[0].Reader
+	var st postStats
+	if st.ids, st.freqs, err = r.DocSectionBytes(); err != nil {
+		t.Fatal(err)
+	}
+	st.postings = countPostings(t, r)
+	for f := range st.fieldIDs {
+		if st.fieldIDs[f], _, err = r.FieldDocSectionBytes(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// countPostings returns the number of postings of every term dictionary.
+func countPostings(t *testing.T, r *segment.Reader) int64 {
+	var n int64
+	for f := 0; f < 3; f++ {
+		it, err := r.Terms(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			n += int64(it.DocFreq())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}

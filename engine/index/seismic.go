@@ -1,0 +1,103 @@
+package index
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// DefaultSeismicBudget is the postings one flush may cluster into Seismic
+// blocks before leaving dimensions pending (Options.SeismicBudget).
+const DefaultSeismicBudget = 1 << 21
+
+// DefaultSeismicPassBudget is the postings one Seismic maintenance pass
+// may place (SeismicOptions.Budget).
+const DefaultSeismicPassBudget = 1 << 22
+
+// SeismicOptions budget one Seismic maintenance pass.
+type SeismicOptions struct {
+	// Budget bounds the postings the pass clusters (0: the default).
+	Budget int64
+}
+
+// seismicDebt returns the output's Seismic state from its own debt, read
+// from the output before publication, and the sources' current entries
+// (M09): a merge resets stall history, a Seismic pass counts a partial
+// pass or a stall, other single-source replacements preserve the
+// counters; zero debt clears them.
+func (rw *rewrite) seismicDebt(cur []metadata.Segment, pending int) *metadata.SeismicDebt {
+	switch {
+	case rw.kind == "merge" && len(cur) > 1:
+		return metadata.NextSeismicDebt(metadata.SeismicMerge, nil, pending)
+	case rw.kind == "seismic":
+		return metadata.NextSeismicDebt(metadata.SeismicPass, cur[0].Seismic, pending)
+	default:
+		return metadata.NextSeismicDebt(metadata.SeismicPreserve, cur[0].Seismic, pending)
+	}
+}
+
+// SeismicSegment runs one Seismic maintenance pass over a segment with
+// Seismic debt: a claimed, address-preserving single-source replacement
+// that copies the placed runs and places pending dimensions within the
+// budget. Eligibility is read from the claimed source's current metadata
+// entry; BP flags and counters are preserved (M11). Publication reads the
+// output's debt and updates the counters (M09): lower debt is a partial
+// pass (stalls reset), unchanged debt a stall, zero debt clears them.
+func (idx *Index) SeismicSegment(ctx context.Context, id segid.ID, opts SeismicOptions) (RewriteResult, error) {
+	if idx.readOnly {
+		return RewriteResult{}, ErrReadOnly
+	}
+	if opts.Budget == 0 {
+		opts.Budget = DefaultSeismicPassBudget
+	}
+	rw, err := idx.startRewrite("seismic", func(s *Snapshot) []SnapshotSegment {
+		for _, seg := range s.Segments {
+			if seg.Meta.ID == id {
+				return []SnapshotSegment{seg}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	published := false
+	defer func() { rw.finish(published) }()
+	if rw.seismicPending() == 0 {
+		return RewriteResult{}, fmt.Errorf("%w: %s has no Seismic debt", ErrNothingToDo, id)
+	}
+	if err := rw.preflight(ctx); err != nil {
+		return RewriteResult{}, err
+	}
+	n := rw.sources[0].Reader.NumDocs()
+	rw.seismicBudget = opts.Budget
+	info, r, err := rw.build(ctx, func(int, uint32) bool { return true })
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	rw.decorate = keepBPState
+	identity := make([]uint32, n)
+	for d := range identity {
+		identity[d] = uint32(d)
+	}
+	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+		return rw.permutedMask(cur[0], identity), nil
+	})
+	published = err == nil
+	return res, err
+}
+
+// seismicPending returns the claimed source's debt from its current
+// metadata entry (the claim keeps it from changing).
+func (rw *rewrite) seismicPending() int {
+	id := rw.sources[0].Meta.ID
+	for _, s := range rw.idx.Metadata().Segments {
+		if s.ID == id {
+			return s.SeismicPending()
+		}
+	}
+	return 0
+}
