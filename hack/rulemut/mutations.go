@@ -153,9 +153,9 @@ var mutations = []Mutation{
 		Rule: "C02", Desc: "metadata.json.tmp is renamed without its fsync",
 		Edits: []Edit{{File: "engine/metadata/save.go",
 			From: `
-				if err := f.Sync(); err != nil {
-					f.Close()
-					return fmt.Errorf("metadata: fsync %s: %w", path, err)
+				if err := tmp.Sync(); err != nil {
+					tmp.Close()
+					return fmt.Errorf("metadata: fsync %s: %w", TempFileName, err)
 				}`,
 			To: ``}},
 		Pkg: "./engine/index", Run: "^TestC02_",
