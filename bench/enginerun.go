@@ -152,7 +152,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 
 	// BP reorder of the merged index (ours only, when the engine has it).
 	if o, ok := e.(*Ours); ok {
-		if err := bpPhase(ctx, cfg, o, dir, run, rep); err != nil {
+		if err := bpPhase(ctx, cfg, o, dir, run, rep, BMPQueries(c, qs)); err != nil {
 			return nil, err
 		}
 	}
@@ -161,12 +161,16 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 
 // bpPhase runs ours' BP reorder on the merged index in dir and records
 // the postings and doc-id section bytes before and after it.
-func bpPhase(ctx context.Context, cfg *Config, o *Ours, dir string, run *EngineRun, rep int) error {
+// It also measures block-max pruning before and after BP (bmp.go).
+func bpPhase(ctx context.Context, cfg *Config, o *Ours, dir string, run *EngineRun, rep int, bmpQs []Query) error {
 	if err := o.Open(dir); err != nil {
 		return err
 	}
 	var err error
 	if run.BPBefore, run.BPDocBefore, err = o.PostingsBytes(); err != nil {
+		return err
+	}
+	if err := measureBMP(ctx, cfg, o, run, bmpQs, "merged, without BP"); err != nil {
 		return err
 	}
 	stop := startProfile(cfg, rep, o, "bp")
@@ -181,6 +185,9 @@ func bpPhase(ctx context.Context, cfg *Config, o *Ours, dir string, run *EngineR
 		run.BPTime = bp.Time
 		run.BPConverged = bp.Converged
 		if run.BPAfter, run.BPDocAfter, err = o.PostingsBytes(); err != nil {
+			return err
+		}
+		if err := measureBMP(ctx, cfg, o, run, bmpQs, "merged, after BP"); err != nil {
 			return err
 		}
 	}

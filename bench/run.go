@@ -191,6 +191,9 @@ type EngineRun struct {
 	// false when the pass was budget-truncated.
 	BPDocBefore, BPDocAfter int64
 	BPConverged             bool
+	// BMP compares block-max pruning with exhaustive evaluation on the
+	// merged index before and after BP (ours only; see bmp.go).
+	BMP []*BMPRun
 }
 
 // Rep is one repetition.

@@ -64,6 +64,21 @@ type SegmentStatus struct {
 	DeletedDocuments uint32 `json:"deletedDocuments"`
 	// SizeBytes is the size of the segment's files and mask.
 	SizeBytes int64 `json:"sizeBytes"`
+	// Vectors lists the binary IVF payload of each binary dense_vector
+	// field: encoded runs and fragmentation debt.
+	Vectors []VectorRuns `json:"vectors,omitempty"`
+}
+
+// VectorRuns is one binary dense_vector field's IVF payload in a segment.
+type VectorRuns struct {
+	// Field is the field name.
+	Field string `json:"field"`
+	// Runs is the number of encoded runs (1 once coalesced).
+	Runs int `json:"runs"`
+	// Vectors is the number of encoded vectors.
+	Vectors uint32 `json:"vectors"`
+	// Fragmented is the persisted debt that maintenance coalesces.
+	Fragmented bool `json:"fragmented"`
 }
 
 // QuarantinedSegment is a segment excluded from search.
@@ -95,6 +110,10 @@ type SearchRequest struct {
 	Limit int `json:"limit,omitempty"`
 	// Offset skips the best hits before the page.
 	Offset int `json:"offset,omitempty"`
+	// TotalHitsThreshold lets the server report TotalHits as a lower bound
+	// (TotalHitsRelation "gte") once it reaches the threshold, which allows
+	// block-max pruning; 0 keeps it exact.
+	TotalHitsThreshold int `json:"totalHitsThreshold,omitempty"`
 }
 
 // VectorQuery is the JSON object form of a query: exactly one of Dense
@@ -114,6 +133,12 @@ type DenseQuery struct {
 	Vector []float32 `json:"vector"`
 	// K is the number of neighbours (0: the server's default).
 	K int `json:"k,omitempty"`
+	// Nprobe is the number of clusters probed per encoded run of a binary
+	// field (0: the server's default).
+	Nprobe int `json:"nprobe,omitempty"`
+	// Exact asks for brute force over the stored vectors (the ground
+	// truth) instead of the binary IVF.
+	Exact bool `json:"exact,omitempty"`
 }
 
 // SparseQuery is {"field":F,"vector":{"dim":weight}}.
@@ -128,6 +153,9 @@ type SparseQuery struct {
 type SearchResult struct {
 	// TotalHits is the number of live documents that match.
 	TotalHits int `json:"totalHits"`
+	// TotalHitsRelation is "gte" when TotalHits is a lower bound, empty
+	// when it is exact.
+	TotalHitsRelation string `json:"totalHitsRelation,omitempty"`
 	// Hits is the page, best first.
 	Hits []Hit `json:"hits"`
 }

@@ -143,8 +143,17 @@ type harness struct {
 	extra []func(ctx context.Context, idx *Index) (RewriteResult, error)
 }
 
-// textHarness is the original scenario.
-var textHarness = harness{schema: testSchema, opts: harnessOptions}
+// textHarness is the original scenario; its schema's binary vector field
+// adds the coalescing of the runs the merge concatenated (M08).
+var textHarness = harness{schema: testSchema, opts: harnessOptions, extra: []func(ctx context.Context, idx *Index) (RewriteResult, error){
+	func(ctx context.Context, idx *Index) (RewriteResult, error) {
+		segs := idx.Metadata().Segments
+		if len(segs) == 0 {
+			return RewriteResult{}, ErrNothingToDo
+		}
+		return idx.CoalesceSegment(ctx, segs[0].ID)
+	},
+}}
 
 // runScenario drives the steps as a client would. It records the
 // generation each acknowledged commit produced. It returns early (without
@@ -208,7 +217,8 @@ func runScenario(t *testing.T, h harness, fs vfs.FS, f *faultFS, steps []step, r
 		if si == 2 {
 			// Maintenance rewrites segments without changing visibility: a
 			// merge to one segment, a compaction of its deleted rows, and a
-			// BP reorder of the result.
+			// BP reorder of the result (all three keep the binary field's
+			// encoded runs: the merge concatenates them).
 			ops := []func(context.Context, *Index) (RewriteResult, error){
 				func(ctx context.Context, idx *Index) (RewriteResult, error) { return idx.ForceMerge(ctx, 1) },
 				func(ctx context.Context, idx *Index) (RewriteResult, error) { return idx.Compact(ctx) },

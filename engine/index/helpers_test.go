@@ -2,12 +2,14 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/ivf/ivftest"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/internal/corpus"
@@ -21,7 +23,19 @@ var testSchema = schema.MustNew(
 	schema.Field{Name: "title", Type: schema.Text},
 	schema.Field{Name: "body", Type: schema.Text, Reorder: true},
 	schema.Field{Name: "n", Type: schema.U64},
+	// emb is a binary IVF field (M08): every segment has an ivf file, and
+	// rewrites concatenate or coalesce its runs.
+	schema.Field{Name: "emb", Type: schema.DenseVector, Dims: testDims, Binary: true},
 )
+
+// testDims is the dimension count of emb.
+const testDims = 16
+
+// embJSON is the JSON of p's vector.
+func embJSON(p string) string {
+	raw, _ := json.Marshal(ivftest.TextVector(p, testDims))
+	return string(raw)
+}
 
 // paragraphs returns n real paragraphs of Opticks.
 func paragraphs(t testing.TB, n int) []string {
@@ -36,7 +50,7 @@ func paragraphs(t testing.TB, n int) []string {
 // doc builds document pk with paragraph p as body, version v in field n.
 func doc(t testing.TB, pk string, p string, v int) *schema.Document {
 	t.Helper()
-	raw := fmt.Sprintf(`{"id":%q,"title":%q,"body":%q,"n":%d}`, pk, corpus.Title(p), p, v)
+	raw := fmt.Sprintf(`{"id":%q,"title":%q,"body":%q,"n":%d,"emb":%s}`, pk, corpus.Title(p), p, v, embJSON(p))
 	d, err := testSchema.ParseDocument([]byte(raw))
 	if err != nil {
 		t.Fatal(err)

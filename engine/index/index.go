@@ -338,6 +338,9 @@ type SegmentStatus struct {
 	Documents        uint32
 	DeletedDocuments uint32
 	SizeBytes        int64
+	// Vectors is the binary IVF record of each binary field (runs,
+	// fragmentation), from the segment's metadata entry.
+	Vectors []segment.IVFInfo
 }
 
 // Quarantined is one quarantined segment and why.
@@ -352,7 +355,7 @@ func (idx *Index) Status() Status {
 	meta := idx.mu.meta
 	st := Status{Generation: meta.Generation, DurabilityDegraded: idx.mu.degraded != nil}
 	for _, s := range meta.Segments {
-		ss := SegmentStatus{ID: s.ID, Documents: s.Documents}
+		ss := SegmentStatus{ID: s.ID, Documents: s.Documents, Vectors: append([]segment.IVFInfo(nil), s.IVF...)}
 		for _, f := range s.Files {
 			ss.SizeBytes += f.Size
 		}

@@ -71,6 +71,9 @@ type rewrite struct {
 	// decorate, when set, fills the output's metadata from the sources'
 	// current entries (BP flags and counters).
 	decorate func(out *metadata.Segment, cur []metadata.Segment)
+	// freshIVF encodes binary IVF runs afresh (coalescing) instead of
+	// concatenating the sources' runs (see ivf.go).
+	freshIVF bool
 	// seismicBudget bounds the postings the output may newly place in
 	// Seismic blocks (segment.MergeSeismic): -1 for merges, compaction and
 	// reorder, which copy the sources' encoded runs only; a Seismic pass
@@ -177,7 +180,8 @@ func (rw *rewrite) readers() []*segment.Reader {
 
 // writeOutput writes, validates and opens the output segment.
 func (rw *rewrite) writeOutput(ctx context.Context, order []segment.DocRef) (segment.Info, *segment.Reader, error) {
-	info, err := segment.MergeSeismic(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID, rw.idx.schema, rw.readers(), order, rw.seismicBudget)
+	info, err := segment.MergeWith(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID, rw.idx.schema, rw.readers(), order,
+		segment.MergeOptions{ReencodeIVF: rw.freshIVF, SeismicBudget: rw.seismicBudget})
 	if err != nil {
 		return segment.Info{}, nil, fmt.Errorf("index: %s: write %s: %w", rw.kind, rw.out.ID, err)
 	}

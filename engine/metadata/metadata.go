@@ -103,6 +103,7 @@ func (m *Metadata) Clone() *Metadata {
 			s.Deletes = &d
 		}
 		s.Files = append([]segment.FileInfo(nil), s.Files...)
+		s.IVF = cloneIVF(s.IVF)
 		if s.Seismic != nil {
 			d := *s.Seismic
 			s.Seismic = &d

@@ -35,7 +35,7 @@ func DefaultPolicy() Policy {
 
 // Task is one chosen maintenance operation.
 type Task struct {
-	// Kind is "merge", "compact", "reorder" or "seismic".
+	// Kind is "merge", "compact", "coalesce", "reorder" or "seismic".
 	Kind string
 	// Sources are the segments it rewrites.
 	Sources []segid.ID
@@ -58,6 +58,11 @@ func (p Policy) Choose(segs []metadata.Segment, eligible func(segid.ID) bool, ha
 		if s.Deletes != nil && float64(s.Deletes.Deleted) >= p.CompactDeletedRatio*float64(s.Documents) {
 			return Task{Kind: "compact", Sources: []segid.ID{s.ID}}, true
 		}
+	}
+	// M08, M10: binary IVF fragmentation debt, whatever the reorder
+	// attribute says.
+	if t, ok := p.chooseCoalesce(cands); ok {
+		return t, true
 	}
 	if hasReorderFields {
 		// M11, Q13: first passes and unconverged lineages below the limit;

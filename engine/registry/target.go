@@ -66,6 +66,8 @@ func (t *target) Run(ctx context.Context, task optimizer.Task) error {
 		_, err = idx.MergeSegments(ctx, task.Sources)
 	case "compact":
 		_, err = idx.CompactSegment(ctx, task.Sources[0])
+	case "coalesce":
+		_, err = idx.CoalesceSegment(ctx, task.Sources[0])
 	case "reorder":
 		// M11: the index decides from the claimed source's metadata.
 		opts := t.h.r.opts.Reorder

@@ -20,6 +20,8 @@ type vectorQueryJSON struct {
 		Field  string          `json:"field"`
 		Vector json.RawMessage `json:"vector"`
 		K      *int            `json:"k"`
+		Nprobe *int            `json:"nprobe"`
+		Exact  *bool           `json:"exact"`
 	} `json:"dense"`
 	// Sparse is {"field":F,"vector":{"dim":weight,...},"k":K,"cut":N,
 	// "heap_factor":F,"exact":B}; all but field and vector are optional.
@@ -38,11 +40,31 @@ func parseVector(s *schema.Schema, data []byte) (Query, error) {
 	case v.Dense != nil && v.Sparse != nil:
 		return nil, queryErr("a vector query is either dense or sparse, not both")
 	case v.Dense != nil:
-		return denseQuery(s, v.Dense.Field, v.Dense.Vector, v.Dense.K)
+		q, err := denseQuery(s, v.Dense.Field, v.Dense.Vector, v.Dense.K)
+		if err != nil {
+			return nil, err
+		}
+		return q, denseOptions(q.(*DenseQuery), v.Dense.Nprobe, v.Dense.Exact)
 	case v.Sparse != nil:
 		return sparseQuery(s, v.Sparse)
 	}
 	return nil, queryErr(`a JSON query needs "dense" or "sparse"`)
+}
+
+// denseOptions applies the binary IVF options of a dense query: nprobe
+// (1..MaxNprobe clusters probed per encoded run) and exact (brute force
+// over the stored vectors, the ground truth).
+func denseOptions(q *DenseQuery, nprobe *int, exact *bool) error {
+	if nprobe != nil {
+		if *nprobe < 1 || *nprobe > MaxNprobe {
+			return queryErr("nprobe must be between 1 and %d, got %d", MaxNprobe, *nprobe)
+		}
+		q.Nprobe = *nprobe
+	}
+	if exact != nil {
+		q.Exact = *exact
+	}
+	return nil
 }
 
 // vectorField resolves the field of a vector query and checks its type.

@@ -71,6 +71,12 @@ type DenseQuery struct {
 	Vector []float32
 	// K is the number of nearest documents that match (1..MaxK).
 	K int
+	// Nprobe is the number of clusters probed per encoded run of a binary
+	// field (0: DefaultNprobe).
+	Nprobe int
+	// Exact asks for brute force over the stored vectors instead of the
+	// binary IVF.
+	Exact bool
 }
 
 // SparseQuery scores documents sharing a dimension with Vector by the sum

@@ -23,6 +23,35 @@ type Request struct {
 	Limit int
 	// Offset is the number of best hits skipped before the page.
 	Offset int
+	// TotalHitsThreshold lets TotalHits be a lower bound once it reaches
+	// the threshold, as Lucene's totalHitsThreshold does: 0 (the default)
+	// keeps it exact. Above 0, a disjunctive text query or an exact sparse
+	// query whose match count provably reaches the threshold runs with
+	// block-max pruning (same hits, same scores) and reports TotalHits as a
+	// lower bound (TotalHitsRelation AtLeast, TotalHits >= the threshold).
+	TotalHitsThreshold int
+	// SkipFields leaves Hit.Fields nil instead of reading the stored
+	// fields (callers that want ids and scores only, e.g. benchmarks of the
+	// evaluators).
+	SkipFields bool
+}
+
+// Relation says how Result.TotalHits relates to the number of matches.
+type Relation uint8
+
+const (
+	// EqualTo means TotalHits is exact.
+	EqualTo Relation = iota
+	// AtLeast means TotalHits is a lower bound.
+	AtLeast
+)
+
+// String returns "eq" or "gte", the names the HTTP API uses.
+func (r Relation) String() string {
+	if r == AtLeast {
+		return "gte"
+	}
+	return "eq"
 }
 
 // Hit is one returned document.
@@ -43,6 +72,9 @@ type Result struct {
 	// TotalHits is the exact number of live documents that match; for a
 	// dense query, at most its k.
 	TotalHits int
+	// TotalHitsRelation says whether TotalHits is exact (see
+	// Request.TotalHitsThreshold).
+	TotalHitsRelation Relation
 	// Hits is the requested page, best first.
 	Hits []Hit
 }
@@ -56,35 +88,46 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
-	best, total, err := rank(ctx, s, views, req, limit)
+	best, total, rel, err := rank(ctx, s, views, req, limit)
 	if err != nil {
 		return Result{}, err
 	}
-	hits, err := page(views, best, req.Offset, limit)
+	hits, err := page(views, best, req.Offset, limit, !req.SkipFields)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{TotalHits: total, Hits: hits}, nil
+	return Result{TotalHits: total, TotalHitsRelation: rel, Hits: hits}, nil
 }
 
 // rank parses req's query and returns the best limit+offset hits, best
-// first, with the total.
-func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Request, limit int) ([]scored, int, error) {
+// first, with the total and how exact it is.
+func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Request, limit int) ([]scored, int, Relation, error) {
+	if req.TotalHitsThreshold < 0 {
+		return nil, 0, EqualTo, queryErr("totalHitsThreshold must not be negative, got %d", req.TotalHitsThreshold)
+	}
 	q, err := Parse(s, req.Query)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, EqualTo, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, fmt.Errorf("search: %w", err)
+		return nil, 0, EqualTo, fmt.Errorf("search: %w", err)
 	}
 	window := limit + req.Offset
 	var top *topK
 	var total int
+	rel := EqualTo
+	// Block-max pruning replaces exact evaluation only (not Seismic).
+	if sq, ok := q.(*SparseQuery); !ok || !useSeismic(sq) {
+		top, total, rel, err = searchPruned(ctx, s, views, q, window, req.TotalHitsThreshold)
+	}
+	if top != nil || err != nil {
+		return rankDone(top, total, rel, err)
+	}
 	switch q := q.(type) {
 	case *TextQuery:
 		top, total, err = searchText(ctx, s, views, q, window)
 	case *DenseQuery:
-		top, total, err = searchDense(ctx, views, q)
+		top, total, err = searchDense(ctx, s, views, q)
 	case *SparseQuery:
 		if useSeismic(q) {
 			top, total, err = searchSeismic(ctx, views, q, window)
@@ -92,10 +135,15 @@ func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Reques
 			top, total, err = searchSparse(ctx, views, q, window)
 		}
 	}
+	return rankDone(top, total, EqualTo, err)
+}
+
+// rankDone returns rank's results.
+func rankDone(top *topK, total int, rel Relation, err error) ([]scored, int, Relation, error) {
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, EqualTo, err
 	}
-	return top.sorted(), total, nil
+	return top.sorted(), total, rel, nil
 }
 
 // checkWindow validates limit and offset and returns the effective limit.
@@ -114,14 +162,19 @@ func checkWindow(limit, offset int) (int, error) {
 	return limit, nil
 }
 
-// page returns hits[offset:offset+limit] with their stored fields.
-func page(views []SegmentView, best []scored, offset, limit int) ([]Hit, error) {
+// page returns hits[offset:offset+limit], with their stored fields when
+// fields is true.
+func page(views []SegmentView, best []scored, offset, limit int, fields bool) ([]Hit, error) {
 	if offset >= len(best) {
 		return []Hit{}, nil
 	}
 	best = best[offset:min(len(best), offset+limit)]
 	hits := make([]Hit, len(best))
 	for i, b := range best {
+		if !fields {
+			hits[i] = Hit{Segment: b.view, Doc: b.doc, Score: b.score}
+			continue
+		}
 		fields, err := views[b.view].Segment.StoredDocument(b.doc)
 		if err != nil {
 			return nil, fmt.Errorf("search: segment view %d: stored document %d: %w", b.view, b.doc, err)

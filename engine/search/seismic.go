@@ -214,7 +214,7 @@ func RankOnly(ctx context.Context, s *schema.Schema, views []SegmentView, req Re
 	if err != nil {
 		return Result{}, err
 	}
-	best, total, err := rank(ctx, s, views, req, limit)
+	best, total, rel, err := rank(ctx, s, views, req, limit)
 	if err != nil {
 		return Result{}, err
 	}
@@ -224,5 +224,5 @@ func RankOnly(ctx context.Context, s *schema.Schema, views []SegmentView, req Re
 			hits = append(hits, Hit{Segment: b.view, Doc: b.doc, Score: b.score})
 		}
 	}
-	return Result{TotalHits: total, Hits: hits}, nil
+	return Result{TotalHits: total, TotalHitsRelation: rel, Hits: hits}, nil
 }

@@ -3,15 +3,27 @@ package search
 import (
 	"context"
 	"fmt"
+
+	"github.com/summadev/summa/engine/schema"
 )
 
 // searchDense scores every live document having the field's vector by its
 // dot product with the query vector; the K best match.
-func searchDense(ctx context.Context, views []SegmentView, q *DenseQuery) (*topK, int, error) {
+func searchDense(ctx context.Context, s *schema.Schema, views []SegmentView, q *DenseQuery) (*topK, int, error) {
 	top := newTopK(q.K)
 	t := &ticker{ctx: ctx}
+	exact := views
+	if s != nil && s.Fields[q.Field].Binary && !q.Exact {
+		var err error
+		if exact, err = searchIVF(ctx, views, q, top); err != nil {
+			return nil, 0, err
+		}
+	}
 	for vi := range views {
 		v := &views[vi]
+		if exact == nil || exact[vi].Segment == nil {
+			continue // answered by the binary IVF
+		}
 		n := v.Segment.NumDocs()
 		for d := uint32(0); d < n; d++ {
 			if err := t.tick(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/summadev/summa/engine/analysis"
+	"github.com/summadev/summa/engine/ivf"
 	"github.com/summadev/summa/engine/schema"
 )
 
@@ -27,7 +28,11 @@ type Builder struct {
 	pk      *pkBuilder
 	mem     int64
 	touched []uint32 // scratch: term ids touched by the document being added
-	seismic SeismicOptions
+	// ivfAdopted holds, per binary field, runs concatenated from rewrite
+	// sources (ConcatIVFRuns); ivfCfg overrides the encoding of fresh runs.
+	ivfAdopted map[int][]*ivf.Run
+	ivfCfg     *ivf.Config
+	seismic    SeismicOptions
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the

@@ -134,6 +134,31 @@
 // nDense, per dense field: ordinal, dims, mode, bitmap offset, count,
 // values offset; nSparse, per sparse field: ordinal and dictionary entry.
 //
+// # ivf (kind "ivfb")
+//
+// Written only for schemas with a dense vector field declared "binary":
+// true (engine/ivf). Per such field, a list of encoded runs; a run is a
+// centroid model and the sign codes (bit i set when component i > 0,
+// quantizer 1) of some of the field's vectors, grouped by nearest
+// centroid (k-majority clustering in Hamming space). A fresh segment has
+// one run (trained from 2048 vectors on, flat K=1 below); a merge
+// concatenates its sources' runs with rebased doc ids; coalescing
+// maintenance encodes one run again. Per run, 8-byte aligned: K × words
+// uint64 centroids, K+1 uint32 cluster offsets (0 .. count, zero-padded
+// to 8 bytes), count × words uint64 codes in cluster order, count uint32
+// doc ids (increasing within a cluster, zero-padded). Directory: numDocs,
+// nFields, per field: ordinal, words (ceil(dims/64)), nRuns, per run:
+// quantizer, K, count, model hash (uint64 LE, FNV-64a of quantizer, K,
+// words and the centroid words), then the offsets of the centroids,
+// cluster offsets, codes and doc ids. Open checks the shapes, bounds,
+// alignment, offsets, model hashes, that the runs hold as many vectors as
+// the vec file, and that the segment's metadata entry (Info.IVF: runs,
+// vectors, model hashes, fragmentation bit = more than one run) agrees;
+// Validate checks that every document with a vector is encoded exactly
+// once, with its vector's sign code, in the cluster of a nearest
+// centroid. A segment listing no ivf file (written before it) is
+// searched exactly.
+//
 // # seis (kind "seis")
 //
 // The Seismic index (Bruch, Nardini, Rulli, Venturini, SIGIR 2024) of every
@@ -168,6 +193,33 @@
 // length (sum of term frequencies), number of documents with at least one
 // term, number of distinct terms. Open cross-checks the term counts with
 // the dictionaries, Validate the rest with the postings and norms.
+//
+// # bmp (kind "bmax")
+//
+// Block maxima for block-max pruning (see blockmax.go for why these
+// bounds). Documents are cut into blocks of 2^BlockShift (64) doc ids. Per
+// indexed field with a dictionary and per sparse vector field, per term
+// (dimension) in dictionary order, a record: for sparse fields first the
+// dimension's largest absolute weight (float32); then uvarint(number of
+// blocks holding the term), uvarint(entries length), the entries, the data.
+// An entry is uvarint(block number, then gap >= 1), the bound bytes, a
+// byte count-1 of the term's documents in the block, uvarint(data length).
+// Bound bytes: text fields a frequency code (the block's largest tf, 255 =
+// "255 or more") and, tokenized fields only, a ratio code (the smallest
+// field length / tf on a log scale 2^((c-1)/16), rounded down; 0 = none);
+// sparse fields the largest and smallest weight as int8 levels of
+// scale/127, rounded outwards. A block's data is count bytes of doc
+// offsets within the block (increasing), then count uvarint frequencies or
+// float32 weights: a copy of the postings cut by block, so a block is
+// scored without reading the rest of the list. After a field's records,
+// an offset table of numTerms+1 uint64 (record starts, then the end).
+// Directory: numDocs, BlockShift, nFields, per field: ordinal, kind byte
+// (1 exact, 2 tokenized, 3 sparse), numTerms, records offset, records
+// length, table offset. Open checks the directory against the schema and
+// the dictionaries; Validate rebuilds every record from the postings and
+// norms and compares bytes. It is the one optional data file: segments
+// written before it existed have none (Reader.HasBlockMax), are searched
+// exhaustively, and get one when a merge or reorder rewrites them.
 //
 // # del (kind "dmsk")
 //

@@ -357,6 +357,8 @@ const (
 	SuffixSeismic = "seis"
 	// SuffixRowStats names the per-field statistics file.
 	SuffixRowStats = "rowstats"
+	// SuffixBlockMax names the block-max file used by block-max pruning.
+	SuffixBlockMax = "bmp"
 	// MaskSuffix names a deletion-mask generation file.
 	MaskSuffix = "del"
 )
@@ -373,7 +375,9 @@ var fileKinds = map[string][4]byte{
 	SuffixVectors:    {'v', 'e', 'c', 's'},
 	SuffixSeismic:    {'s', 'e', 'i', 's'},
 	SuffixRowStats:   {'r', 'o', 'w', 's'},
+	SuffixBlockMax:   {'b', 'm', 'a', 'x'},
 	MaskSuffix:       {'d', 'm', 's', 'k'},
+	SuffixIVF:        {'i', 'v', 'f', 'b'},
 }
 
 // kindVersions holds the format version of the file kinds whose format
@@ -402,7 +406,7 @@ func kindVersion(suffix string) uint32 {
 // dataSuffixes lists a data segment's files in the order Write creates them.
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
-	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats,
+	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats, SuffixBlockMax,
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.

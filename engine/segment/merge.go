@@ -63,11 +63,12 @@ func Merge(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *schema.Sc
 // negative none): a Seismic maintenance pass.
 func MergeSeismic(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *schema.Schema, sources []*Reader, order []DocRef,
 	seismicBudget int64) (Info, error) {
-	m, err := newMerger(ctx, s, sources, order)
-	if err != nil {
-		return Info{}, err
-	}
-	m.seismicBudget = seismicBudget
+	return MergeWith(ctx, fs, dir, id, s, sources, order, MergeOptions{SeismicBudget: seismicBudget})
+}
+
+// run fills the builder through every merge step and writes the output.
+func (m *merger) run(fs vfs.FS, dir string, id segid.ID) (Info, error) {
+	ctx := m.ctx
 	for _, fm := range fileMerges {
 		if err := ctx.Err(); err != nil {
 			return Info{}, fmt.Errorf("segment: merge into %s: %w", id, err)
@@ -100,7 +101,11 @@ var fileMerges = []fileMerge{
 	{[]string{SuffixPrimaryKey}, (*merger).mergePK},
 	{[]string{SuffixNumbers}, (*merger).mergeNumbers},
 	{[]string{SuffixVectors}, (*merger).mergeVectors},
+	{[]string{SuffixIVF}, (*merger).mergeIVF},
 	{[]string{SuffixSeismic}, (*merger).mergeSeismic},
+	// Block maxima are derived: the output builder's Write rebuilds them
+	// from the merged postings, norms and sparse vectors.
+	{[]string{SuffixBlockMax}, func(*merger) error { return nil }},
 }
 
 // merger is the state of one Merge.
@@ -119,6 +124,8 @@ type merger struct {
 	ordMaps [][][]uint32
 	// b receives the output's data; its Write writes the files.
 	b *Builder
+	// opts are the MergeWith options.
+	opts MergeOptions
 	// seismicBudget is the Seismic placement budget (see MergeSeismic).
 	seismicBudget int64
 }

@@ -195,7 +195,7 @@ func TestMergeCoversEveryFileKind(t *testing.T) {
 			covered[s]++
 		}
 	}
-	for _, s := range dataSuffixes {
+	for _, s := range append(append([]string(nil), dataSuffixes...), SuffixIVF) {
 		if covered[s] != 1 {
 			t.Errorf("file kind %q is filled by %d merge steps, want 1 (add it to fileMerges)", s, covered[s])
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/ivf"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"golang.org/x/sys/unix"
@@ -34,6 +35,8 @@ type Reader struct {
 	sparse  []*dict
 	seis    []*SeismicIndex
 	stats   []fieldStat
+	bmax    []*bmField
+	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 
 	closeOnce sync.Once
 	closeErr  error
@@ -124,8 +127,9 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 	for _, suffix := range dataSuffixes {
 		// Segments written before the seis file existed have none: they
 		// open without Seismic indexes (queries scan them exhaustively,
-		// merges place their dimensions).
-		if !listed[suffix] && suffix != SuffixSeismic {
+		// merges place their dimensions). The same holds for the bmp file
+		// (see HasBlockMax).
+		if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
@@ -179,6 +183,21 @@ func (r *Reader) parse() error {
 	}
 	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
 		return err
+	}
+	if f := r.files[SuffixBlockMax]; f != nil {
+		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
+			return err
+		}
+	}
+	if f := r.files[SuffixIVF]; f != nil {
+		if r.ivf, err = openIVF(id, s, f.payload, n, r.dense); err != nil {
+			return err
+		}
+		if err = r.checkIVFInfo(); err != nil {
+			return err
+		}
+	} else if len(r.info.IVF) > 0 {
+		return corruptf(id, SuffixIVF, "segment metadata records runs but lists no ivf file")
 	}
 	for i := range s.Fields {
 		var terms uint32

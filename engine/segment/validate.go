@@ -35,7 +35,7 @@ func (r *Reader) Validate(ctx context.Context) error {
 			return err
 		}
 	}
-	checks := []func(context.Context) error{r.validateTerms, r.validateStore, r.validateColumns, r.validateVectors, r.validateSeismic}
+	checks := []func(context.Context) error{r.validateTerms, r.validateStore, r.validateColumns, r.validateVectors, r.validateIVF, r.validateSeismic, r.validateBlockMax}
 	for _, check := range checks {
 		if err := check(ctx); err != nil {
 			return err

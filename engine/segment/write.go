@@ -22,6 +22,8 @@ type Info struct {
 	ID        segid.ID   `json:"id"`
 	Documents uint32     `json:"documents"`
 	Files     []FileInfo `json:"files"`
+	// IVF records each binary dense field's encoded runs (ivf file).
+	IVF []IVFInfo `json:"ivf,omitempty"`
 }
 
 // ctxCheckEvery is the number of loop iterations between context checks.
@@ -79,15 +81,21 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 		SuffixVectors:    func(w *fileWriter) error { b.writeVectors(w); return nil },
 		SuffixSeismic:    func(w *fileWriter) error { return b.writeSeismic(ctx, w) },
 		SuffixRowStats:   func(w *fileWriter) error { b.writeRowStats(w); return nil },
+		SuffixBlockMax:   func(w *fileWriter) error { return b.writeBlockMax(ctx, w, sorted) },
 	}
 	info := Info{ID: id, Documents: b.numDocs}
+	steps[SuffixIVF] = func(w *fileWriter) error { return b.writeIVF(ctx, w, &info) }
+	suffixes := dataSuffixes
+	if hasIVFFields(b.schema) {
+		suffixes = append(append([]string(nil), dataSuffixes...), SuffixIVF)
+	}
 	var sealed []*fileWriter
 	abort := func() {
 		for _, w := range sealed {
 			w.abort()
 		}
 	}
-	for _, suffix := range dataSuffixes {
+	for _, suffix := range suffixes {
 		if err := ctx.Err(); err != nil {
 			abort()
 			return Info{}, fmt.Errorf("segment: write segment %s: %w", id, err)

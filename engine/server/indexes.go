@@ -47,8 +47,12 @@ func toIndexStatus(st registry.Status) IndexStatus {
 			LastError: h.LastError, NextRetry: h.NextRetryPtr()}
 	}
 	for _, s := range st.Segments {
-		out.Segments = append(out.Segments, SegmentStatus{ID: s.ID.String(), Documents: s.Documents,
-			DeletedDocuments: s.DeletedDocuments, SizeBytes: s.SizeBytes})
+		ss := SegmentStatus{ID: s.ID.String(), Documents: s.Documents,
+			DeletedDocuments: s.DeletedDocuments, SizeBytes: s.SizeBytes}
+		for _, v := range s.Vectors {
+			ss.Vectors = append(ss.Vectors, client.VectorRuns{Field: v.Field, Runs: v.Runs, Vectors: v.Vectors, Fragmented: v.Fragmented})
+		}
+		out.Segments = append(out.Segments, ss)
 	}
 	for _, q := range st.Quarantined {
 		out.Quarantined = append(out.Quarantined, QuarantinedSegment{Segment: q.Segment.String(), Reason: q.Reason})

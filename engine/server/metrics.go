@@ -210,6 +210,10 @@ var (
 	descHeldRetries = prometheus.NewDesc("summa_held_publication_retries_total",
 		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).",
 		[]string{"index", "outcome"}, nil)
+	descVectorRuns = prometheus.NewDesc("summa_index_vector_runs",
+		"Binary IVF encoded runs over the live segments, by binary dense_vector field.", []string{"index", "field"}, nil)
+	descVectorFragmented = prometheus.NewDesc("summa_index_vector_fragmented_segments",
+		"Live segments whose binary IVF field holds more than one run (debt that maintenance coalesces).", []string{"index", "field"}, nil)
 	descSwept = prometheus.NewDesc("summa_orphan_segments_swept_total",
 		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).", nil, nil)
 )
@@ -224,7 +228,8 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDocuments, descSegments, descQuarantined, descDegraded,
 		descUncommitted, descGeneration, descSize, descDeleting, descDraining, descDrained,
-		descDrainEstimate, descActiveOps, descSwept, descHeld, descHeldAttempts, descHeldRetries} {
+		descDrainEstimate, descActiveOps, descSwept, descHeld, descHeldAttempts, descHeldRetries,
+		descVectorRuns, descVectorFragmented} {
 		ch <- d
 	}
 }
@@ -247,6 +252,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descGeneration, float64(st.Generation), st.Name)
 		gauge(descSize, float64(size), st.Name)
 		gauge(descDeleting, boolValue(st.Deleting), st.Name)
+		collectVectorRuns(st, gauge)
 		attempts := 0
 		if st.HeldPublication != nil {
 			attempts = st.HeldPublication.Attempts
@@ -265,6 +271,28 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDrainEstimate, est.DrainEstimateSeconds)
 	gauge(descActiveOps, float64(est.ActiveOperations))
 	ch <- prometheus.MustNewConstMetric(descSwept, prometheus.CounterValue, float64(lifecycle.SweptTotal()))
+}
+
+// collectVectorRuns sends per-field binary IVF run and fragmentation
+// gauges of one index.
+func collectVectorRuns(st registry.Status, gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	runs, frag := map[string]int{}, map[string]int{}
+	var fields []string
+	for _, seg := range st.Segments {
+		for _, v := range seg.Vectors {
+			if _, ok := runs[v.Field]; !ok {
+				fields = append(fields, v.Field)
+			}
+			runs[v.Field] += v.Runs
+			if v.Fragmented {
+				frag[v.Field]++
+			}
+		}
+	}
+	for _, f := range fields {
+		gauge(descVectorRuns, float64(runs[f]), st.Name, f)
+		gauge(descVectorFragmented, float64(frag[f]), st.Name, f)
+	}
 }
 
 func boolValue(b bool) float64 {

@@ -19,12 +19,19 @@ type searchBody struct {
 	Limit int `json:"limit"`
 	// Offset skips the best hits before the page.
 	Offset int `json:"offset"`
+	// TotalHitsThreshold lets totalHits become a lower bound once it
+	// reaches the threshold (search.Request.TotalHitsThreshold); 0 or absent
+	// keeps it exact.
+	TotalHitsThreshold int `json:"totalHitsThreshold"`
 }
 
 // SearchAnswer is the answer of a search.
 type SearchAnswer struct {
 	// TotalHits is the number of live documents that match.
 	TotalHits int `json:"totalHits"`
+	// TotalHitsRelation is "gte" when totalHits is a lower bound; absent
+	// when it is exact.
+	TotalHitsRelation string `json:"totalHitsRelation,omitempty"`
 	// Hits is the requested page, best first (never null).
 	Hits []SearchHit `json:"hits"`
 }
@@ -72,6 +79,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("index %q: search: %w", h.Name(), err)
 	}
 	out := SearchAnswer{TotalHits: res.TotalHits, Hits: make([]SearchHit, len(res.Hits))}
+	if res.TotalHitsRelation == search.AtLeast {
+		out.TotalHitsRelation = res.TotalHitsRelation.String()
+	}
 	for i, hit := range res.Hits {
 		fields := hit.Fields
 		if len(fields) == 0 {
@@ -104,5 +114,5 @@ func (s *Server) readSearch(w http.ResponseWriter, r *http.Request) (search.Requ
 	if err := checkQuerySize(body.Query, s.limits.MaxQueryBytes); err != nil {
 		return search.Request{}, err
 	}
-	return search.Request{Query: body.Query, Limit: body.Limit, Offset: body.Offset}, nil
+	return search.Request{Query: body.Query, Limit: body.Limit, Offset: body.Offset, TotalHitsThreshold: body.TotalHitsThreshold}, nil
 }

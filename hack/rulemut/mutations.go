@@ -528,8 +528,8 @@ var mutations = []Mutation{
 					}
 					if err != nil {`},
 			{File: "engine/segment/reader.go",
-				From: `if !listed[suffix] && suffix != SuffixSeismic {`,
-				To:   `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixForward {`},
+				From: `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {`,
+				To:   `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax && suffix != SuffixForward {`},
 			{File: "engine/segment/reader.go",
 				From: `if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {`,
 				To: `

@@ -122,6 +122,16 @@ type SegmentStatus struct {
 	Documents        int64 `json:"documents"`
 	DeletedDocuments int64 `json:"deletedDocuments"`
 	SizeBytes        int64 `json:"sizeBytes"`
+	// Vectors lists each binary vector field's encoded runs.
+	Vectors []VectorRuns `json:"vectors"`
+}
+
+// VectorRuns is a binary dense_vector field's IVF payload in a segment.
+type VectorRuns struct {
+	Field      string `json:"field"`
+	Runs       int    `json:"runs"`
+	Vectors    int64  `json:"vectors"`
+	Fragmented bool   `json:"fragmented"`
 }
 
 // QuarantineStatus is one quarantined segment of STATUS.

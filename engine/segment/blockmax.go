@@ -1,0 +1,284 @@
+package segment
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Block-max file (kind "bmax", see doc.go): per indexed field and term, the
+// term's postings cut into fixed-size doc-id blocks, each with an upper
+// bound of what the term can contribute to a score in that block. Search
+// uses it for block-max pruning (BMP): it sums the bounds of the query's
+// terms per block, visits blocks best bound first and stops when no block
+// left can enter the top-k.
+//
+// BM25 depends on collection statistics (idf, average field length) that
+// differ between snapshots, so the file cannot hold scores. It holds, per
+// term and block, the largest term frequency and the smallest ratio field
+// length / term frequency of the block's documents. A document's BM25
+// contribution is w·tf/(tf + A + B·dl) = w/(1 + A/tf + B·dl/tf) with w, A,
+// B >= 0 fixed per query, so 1/(1 + A/maxTF + B·minRatio) bounds every
+// document of the block whatever the statistics are. Both are stored in one
+// byte each, rounded so that the bound only grows: frequencies above 254
+// saturate (code 255 bounds A/tf by 0), ratios are stored on a log scale
+// rounded down. Sparse vector weights may be negative: a block stores the
+// largest and smallest weight on a signed 8-bit scale of the dimension's
+// largest absolute weight, rounded outwards.
+
+// BlockShift is log2 of the documents per block.
+const BlockShift = 6
+
+// blockDocs is the number of documents per block.
+const blockDocs = 1 << BlockShift
+
+// Kinds of block-max fields.
+const (
+	bmExact     = 1 // keyword and numeric fields: no field length
+	bmTokenized = 2 // text fields: field lengths from the norms
+	bmSparse    = 3 // sparse vector fields: float32 weights
+)
+
+// tfCodeSaturated is the frequency code meaning "255 or more".
+const tfCodeSaturated = 255
+
+// InvTFBound returns a lower bound of 1/tf for the documents of a block
+// whose frequency code is c.
+func InvTFBound(c uint8) float64 {
+	if c == tfCodeSaturated || c == 0 {
+		return 0
+	}
+	return 1 / float64(c)
+}
+
+// RatioBound returns a lower bound of field length / tf for the documents
+// of a block whose ratio code is c: 0 for code 0, else 2^((c-1)/16).
+func RatioBound(c uint8) float64 {
+	if c == 0 {
+		return 0
+	}
+	return math.Exp2(float64(c-1) / 16)
+}
+
+// ratioCode returns the largest code whose RatioBound is at most dl/tf.
+func ratioCode(dl, tf uint32) uint8 {
+	if tf == 0 || dl < tf {
+		return 0
+	}
+	r := float64(dl) / float64(tf)
+	c := min(math.Floor(16*math.Log2(r))+1, 255)
+	code := uint8(max(c, 1))
+	for code > 0 && RatioBound(code) > r {
+		code--
+	}
+	for code < 255 && RatioBound(code+1) <= r {
+		code++
+	}
+	return code
+}
+
+// tfCode returns the frequency code of a block whose largest frequency is tf.
+func tfCode(tf uint32) uint8 { return uint8(min(tf, tfCodeSaturated)) }
+
+// WeightBound returns the weight that level l (-127..127) stands for on the
+// scale of a dimension whose largest absolute weight is scale.
+func WeightBound(l int8, scale float32) float64 {
+	return float64(l) * float64(scale) / 127
+}
+
+// weightLevels returns the smallest level whose bound is >= hi and the
+// largest level whose bound is <= lo.
+func weightLevels(hi, lo, scale float32) (up, down int8) {
+	if scale == 0 {
+		return 0, 0
+	}
+	u := int(math.Ceil(float64(hi) / float64(scale) * 127))
+	d := int(math.Floor(float64(lo) / float64(scale) * 127))
+	u, d = min(max(u, -127), 127), min(max(d, -127), 127)
+	for u < 127 && WeightBound(int8(u), scale) < float64(hi) {
+		u++
+	}
+	for d > -127 && WeightBound(int8(d), scale) > float64(lo) {
+		d--
+	}
+	return int8(u), int8(d)
+}
+
+// bmPosting is one decoded posting fed to the record encoder: a doc id and
+// either a frequency (text) or a weight (sparse).
+type bmPosting struct {
+	doc uint32
+	tf  uint32
+	w   float32
+}
+
+// encodeBlockRecord appends the block-max record of one term to dst (see
+// doc.go). norm returns a document's field length (tokenized fields only).
+func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
+	var scale float32
+	if kind == bmSparse {
+		for _, p := range ps {
+			scale = max(scale, float32(math.Abs(float64(p.w))))
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(scale))
+	}
+	var entries, data []byte
+	nBlocks := 0
+	prev := uint32(0)
+	for i := 0; i < len(ps); {
+		block := ps[i].doc >> BlockShift
+		j := i
+		for j < len(ps) && ps[j].doc>>BlockShift == block {
+			j++
+		}
+		gap := block
+		if nBlocks > 0 {
+			gap = block - prev
+		}
+		prev = block
+		nBlocks++
+		entries = binary.AppendUvarint(entries, uint64(gap))
+		start := len(data)
+		for _, p := range ps[i:j] {
+			data = append(data, byte(p.doc&(blockDocs-1)))
+		}
+		switch kind {
+		case bmSparse:
+			hi, lo := ps[i].w, ps[i].w
+			for _, p := range ps[i:j] {
+				hi, lo = max(hi, p.w), min(lo, p.w)
+				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(p.w))
+			}
+			up, down := weightLevels(hi, lo, scale)
+			entries = append(entries, byte(up), byte(down))
+		default:
+			var maxTF uint32
+			rc := uint8(255)
+			for _, p := range ps[i:j] {
+				maxTF = max(maxTF, p.tf)
+				if kind == bmTokenized {
+					rc = min(rc, ratioCode(norm(p.doc), p.tf))
+				}
+				data = binary.AppendUvarint(data, uint64(p.tf))
+			}
+			entries = append(entries, tfCode(maxTF))
+			if kind == bmTokenized {
+				entries = append(entries, rc)
+			}
+		}
+		entries = append(entries, byte(j-i-1))
+		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
+		i = j
+	}
+	dst = binary.AppendUvarint(dst, uint64(nBlocks))
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	dst = append(dst, entries...)
+	return append(dst, data...)
+}
+
+// bmFieldKind returns the block-max kind of a builder field, 0 for none.
+func bmFieldKind(fb *fieldBuilder) byte {
+	switch {
+	case fb.sparse != nil:
+		return bmSparse
+	case fb.index == nil:
+		return 0
+	case fb.index.tokenized:
+		return bmTokenized
+	}
+	return bmExact
+}
+
+// writeBlockMax writes the bmax file from the builder's postings: per field
+// its term records then its offset table; then the directory.
+func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sortedTerms) error {
+	var dir []byte
+	nFields := 0
+	var rec []byte
+	var ps []bmPosting
+	for i := range b.fields {
+		fb := &b.fields[i]
+		kind := bmFieldKind(fb)
+		if kind == 0 {
+			continue
+		}
+		var norm func(uint32) uint32
+		var lists [][]byte // encoded postings in dictionary order
+		var dfs []uint32
+		if kind == bmSparse {
+			order := make([]uint32, len(fb.sparse.dims))
+			for k := range order {
+				order[k] = uint32(k)
+			}
+			slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(fb.sparse.dims[x], fb.sparse.dims[y]) })
+			for _, k := range order {
+				lists = append(lists, fb.sparse.posts[k].data)
+				dfs = append(dfs, fb.sparse.posts[k].df)
+			}
+		} else {
+			for _, local := range sorted[i].order {
+				lists = append(lists, fb.index.terms[local].docs)
+				dfs = append(dfs, fb.index.terms[local].df)
+			}
+			norms := fb.index.norms
+			norm = func(doc uint32) uint32 { return norms[doc] }
+		}
+		recOff := w.offset()
+		offs := make([]uint64, 0, len(lists)+1)
+		for k, list := range lists {
+			if k%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("segment: write block maxima: %w", err)
+				}
+			}
+			var err error
+			if ps, err = decodeForBlockMax(ps[:0], kind, list, dfs[k], b.numDocs); err != nil {
+				return fmt.Errorf("segment: field %q: %w", fb.field.Name, err)
+			}
+			offs = append(offs, w.offset()-recOff)
+			rec = encodeBlockRecord(rec[:0], kind, ps, norm)
+			w.write(rec)
+		}
+		recLen := w.offset() - recOff
+		offs = append(offs, recLen)
+		tableOff := w.offset()
+		tbl := make([]byte, 0, 8*len(offs))
+		for _, o := range offs {
+			tbl = binary.LittleEndian.AppendUint64(tbl, o)
+		}
+		w.write(tbl)
+		dir = binary.AppendUvarint(dir, uint64(i))
+		dir = append(dir, kind)
+		dir = binary.AppendUvarint(dir, uint64(len(lists)))
+		dir = binary.AppendUvarint(dir, recOff)
+		dir = binary.AppendUvarint(dir, recLen)
+		dir = binary.AppendUvarint(dir, tableOff)
+		nFields++
+	}
+	w.beginDirectory()
+	w.uvarint(uint64(b.numDocs))
+	w.uvarint(BlockShift)
+	w.uvarint(uint64(nFields))
+	w.write(dir)
+	return w.err
+}
+
+// decodeForBlockMax decodes one encoded postings list (the post file's docs
+// section, or a sparse dimension's postings) into ps.
+func decodeForBlockMax(ps []bmPosting, kind byte, list []byte, df, numDocs uint32) ([]bmPosting, error) {
+	if kind == bmSparse {
+		p := &SparsePostings{data: list, df: df, numDocs: numDocs}
+		for p.Next() {
+			ps = append(ps, bmPosting{doc: p.doc, w: p.weight})
+		}
+		return ps, p.Err()
+	}
+	p := &Postings{docs: list, df: df, numDocs: numDocs, posCur: -1, legacy: true} // a Builder holds docs in the version 1 encoding
+	for p.Next() {
+		ps = append(ps, bmPosting{doc: p.doc, tf: p.freq})
+	}
+	return ps, p.Err()
+}

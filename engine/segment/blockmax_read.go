@@ -1,0 +1,375 @@
+package segment
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// bmField is one field of an open block-max file.
+type bmField struct {
+	kind     byte
+	numTerms uint32
+	records  []byte
+	table    []byte // numTerms+1 uint64 offsets into records
+}
+
+// wantBlockMax reports whether field f has block maxima: every field with
+// a term dictionary and every sparse vector field.
+func wantBlockMax(f *schema.Field) bool {
+	return hasDict(f) || (f.IsIndexed() && f.Type == schema.SparseVector)
+}
+
+// openBlockMax reads the bmax directory. dicts and sparse are the field's
+// dictionaries; their term counts must agree.
+func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, dicts, sparse []*dict) ([]*bmField, error) {
+	fields := make([]*bmField, len(s.Fields))
+	dir, err := splitDirectory(payload, id, SuffixBlockMax)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: dir}
+	if n := d.uvarint(); d.err == nil && n != uint64(numDocs) {
+		return nil, corruptf(id, SuffixBlockMax, "%d documents, segment has %d", n, numDocs)
+	}
+	if sh := d.uvarint(); d.err == nil && sh != BlockShift {
+		return nil, corruptf(id, SuffixBlockMax, "block shift %d, want %d", sh, BlockShift)
+	}
+	want := func(i int) bool { return wantBlockMax(&s.Fields[i]) }
+	body := payload[:len(payload)-len(dir)-8]
+	err = readFieldList(&d, id, SuffixBlockMax, want, len(s.Fields), func(d *decoder, ord int) error {
+		f := &bmField{kind: d.u8(), numTerms: d.u32v()}
+		recOff, recLen, tableOff := d.uvarint(), d.uvarint(), d.uvarint()
+		if d.err != nil {
+			return nil
+		}
+		wantKind, dc := byte(bmExact), dicts[ord]
+		switch {
+		case s.Fields[ord].Type == schema.SparseVector:
+			wantKind, dc = bmSparse, sparse[ord]
+		case s.Fields[ord].IsTokenized():
+			wantKind = bmTokenized
+		}
+		if f.kind != wantKind {
+			return corruptf(id, SuffixBlockMax, "field %d: kind %d, want %d", ord, f.kind, wantKind)
+		}
+		if dc == nil || dc.numTerms != f.numTerms {
+			return corruptf(id, SuffixBlockMax, "field %d: %d terms disagree with the dictionary", ord, f.numTerms)
+		}
+		var ok bool
+		if f.records, ok = subslice(body, recOff, recLen); !ok {
+			return corruptf(id, SuffixBlockMax, "field %d: records [%d,+%d) outside payload", ord, recOff, recLen)
+		}
+		if f.table, ok = subslice(body, tableOff, 8*(uint64(f.numTerms)+1)); !ok {
+			return corruptf(id, SuffixBlockMax, "field %d: offset table of %d terms outside payload", ord, f.numTerms)
+		}
+		if end := binary.LittleEndian.Uint64(f.table[8*f.numTerms:]); end != recLen {
+			return corruptf(id, SuffixBlockMax, "field %d: offset table ends at %d, records hold %d", ord, end, recLen)
+		}
+		fields[ord] = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.done()
+	if d.err != nil {
+		return nil, corruptf(id, SuffixBlockMax, "directory: %v", d.err)
+	}
+	return fields, nil
+}
+
+// record returns the bytes of term ordinal ord's record.
+func (f *bmField) record(id segid.ID, ord uint32) ([]byte, error) {
+	if ord >= f.numTerms {
+		return nil, corruptf(id, SuffixBlockMax, "term ordinal %d out of %d", ord, f.numTerms)
+	}
+	a := binary.LittleEndian.Uint64(f.table[8*ord:])
+	b := binary.LittleEndian.Uint64(f.table[8*ord+8:])
+	if a > b || b > uint64(len(f.records)) {
+		return nil, corruptf(id, SuffixBlockMax, "term %d record spans [%d,%d) of %d bytes", ord, a, b, len(f.records))
+	}
+	return f.records[a:b], nil
+}
+
+// BlockTerm is one term's (or sparse dimension's) block-max record: its
+// blocks with their bounds, and the block-partitioned postings that score
+// a block without reading the rest of the list. It is not safe for
+// concurrent use.
+type BlockTerm struct {
+	kind    byte
+	df      uint32
+	scale   float32
+	nBlocks int
+	entries []byte
+	data    []byte
+	numDocs uint32
+	id      segid.ID
+}
+
+// BlockEntry is one block of a BlockTerm.
+type BlockEntry struct {
+	// Block is the block number: its documents are Block<<BlockShift and on.
+	Block uint32
+	// Hi is the frequency code (text) or the largest weight level (sparse).
+	Hi uint8
+	// Lo is the ratio code (tokenized text) or the smallest weight level
+	// (sparse); 0 for exact fields.
+	Lo uint8
+	// Count is the number of the term's documents in the block.
+	Count int
+	// off and n locate the block's postings in the record's data.
+	off, n uint32
+}
+
+// DocFreq returns the number of documents holding the term.
+func (t *BlockTerm) DocFreq() uint32 { return t.df }
+
+// Sparse reports whether the record holds sparse weights.
+func (t *BlockTerm) Sparse() bool { return t.kind == bmSparse }
+
+// Scale returns the sparse dimension's largest absolute weight (see WeightBound).
+func (t *BlockTerm) Scale() float32 { return t.scale }
+
+// HasBlockMax reports whether the segment has a block-max file. Segments
+// written before the file kind existed (format version 1 postings, read for
+// compatibility) have none: searches evaluate them exhaustively, and a merge
+// or reorder writes one for their output.
+func (r *Reader) HasBlockMax() bool { return r.bmax != nil }
+
+// BlockMaxTerm returns the block-max record of term in an indexed field, or
+// nil, nil when the term is absent.
+func (r *Reader) BlockMaxTerm(field int, term string) (*BlockTerm, error) {
+	d, err := r.dict(field)
+	if err != nil {
+		return nil, err
+	}
+	return r.blockTerm(field, d, term)
+}
+
+// BlockMaxDim returns the block-max record of a sparse vector field's
+// dimension, or nil, nil when no document has it.
+func (r *Reader) BlockMaxDim(field int, dim string) (*BlockTerm, error) {
+	if !r.fieldOK(field) || r.sparse[field] == nil {
+		return nil, fmt.Errorf("segment: field %d is not a sparse vector field", field)
+	}
+	return r.blockTerm(field, r.sparse[field], dim)
+}
+
+func (r *Reader) blockTerm(field int, d *dict, term string) (*BlockTerm, error) {
+	f := r.bmax[field]
+	if f == nil {
+		return nil, fmt.Errorf("segment: field %d has no block maxima", field)
+	}
+	e, ok, err := d.lookup(term)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rec, err := f.record(r.id, e.ord)
+	if err != nil {
+		return nil, err
+	}
+	return parseBlockTerm(rec, f.kind, e.df, r.numDocs, r.id)
+}
+
+// parseBlockTerm splits a record into its entries and data.
+func parseBlockTerm(rec []byte, kind byte, df, numDocs uint32, id segid.ID) (*BlockTerm, error) {
+	t := &BlockTerm{kind: kind, df: df, numDocs: numDocs, id: id}
+	d := decoder{b: rec}
+	if kind == bmSparse {
+		t.scale = math.Float32frombits(d.u32())
+		if d.err == nil && !(t.scale >= 0 && t.scale <= math.MaxFloat32) {
+			return nil, corruptf(id, SuffixBlockMax, "sparse scale %v", t.scale)
+		}
+	}
+	t.nBlocks = d.intv(len(rec))
+	t.entries = d.bytes(d.intv(len(rec)))
+	t.data = rec[min(d.off, len(rec)):]
+	if d.err != nil {
+		return nil, corruptf(id, SuffixBlockMax, "record: %v", d.err)
+	}
+	return t, nil
+}
+
+// Entries appends the term's blocks, in increasing block order, to dst.
+func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
+	b := t.entries
+	maxBlock := uint64(t.numDocs) >> BlockShift
+	bounds := 2
+	if t.kind == bmExact {
+		bounds = 1
+	}
+	var block uint64
+	var off uint64
+	p := 0
+	for i := 0; i < t.nBlocks; i++ {
+		gap, next, ok := uvarintAt(b, p)
+		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+1 {
+			return dst, corruptf(t.id, SuffixBlockMax, "bad block entry %d", i)
+		}
+		block += gap
+		e := BlockEntry{Block: uint32(min(block, math.MaxUint32)), Hi: b[next]}
+		if bounds == 2 {
+			e.Lo = b[next+1]
+		}
+		e.Count = int(b[next+bounds]) + 1
+		n, next2, ok := uvarintAt(b, next+bounds+1)
+		if !ok || block > maxBlock || n > uint64(len(t.data))-off {
+			return dst, corruptf(t.id, SuffixBlockMax, "block entry %d (block %d) outside the segment or its data", i, block)
+		}
+		p = next2
+		e.off, e.n = uint32(off), uint32(n)
+		off += n
+		dst = append(dst, e)
+	}
+	if p != len(b) || off != uint64(len(t.data)) {
+		return dst, corruptf(t.id, SuffixBlockMax, "record has trailing bytes")
+	}
+	return dst, nil
+}
+
+// blockDocsOf decodes the doc offsets of block e into docs, returning the
+// data after them.
+func (t *BlockTerm) blockDocsOf(e *BlockEntry, docs []uint32) ([]uint32, []byte, error) {
+	b := t.data[e.off : e.off+e.n]
+	if len(b) < e.Count {
+		return docs, nil, corruptf(t.id, SuffixBlockMax, "block %d data too short", e.Block)
+	}
+	base := e.Block << BlockShift
+	last := -1
+	for _, o := range b[:e.Count] {
+		if int(o) <= last {
+			return docs, nil, corruptf(t.id, SuffixBlockMax, "block %d: document offsets not increasing", e.Block)
+		}
+		last = int(o)
+		docs = append(docs, base+uint32(o))
+	}
+	if last >= blockDocs || uint64(base)+uint64(last) >= uint64(t.numDocs) {
+		return docs, nil, corruptf(t.id, SuffixBlockMax, "block %d: document offset %d out of range", e.Block, last)
+	}
+	return docs, b[e.Count:], nil
+}
+
+// TextBlock appends the documents of text block e and their frequencies.
+func (t *BlockTerm) TextBlock(e *BlockEntry, docs, tfs []uint32) ([]uint32, []uint32, error) {
+	docs, b, err := t.blockDocsOf(e, docs)
+	if err != nil {
+		return docs, tfs, err
+	}
+	off := 0
+	for i := 0; i < e.Count; i++ {
+		if off < len(b) && b[off] < 0x80 && b[off] != 0 {
+			tfs = append(tfs, uint32(b[off]))
+			off++
+			continue
+		}
+		v, next, ok := uvarintAt(b, off)
+		if !ok || v == 0 || v > math.MaxUint32 {
+			return docs, tfs, corruptf(t.id, SuffixBlockMax, "block %d: bad frequency", e.Block)
+		}
+		off = next
+		tfs = append(tfs, uint32(v))
+	}
+	if off != len(b) {
+		return docs, tfs, corruptf(t.id, SuffixBlockMax, "block %d: trailing bytes", e.Block)
+	}
+	return docs, tfs, nil
+}
+
+// SparseBlock appends the documents of sparse block e and their weights.
+func (t *BlockTerm) SparseBlock(e *BlockEntry, docs []uint32, ws []float32) ([]uint32, []float32, error) {
+	docs, b, err := t.blockDocsOf(e, docs)
+	if err != nil {
+		return docs, ws, err
+	}
+	if len(b) != 4*e.Count {
+		return docs, ws, corruptf(t.id, SuffixBlockMax, "block %d: %d weight bytes for %d documents", e.Block, len(b), e.Count)
+	}
+	for i := 0; i < e.Count; i++ {
+		ws = append(ws, math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	return docs, ws, nil
+}
+
+// validateBlockMax recomputes every record from the postings (and norms)
+// and compares it byte for byte with the file.
+func (r *Reader) validateBlockMax(ctx context.Context) error {
+	var ps []bmPosting
+	var rec []byte
+	for field, f := range r.bmax {
+		if f == nil {
+			continue
+		}
+		d := r.dicts[field]
+		if f.kind == bmSparse {
+			d = r.sparse[field]
+		}
+		norms := r.norms[field]
+		norm := func(doc uint32) uint32 { return norms.at(doc) }
+		it := &TermIterator{d: d}
+		for it.Next() {
+			ord := it.c.e.ord
+			if ord%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("segment: validate %s: %w", r.id, err)
+				}
+			}
+			var err error
+			if ps, err = r.blockMaxPostings(ps[:0], f.kind, d, it); err != nil {
+				return err
+			}
+			rec = encodeBlockRecord(rec[:0], f.kind, ps, norm)
+			got, err := f.record(r.id, ord)
+			if err != nil {
+				return err
+			}
+			if a := binary.LittleEndian.Uint64(f.table[8*ord:]); ord == 0 && a != 0 {
+				return corruptf(r.id, SuffixBlockMax, "field %d: first record starts at %d", field, a)
+			}
+			if !bytes.Equal(got, rec) {
+				return corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
+			}
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Norms is a tokenized field's length column, read without the checks of
+// Reader.FieldLength: the caller passes doc ids below NumDocs.
+type Norms struct{ c normCol }
+
+// At returns doc's field length.
+func (n Norms) At(doc uint32) uint32 { return n.c.at(doc) }
+
+// Norms returns a field's length column; fields without lengths read 0.
+func (r *Reader) Norms(field int) Norms {
+	if !r.fieldOK(field) || r.norms[field].data == nil {
+		return Norms{}
+	}
+	return Norms{c: r.norms[field]}
+}
+
+// blockMaxPostings reads the postings of the iterator's term through the
+// postings iterators (the reader's own decoding, whatever the codec).
+func (r *Reader) blockMaxPostings(ps []bmPosting, kind byte, d *dict, it *TermIterator) ([]bmPosting, error) {
+	if kind == bmSparse {
+		p := newSparsePostings(d, it.c.e)
+		for p.Next() {
+			ps = append(ps, bmPosting{doc: p.Doc(), w: p.Weight()})
+		}
+		return ps, p.Err()
+	}
+	p := it.Postings()
+	for p.Next() {
+		ps = append(ps, bmPosting{doc: p.Doc(), tf: p.Freq()})
+	}
+	return ps, p.Err()
+}
