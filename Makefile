@@ -92,7 +92,7 @@ mutate: $(GREMLINS) ## Mutation testing of the crash-critical code (lifecycle, m
 # subset.
 RULES ?=
 .PHONY: rule-mutations
-rule-mutations: ## Per rule, break the production code once the way a careless change would and check that the rule's tests fail; prints `rule mutations killed: K/N`. Not part of test (about 9 min on 2 shared cores).
+rule-mutations: ## Per rule, break the production code once the way a careless change would and check that the rule's tests fail; prints `rule mutations killed: K/N`. Not part of test (5 to 9 min on 2 shared cores).
 	GO=$(GO) hack/rulemut/run.sh $(if $(RULES),-only $(RULES))
 
 ##@ Run
