@@ -147,7 +147,13 @@ func TestC03_CommitCompletesAfterCallerCancelled(t *testing.T) {
 	if got := len(visible(t, idx)); got != 20 {
 		t.Fatalf("after a cancelled request the commit published %d docs, want 20", got)
 	}
-	mustClose(t, idx)
+	// Shutdown drains the commit task: it ends once published, so the close
+	// gets the writer guard at once (a task that never ended would hold it).
+	closeCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	if err := idx.Close(closeCtx); err != nil {
+		t.Fatalf("close after the cancelled request's commit: %v", err)
+	}
 	idx, err = Open(fs, testDir, testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -220,11 +226,19 @@ func TestC04_DirSyncFailureIsDegradedNotRollback(t *testing.T) {
 func TestC05_FlushGenerationAllOrNothing(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := testOptions()
-	var armed sync.Once
+	// Worker 1 panics only once worker 0 is past its failure check and
+	// writing: the sibling output then always exists and must be abandoned
+	// (without the wait, worker 0 usually saw the failure first and wrote
+	// nothing, and a commit that leaked sibling outputs still passed).
+	var armed, sibling sync.Once
+	writing := make(chan struct{})
 	fired := false
 	opts.Hooks.BeforeWorkerFlush = func(worker int) {
-		if worker == 1 {
-			armed.Do(func() { fired = true; panic("injected build panic") })
+		switch worker {
+		case 0:
+			sibling.Do(func() { close(writing) })
+		case 1:
+			armed.Do(func() { <-writing; fired = true; panic("injected build panic") })
 		}
 	}
 	idx, err := Create(fs, testDir, testSchema, opts)
@@ -284,6 +298,11 @@ func TestC06_FlushTimeoutPausesSameGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
+	// Unblocked before the close on every path: a failure below must fail
+	// the test, not leave the close waiting for the stalled worker.
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
 	if err := idx.Add(docs(t, 0, 300, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +312,7 @@ func TestC06_FlushTimeoutPausesSameGeneration(t *testing.T) {
 	if err := idx.Add(docs(t, 300, 301, 1)); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("ingestion while paused on the generation: %v", err)
 	}
-	close(release)
+	unblock()
 	var res CommitResult
 	for {
 		res, err = idx.Commit(context.Background())
@@ -320,6 +339,11 @@ func TestC08_CancelBeforeWriterLockStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
+	// Unblocked before the close on every path: a failure below must fail
+	// the test, not leave the close waiting on the blocked commit.
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
 	if err := idx.Add(docs(t, 0, 5, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +354,7 @@ func TestC08_CancelBeforeWriterLockStartsNothing(t *testing.T) {
 	if _, err := idx.Commit(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not started") {
 		t.Fatalf("commit cancelled before the writer lock: %v", err)
 	}
-	close(release)
+	unblock()
 	<-idx.Idle()
 	if g := idx.Metadata().Generation; g != 1 {
 		t.Fatalf("generation %d, want 1: the cancelled commit started something", g)
@@ -346,6 +370,11 @@ func TestC10_IngestionBackpressureUntilFinalizerEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
+	// Unblocked before the close on every path: a failure below must fail
+	// the test, not leave the close waiting on the blocked finalizer.
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
 	if err := idx.Add(docs(t, 0, 5, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +386,7 @@ func TestC10_IngestionBackpressureUntilFinalizerEnds(t *testing.T) {
 	if _, err := idx.Delete("p0000"); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("Delete during the finalizer: %v", err)
 	}
-	close(release)
+	unblock()
 	<-idx.Idle()
 	if err := idx.Add(docs(t, 5, 6, 1)); err != nil {
 		t.Fatalf("Add after the finalizer: %v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -46,6 +47,10 @@ func TestM01_MergeConcatenatesMasksKeepingRowCounts(t *testing.T) {
 		physical += s.Documents
 	}
 	old, _ := idx.Snapshot()
+	// Closed before the index on every path: a failure below must fail the
+	// test, not leave the close waiting for this snapshot.
+	var closeOld sync.Once
+	defer closeOld.Do(old.Close)
 	res, err := idx.ForceMerge(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +68,7 @@ func TestM01_MergeConcatenatesMasksKeepingRowCounts(t *testing.T) {
 			t.Fatalf("source %s deleted while a snapshot holds it", src)
 		}
 	}
-	old.Close()
+	closeOld.Do(old.Close)
 	for _, src := range res.Sources {
 		if _, ok := segFiles(t, fs)[src]; ok {
 			t.Fatalf("source %s kept after the last reader", src)

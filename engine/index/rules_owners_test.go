@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -93,6 +94,10 @@ func TestL09_SnapshotRetainsSegmentAndExactMask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed before the index on every path: a failure below must fail the
+	// test, not leave the close waiting for this snapshot.
+	var closeOld sync.Once
+	defer closeOld.Do(old.Close)
 	oldMask := old.Segments[0].Meta.Deletes
 	if oldMask == nil {
 		t.Fatal("delete did not create a mask generation")
@@ -112,7 +117,7 @@ func TestL09_SnapshotRetainsSegmentAndExactMask(t *testing.T) {
 	if !old.isLive(0, 2) || old.isLive(0, 1) {
 		t.Fatal("old snapshot does not see its exact mask")
 	}
-	old.Close()
+	closeOld.Do(old.Close)
 	if _, ok := segFiles(t, fs)[oldMask.ID]; ok {
 		t.Fatal("old mask kept after the last reader")
 	}

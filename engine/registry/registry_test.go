@@ -115,6 +115,11 @@ func TestD01_DeletionOrder(t *testing.T) {
 	r := openTest(t, fs, Options{})
 	defer r.Close(context.Background())
 	h := mustCreate(t, r, "articles")
+	// Released before the close on every path: a failure below must fail
+	// the test, not leave the deletion (and so the close) waiting for it.
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(h.Release) }
+	defer release()
 	if err := h.Add(context.Background(), docs(t, 0, 20)); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func TestD01_DeletionOrder(t *testing.T) {
 	if !exists(fs, "data/articles") {
 		t.Fatal("directory removed while a handle was still issued")
 	}
-	h.Release()
+	release()
 	if err := r.WaitDeleted(context.Background(), "articles"); err != nil {
 		t.Fatal(err)
 	}

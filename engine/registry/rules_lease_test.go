@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -95,8 +96,18 @@ func TestD02_DeletionOutlivesItsCancelledRequest(t *testing.T) {
 	release := sync.OnceFunc(h.Release)
 	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := r.Delete(ctx, "articles"); err != nil {
-		t.Fatal(err)
+	// Delete returns once the marker exists, while the handle is still
+	// issued: a deletion run inside the request would wait for it here.
+	errc := make(chan error, 1)
+	go func() { errc <- r.Delete(ctx, "articles") }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		release()
+		t.Fatal("Delete did not return while a handle was issued: the deletion runs inside the request")
 	}
 	if !exists(fs, fs.PathJoin("data", "articles", DeletingMarker)) {
 		t.Fatal("Delete returned before its marker existed")

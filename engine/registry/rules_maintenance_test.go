@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/index"
@@ -194,10 +195,14 @@ func TestS04_UpsertAndDeletePublicationNeverWaitsForMaintenanceCapacity(t *testi
 	}
 	h := mustCreate(t, r, "articles")
 	defer h.Release()
+	// A commit that waited for capacity would wait for the stuck reorder:
+	// the deadline turns that into a failure instead of a hung test.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	if err := h.Add(context.Background(), docs(t, 0, 40)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Commit(context.Background()); err != nil {
+	if _, err := h.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Add(context.Background(), docs(t, 0, 10)); err != nil { // upserts
@@ -208,7 +213,7 @@ func TestS04_UpsertAndDeletePublicationNeverWaitsForMaintenanceCapacity(t *testi
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.Commit(context.Background()); err != nil {
+	if _, err := h.Commit(ctx); err != nil {
 		t.Fatalf("upsert/delete publication while maintenance capacity is exhausted: %v", err)
 	}
 	if st := h.Status(); st.Documents != 30 {

@@ -1,0 +1,526 @@
+// Command rulemut proves, rule by rule, that each rule of
+// shared/spec/rules.md has a test that fails when the rule breaks: for every
+// entry of mutations (one realistic mutation of the production code per
+// rule) it applies the mutation in a scratch copy of the tree, checks that
+// the mutated packages still build (and vet, with -vet), runs that rule's
+// tests, and expects them to fail. The real checkout is never modified.
+//
+// Usage (from the repository root; `make rule-mutations` runs it):
+//
+//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-keep]
+//	go run ./hack/rulemut -check   # every snippet applies (seconds)
+//	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
+//
+// It prints one line per rule, `RULE killed|SURVIVED|BROKEN description`,
+// then `rule mutations killed: K/N` and the elapsed time. BROKEN means the
+// entry itself is wrong (its snippet is missing or not unique, the mutant
+// does not build, or the unmutated tests fail or match nothing); a
+// broken entry never counts as killed. It exits non-zero unless every entry
+// is killed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mutation is one realistic way to break one rule, and the tests that must
+// catch it.
+type Mutation struct {
+	// Rule is the rule ID of shared/spec/rules.md (docs/engine.md's table).
+	Rule string
+	// Desc says in one line what the careless change does.
+	Desc string
+	// Edits are the changes to the production code; most mutations have one.
+	Edits []Edit
+	// Pkg is the package whose tests must fail (./engine/index, ...).
+	Pkg string
+	// Run is the -run regular expression selecting the rule's tests; it
+	// must not contain a slash (go test splits -run on slashes).
+	Run string
+	// Timeout, when set, replaces -timeout for a mutant expected to hang
+	// its tests (a deadlock is a failure, found sooner).
+	Timeout time.Duration
+}
+
+// Edit replaces one snippet of one file. From is one or more whole lines
+// that must occur exactly once in File, compared line by line with leading
+// and trailing white space ignored (so the snippets can be indented here as
+// Go source); To replaces them, re-indented to the first matched line.
+type Edit struct {
+	// File is relative to the repository root.
+	File string
+	// From is the original lines.
+	From string
+	// To is the replacement lines (empty: the lines are deleted).
+	To string
+}
+
+// withVet makes every mutant pass go vet, not only go build.
+var withVet bool
+
+func main() {
+	only := flag.String("only", "", "comma-separated rule IDs to run (default: all)")
+	timeout := flag.Duration("timeout", 4*time.Minute, "go test -timeout for one mutant (a mutant that hangs its tests fails them)")
+	keep := flag.Bool("keep", false, "keep the scratch copy of the tree")
+	vet := flag.Bool("vet", false, "go vet every mutant (tests included) before running its tests")
+	check := flag.Bool("check", false, "only check that every entry's snippets apply (no build, no test)")
+	table := flag.Bool("table", false, "print the entries as the Markdown table of docs/engine.md and exit")
+	flag.Parse()
+	if *table {
+		printTable()
+		return
+	}
+	if *check {
+		if err := checkAll(*only); err != nil {
+			fmt.Fprintln(os.Stderr, "rulemut:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	withVet = *vet
+	if err := run(*only, *timeout, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "rulemut:", err)
+		os.Exit(2)
+	}
+}
+
+func run(only string, timeout time.Duration, keep bool) error {
+	start := time.Now()
+	list, err := selected(only)
+	if err != nil {
+		return err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	scratch, err := os.MkdirTemp("", "rulemut-")
+	if err != nil {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	if keep {
+		fmt.Println("scratch copy:", scratch)
+	} else {
+		defer os.RemoveAll(scratch)
+	}
+	// A copy of the working tree as it is (uncommitted edits included),
+	// without .git and ignored build outputs: nothing done here can reach
+	// the checkout or its history.
+	if err := copyTree(root, scratch); err != nil {
+		return fmt.Errorf("copy the tree: %w", err)
+	}
+	passing, err := baseline(scratch, list, timeout)
+	if err != nil {
+		return err
+	}
+	killed := 0
+	for _, m := range list {
+		status, detail := mutate(scratch, m, passing, timeout)
+		if status == "killed" {
+			killed++
+		}
+		fmt.Printf("%-4s %-8s %s\n", m.Rule, status, m.Desc)
+		if detail != "" {
+			fmt.Printf("     %s\n", strings.ReplaceAll(detail, "\n", "\n     "))
+		}
+	}
+	fmt.Printf("rule mutations killed: %d/%d\n", killed, len(list))
+	fmt.Printf("elapsed: %s\n", time.Since(start).Round(time.Second))
+	if killed != len(list) {
+		os.Exit(1)
+	}
+	return nil
+}
+
+// printTable prints the entries as Markdown table rows: rule, mutation,
+// mutated files, tests.
+func printTable() {
+	fmt.Println("| rule | mutation | mutated | tests that must fail |")
+	fmt.Println("|---|---|---|---|")
+	for _, m := range mutations {
+		var files []string
+		seen := map[string]bool{}
+		for _, e := range m.Edits {
+			if !seen[e.File] {
+				seen[e.File] = true
+				files = append(files, "`"+e.File+"`")
+			}
+		}
+		pkg := strings.TrimPrefix(m.Pkg, "./")
+		fmt.Printf("| %s | %s | %s | `%s` `-run %s` |\n", m.Rule, m.Desc, strings.Join(files, ", "), pkg, m.Run)
+	}
+}
+
+// checkAll applies every selected entry's edits in memory to the files of
+// the checkout and reports those that do not apply.
+func checkAll(only string) error {
+	list, err := selected(only)
+	if err != nil {
+		return err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, m := range list {
+		files := map[string]string{}
+		for _, e := range m.Edits {
+			cur, ok := files[e.File]
+			if !ok {
+				b, err := os.ReadFile(filepath.Join(root, e.File))
+				if err != nil {
+					return err
+				}
+				cur = string(b)
+			}
+			next, err := apply(cur, e.From, e.To)
+			if err != nil {
+				fmt.Printf("%s: %s: %v\n", m.Rule, e.File, err)
+				bad++
+				break
+			}
+			files[e.File] = next
+		}
+	}
+	fmt.Printf("%d entries, %d do not apply\n", len(list), bad)
+	if bad > 0 {
+		return fmt.Errorf("%d entries do not apply", bad)
+	}
+	return nil
+}
+
+// selected returns the entries of the rules named in only (all if empty),
+// checking that no rule appears twice.
+func selected(only string) ([]Mutation, error) {
+	want := map[string]bool{}
+	for _, id := range strings.Split(only, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			want[id] = true
+		}
+	}
+	seen := map[string]bool{}
+	var list []Mutation
+	for _, m := range mutations {
+		if seen[m.Rule] {
+			return nil, fmt.Errorf("rule %s has two entries", m.Rule)
+		}
+		seen[m.Rule] = true
+		if strings.Contains(m.Run, "/") {
+			return nil, fmt.Errorf("rule %s: -run %q contains a slash", m.Rule, m.Run)
+		}
+		if len(want) == 0 || want[m.Rule] {
+			list = append(list, m)
+		}
+	}
+	for id := range want {
+		if !seen[id] {
+			return nil, fmt.Errorf("no entry for rule %s", id)
+		}
+	}
+	return list, nil
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+var passLine = regexp.MustCompile(`(?m)^--- PASS: (\S+)`)
+
+// baseline runs every selected rule's tests once on the unmutated copy,
+// package by package, and returns the names of the top-level tests that
+// passed in each package. An entry whose tests fail or match nothing
+// unmutated is broken, not killed.
+func baseline(dir string, list []Mutation, timeout time.Duration) (map[string][]string, error) {
+	runs := map[string][]string{}
+	var order []string
+	for _, m := range list {
+		if _, ok := runs[m.Pkg]; !ok {
+			order = append(order, m.Pkg)
+		}
+		runs[m.Pkg] = append(runs[m.Pkg], "(?:"+m.Run+")")
+	}
+	passing := map[string][]string{}
+	for _, pkg := range order {
+		t0 := time.Now()
+		out, err := goTest(dir, pkg, strings.Join(runs[pkg], "|"), timeout, true)
+		if err != nil {
+			return nil, fmt.Errorf("the unmutated rule tests of %s fail:\n%s\n%s", pkg, failures(out), tail(out, 15))
+		}
+		for _, sub := range passLine.FindAllStringSubmatch(out, -1) {
+			passing[pkg] = append(passing[pkg], sub[1])
+		}
+		fmt.Printf("baseline %s: %d rule tests pass (%s)\n", pkg, len(passing[pkg]), time.Since(t0).Round(time.Second))
+	}
+	return passing, nil
+}
+
+// mutate applies m in dir, runs its tests and restores the files.
+func mutate(dir string, m Mutation, passing map[string][]string, timeout time.Duration) (status, detail string) {
+	re, err := regexp.Compile(m.Run)
+	if err != nil {
+		return "BROKEN", fmt.Sprintf("-run %q: %v", m.Run, err)
+	}
+	var names []string
+	for _, name := range passing[m.Pkg] {
+		if re.MatchString(name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "BROKEN", fmt.Sprintf("-run %q matches no passing test of %s", m.Run, m.Pkg)
+	}
+	if len(m.Edits) == 0 {
+		return "BROKEN", "no edit"
+	}
+	originals := map[string][]byte{}
+	defer func() {
+		for path, orig := range originals {
+			if err := os.WriteFile(path, orig, 0o644); err != nil {
+				panic(fmt.Sprintf("restore %s: %v", path, err))
+			}
+		}
+	}()
+	var filePkgs []string
+	for _, e := range m.Edits {
+		path := filepath.Join(dir, e.File)
+		cur, err := os.ReadFile(path)
+		if err != nil {
+			return "BROKEN", err.Error()
+		}
+		if _, ok := originals[path]; !ok {
+			originals[path] = cur
+		}
+		next, err := apply(string(cur), e.From, e.To)
+		if err != nil {
+			return "BROKEN", fmt.Sprintf("%s: %v", e.File, err)
+		}
+		if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
+			return "BROKEN", err.Error()
+		}
+		if pkg := "./" + filepath.Dir(e.File); !slices.Contains(filePkgs, pkg) {
+			filePkgs = append(filePkgs, pkg)
+		}
+	}
+	// The mutant must compile (go build of the mutated packages here, its
+	// tests below; -vet adds go vet): a build failure is not a kill.
+	buildArgs := append([]string{"build"}, filePkgs...)
+	if withVet {
+		buildArgs = append([]string{"vet", m.Pkg}, filePkgs...)
+	}
+	if out, err := output(context.Background(), dir, "go", buildArgs...); err != nil {
+		return "BROKEN", "the mutant does not build:\n" + tail(out, 15)
+	}
+	if m.Timeout > 0 {
+		timeout = m.Timeout
+	}
+	out, err := goTest(dir, m.Pkg, m.Run, timeout, false)
+	if err == nil {
+		return "SURVIVED", fmt.Sprintf("%s -run %q still passes (%s)", m.Pkg, m.Run, strings.Join(names, ", "))
+	}
+	if strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") {
+		return "BROKEN", "the mutant's tests do not build:\n" + tail(out, 15)
+	}
+	return "killed", why(out)
+}
+
+var (
+	failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+	msgLine  = regexp.MustCompile(`(?m)^\s+(\S+_test\.go:\d+: .*)$`)
+	panicMsg = regexp.MustCompile(`(?m)^(panic: .*|.*test timed out.*)$`)
+)
+
+// failures returns the lines of out that name a failed test, its
+// messages and panics.
+func failures(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if failLine.MatchString(l) || msgLine.MatchString(l) || panicMsg.MatchString(l) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// why names the first failing test of a killed mutant and its first
+// message, so that a kill can be checked to be the rule's.
+func why(out string) string {
+	var parts []string
+	if m := failLine.FindStringSubmatch(out); m != nil {
+		parts = append(parts, m[1])
+	}
+	if m := msgLine.FindStringSubmatch(out); m != nil {
+		parts = append(parts, m[1])
+	} else if m := panicMsg.FindStringSubmatch(out); m != nil {
+		parts = append(parts, m[1])
+	}
+	s := strings.Join(parts, ": ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// apply replaces the lines of src matching from (white space around each
+// line ignored; exactly one match) by to, re-indented to the first matched
+// line.
+func apply(src, from, to string) (string, error) {
+	want := snippetLines(from)
+	if len(want) == 0 {
+		return "", errors.New("empty original snippet")
+	}
+	lines := strings.Split(src, "\n")
+	at, n := -1, 0
+	for i := 0; i+len(want) <= len(lines); i++ {
+		match := true
+		for k, w := range want {
+			if strings.TrimSpace(lines[i+k]) != w {
+				match = false
+				break
+			}
+		}
+		if match {
+			at, n = i, n+1
+		}
+	}
+	if n != 1 {
+		return "", fmt.Errorf("the original snippet occurs %d times (want exactly once):\n%s", n, strings.Join(want, "\n"))
+	}
+	first := lines[at]
+	indent := first[:len(first)-len(strings.TrimLeft(first, " \t"))]
+	var repl []string
+	for _, l := range dedent(to) {
+		if l == "" {
+			repl = append(repl, "")
+		} else {
+			repl = append(repl, indent+l)
+		}
+	}
+	out := append(append(append([]string(nil), lines[:at]...), repl...), lines[at+len(want):]...)
+	return strings.Join(out, "\n"), nil
+}
+
+// snippetLines returns the trimmed lines of s without leading and trailing
+// blank lines.
+func snippetLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		out = append(out, strings.TrimSpace(l))
+	}
+	for len(out) > 0 && out[0] == "" {
+		out = out[1:]
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// dedent returns the lines of s without leading and trailing blank lines
+// and without the white space common to the start of every non-blank line.
+func dedent(s string) []string {
+	lines := strings.Split(s, "\n")
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	prefix := ""
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		lead := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if i == 0 || prefix == "" && i == 0 {
+			prefix = lead
+		}
+		for !strings.HasPrefix(lead, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		out[i] = strings.TrimRight(strings.TrimPrefix(l, prefix), " \t")
+	}
+	return out
+}
+
+func goTest(dir, pkg, run string, timeout time.Duration, verbose bool) (string, error) {
+	args := []string{"test", "-count=1", "-timeout", timeout.String(), "-run", run}
+	if verbose {
+		args = append(args, "-v")
+	}
+	args = append(args, pkg)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
+	defer cancel()
+	return output(ctx, dir, "go", args...)
+}
+
+func output(ctx context.Context, dir, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// copyTree copies the files git sees in root (tracked, and untracked but
+// not ignored) to dst, leaving out large stray binaries.
+func copyTree(root, dst string) error {
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		return fmt.Errorf("git ls-files: %w", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		st, err := os.Lstat(src)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted in the work tree, or a symlink or directory
+		}
+		if st.Size() > 8<<20 && !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, name)
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, data, st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

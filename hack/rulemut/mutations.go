@@ -1,0 +1,666 @@
+package main
+
+import "time"
+
+// mutations lists, per rule of shared/spec/rules.md, one realistic way a
+// careless change would break it, and the tests that must catch it. M08
+// and M09 are left to the vector work that builds them.
+var mutations = []Mutation{
+	// Ownership (L).
+	{
+		Rule: "L01", Desc: "a live ID equal to nextID is not skipped: the next claim reuses a live segment's ID",
+		Edits: []Edit{{File: "engine/lifecycle/manager.go",
+			From: `if id >= m.mu.nextID {`,
+			To:   `if id > m.mu.nextID {`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL01_",
+	},
+	{
+		Rule: "L02", Desc: "ownership forgets the tracker: a retired segment is deleted while a reader holds it",
+		Edits: []Edit{{File: "engine/lifecycle/manager.go",
+			From: `func (o Owners) Owned() bool { return o.Live || o.Active != "" || o.Refs > 0 }`,
+			To:   `func (o Owners) Owned() bool { return o.Live || o.Active != "" }`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL02_",
+	},
+	{
+		Rule: "L03", Desc: "the commit point releases the active claims before metadata takes ownership",
+		Edits: []Edit{{File: "engine/index/commitpoint.go",
+			From: `
+				mgr.Publish(cp.next.IDs()) // the next owner before the release (L03)
+				if cp.install != nil {
+					cp.install(saveErr)
+				}
+				if cp.release != nil {
+					cp.release()
+				}`,
+			To: `
+				if cp.release != nil {
+					cp.release()
+				}
+				mgr.Publish(cp.next.IDs())
+				if cp.install != nil {
+					cp.install(saveErr)
+				}`}},
+		Pkg: "./engine/index", Run: "^TestL03_",
+	},
+	{
+		Rule: "L04", Desc: "the last Unref of a retired source does not delete it: rewrite sources outlive their last reader forever",
+		Edits: []Edit{{File: "engine/lifecycle/manager.go",
+			From: `
+				for _, id := range zero {
+					m.deleteIfUnowned(id)
+				}`,
+			To: `
+				for range zero {
+				}`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL04_",
+	},
+	{
+		Rule: "L05", Desc: "Abandon only drops the active claim: the aborted output is neither tracked nor deleted",
+		Edits: []Edit{{File: "engine/lifecycle/claim.go",
+			From: `
+				c.m.mu.retired[c.ID] = struct{}{}
+				delete(c.m.mu.active, c.ID)
+				c.m.mu.Unlock()
+				c.m.deleteIfUnowned(c.ID)`,
+			To: `
+				delete(c.m.mu.active, c.ID)
+				c.m.mu.Unlock()`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL05_",
+	},
+	{
+		Rule: "L06", Desc: "a merge's deferred handler re-raises a panic before its cleanup: claims and output leak",
+		Edits: []Edit{{File: "engine/index/merge.go",
+			From: `
+				defer func() { rw.finish(published) }()
+				if err := rw.preflight(ctx); err != nil {`,
+			To: `
+				defer func() {
+					if r := recover(); r != nil {
+						panic(r)
+					}
+					rw.finish(published)
+				}()
+				if err := rw.preflight(ctx); err != nil {`}},
+		Pkg: "./engine/index", Run: "^TestL06_",
+	},
+	{
+		Rule: "L07", Desc: "a deletion mask is written under the next ID and claimed only after the write",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `
+				c, err := idx.mgr.Claim("deletion-mask")
+				if err != nil {
+					return fmt.Errorf("claim deletion mask: %w", err)
+				}
+				*claims = append(*claims, c)
+				// Synced by the metadata save, with the metadata file (C02).
+				fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)`,
+			To: `
+				fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, idx.mgr.NextID(), m.deleted, m.numDocs)
+				c, cerr := idx.mgr.Claim("deletion-mask")
+				if cerr != nil {
+					return fmt.Errorf("claim deletion mask: %w", cerr)
+				}
+				*claims = append(*claims, c)`}},
+		Pkg: "./engine/index", Run: "^TestL07_",
+	},
+	{
+		Rule: "L08", Desc: "ClaimExisting checks only the first source for another holder",
+		Edits: []Edit{{File: "engine/lifecycle/claim.go",
+			From: `
+				for _, id := range ids {
+					if holder, held := m.mu.active[id]; held {`,
+			To: `
+				for _, id := range ids[:1] {
+					if holder, held := m.mu.active[id]; held {`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL08_",
+	},
+	{
+		Rule: "L09", Desc: "a snapshot references its segments but not their mask generations",
+		Edits: []Edit{{File: "engine/index/snapshot.go",
+			From: `s.ids = append(s.ids, m.Deletes.ID)`,
+			To:   ``}},
+		Pkg: "./engine/index", Run: "^TestL09_",
+	},
+	{
+		Rule: "L10", Desc: "reorder permutes the mask it captured at start instead of the current one",
+		Edits: []Edit{{File: "engine/index/reorder.go",
+			From: `return rw.permutedMask(cur[0], newPos), nil`,
+			To:   `return rw.permutedMask(src.Meta, newPos), nil`}},
+		Pkg: "./engine/index", Run: "^TestL10_",
+	},
+	{
+		Rule: "L11", Desc: "rowstats is written but left out of the segment's file list",
+		Edits: []Edit{{File: "engine/segment/write.go",
+			From: `info.Files = append(info.Files, fi)`,
+			To: `
+				if suffix != SuffixRowStats {
+					info.Files = append(info.Files, fi)
+				}`}},
+		Pkg: "./engine/index", Run: "^TestL11_",
+	},
+
+	// Commit point (C).
+	{
+		Rule: "C01", Desc: "flush publication no longer takes the metadata lock",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `
+				idx.metaMu.Lock() // C01
+				defer idx.metaMu.Unlock()`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestC01_",
+	},
+	{
+		Rule: "C02", Desc: "metadata.json.tmp is renamed without its fsync",
+		Edits: []Edit{{File: "engine/metadata/save.go",
+			From: `
+				if err := tmp.Sync(); err != nil {
+					tmp.Close()
+					return fmt.Errorf("metadata: fsync %s: %w", TempFileName, err)
+				}`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
+		Rule: "C03", Desc: "the commit task reports on an unbuffered channel: once the caller gave up it never ends, and shutdown cannot drain it",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `done := make(chan outcome, 1)`,
+			To:   `done := make(chan outcome)`}},
+		Pkg: "./engine/index", Run: "^TestC03_", Timeout: 90 * time.Second,
+	},
+	{
+		Rule: "C04", Desc: "a directory-fsync error after the rename is returned as a plain save error (rolled back)",
+		Edits: []Edit{{File: "engine/metadata/save.go",
+			From: `return &DurabilityError{Err: err}`,
+			To:   `return fmt.Errorf("metadata: after rename: %w", err)`}},
+		Pkg: "./engine/index", Run: "^TestC04_",
+	},
+	{
+		Rule: "C05", Desc: "a failed generation abandons its earlier flushes but not its sibling workers' outputs",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `
+				abandonAll(job.takeResults())
+				abandonAll(job.gen.takePrepared())
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`,
+			To: `
+				abandonAll(job.gen.takePrepared())
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`}},
+		Pkg: "./engine/index", Run: "^TestC05_",
+	},
+	{
+		Rule: "C06", Desc: "a flush timeout drops the generation's job: ingestion resumes and the retry seals afresh",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `return CommitResult{}, ErrCommitFlushTimeout`,
+			To: `
+				w.mu.Lock()
+				w.mu.job = nil
+				w.mu.Unlock()
+				return CommitResult{}, ErrCommitFlushTimeout`}},
+		Pkg: "./engine/index", Run: "^TestC06_",
+	},
+	{
+		Rule: "C07", Desc: "the server's commit task restarts a failed build, twice, a second apart, instead of ending",
+		Edits: []Edit{{File: "engine/registry/commit.go",
+			From: `
+				for {
+					res, err := idx.Commit(context.Background())
+					if errors.Is(err, index.ErrCommitFlushTimeout) {`,
+			To: `
+				attempts := 0
+				for {
+					res, err := idx.Commit(context.Background())
+					if errors.Is(err, index.ErrGenerationFailed) && attempts < 2 {
+						attempts++
+						time.Sleep(time.Second)
+						continue
+					}
+					if errors.Is(err, index.ErrCommitFlushTimeout) {`}},
+		Pkg: "./engine/registry", Run: "^TestC07_",
+	},
+	{
+		Rule: "C08", Desc: "the writer guard is taken inside the commit task: a request cancelled before the lock still starts a commit",
+		Edits: []Edit{
+			{File: "engine/index/commit.go",
+				From: `
+					select {
+					case w.guard <- struct{}{}:
+					case <-ctx.Done():
+						return CommitResult{}, fmt.Errorf("index: commit not started: %w", ctx.Err())
+					}`,
+				To: ``},
+			{File: "engine/index/commit.go",
+				From: `defer func() { <-w.guard }()`,
+				To: `
+					w.guard <- struct{}{}
+					defer func() { <-w.guard }()`},
+		},
+		Pkg: "./engine/index", Run: "^TestC08_",
+	},
+	{
+		Rule: "C09", Desc: "the finalizer resumes the workers before publishing metadata",
+		Edits: []Edit{
+			{File: "engine/index/commit.go",
+				From: `
+					w.resume()
+					return res, nil`,
+				To: `return res, nil`},
+			{File: "engine/index/commit.go",
+				From: `res, err := w.idx.publish(job)`,
+				To: `
+					w.resume()
+					res, err := w.idx.publish(job)`},
+		},
+		Pkg: "./engine/index", Run: "^TestC09_",
+	},
+	{
+		Rule: "C10", Desc: "admission no longer refuses ingestion while a commit's finalizer runs",
+		Edits: []Edit{{File: "engine/index/writer.go",
+			From: `
+				case w.mu.job != nil:
+					return ErrBackpressure`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestC10_",
+	},
+	{
+		Rule: "C11", Desc: "a publication failure abandons the prepared segments before holding the generation",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `w.hold(err)`,
+			To: `
+				abandonAll(job.takeResults())
+				abandonAll(job.gen.takePrepared())
+				w.hold(err)`}},
+		Pkg: "./engine/index", Run: "^TestC11_",
+	},
+	{
+		Rule: "C12", Desc: "the commit point returns a post-rename directory-sync error as its error",
+		Edits: []Edit{{File: "engine/index/commitpoint.go",
+			From: `return saveErr, nil`,
+			To:   `return nil, saveErr`}},
+		Pkg: "./engine/index", Run: "^TestC12_",
+	},
+
+	// Cancellation and shutdown (S).
+	{
+		Rule: "S01", Desc: "the drain finishes while maintenance still runs instead of bringing it to rest",
+		Edits: []Edit{{File: "engine/registry/drain.go",
+			From: `
+				if !pending && err == nil && r.maintenanceRunning() > 0 {
+					// Blocking maintenance is brought to rest, never abandoned.
+					d.mu.Unlock()
+					time.Sleep(drainPoll)
+					continue
+				}`,
+			To: ``}},
+		Pkg: "./engine/registry", Run: "^TestS01_",
+	},
+	{
+		Rule: "S02", Desc: "optimizer shutdown joins its tasks before cancelling them",
+		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
+			From: `
+				o.cancelTasks()
+				o.wg.Wait()`,
+			To: `
+				o.wg.Wait()
+				o.cancelTasks()`}},
+		Pkg: "./engine/optimizer", Run: "^TestS02_", Timeout: 90 * time.Second,
+	},
+	{
+		Rule: "S03", Desc: "reorder graph building never checks cancellation",
+		Edits: []Edit{{File: "engine/index/reorder.go",
+			From: `
+				if doc%1024 == 0 && ctx.Err() != nil {
+					return nil, fmt.Errorf("index: reorder graph: %w", ctx.Err())
+				}`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestS03_",
+	},
+	{
+		Rule: "S04", Desc: "the commit task takes a maintenance permit for its publication scans",
+		Edits: []Edit{{File: "engine/registry/commit.go",
+			From: `res, err := idx.Commit(context.Background())`,
+			To: `
+				_ = r.permits.Acquire(context.Background())
+				res, err := idx.Commit(context.Background())
+				r.permits.Release()`}},
+		Pkg: "./engine/registry", Run: "^TestS04_", Timeout: 90 * time.Second,
+	},
+
+	// Index deletion (D).
+	{
+		Rule: "D01", Desc: "deletion waits for issued handles before stopping claims and cancelling maintenance",
+		Edits: []Edit{{File: "engine/registry/delete.go",
+			From: `
+				e.idx.Manager().Close()
+				e.cancel()
+				// Step 3: drain issued search and writer handles.
+				e.hmu.Lock()
+				for e.handles > 0 {
+					e.hzero.Wait()
+				}
+				e.hmu.Unlock()`,
+			To: `
+				e.hmu.Lock()
+				for e.handles > 0 {
+					e.hzero.Wait()
+				}
+				e.hmu.Unlock()
+				e.idx.Manager().Close()
+				e.cancel()`}},
+		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
+	},
+	{
+		Rule: "D02", Desc: "deletion runs inside the request instead of detached",
+		Edits: []Edit{{File: "engine/registry/delete.go",
+			From: `go r.finishDelete(e) // D02: detached; it releases the lease`,
+			To:   `r.finishDelete(e)`}},
+		Pkg: "./engine/registry", Run: "^TestD02_", Timeout: 90 * time.Second,
+	},
+	{
+		Rule: "D03", Desc: "the .deleting marker is not fsynced before deletion goes on",
+		Edits: []Edit{{File: "engine/registry/delete.go",
+			From: `
+				if err := f.Sync(); err != nil {
+					f.Close()
+					return err
+				}`,
+			To: ``}},
+		Pkg: "./engine/registry", Run: "^TestD03_",
+	},
+	{
+		Rule: "D04", Desc: "Delete no longer checks the marker again after acquiring the lease",
+		Edits: []Edit{{File: "engine/registry/delete.go",
+			From: `
+				if e.deleting.Load() { // D04: after the lease
+					e.releaseLease()
+					return nil
+				}`,
+			To: ``}},
+		Pkg: "./engine/registry", Run: "^TestD04_",
+	},
+	{
+		Rule: "D05", Desc: "manual reorder no longer commits the admitted generation first",
+		Edits: []Edit{{File: "engine/registry/maintenance.go",
+			From: `
+				if _, err := h.Commit(ctx); err != nil {
+					return nil, err
+				}`,
+			To: ``}},
+		Pkg: "./engine/registry", Run: "^TestD05_", Timeout: 90 * time.Second,
+	},
+
+	// Orphans, corruption, quarantine (Q).
+	{
+		Rule: "Q01", Desc: "the sweep treats every ID outside metadata as an orphan (claims and readers ignored)",
+		Edits: []Edit{{File: "engine/lifecycle/sweep.go",
+			From: `if !m.ownersLocked(id).Owned() {`,
+			To:   `if !m.ownersLocked(id).Live {`}},
+		Pkg: "./engine/lifecycle", Run: "^TestQ01_",
+	},
+	{
+		Rule: "Q02", Desc: "file names are cut at the last dot: multi-dot suffixes (seg_1a.tmp.1) are never swept",
+		Edits: []Edit{{File: "engine/segid/segid.go",
+			From: `hex, suffix, found := strings.Cut(rest, ".")`,
+			To: `
+				i := strings.LastIndex(rest, ".")
+				found = i >= 0
+				hex, suffix := rest, ""
+				if found {
+					hex, suffix = rest[:i], rest[i+1:]
+				}`}},
+		Pkg: "./engine/lifecycle", Run: "^TestQ02_",
+	},
+	{
+		Rule: "Q03", Desc: "read-only open sweeps orphans like the writer open",
+		Edits: []Edit{{File: "engine/index/index.go",
+			From: `
+				idx.readOnly = true
+				idx.loadSegments(meta)`,
+			To: `
+				idx.readOnly = true
+				_, _ = idx.mgr.Sweep()
+				idx.loadSegments(meta)`}},
+		Pkg: "./engine/index", Run: "^TestQ03_",
+	},
+	{
+		Rule: "Q04", Desc: "writer open reads metadata before taking the single-writer lock",
+		Edits: []Edit{{File: "engine/index/index.go",
+			From: `
+				func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
+					lock, err := lockDir(fs, dir)
+					if err != nil {
+						return nil, err
+					}
+					meta, err := metadata.Load(fs, dir)
+					if err != nil {`,
+			To: `
+				func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
+					meta, err := metadata.Load(fs, dir)
+					lock, lerr := lockDir(fs, dir)
+					if lerr != nil {
+						return nil, lerr
+					}
+					if err != nil {`}},
+		Pkg: "./engine/index", Run: "^TestQ04_",
+	},
+	{
+		Rule: "Q05", Desc: "a live segment that fails to open is logged but not quarantined",
+		Edits: []Edit{{File: "engine/index/index.go",
+			From: `
+				idx.mu.quarantine[s.ID] = o.err.Error()
+				idx.log.Error(o.err, "Segment quarantined", "segment", s.ID.String())`,
+			To: `idx.log.Error(o.err, "Segment failed to open", "segment", s.ID.String())`}},
+		Pkg: "./engine/index", Run: "^TestQ05_",
+	},
+	{
+		Rule: "Q06", Desc: "merge preflight treats a corrupt source as a transient failure (no quarantine)",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `
+				rw.idx.quarantine(s.Meta.ID, err.Error())
+				return fmt.Errorf("%w: %s: %v", ErrSourceQuarantined, s.Meta.ID, err)`,
+			To: `return fmt.Errorf("index: %s preflight of %s: %w", rw.kind, s.Meta.ID, err)`}},
+		Pkg: "./engine/index", Run: "^TestQ06_",
+	},
+	{
+		Rule: "Q07", Desc: "the backoff's 30 min clamp is dropped: the last doubling overshoots to 32 min",
+		Edits: []Edit{{File: "engine/optimizer/backoff.go",
+			From: `d = min(d, b.Max)`,
+			To:   ``}},
+		Pkg: "./engine/optimizer", Run: "^TestQ07_",
+	},
+	{
+		Rule: "Q08", Desc: "finish abandons a failed rewrite's output without rechecking metadata",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `
+				if live {
+					rw.out.Release()
+				} else {
+					rw.out.Abandon()
+				}`,
+			To: `rw.out.Abandon()`}},
+		Pkg: "./engine/index", Run: "^TestQ08_",
+	},
+	{
+		Rule: "Q09", Desc: "a failed pass backs off from its start, not from its completion",
+		Edits: []Edit{
+			{File: "engine/optimizer/optimizer.go",
+				From: `err := t.Run(ctx, task)`,
+				To: `
+					started := time.Now()
+					err := t.Run(ctx, task)`},
+			{File: "engine/optimizer/optimizer.go",
+				From: `o.finish(t.Name(), task, err)`,
+				To:   `o.finish(t.Name(), task, err, started)`},
+			{File: "engine/optimizer/optimizer.go",
+				From: `func (o *Optimizer) finish(name string, task Task, err error) {`,
+				To:   `func (o *Optimizer) finish(name string, task Task, err error, started time.Time) {`},
+			{File: "engine/optimizer/optimizer.go",
+				From: `delay := b.Failed(task.Sources, now)`,
+				To:   `delay := b.Failed(task.Sources, started)`},
+		},
+		Pkg: "./engine/optimizer", Run: "^TestQ09_",
+	},
+	{
+		Rule: "Q10", Desc: "reorder skips the preflight validation of its source",
+		Edits: []Edit{{File: "engine/index/reorder.go",
+			From: `
+				if err := rw.preflight(ctx); err != nil {
+					return RewriteResult{}, err
+				}
+				src := rw.sources[0]`,
+			To: `src := rw.sources[0]`}},
+		Pkg: "./engine/index", Run: "^TestQ10_",
+	},
+	{
+		// The engine's reader refuses a file set missing a required file, so a writer
+		// that skips a file is caught one layer down (Q12); breaking Q11
+		// takes the careless "make the forward file optional" change whole.
+		Rule: "Q11", Desc: "the forward file becomes optional: a reorder output whose fwd file cannot be created is published without it",
+		Edits: []Edit{
+			{File: "engine/segment/write.go",
+				From: `
+					w, err := createFile(fs, dir, id, suffix)
+					if err != nil {`,
+				To: `
+					w, err := createFile(fs, dir, id, suffix)
+					if err != nil && suffix == SuffixForward {
+						continue
+					}
+					if err != nil {`},
+			{File: "engine/segment/reader.go",
+				From: `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {`,
+				To:   `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax && suffix != SuffixForward {`},
+			{File: "engine/segment/reader.go",
+				From: `if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {`,
+				To: `
+					var fwd []byte
+					if f := r.files[SuffixForward]; f != nil {
+						fwd = f.payload
+					}
+					if r.fwds, err = openForward(id, s, fwd, n); err != nil {`},
+			{File: "engine/segment/columns.go",
+				From: `cols := make([]fwdCol, len(s.Fields))`,
+				To: `
+					cols := make([]fwdCol, len(s.Fields))
+					if payload == nil {
+						return cols, nil
+					}`},
+		},
+		Pkg: "./engine/index", Run: "^TestQ11_",
+	},
+	{
+		Rule: "Q12", Desc: "a rewrite output is opened but not fully validated before publication",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `
+				if err := segment.Validate(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info); err != nil {
+					return segment.Info{}, nil, fmt.Errorf("index: %s: validate output %s: %w", rw.kind, rw.out.ID, err)
+				}`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestQ12_",
+	},
+	{
+		Rule: "Q13", Desc: "a budget-truncated BP pass does not count as unconverged",
+		Edits: []Edit{{File: "engine/index/reorder.go",
+			From: `
+				if !res.Converged {
+					out.BPUnconvergedPasses++
+				}`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestQ13_",
+	},
+
+	// Doctor (R).
+	{
+		Rule: "R01", Desc: "the doctor saves repaired metadata only when it removed more than one segment",
+		Edits: []Edit{{File: "engine/index/doctor.go",
+			From: `if len(rep.RemovedSegments) > 0 {`,
+			To:   `if len(rep.RemovedSegments) > 1 {`}},
+		Pkg: "./engine/index", Run: "^TestR01_",
+	},
+	{
+		Rule: "R02", Desc: "the doctor runs without the single-writer lock",
+		Edits: []Edit{{File: "engine/index/doctor.go",
+			From: `
+				lock, err := lockDir(fs, dir)
+				if err != nil {
+					return rep, err
+				}
+				defer lock.Close()`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestR02_",
+	},
+
+	// Compaction and maintenance (M).
+	{
+		Rule: "M01", Desc: "merge concatenates the sources' masks without their row base",
+		Edits: []Edit{{File: "engine/index/merge.go",
+			From: `out.Add(base + it.Next())`,
+			To:   `out.Add(it.Next())`}},
+		Pkg: "./engine/index", Run: "^TestM01_",
+	},
+	{
+		Rule: "M02", Desc: "a single-source rewrite releases its new mask's claim right after writing it, before metadata owns it",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `masks[maskClaim.ID] = deleted`,
+			To: `
+				masks[maskClaim.ID] = deleted
+				maskClaim.Release()`}},
+		Pkg: "./engine/index", Run: "^TestM02_",
+	},
+	{
+		Rule: "M03", Desc: "compaction checks only that its source still has a mask, not that it is the captured generation",
+		Edits: []Edit{{File: "engine/index/compact.go",
+			From: `if maskID(cur[0]) != captured {`,
+			To:   `if maskID(cur[0]) == 0 && captured != 0 {`}},
+		Pkg: "./engine/index", Run: "^TestM03_",
+	},
+	{
+		Rule: "M04", Desc: "a background task returns its maintenance permit when it starts, not when it drains",
+		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
+			From: `defer o.permits.Release()`,
+			To:   `o.permits.Release()`}},
+		Pkg: "./engine/optimizer", Run: "^TestM04_",
+	},
+	{
+		Rule: "M05", Desc: "a completed automatic task records no cooldown: the next one starts at once",
+		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
+			From: `
+				if err == nil && o.cfg.CompletionCooldown > 0 {
+					o.cooldown[name] = now.Add(o.cfg.CompletionCooldown)
+				}`,
+			To: ``}},
+		Pkg: "./engine/optimizer", Run: "^TestM05_",
+	},
+	{
+		Rule: "M06", Desc: "the owned maintenance task runs with the client's context: a cancelled client aborts the merge",
+		Edits: []Edit{{File: "engine/registry/maintenance.go",
+			From: `res, err := op(h.e.ctx, idx)`,
+			To:   `res, err := op(ctx, idx)`}},
+		Pkg: "./engine/registry", Run: "^TestM06_",
+	},
+	{
+		Rule: "M07", Desc: "offline maintenance closes the registry only when the operation succeeded",
+		Edits: []Edit{{File: "engine/registry/offline.go",
+			From: `closeErr := r.Close(context.WithoutCancel(ctx))`,
+			To: `
+				var closeErr error
+				if err == nil {
+					closeErr = r.Close(context.WithoutCancel(ctx))
+				}`}},
+		Pkg: "./cmd/summa-server", Run: "^TestM07_",
+	},
+	{
+		Rule: "M10", Desc: "selection offers a converged (debt-free) segment for BP again",
+		Edits: []Edit{{File: "engine/optimizer/policy.go",
+			From: `if !s.BPConverged && s.BPUnconvergedPasses < p.MaxUnconvergedPasses && s.Documents >= 2 {`,
+			To:   `if s.BPUnconvergedPasses < p.MaxUnconvergedPasses && s.Documents >= 2 {`}},
+		Pkg: "./engine/optimizer", Run: "^TestM10_",
+	},
+	{
+		Rule: "M11", Desc: "compaction no longer carries the source's BP flags and counters",
+		Edits: []Edit{{File: "engine/index/compact.go",
+			From: `rw.decorate = keepBPState`,
+			To:   ``}},
+		Pkg: "./engine/index", Run: "^TestM11_",
+	},
+}

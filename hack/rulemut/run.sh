@@ -1,0 +1,11 @@
+#!/bin/sh
+# Rule mutations: one realistic mutation of the production code per rule of
+# shared/spec/rules.md (hack/rulemut/mutations.go), each applied in a scratch
+# copy of the tree; the rule's tests must fail on it. Prints
+# `RULE killed|SURVIVED|BROKEN description` per rule and
+# `rule mutations killed: K/N`. Arguments go to the runner (-only L03,C07).
+# Runs at low priority: it is a long, CPU-bound job.
+set -e
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+exec nice -n 19 "$GO" run ./hack/rulemut "$@"
