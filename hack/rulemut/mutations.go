@@ -3,8 +3,7 @@ package main
 import "time"
 
 // mutations lists, per rule of shared/spec/rules.md, one realistic way a
-// careless change would break it, and the tests that must catch it. M08
-// and M09 are left to the vector work that builds them.
+// careless change would break it, and the tests that must catch it.
 var mutations = []Mutation{
 	// Ownership (L).
 	{
@@ -648,6 +647,26 @@ var mutations = []Mutation{
 					closeErr = r.Close(context.WithoutCancel(ctx))
 				}`}},
 		Pkg: "./cmd/summa-server", Run: "^TestM07_",
+	},
+	{
+		Rule: "M08", Desc: "coalescing copies the fragmented runs instead of re-encoding them through the dense writer: the debt is never cleared",
+		Edits: []Edit{{File: "engine/index/ivf.go",
+			From: `rw.freshIVF = true`,
+			To:   `rw.freshIVF = false`}},
+		Pkg: "./engine/index", Run: "^TestM08_",
+	},
+	{
+		Rule: "M09", Desc: "a Seismic pass that leaves the debt unchanged counts as a partial pass instead of a stall",
+		Edits: []Edit{{File: "engine/metadata/seismic.go",
+			From: `
+		} else {
+			out.Stalls++
+		}`,
+			To: `
+		} else {
+			out.PartialPasses++
+		}`}},
+		Pkg: "./engine/index", Run: "^TestM09_",
 	},
 	{
 		Rule: "M10", Desc: "selection offers a converged (debt-free) segment for BP again",
