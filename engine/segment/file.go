@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 )
 
@@ -407,6 +408,36 @@ func kindVersion(suffix string) uint32 {
 var dataSuffixes = []string{
 	SuffixPostings, SuffixTerms, SuffixNorms, SuffixStore, SuffixPrimaryKey,
 	SuffixNumbers, SuffixForward, SuffixVectors, SuffixSeismic, SuffixRowStats, SuffixBlockMax,
+}
+
+// hasSparseFields reports whether s has a sparse vector field (the seis
+// file's only content).
+func hasSparseFields(s *schema.Schema) bool {
+	for i := range s.Fields {
+		if s.Fields[i].Type == schema.SparseVector {
+			return true
+		}
+	}
+	return false
+}
+
+// segmentSuffixes lists the files Write creates for a segment of s: every
+// data file, the Seismic file only when s has a sparse vector field (one
+// file and one fsync less per segment of every other schema; the reader
+// treats an absent seis file as holding no Seismic index), and the ivf
+// file only when s has a binary dense field.
+func segmentSuffixes(s *schema.Schema) []string {
+	out := make([]string, 0, len(dataSuffixes)+1)
+	sparse := hasSparseFields(s)
+	for _, suffix := range dataSuffixes {
+		if suffix != SuffixSeismic || sparse {
+			out = append(out, suffix)
+		}
+	}
+	if hasIVFFields(s) {
+		out = append(out, SuffixIVF)
+	}
+	return out
 }
 
 // DataSuffixes returns the suffixes of every file of a data segment.

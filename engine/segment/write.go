@@ -85,10 +85,7 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 	}
 	info := Info{ID: id, Documents: b.numDocs}
 	steps[SuffixIVF] = func(w *fileWriter) error { return b.writeIVF(ctx, w, &info) }
-	suffixes := dataSuffixes
-	if hasIVFFields(b.schema) {
-		suffixes = append(append([]string(nil), dataSuffixes...), SuffixIVF)
-	}
+	suffixes := segmentSuffixes(b.schema)
 	var sealed []*fileWriter
 	abort := func() {
 		for _, w := range sealed {
