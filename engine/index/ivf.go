@@ -34,14 +34,7 @@ func (idx *Index) CoalesceSegment(ctx context.Context, id segid.ID) (RewriteResu
 	if idx.readOnly {
 		return RewriteResult{}, ErrReadOnly
 	}
-	rw, err := idx.startRewrite("coalesce", func(s *Snapshot) []SnapshotSegment {
-		for _, seg := range s.Segments {
-			if seg.Meta.ID == id {
-				return []SnapshotSegment{seg}
-			}
-		}
-		return nil
-	})
+	rw, err := idx.startRewrite("coalesce", pickSegment(id))
 	if err != nil {
 		return RewriteResult{}, err
 	}

@@ -81,6 +81,19 @@ type rewrite struct {
 	seismicBudget int64
 }
 
+// pickSegment returns a pick for startRewrite that chooses segment id
+// alone, if the snapshot still has it (single-source maintenance).
+func pickSegment(id segid.ID) func(*Snapshot) []SnapshotSegment {
+	return func(s *Snapshot) []SnapshotSegment {
+		for _, seg := range s.Segments {
+			if seg.Meta.ID == id {
+				return []SnapshotSegment{seg}
+			}
+		}
+		return nil
+	}
+}
+
 // startRewrite captures a snapshot, lets pick choose sources and claims
 // them and an output ID. The caller must call finish.
 func (idx *Index) startRewrite(kind string, pick func(*Snapshot) []SnapshotSegment) (*rewrite, error) {

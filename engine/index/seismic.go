@@ -53,14 +53,7 @@ func (idx *Index) SeismicSegment(ctx context.Context, id segid.ID, opts SeismicO
 	if opts.Budget == 0 {
 		opts.Budget = DefaultSeismicPassBudget
 	}
-	rw, err := idx.startRewrite("seismic", func(s *Snapshot) []SnapshotSegment {
-		for _, seg := range s.Segments {
-			if seg.Meta.ID == id {
-				return []SnapshotSegment{seg}
-			}
-		}
-		return nil
-	})
+	rw, err := idx.startRewrite("seismic", pickSegment(id))
 	if err != nil {
 		return RewriteResult{}, err
 	}
