@@ -63,21 +63,31 @@ func RatioBound(c uint8) float64 {
 	return math.Exp2(float64(c-1) / 16)
 }
 
-// ratioCode returns the largest code whose RatioBound is at most dl/tf.
+// ratioBounds tabulates RatioBound for ratioCode.
+var ratioBounds = func() (t [256]float64) {
+	for c := range t {
+		t[c] = RatioBound(uint8(c))
+	}
+	return t
+}()
+
+// ratioCode returns the largest code whose RatioBound is at most dl/tf: a
+// binary search of the tabulated bounds, which increase with the code.
 func ratioCode(dl, tf uint32) uint8 {
 	if tf == 0 || dl < tf {
 		return 0
 	}
 	r := float64(dl) / float64(tf)
-	c := min(math.Floor(16*math.Log2(r))+1, 255)
-	code := uint8(max(c, 1))
-	for code > 0 && RatioBound(code) > r {
-		code--
+	lo, hi := 1, 256 // ratioBounds[lo] <= r; hi is past the answer
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if ratioBounds[mid] <= r {
+			lo = mid
+		} else {
+			hi = mid
+		}
 	}
-	for code < 255 && RatioBound(code+1) <= r {
-		code++
-	}
-	return code
+	return uint8(lo)
 }
 
 // tfCode returns the frequency code of a block whose largest frequency is tf.
@@ -118,6 +128,18 @@ type bmPosting struct {
 // encodeBlockRecord appends the block-max record of one term to dst (see
 // doc.go). norm returns a document's field length (tokenized fields only).
 func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
+	var e bmEncoder
+	return e.encode(dst, kind, ps, norm)
+}
+
+// bmEncoder encodes block-max records, reusing its buffers from one record
+// to the next.
+type bmEncoder struct {
+	entries, data []byte
+}
+
+// encode is encodeBlockRecord with e's buffers.
+func (e *bmEncoder) encode(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
 	var scale float32
 	if kind == bmSparse {
 		for _, p := range ps {
@@ -125,7 +147,7 @@ func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) 
 		}
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(scale))
 	}
-	var entries, data []byte
+	entries, data := e.entries[:0], e.data[:0]
 	nBlocks := 0
 	prev := uint32(0)
 	for i := 0; i < len(ps); {
@@ -155,24 +177,34 @@ func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) 
 			up, down := weightLevels(hi, lo, scale)
 			entries = append(entries, byte(up), byte(down))
 		default:
+			// ratioCode grows with dl/tf: the block's code is the code
+			// of its smallest ratio, found exactly by cross-multiplying.
+			// A zero frequency (code 0, as a zero ratio) counts as 0/1.
 			var maxTF uint32
-			rc := uint8(255)
+			minDL, minTF := uint32(math.MaxUint32), uint32(1)
 			for _, p := range ps[i:j] {
 				maxTF = max(maxTF, p.tf)
 				if kind == bmTokenized {
-					rc = min(rc, ratioCode(norm(p.doc), p.tf))
+					dl, tf := norm(p.doc), p.tf
+					if tf == 0 {
+						dl, tf = 0, 1
+					}
+					if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
+						minDL, minTF = dl, tf
+					}
 				}
 				data = binary.AppendUvarint(data, uint64(p.tf))
 			}
 			entries = append(entries, tfCode(maxTF))
 			if kind == bmTokenized {
-				entries = append(entries, rc)
+				entries = append(entries, ratioCode(minDL, minTF))
 			}
 		}
 		entries = append(entries, byte(j-i-1))
 		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
 		i = j
 	}
+	e.entries, e.data = entries, data
 	dst = binary.AppendUvarint(dst, uint64(nBlocks))
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
 	dst = append(dst, entries...)
@@ -199,6 +231,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	nFields := 0
 	var rec []byte
 	var ps []bmPosting
+	var enc bmEncoder
 	for i := range b.fields {
 		fb := &b.fields[i]
 		kind := bmFieldKind(fb)
@@ -239,7 +272,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 				return fmt.Errorf("segment: field %q: %w", fb.field.Name, err)
 			}
 			offs = append(offs, w.offset()-recOff)
-			rec = encodeBlockRecord(rec[:0], kind, ps, norm)
+			rec = enc.encode(rec[:0], kind, ps, norm)
 			w.write(rec)
 		}
 		recLen := w.offset() - recOff

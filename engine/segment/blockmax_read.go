@@ -301,6 +301,7 @@ func (t *BlockTerm) SparseBlock(e *BlockEntry, docs []uint32, ws []float32) ([]u
 func (r *Reader) validateBlockMax(ctx context.Context) error {
 	var ps []bmPosting
 	var rec []byte
+	var enc bmEncoder
 	for field, f := range r.bmax {
 		if f == nil {
 			continue
@@ -323,7 +324,7 @@ func (r *Reader) validateBlockMax(ctx context.Context) error {
 			if ps, err = r.blockMaxPostings(ps[:0], f.kind, d, it); err != nil {
 				return err
 			}
-			rec = encodeBlockRecord(rec[:0], f.kind, ps, norm)
+			rec = enc.encode(rec[:0], f.kind, ps, norm)
 			got, err := f.record(r.id, ord)
 			if err != nil {
 				return err

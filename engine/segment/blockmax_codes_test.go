@@ -1,0 +1,91 @@
+package segment
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ratioCodeByLog is ratioCode as first written, from a logarithm
+// corrected both ways: the reference the tabulated search must equal.
+func ratioCodeByLog(dl, tf uint32) uint8 {
+	if tf == 0 || dl < tf {
+		return 0
+	}
+	r := float64(dl) / float64(tf)
+	c := min(math.Floor(16*math.Log2(r))+1, 255)
+	code := uint8(max(c, 1))
+	for code > 0 && RatioBound(code) > r {
+		code--
+	}
+	for code < 255 && RatioBound(code+1) <= r {
+		code++
+	}
+	return code
+}
+
+// TestRatioCodeMatchesLogFormula compares the tabulated ratioCode with the
+// logarithm formula on every small ratio and on random large ones.
+func TestRatioCodeMatchesLogFormula(t *testing.T) {
+	check := func(dl, tf uint32) {
+		if got, want := ratioCode(dl, tf), ratioCodeByLog(dl, tf); got != want {
+			t.Fatalf("ratio %d/%d: code %d, want %d", dl, tf, got, want)
+		}
+	}
+	for tf := uint32(0); tf < 64; tf++ {
+		for dl := uint32(0); dl < 1<<14; dl++ {
+			check(dl, tf)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 1_000_000; i++ {
+		check(rng.Uint32(), rng.Uint32N(1<<uint(rng.IntN(32)))+1)
+	}
+	check(math.MaxUint32, 1)
+	check(math.MaxUint32, math.MaxUint32)
+}
+
+// TestBlockRatioCodeIsBlockMinimum encodes random text postings and checks
+// every block's ratio code is the smallest of its postings' codes, and its
+// frequency code that of the largest frequency.
+func TestBlockRatioCodeIsBlockMinimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const numDocs = 5000
+	norms := make([]uint32, numDocs)
+	for d := range norms {
+		norms[d] = rng.Uint32N(1 << uint(rng.IntN(20)))
+	}
+	norm := func(d uint32) uint32 { return norms[d] }
+	for round := 0; round < 200; round++ {
+		var ps []bmPosting
+		for d := uint32(0); d < numDocs; d++ {
+			if rng.IntN(1+round%7) == 0 {
+				ps = append(ps, bmPosting{doc: d, tf: rng.Uint32N(1 << uint(rng.IntN(12)))})
+			}
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		rec := encodeBlockRecord(nil, bmTokenized, ps, norm)
+		bt, err := parseBlockTerm(rec, bmTokenized, uint32(len(ps)), numDocs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := bt.Entries(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, e := range es {
+			rc, maxTF := uint8(255), uint32(0)
+			for _, p := range ps[k : k+e.Count] {
+				rc = min(rc, ratioCodeByLog(norms[p.doc], p.tf))
+				maxTF = max(maxTF, p.tf)
+			}
+			k += e.Count
+			if e.Lo != rc || e.Hi != tfCode(maxTF) {
+				t.Fatalf("round %d block %d: codes %d/%d, want %d/%d", round, e.Block, e.Hi, e.Lo, tfCode(maxTF), rc)
+			}
+		}
+	}
+}
