@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/summadev/summa/engine/internal/par"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
@@ -147,9 +148,20 @@ func (rw *rewrite) finish(published bool) {
 
 // preflight fully validates every source before costly work (Q06); a
 // deterministic failure quarantines the source for the process lifetime.
+// Sources validate concurrently (GOMAXPROCS at most); the failure acted on
+// is the first in source order, as if they validated one after the other:
+// once a source fails, later ones are not started.
 func (rw *rewrite) preflight(ctx context.Context) error {
-	for _, s := range rw.sources {
-		err := validateSegment(ctx, rw.idx.fs, rw.idx.dir, rw.idx.Metadata(), s.Meta)
+	meta := rw.idx.Metadata()
+	errs := make([]error, len(rw.sources))
+	failed := par.NewMin(len(rw.sources))
+	par.DoUntil(len(rw.sources), failed.Get, func(i int) {
+		if errs[i] = validateSegment(ctx, rw.idx.fs, rw.idx.dir, meta, rw.sources[i].Meta); errs[i] != nil {
+			failed.Lower(i)
+		}
+	})
+	for i, s := range rw.sources {
+		err := errs[i]
 		if err == nil {
 			continue
 		}

@@ -2,7 +2,6 @@ package segment
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -296,51 +295,55 @@ func (t *BlockTerm) SparseBlock(e *BlockEntry, docs []uint32, ws []float32) ([]u
 	return docs, ws, nil
 }
 
-// validateBlockMax recomputes every record from the postings (and norms)
-// and compares it byte for byte with the file.
-func (r *Reader) validateBlockMax(ctx context.Context) error {
-	var ps []bmPosting
-	var rec []byte
-	var enc bmEncoder
-	for field, f := range r.bmax {
-		if f == nil {
-			continue
-		}
-		d := r.dicts[field]
-		if f.kind == bmSparse {
-			d = r.sparse[field]
-		}
-		norms := r.norms[field]
-		norm := func(doc uint32) uint32 { return norms.at(doc) }
-		it := &TermIterator{d: d}
-		for it.Next() {
-			ord := it.c.e.ord
-			if ord%ctxCheckEvery == ctxCheckEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("segment: validate %s: %w", r.id, err)
-				}
-			}
-			var err error
-			if ps, err = r.blockMaxPostings(ps[:0], f.kind, d, it); err != nil {
-				return err
-			}
-			rec = enc.encode(rec[:0], f.kind, ps, norm)
-			got, err := f.record(r.id, ord)
-			if err != nil {
-				return err
-			}
-			if a := binary.LittleEndian.Uint64(f.table[8*ord:]); ord == 0 && a != 0 {
-				return corruptf(r.id, SuffixBlockMax, "field %d: first record starts at %d", field, a)
-			}
-			if !bytes.Equal(got, rec) {
-				return corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
-			}
-		}
-		if err := it.Err(); err != nil {
-			return err
-		}
+// bmChecker rebuilds block-max records from the postings Validate decodes
+// anyway and compares them byte for byte with the file: field selects a
+// field (nil when it has no block maxima), the caller appends the term's
+// postings to ps, and term checks the record. The first disagreement is
+// kept in err; the walk goes on, so that the postings' own checks are
+// reported first.
+type bmChecker struct {
+	ps   []bmPosting
+	rec  []byte
+	enc  bmEncoder
+	norm func(uint32) uint32
+	err  error
+}
+
+// field starts field's walk, returning its block maxima or nil.
+func (c *bmChecker) field(r *Reader, field int) *bmField {
+	c.ps = c.ps[:0]
+	if r.bmax == nil || r.bmax[field] == nil {
+		return nil
 	}
-	return nil
+	norms := r.norms[field]
+	c.norm = func(doc uint32) uint32 { return norms.at(doc) }
+	return r.bmax[field]
+}
+
+// term compares term ordinal ord's record with the one rebuilt from ps,
+// then empties ps.
+func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
+	if f == nil {
+		return
+	}
+	ps := c.ps
+	c.ps = c.ps[:0]
+	if c.err != nil {
+		return
+	}
+	got, err := f.record(r.id, ord)
+	if err != nil {
+		c.err = err
+		return
+	}
+	if a := binary.LittleEndian.Uint64(f.table[8*ord:]); ord == 0 && a != 0 {
+		c.err = corruptf(r.id, SuffixBlockMax, "field %d: first record starts at %d", field, a)
+		return
+	}
+	c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
+	if !bytes.Equal(got, c.rec) {
+		c.err = corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
+	}
 }
 
 // Norms is a tokenized field's length column, read without the checks of
@@ -356,21 +359,4 @@ func (r *Reader) Norms(field int) Norms {
 		return Norms{}
 	}
 	return Norms{c: r.norms[field]}
-}
-
-// blockMaxPostings reads the postings of the iterator's term through the
-// postings iterators (the reader's own decoding, whatever the codec).
-func (r *Reader) blockMaxPostings(ps []bmPosting, kind byte, d *dict, it *TermIterator) ([]bmPosting, error) {
-	if kind == bmSparse {
-		p := newSparsePostings(d, it.c.e)
-		for p.Next() {
-			ps = append(ps, bmPosting{doc: p.Doc(), w: p.Weight()})
-		}
-		return ps, p.Err()
-	}
-	p := it.Postings()
-	for p.Next() {
-		ps = append(ps, bmPosting{doc: p.Doc(), tf: p.Freq()})
-	}
-	return ps, p.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/internal/par"
 	"github.com/summadev/summa/engine/schema"
 )
 
@@ -25,35 +26,52 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 	return r.Validate(ctx)
 }
 
-// Validate runs Validate's checks on an open segment.
+// Validate runs Validate's checks on an open segment. The checks are
+// independent and run concurrently (GOMAXPROCS at most); when several
+// fail, the error reported is the one the checks' fixed order puts first
+// (checksums, then structures, then block maxima), whatever finished first.
 func (r *Reader) Validate(ctx context.Context) error {
+	var checks []func() error
 	for _, fi := range r.info.Files {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("segment: validate %s: %w", r.id, err)
-		}
-		if err := checkCRC(r.files[fi.Suffix].data, r.id, fi.Suffix); err != nil {
+		checks = append(checks, func() error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("segment: validate %s: %w", r.id, err)
+			}
+			return checkCRC(r.files[fi.Suffix].data, r.id, fi.Suffix)
+		})
+	}
+	var termsBM, vectorsBM error
+	checks = append(checks,
+		func() (err error) { err, termsBM = r.validateTerms(ctx); return err },
+		func() error { return r.validateStore(ctx) },
+		func() error { return r.validateColumns(ctx) },
+		func() (err error) { err, vectorsBM = r.validateVectors(ctx); return err },
+		func() error { return r.validateIVF(ctx) },
+		func() error { return r.validateSeismic(ctx) })
+	errs := make([]error, len(checks))
+	par.Do(len(checks), func(i int) { errs[i] = checks[i]() })
+	for _, err := range append(errs, termsBM, vectorsBM) {
+		if err != nil {
 			return err
 		}
 	}
-	checks := []func(context.Context) error{r.validateTerms, r.validateStore, r.validateColumns, r.validateVectors, r.validateIVF, r.validateSeismic, r.validateBlockMax}
-	for _, check := range checks {
-		if err := check(ctx); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("segment: validate %s: %w", r.id, err)
-		}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("segment: validate %s: %w", r.id, err)
 	}
 	return nil
 }
 
 // validateTerms decodes every dictionary and postings list, and checks them
 // against norms, row statistics, the primary-key column and the forward
-// term lists.
-func (r *Reader) validateTerms(ctx context.Context) error {
+// term lists. The same decoding rebuilds the fields' block-max records
+// (see bmChecker): a disagreement is returned as bmErr, which Validate
+// reports after every other check's error.
+func (r *Reader) validateTerms(ctx context.Context) (err, bmErr error) {
 	lengths := make([]uint32, r.numDocs)  // per doc: sum of frequencies
 	distinct := make([]uint32, r.numDocs) // per doc: number of terms
 	var positions []uint32
+	var bm bmChecker
+	p := new(Postings)
 	for field, d := range r.dicts {
 		if d == nil {
 			continue
@@ -61,50 +79,55 @@ func (r *Reader) validateTerms(ctx context.Context) error {
 		clear(lengths)
 		clear(distinct)
 		isPK := field == r.schema.Primary()
+		bf := bm.field(r, field)
 		it := &TermIterator{d: d}
 		var count uint32
 		var sumDF uint64
 		for it.Next() {
 			if count%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("segment: validate %s: %w", r.id, err)
+					return fmt.Errorf("segment: validate %s: %w", r.id, err), nil
 				}
 			}
 			count++
-			p := it.Postings()
+			p.init(d, it.c.e)
 			sumDF += uint64(p.DocFreq())
 			for p.Next() {
 				doc := p.Doc()
 				if lengths[doc]+p.Freq() < lengths[doc] {
-					return corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc)
+					return corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc), nil
 				}
 				lengths[doc] += p.Freq()
 				distinct[doc]++
+				if bf != nil {
+					bm.ps = append(bm.ps, bmPosting{doc: doc, tf: p.Freq()})
+				}
 				if d.hasPos {
 					var err error
 					if positions, err = p.AppendPositions(positions[:0]); err != nil {
-						return err
+						return err, nil
 					}
 				}
 				if isPK {
 					pk, err := r.PrimaryKey(doc)
 					if err != nil {
-						return err
+						return err, nil
 					}
 					if pk != string(it.TermBytes()) {
-						return corruptf(r.id, SuffixPrimaryKey, "doc %d has key %q, postings say %q", doc, pk, it.TermBytes())
+						return corruptf(r.id, SuffixPrimaryKey, "doc %d has key %q, postings say %q", doc, pk, it.TermBytes()), nil
 					}
 				}
 			}
 			if err := p.checkEnd(); err != nil {
-				return err
+				return err, nil
 			}
+			bm.term(r, field, bf, it.c.e.ord)
 		}
 		if err := it.Err(); err != nil {
-			return err
+			return err, nil
 		}
 		if count != d.numTerms || sumDF != d.sumDocFreq {
-			return corruptf(r.id, SuffixTerms, "field %d: iterated %d terms and %d postings, dictionary says %d and %d", field, count, sumDF, d.numTerms, d.sumDocFreq)
+			return corruptf(r.id, SuffixTerms, "field %d: iterated %d terms and %d postings, dictionary says %d and %d", field, count, sumDF, d.numTerms, d.sumDocFreq), nil
 		}
 		var total uint64
 		var with uint32
@@ -114,20 +137,20 @@ func (r *Reader) validateTerms(ctx context.Context) error {
 				with++
 			}
 			if d.hasPos && r.norms[field].at(uint32(doc)) != n {
-				return corruptf(r.id, SuffixNorms, "field %d doc %d: length %d, postings hold %d", field, doc, r.norms[field].at(uint32(doc)), n)
+				return corruptf(r.id, SuffixNorms, "field %d doc %d: length %d, postings hold %d", field, doc, r.norms[field].at(uint32(doc)), n), nil
 			}
 			if isPK && n != 1 {
-				return corruptf(r.id, SuffixPostings, "doc %d has %d primary-key postings", doc, n)
+				return corruptf(r.id, SuffixPostings, "doc %d has %d primary-key postings", doc, n), nil
 			}
 		}
 		if st := r.stats[field]; st.totalLen != total || st.docsWith != with {
-			return corruptf(r.id, SuffixRowStats, "field %d: length %d in %d documents, postings hold %d in %d", field, st.totalLen, st.docsWith, total, with)
+			return corruptf(r.id, SuffixRowStats, "field %d: length %d in %d documents, postings hold %d in %d", field, st.totalLen, st.docsWith, total, with), nil
 		}
 		if err := r.validateForward(ctx, field, distinct); err != nil {
-			return err
+			return err, nil
 		}
 	}
-	return nil
+	return nil, bm.err
 }
 
 // validateForward checks a reorder field's term lists: bounds, increasing
@@ -226,8 +249,10 @@ func checkOffsets(t offsetTable, end uint64) error {
 }
 
 // validateVectors checks dense values are finite and decodes every sparse
-// dimension's postings.
-func (r *Reader) validateVectors(ctx context.Context) error {
+// dimension's postings, rebuilding their block-max records on the way (see
+// validateTerms for bmErr).
+func (r *Reader) validateVectors(ctx context.Context) (err, bmErr error) {
+	var bm bmChecker
 	for field, c := range r.dense {
 		if c == nil {
 			continue
@@ -235,7 +260,7 @@ func (r *Reader) validateVectors(ctx context.Context) error {
 		for i := 0; i+4 <= len(c.vals); i += 4 {
 			x := math.Float32frombits(binary.LittleEndian.Uint32(c.vals[i:]))
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return corruptf(r.id, SuffixVectors, "field %d: vector value %d is not finite", field, i/4)
+				return corruptf(r.id, SuffixVectors, "field %d: vector value %d is not finite", field, i/4), nil
 			}
 		}
 	}
@@ -243,33 +268,38 @@ func (r *Reader) validateVectors(ctx context.Context) error {
 		if d == nil {
 			continue
 		}
+		bf := bm.field(r, field)
 		it := &TermIterator{d: d}
 		var count uint32
 		var sumDF uint64
 		for it.Next() {
 			if count%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("segment: validate %s: %w", r.id, err)
+					return fmt.Errorf("segment: validate %s: %w", r.id, err), nil
 				}
 			}
 			count++
 			p := newSparsePostings(d, it.c.e)
 			sumDF += uint64(p.DocFreq())
 			for p.Next() {
+				if bf != nil {
+					bm.ps = append(bm.ps, bmPosting{doc: p.Doc(), w: p.Weight()})
+				}
 			}
 			if err := p.Err(); err != nil {
-				return err
+				return err, nil
 			}
 			if p.n != p.df {
-				return corruptf(r.id, SuffixVectors, "field %d: dimension %q decoded %d of %d documents", field, it.TermBytes(), p.n, p.df)
+				return corruptf(r.id, SuffixVectors, "field %d: dimension %q decoded %d of %d documents", field, it.TermBytes(), p.n, p.df), nil
 			}
+			bm.term(r, field, bf, it.c.e.ord)
 		}
 		if err := it.Err(); err != nil {
-			return err
+			return err, nil
 		}
 		if count != d.numTerms || sumDF != d.sumDocFreq {
-			return corruptf(r.id, SuffixVectors, "field %d: iterated %d dimensions and %d postings, dictionary says %d and %d", field, count, sumDF, d.numTerms, d.sumDocFreq)
+			return corruptf(r.id, SuffixVectors, "field %d: iterated %d dimensions and %d postings, dictionary says %d and %d", field, count, sumDF, d.numTerms, d.sumDocFreq), nil
 		}
 	}
-	return nil
+	return nil, bm.err
 }
