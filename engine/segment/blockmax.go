@@ -241,6 +241,8 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 		var norm func(uint32) uint32
 		var lists [][]byte // encoded postings in dictionary order
 		var dfs []uint32
+		var encoded []bool
+		var pre [][]byte // records a merge encoded, in dictionary order
 		if kind == bmSparse {
 			order := make([]uint32, len(fb.sparse.dims))
 			for k := range order {
@@ -252,9 +254,18 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 				dfs = append(dfs, fb.sparse.posts[k].df)
 			}
 		} else {
+			ix := fb.index
 			for _, local := range sorted[i].order {
-				lists = append(lists, fb.index.terms[local].docs)
-				dfs = append(dfs, fb.index.terms[local].df)
+				lists = append(lists, ix.terms[local].docs)
+				dfs = append(dfs, ix.terms[local].df)
+				encoded = append(encoded, ix.terms[local].encoded)
+				if ix.bmEnds != nil {
+					start := uint64(0)
+					if local > 0 {
+						start = ix.bmEnds[local-1]
+					}
+					pre = append(pre, ix.bmRecs[start:ix.bmEnds[local]])
+				}
 			}
 			norms := fb.index.norms
 			norm = func(doc uint32) uint32 { return norms[doc] }
@@ -267,11 +278,15 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 					return fmt.Errorf("segment: write block maxima: %w", err)
 				}
 			}
+			offs = append(offs, w.offset()-recOff)
+			if pre != nil {
+				w.write(pre[k])
+				continue
+			}
 			var err error
-			if ps, err = decodeForBlockMax(ps[:0], kind, list, dfs[k], b.numDocs); err != nil {
+			if ps, err = decodeForBlockMax(ps[:0], kind, list, dfs[k], b.numDocs, encoded != nil && encoded[k]); err != nil {
 				return fmt.Errorf("segment: field %q: %w", fb.field.Name, err)
 			}
-			offs = append(offs, w.offset()-recOff)
 			rec = enc.encode(rec[:0], kind, ps, norm)
 			w.write(rec)
 		}
@@ -299,9 +314,10 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	return w.err
 }
 
-// decodeForBlockMax decodes one encoded postings list (the post file's docs
-// section, or a sparse dimension's postings) into ps.
-func decodeForBlockMax(ps []bmPosting, kind byte, list []byte, df, numDocs uint32) ([]bmPosting, error) {
+// decodeForBlockMax decodes one postings list (a Builder's compact docs, or
+// the final docs section when encoded, or a sparse dimension's postings)
+// into ps.
+func decodeForBlockMax(ps []bmPosting, kind byte, list []byte, df, numDocs uint32, encoded bool) ([]bmPosting, error) {
 	if kind == bmSparse {
 		p := &SparsePostings{data: list, df: df, numDocs: numDocs}
 		for p.Next() {
@@ -309,7 +325,8 @@ func decodeForBlockMax(ps []bmPosting, kind byte, list []byte, df, numDocs uint3
 		}
 		return ps, p.Err()
 	}
-	p := &Postings{docs: list, df: df, numDocs: numDocs, posCur: -1, legacy: true} // a Builder holds docs in the version 1 encoding
+	p := &Postings{}
+	p.start(list, nil, df, numDocs, false, !encoded) // a Builder holds docs in the version 1 encoding
 	for p.Next() {
 		ps = append(ps, bmPosting{doc: p.doc, tf: p.freq})
 	}

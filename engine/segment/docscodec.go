@@ -142,8 +142,12 @@ func skipTableLen(sec []byte, df uint64) (n int, bd, bo, bc uint, ok bool) {
 }
 
 // encodeBuilderDocs re-encodes a Builder's compact docs (termPostings) as a
-// docs section appended through e.
+// docs section appended through e; a section a merge already encoded is
+// copied.
 func encodeBuilderDocs(e *docsEncoder, dst []byte, t *termPostings, numDocs uint32, hasPos bool) []byte {
+	if t.encoded {
+		return append(dst[:0], t.docs...)
+	}
 	e.reset(dst, numDocs, hasPos)
 	var doc uint32
 	for off, k := 0, uint32(0); off < len(t.docs); k++ {

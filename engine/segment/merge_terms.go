@@ -1,70 +1,14 @@
 package segment
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync/atomic"
+
+	"github.com/summadev/summa/engine/internal/par"
 )
-
-// dictHit is one source holding the term being merged.
-type dictHit struct {
-	src int
-	it  *TermIterator
-}
-
-// mergeDicts walks the union of the sources' dictionaries (nil entries are
-// skipped) in sorted order, calling each with every term once and the
-// sources holding it, their iterators positioned on it.
-func mergeDicts(dicts []*dict, each func(term []byte, hits []dictHit) error) error {
-	its := make([]*TermIterator, len(dicts))
-	for i, d := range dicts {
-		if d == nil {
-			continue
-		}
-		it := &TermIterator{d: d}
-		if it.Next() {
-			its[i] = it
-		} else if err := it.Err(); err != nil {
-			return err
-		}
-	}
-	var hits []dictHit
-	var term []byte
-	for {
-		hits = hits[:0]
-		for i, it := range its {
-			if it == nil {
-				continue
-			}
-			if len(hits) > 0 {
-				c := bytes.Compare(it.TermBytes(), hits[0].it.TermBytes())
-				if c > 0 {
-					continue
-				}
-				if c < 0 {
-					hits = hits[:0]
-				}
-			}
-			hits = append(hits, dictHit{src: i, it: it})
-		}
-		if len(hits) == 0 {
-			return nil
-		}
-		term = append(term[:0], hits[0].it.TermBytes()...)
-		if err := each(term, hits); err != nil {
-			return err
-		}
-		for _, h := range hits {
-			if !h.it.Next() {
-				if err := h.it.Err(); err != nil {
-					return err
-				}
-				its[h.src] = nil
-			}
-		}
-	}
-}
 
 // mergedPosting is one rebased posting of a term being merged out of order.
 type mergedPosting struct {
@@ -73,50 +17,176 @@ type mergedPosting struct {
 	pos  []byte // encoded positions, a sub-slice of the source file
 }
 
+// chunkBytes is the postings bytes (summed over the sources) from which a
+// field's merge is cut into term ranges merged concurrently (a variable
+// for the tests, which cut small merges).
+var chunkBytes = 1 << 20
+
+// termChunk is one term range of one field, merged on its own: its terms
+// in order with their final docs sections, positions and block-max
+// records, which mergeTerms appends to the field's.
+type termChunk struct {
+	field int
+	rng   dictRange
+	names []string
+	terms []termPostings
+	docs  []byte   // the terms' docs sections, back to back
+	pos   []byte   // the terms' positions, back to back
+	bm    []byte   // the terms' block-max records, back to back
+	bmEnd []uint64 // per term: the end of its record in bm
+	err   error
+}
+
+// fieldMerge is the state mergeTerms shares between the chunks of a field.
+type fieldMerge struct {
+	ix *indexBuilder
+	// lengths is per output document the sum of its frequencies, added
+	// atomically by the chunks.
+	lengths []uint32
+	// norms are the output's field lengths read from the sources' norms
+	// (tokenized fields), used by the chunks' block-max records; nil when
+	// a source has none, and Write then rebuilds the records.
+	norms []uint32
+	// bmKind is the field's block-max kind.
+	bmKind byte
+}
+
 // mergeTerms merges every indexed field's dictionaries and postings into
 // the builder, and derives norms and row statistics from the frequencies:
 // a document's field length is the sum of its terms' frequencies, exactly
-// what Builder.Add counts.
+// what Builder.Add counts. Postings are encoded in their final form and
+// block-max records built as they are merged. Fields with many postings
+// are cut into term ranges (splitDicts), and every range of every field
+// is merged concurrently (GOMAXPROCS at most).
 func (m *merger) mergeTerms() error {
+	fields := make([]*fieldMerge, len(m.b.fields))
+	var chunks []*termChunk
+	procs := runtime.GOMAXPROCS(0)
 	for f := range m.b.fields {
 		ix := m.b.fields[f].index
 		if ix == nil {
 			continue
 		}
-		if err := m.mergeField(f, ix); err != nil {
+		fm := &fieldMerge{ix: ix, lengths: make([]uint32, m.b.numDocs), bmKind: bmExact}
+		if ix.tokenized {
+			fm.bmKind = bmTokenized
+			fm.norms = m.sourceNorms(f)
+		}
+		fields[f] = fm
+		dicts := make([]*dict, len(m.srcs))
+		var size int
+		for i, r := range m.srcs {
+			dicts[i] = r.dicts[f]
+			if d := r.dicts[f]; d != nil {
+				size += len(d.post)
+			}
+			if ix.reorder {
+				if m.ordMaps[i] == nil {
+					m.ordMaps[i] = make([][]uint32, len(m.s.Fields))
+				}
+				om := make([]uint32, r.NumTerms(f))
+				for k := range om {
+					om[k] = noDoc
+				}
+				m.ordMaps[i][f] = om
+			}
+		}
+		n := 1
+		if procs > 1 {
+			n = min(max(size/chunkBytes, 1), 4*procs)
+		}
+		keys := splitDicts(dicts, n)
+		for k := 0; k <= len(keys); k++ {
+			c := &termChunk{field: f}
+			if k > 0 {
+				c.rng.lo = keys[k-1]
+			}
+			if k < len(keys) {
+				c.rng.hi = keys[k]
+			}
+			if ix.reorder {
+				c.rng.ords = make([][2]uint32, len(m.srcs))
+			}
+			chunks = append(chunks, c)
+		}
+	}
+	failed := par.NewMin(len(chunks))
+	par.DoUntil(len(chunks), failed.Get, func(i int) {
+		c := chunks[i]
+		if c.err = m.mergeChunk(c, fields[c.field]); c.err != nil {
+			failed.Lower(i)
+		}
+	})
+	for _, c := range chunks {
+		if c.err != nil {
+			return c.err
+		}
+	}
+	for _, c := range chunks {
+		m.appendChunk(c, fields[c.field])
+	}
+	for f, fm := range fields {
+		if fm == nil {
+			continue
+		}
+		if err := m.finishField(f, fm); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// mergeField merges one indexed field.
-func (m *merger) mergeField(f int, ix *indexBuilder) error {
+// sourceNorms returns a tokenized field's output norms read from the
+// sources' norms columns, or nil when a source lacks the column.
+func (m *merger) sourceNorms(f int) []uint32 {
+	for _, r := range m.srcs {
+		c := r.norms[f]
+		if c.width != 1 && c.width != 2 && c.width != 4 || len(c.data) < c.width*int(r.numDocs) {
+			return nil
+		}
+	}
+	norms := make([]uint32, len(m.order))
+	for n, ref := range m.order {
+		norms[n] = m.srcs[ref.Source].norms[f].at(ref.Doc)
+	}
+	return norms
+}
+
+// mergeChunk merges the terms of one range of a field.
+func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
+	f, ix := c.field, fm.ix
 	dicts := make([]*dict, len(m.srcs))
 	for i, r := range m.srcs {
 		dicts[i] = r.dicts[f]
-		if ix.reorder {
-			if m.ordMaps[i] == nil {
-				m.ordMaps[i] = make([][]uint32, len(m.s.Fields))
-			}
-			om := make([]uint32, r.NumTerms(f))
-			for k := range om {
-				om[k] = noDoc
-			}
-			m.ordMaps[i][f] = om
-		}
 	}
-	lengths := make([]uint32, m.b.numDocs)
-	var out []mergedPosting
+	var norm func(uint32) uint32
+	if fm.norms != nil {
+		norms := fm.norms
+		norm = func(doc uint32) uint32 { return norms[doc] }
+	}
+	var (
+		enc   docsEncoder
+		bmEnc bmEncoder
+		sec   []byte
+		ps    []bmPosting
+		out   []mergedPosting
+		count int
+	)
 	p := new(Postings)
-	count := 0
-	err := mergeDicts(dicts, func(term []byte, hits []dictHit) error {
+	// add appends one posting of the current term.
+	add := func(nd, freq uint32, pos []byte) {
+		enc.add(nd, freq)
+		c.pos = append(c.pos, pos...)
+		ps = append(ps, bmPosting{doc: nd, tf: freq})
+	}
+	return mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
 		count++
 		if err := m.check(count); err != nil {
 			return err
 		}
-		var t termPostings
-		out = out[:0]
+		enc.reset(sec, m.b.numDocs, ix.tokenized)
+		out, ps = out[:0], ps[:0]
+		posStart := len(c.pos)
 		for _, h := range hits {
 			p.init(h.it.d, h.it.c.e)
 			ids := m.newID[h.src]
@@ -132,16 +202,14 @@ func (m *merger) mergeField(f int, ix *indexBuilder) error {
 						return err
 					}
 				}
-				if lengths[nd]+p.Freq() < lengths[nd] {
+				freq := p.Freq()
+				if atomic.AddUint32(&fm.lengths[nd], freq) < freq {
 					return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)
 				}
-				lengths[nd] += p.Freq()
 				if m.inOrder {
-					t.freq = p.Freq()
-					t.addDoc(nd)
-					t.pos = append(t.pos, pos...)
+					add(nd, freq, pos)
 				} else {
-					out = append(out, mergedPosting{doc: nd, freq: p.Freq(), pos: pos})
+					out = append(out, mergedPosting{doc: nd, freq: freq, pos: pos})
 				}
 			}
 			if err := p.Err(); err != nil {
@@ -151,35 +219,82 @@ func (m *merger) mergeField(f int, ix *indexBuilder) error {
 		if !m.inOrder {
 			slices.SortFunc(out, func(a, b mergedPosting) int { return cmp.Compare(a.doc, b.doc) })
 			for _, o := range out {
-				t.freq = o.freq
-				t.addDoc(o.doc)
-				t.pos = append(t.pos, o.pos...)
+				add(o.doc, o.freq, o.pos)
 			}
 		}
-		if t.df == 0 {
+		if len(ps) == 0 {
 			return nil // every row holding the term was dropped
 		}
-		ord := uint32(len(ix.terms))
+		sec = enc.finish()
+		docStart := len(c.docs)
+		c.docs = append(c.docs, sec...)
+		local := uint32(len(c.terms))
+		c.terms = append(c.terms, termPostings{
+			docs:    c.docs[docStart:len(c.docs):len(c.docs)],
+			pos:     c.pos[posStart:len(c.pos):len(c.pos)],
+			df:      uint32(len(ps)),
+			encoded: true,
+		})
+		c.names = append(c.names, string(term))
+		if fm.bmKind == bmExact || norm != nil {
+			c.bm = bmEnc.encode(c.bm, fm.bmKind, ps, norm)
+			c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
+		}
 		if ix.reorder {
 			for _, h := range hits {
-				m.ordMaps[h.src][f][h.it.Ordinal()] = ord
+				m.ordMaps[h.src][f][h.it.Ordinal()] = local
 			}
 		}
-		ix.names = append(ix.names, string(term))
-		ix.terms = append(ix.terms, t)
 		return nil
 	})
-	if err != nil {
-		return err
+}
+
+// appendChunk appends a merged chunk's terms to its field's, renumbering
+// the ordinal maps' entries it wrote (chunk-local ordinals) to the
+// field's.
+func (m *merger) appendChunk(c *termChunk, fm *fieldMerge) {
+	ix := fm.ix
+	base := uint32(len(ix.terms))
+	if ix.reorder && base > 0 {
+		for i, o := range c.rng.ords {
+			om := m.ordMaps[i][c.field]
+			for k := o[0]; k < o[1]; k++ {
+				if om[k] != noDoc {
+					om[k] += base
+				}
+			}
+		}
 	}
-	for _, n := range lengths {
-		ix.totalLen += uint64(n)
-		if n > 0 {
+	ix.names = append(ix.names, c.names...)
+	ix.terms = append(ix.terms, c.terms...)
+	if fm.bmKind == bmExact || fm.norms != nil {
+		bmBase := uint64(len(ix.bmRecs))
+		ix.bmRecs = append(ix.bmRecs, c.bm...)
+		for _, e := range c.bmEnd {
+			ix.bmEnds = append(ix.bmEnds, bmBase+e)
+		}
+	}
+}
+
+// finishField derives a merged field's norms and statistics from its
+// lengths. The norms the chunks' block-max records used come from the
+// sources; they must be the lengths the postings hold, else a source is
+// corrupt.
+func (m *merger) finishField(f int, fm *fieldMerge) error {
+	ix := fm.ix
+	for n, l := range fm.lengths {
+		ix.totalLen += uint64(l)
+		if l > 0 {
 			ix.docsWith++
+		}
+		if fm.norms != nil && fm.norms[n] != l {
+			ref := m.order[n]
+			r := m.srcs[ref.Source]
+			return corruptf(r.id, SuffixNorms, "field %d doc %d: length %d, postings hold %d", f, ref.Doc, fm.norms[n], l)
 		}
 	}
 	if ix.tokenized {
-		ix.norms = lengths
+		ix.norms = fm.lengths
 	}
 	return nil
 }

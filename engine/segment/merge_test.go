@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -67,7 +68,19 @@ func mergeSources(t testing.TB, fs vfs.FS, s *schema.Schema) []*Reader {
 // (compaction) and a permutation (reorder), and checks that every file
 // but the store has the same payload byte for byte, that every stored
 // row reads back the same, and that the output validates.
-func TestMergeEqualsReindex(t *testing.T) {
+func TestMergeEqualsReindex(t *testing.T) { checkMergeEqualsReindex(t) }
+
+// TestMergeEqualsReindexInChunks is TestMergeEqualsReindex with every
+// field's terms cut into as many ranges as the merge allows, merged
+// concurrently: the output must not change.
+func TestMergeEqualsReindexInChunks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	defer func(b int) { chunkBytes = b }(chunkBytes)
+	chunkBytes = 1
+	checkMergeEqualsReindex(t)
+}
+
+func checkMergeEqualsReindex(t *testing.T) {
 	s := testSchema()
 	fs := vfs.NewMem()
 	srcs := mergeSources(t, fs, s)

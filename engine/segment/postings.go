@@ -379,6 +379,9 @@ type termPostings struct {
 	freq    uint32 // frequency in the document being added
 	lastPos uint32
 	docsLen uint64 // length of the encoded docs section, set by Write
+	// encoded is set when docs already holds the final docs section (a
+	// merge encoded it), not the Builder's compact form.
+	encoded bool
 }
 
 // addDoc appends the current document's entry (positions were appended as

@@ -1,0 +1,173 @@
+package segment
+
+import (
+	"bytes"
+	"slices"
+)
+
+// dictHit is one source holding the term being merged.
+type dictHit struct {
+	src int
+	it  *TermIterator
+}
+
+// mergeDicts walks the union of the sources' dictionaries (nil entries are
+// skipped) in sorted order, calling each with every term once and the
+// sources holding it, in source order, their iterators positioned on it.
+func mergeDicts(dicts []*dict, each func(term []byte, hits []dictHit) error) error {
+	return mergeDictRange(dicts, dictRange{}, each)
+}
+
+// dictRange is a range of terms [lo, hi); a nil bound is open.
+type dictRange struct {
+	lo, hi []byte
+	// ords, when not nil, receives per source the range of term
+	// ordinals the walk covered.
+	ords [][2]uint32
+}
+
+// mergeDictRange is mergeDicts over the terms of r only. The sources'
+// iterators are kept in a heap ordered by (term, source): each term costs
+// a logarithm of the number of sources, not a scan of them all.
+func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []dictHit) error) error {
+	var h dictHeap
+	for i, d := range dicts {
+		if d == nil {
+			continue
+		}
+		it := &TermIterator{d: d}
+		var ok bool
+		if r.lo == nil {
+			ok = it.Next()
+		} else {
+			ok = it.Seek(string(r.lo))
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		start := d.numTerms // the first term at or past lo
+		if ok {
+			start = it.Ordinal()
+			if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
+				h = append(h, dictHit{src: i, it: it})
+			}
+		}
+		if r.ords != nil {
+			r.ords[i] = [2]uint32{start, start}
+		}
+	}
+	h.init()
+	var hits []dictHit
+	var term []byte
+	for len(h) > 0 {
+		hits = append(hits[:0], h.pop())
+		for len(h) > 0 && bytes.Equal(h[0].it.TermBytes(), hits[0].it.TermBytes()) {
+			hits = append(hits, h.pop())
+		}
+		term = append(term[:0], hits[0].it.TermBytes()...)
+		if err := each(term, hits); err != nil {
+			return err
+		}
+		for _, hit := range hits {
+			it := hit.it
+			end := dicts[hit.src].numTerms // the first term at or past hi
+			if it.Next() {
+				if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
+					h.push(hit)
+					continue
+				}
+				end = it.Ordinal()
+			} else if err := it.Err(); err != nil {
+				return err
+			}
+			if r.ords != nil {
+				r.ords[hit.src][1] = end
+			}
+		}
+	}
+	return nil
+}
+
+// dictHeap is a binary min-heap of iterators by (term, source).
+type dictHeap []dictHit
+
+func (h dictHeap) less(i, j int) bool {
+	if c := bytes.Compare(h[i].it.TermBytes(), h[j].it.TermBytes()); c != 0 {
+		return c < 0
+	}
+	return h[i].src < h[j].src
+}
+
+func (h dictHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *dictHeap) push(x dictHit) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *dictHeap) pop() dictHit {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	*h = s[:n]
+	h.down(0)
+	return top
+}
+
+func (h dictHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// splitDicts returns up to n-1 increasing terms that cut the union of the
+// dictionaries into n ranges of about equal postings bytes, judged on the
+// dictionary with the largest postings region (the sources of a merge
+// share their vocabulary's distribution).
+func splitDicts(dicts []*dict, n int) [][]byte {
+	var big *dict
+	for _, d := range dicts {
+		if d != nil && (big == nil || len(d.post) > len(big.post)) {
+			big = d
+		}
+	}
+	if big == nil || n < 2 {
+		return nil
+	}
+	total := uint64(len(big.post))
+	var keys [][]byte
+	var cum uint64
+	it := &TermIterator{d: big}
+	for it.Next() && len(keys) < n-1 {
+		cum += it.c.e.docsLen + it.c.e.posLen
+		if cum*uint64(n) >= total*uint64(len(keys)+1) {
+			keys = append(keys, slices.Clone(it.TermBytes()))
+		}
+	}
+	return keys
+}

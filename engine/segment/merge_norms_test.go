@@ -1,0 +1,33 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// TestMergeRejectsSourceNormsDisagreeingWithPostings: the merge builds the
+// output's block maxima from the sources' norms as it merges; a source
+// whose norms are not its postings' lengths must fail the merge as a
+// corrupt source, not produce an output whose block maxima are wrong.
+func TestMergeRejectsSourceNormsDisagreeingWithPostings(t *testing.T) {
+	s := testSchema()
+	fs := vfs.NewMem()
+	srcs := mergeSources(t, fs, s)
+	body := fieldOrd(s, "body")
+	victim := srcs[1]
+	c := victim.norms[body]
+	data := slices.Clone(c.data)
+	data[3*c.width]++ // doc 3's length, one more than its postings hold
+	victim.norms[body] = normCol{width: c.width, data: data}
+	defer func() { victim.norms[body] = c }()
+	_, err := Merge(context.Background(), fs, "idx", segid.ID(300), s, srcs, Concat(srcs, nil))
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || ce.Segment != victim.id {
+		t.Fatalf("merge over a source with wrong norms: %v", err)
+	}
+}
