@@ -71,9 +71,26 @@ var ratioBounds = func() (t [256]float64) {
 	return t
 }()
 
-// ratioCode returns the largest code whose RatioBound is at most dl/tf: a
-// binary search of the tabulated bounds, which increase with the code.
+// intRatioCodes tabulates ratioCode(dl, 1) for small dl: a frequency of 1
+// is the common case.
+var intRatioCodes = func() (t [4096]uint8) {
+	for dl := range t {
+		t[dl] = ratioCodeSearch(uint32(dl), 1)
+	}
+	return t
+}()
+
+// ratioCode returns the largest code whose RatioBound is at most dl/tf.
 func ratioCode(dl, tf uint32) uint8 {
+	if tf == 1 && dl < uint32(len(intRatioCodes)) {
+		return intRatioCodes[dl]
+	}
+	return ratioCodeSearch(dl, tf)
+}
+
+// ratioCodeSearch is ratioCode by a binary search of the tabulated bounds,
+// which increase with the code.
+func ratioCodeSearch(dl, tf uint32) uint8 {
 	if tf == 0 || dl < tf {
 		return 0
 	}

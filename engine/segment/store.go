@@ -426,18 +426,32 @@ func (sr *storeReader) parseRecord(rec []byte, vals []schema.Values, s *schema.S
 }
 
 // stringsFromJSON recovers the values of stored text and keyword fields
-// from a stored JSON object, the way schema.ParseDocument read them.
+// from a stored JSON object, the way schema.ParseDocument read them. It
+// checks the whole document is valid JSON.
 func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kinds []byte) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(stored, &obj); err != nil {
-		return fmt.Errorf("stored JSON: %w", err)
+	raws, ok := scanStoredStrings(stored, s, kinds)
+	if !ok {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(stored, &obj); err != nil {
+			return fmt.Errorf("stored JSON: %w", err)
+		}
+		raws = make([][]byte, len(kinds))
+		for i, k := range kinds {
+			if k == recStoredStrings {
+				raws[i] = obj[s.Fields[i].Name]
+			}
+		}
 	}
 	for i, k := range kinds {
 		if k != recStoredStrings {
 			continue
 		}
-		raw, ok := obj[s.Fields[i].Name]
-		if !ok || string(raw) == "null" {
+		raw := raws[i]
+		if raw == nil || string(raw) == "null" {
+			continue
+		}
+		if str, ok := plainJSONString(raw); ok {
+			vals[i].Strings = []string{str}
 			continue
 		}
 		if len(raw) > 0 && raw[0] == '[' {
