@@ -276,7 +276,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 				lists = append(lists, ix.terms[local].docs)
 				dfs = append(dfs, ix.terms[local].df)
 				encoded = append(encoded, ix.terms[local].encoded)
-				if ix.bmEnds != nil {
+				if ix.bmMerged {
 					start := uint64(0)
 					if local > 0 {
 						start = ix.bmEnds[local-1]

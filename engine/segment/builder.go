@@ -58,11 +58,12 @@ type indexBuilder struct {
 	docsWith  uint32
 	fwdOffs   []uint64 // reorder fields: start of each doc's ids in fwdIDs, plus the end
 	fwdIDs    []uint32 // reorder fields: local ids, per doc
-	// bmRecs, when a merge set it, holds every term's block-max record
-	// in local id order, term k's at bmRecs[bmEnds[k-1]:bmEnds[k]]
-	// (from 0 for k = 0); Write then copies them instead of rebuilding.
-	bmRecs []byte
-	bmEnds []uint64
+	// bmMerged is set when a merge encoded every term's block-max record:
+	// in local id order, term k's is bmRecs[bmEnds[k-1]:bmEnds[k]] (from
+	// 0 for k = 0); Write then copies them instead of rebuilding.
+	bmMerged bool
+	bmRecs   []byte
+	bmEnds   []uint64
 }
 
 // NewBuilder returns an empty builder for schema s.

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/internal/par"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 )
@@ -67,45 +68,74 @@ func MergeSeismic(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *sc
 }
 
 // run fills the builder through every merge step and writes the output.
+// The steps of the two lanes run concurrently, each lane's in order; an
+// error of the terms lane is reported before one of the columns lane.
 func (m *merger) run(fs vfs.FS, dir string, id segid.ID) (Info, error) {
 	ctx := m.ctx
-	for _, fm := range fileMerges {
-		if err := ctx.Err(); err != nil {
-			return Info{}, fmt.Errorf("segment: merge into %s: %w", id, err)
+	var errs [2]error
+	par.Do(len(errs), func(lane int) {
+		for _, fm := range fileMerges {
+			if fm.lane != lane {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				errs[lane] = err
+				return
+			}
+			if err := fm.fill(m); err != nil {
+				errs[lane] = err
+				return
+			}
 		}
-		if err := fm.fill(m); err != nil {
+	})
+	for _, err := range errs {
+		if err != nil {
 			return Info{}, fmt.Errorf("segment: merge into %s: %w", id, err)
 		}
 	}
 	return m.b.Write(ctx, fs, dir, id)
 }
 
+// The lanes of the merge steps: the terms lane fills the index builders
+// (and the ordinal maps, which mergeForward needs after mergeTerms); the
+// columns lane fills everything else.
+const (
+	termsLane = iota
+	columnsLane
+)
+
 // fileMerge fills the output builder's accumulators behind some file kinds
 // from the sources. A new file kind adds its entry here: kinds whose data
 // is per-row (columns) copy rows in output order; kinds holding encoded
 // runs (ANN indexes) may append their runs with doc ids rebased through
-// merger.newID instead of re-encoding them.
+// merger.newID instead of re-encoding them. A step touches only the
+// builder parts of its file kinds: the steps of the two lanes run
+// concurrently.
 type fileMerge struct {
 	// suffixes are the file kinds this step fills.
 	suffixes []string
+	// lane is the step's lane (termsLane or columnsLane).
+	lane int
 	// fill copies the sources' data into the builder.
 	fill func(m *merger) error
 }
 
 // fileMerges lists the merge steps in order; mergeForward needs the
-// ordinal maps of mergeTerms.
+// ordinal maps of mergeTerms, mergeSeismic the sparse postings of
+// mergeVectors.
 var fileMerges = []fileMerge{
-	{[]string{SuffixPostings, SuffixTerms, SuffixNorms, SuffixRowStats}, (*merger).mergeTerms},
-	{[]string{SuffixForward}, (*merger).mergeForward},
-	{[]string{SuffixStore}, (*merger).mergeStore},
-	{[]string{SuffixPrimaryKey}, (*merger).mergePK},
-	{[]string{SuffixNumbers}, (*merger).mergeNumbers},
-	{[]string{SuffixVectors}, (*merger).mergeVectors},
-	{[]string{SuffixIVF}, (*merger).mergeIVF},
-	{[]string{SuffixSeismic}, (*merger).mergeSeismic},
-	// Block maxima are derived: the output builder's Write rebuilds them
-	// from the merged postings, norms and sparse vectors.
-	{[]string{SuffixBlockMax}, func(*merger) error { return nil }},
+	{[]string{SuffixPostings, SuffixTerms, SuffixNorms, SuffixRowStats}, termsLane, (*merger).mergeTerms},
+	{[]string{SuffixForward}, termsLane, (*merger).mergeForward},
+	{[]string{SuffixStore}, columnsLane, (*merger).mergeStore},
+	{[]string{SuffixPrimaryKey}, columnsLane, (*merger).mergePK},
+	{[]string{SuffixNumbers}, columnsLane, (*merger).mergeNumbers},
+	{[]string{SuffixVectors}, columnsLane, (*merger).mergeVectors},
+	{[]string{SuffixIVF}, columnsLane, (*merger).mergeIVF},
+	{[]string{SuffixSeismic}, columnsLane, (*merger).mergeSeismic},
+	// Block maxima are derived: mergeTerms encodes the text fields'
+	// records, the output builder's Write rebuilds the others from the
+	// merged postings, norms and sparse vectors.
+	{[]string{SuffixBlockMax}, columnsLane, func(*merger) error { return nil }},
 }
 
 // merger is the state of one Merge.

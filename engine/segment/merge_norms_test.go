@@ -31,3 +31,33 @@ func TestMergeRejectsSourceNormsDisagreeingWithPostings(t *testing.T) {
 		t.Fatalf("merge over a source with wrong norms: %v", err)
 	}
 }
+
+// TestMergeWithoutSourceNormsRebuildsBlockMax: when a source has no norms
+// column for a tokenized field, the merge leaves that field's block maxima
+// to Write, which rebuilds them from the merged postings and lengths: the
+// output's files are still those of a re-index.
+func TestMergeWithoutSourceNormsRebuildsBlockMax(t *testing.T) {
+	s := testSchema()
+	fs := vfs.NewMem()
+	srcs := mergeSources(t, fs, s)
+	body := fieldOrd(s, "body")
+	saved := srcs[1].norms[body]
+	srcs[1].norms[body] = normCol{}
+	defer func() { srcs[1].norms[body] = saved }()
+	order := Concat(srcs, nil)
+	want := reindex(t, fs, "idx", s, segid.ID(400), srcs, order)
+	got, err := Merge(context.Background(), fs, "idx", segid.ID(401), s, srcs, order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{SuffixBlockMax, SuffixNorms, SuffixPostings} {
+		a := readFile(t, fs, "idx/"+segid.FileName(want.ID, suffix))
+		b := readFile(t, fs, "idx/"+segid.FileName(got.ID, suffix))
+		if !slices.Equal(a[headerSize:len(a)-footerSize], b[headerSize:len(b)-footerSize]) {
+			t.Errorf("%s: merged payload differs from the re-indexed one", suffix)
+		}
+	}
+	if err := Validate(context.Background(), fs, "idx", s, got); err != nil {
+		t.Fatal(err)
+	}
+}

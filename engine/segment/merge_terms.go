@@ -51,6 +51,12 @@ type fieldMerge struct {
 	bmKind byte
 }
 
+// encodesBlockMax reports whether the chunks encode the field's block-max
+// records: always, but for a tokenized field whose norms a source lacks.
+func (fm *fieldMerge) encodesBlockMax() bool {
+	return fm.bmKind == bmExact || fm.norms != nil
+}
+
 // mergeTerms merges every indexed field's dictionaries and postings into
 // the builder, and derives norms and row statistics from the frequencies:
 // a document's field length is the sum of its terms' frequencies, exactly
@@ -120,6 +126,23 @@ func (m *merger) mergeTerms() error {
 	for _, c := range chunks {
 		if c.err != nil {
 			return c.err
+		}
+	}
+	// Size the fields' lists once: they take every chunk's.
+	terms, bm := make([]int, len(fields)), make([]int, len(fields))
+	for _, c := range chunks {
+		terms[c.field] += len(c.terms)
+		bm[c.field] += len(c.bm)
+	}
+	for f, fm := range fields {
+		if fm != nil {
+			fm.ix.terms = slices.Grow(fm.ix.terms, terms[f])
+			fm.ix.names = slices.Grow(fm.ix.names, terms[f])
+			if fm.encodesBlockMax() {
+				fm.ix.bmMerged = true
+				fm.ix.bmRecs = slices.Grow(fm.ix.bmRecs, bm[f])
+				fm.ix.bmEnds = slices.Grow(fm.ix.bmEnds, terms[f])
+			}
 		}
 	}
 	for _, c := range chunks {
@@ -236,7 +259,7 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			encoded: true,
 		})
 		c.names = append(c.names, string(term))
-		if fm.bmKind == bmExact || norm != nil {
+		if fm.encodesBlockMax() {
 			c.bm = bmEnc.encode(c.bm, fm.bmKind, ps, norm)
 			c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
 		}
@@ -267,7 +290,7 @@ func (m *merger) appendChunk(c *termChunk, fm *fieldMerge) {
 	}
 	ix.names = append(ix.names, c.names...)
 	ix.terms = append(ix.terms, c.terms...)
-	if fm.bmKind == bmExact || fm.norms != nil {
+	if fm.encodesBlockMax() {
 		bmBase := uint64(len(ix.bmRecs))
 		ix.bmRecs = append(ix.bmRecs, c.bm...)
 		for _, e := range c.bmEnd {
