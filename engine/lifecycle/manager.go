@@ -119,9 +119,7 @@ func (m *Manager) Publish(live []segid.ID) {
 	}
 	m.mu.live = next
 	m.mu.Unlock()
-	for _, id := range retired {
-		m.deleteIfUnowned(id)
-	}
+	m.deleteIfUnowned(retired...)
 }
 
 // Ref adds a reader reference to each ID (tracker owner).
@@ -152,9 +150,7 @@ func (m *Manager) Unref(ids ...segid.ID) {
 		}
 	}
 	m.mu.Unlock()
-	for _, id := range zero {
-		m.deleteIfUnowned(id)
-	}
+	m.deleteIfUnowned(zero...)
 }
 
 // Owners describes who holds an ID; tests and diagnostics use it.
@@ -208,60 +204,86 @@ func (m *Manager) Retired() []segid.ID {
 // WaitDeletes waits for in-flight file deletions (D01 step 6).
 func (m *Manager) WaitDeletes() { m.deletes.Wait() }
 
-// deleteIfUnowned removes every seg_<id>.* file when no owner holds id
-// (L02). It is the only path that deletes segment files.
-func (m *Manager) deleteIfUnowned(id segid.ID) {
+// deleteIfUnowned removes every seg_<id>.* file of each id no owner holds
+// (L02). It is the only path that deletes segment files. The files of all
+// the ids are found in one listing of the directory: a merge retiring
+// many sources lists it once, not once per source.
+func (m *Manager) deleteIfUnowned(ids ...segid.ID) {
 	m.mu.Lock()
-	if m.ownersLocked(id).Owned() {
-		m.mu.Unlock()
-		return
-	}
-	if _, busy := m.mu.deleting[id]; busy {
-		m.mu.Unlock()
-		return
-	}
-	m.mu.deleting[id] = struct{}{}
-	m.deletes.Add(1)
-	m.mu.Unlock()
-	defer m.deletes.Done()
-
-	if m.onDelete != nil {
-		m.onDelete(id)
-	}
-	err := m.removeFiles(id)
-
-	m.mu.Lock()
-	delete(m.mu.deleting, id)
-	if err == nil {
-		delete(m.mu.retired, id)
-	} else {
-		// The ID stays retired (tracker-owned) and unowned otherwise: the
-		// next sweep at exclusive open or by the optimizer removes it.
-		m.mu.retired[id] = struct{}{}
-	}
-	m.mu.Unlock()
-	if err != nil {
-		m.log.Error(err, "Segment file deletion failed; left for the next sweep", "segment", id.String())
-		return
-	}
-	m.log.V(1).Info("Segment files deleted", "segment", id.String())
-}
-
-// removeFiles deletes every file of id, whatever its suffix (Q02).
-func (m *Manager) removeFiles(id segid.ID) error {
-	names, err := m.fs.List(m.dir)
-	if err != nil {
-		return fmt.Errorf("lifecycle: list %s: %w", m.dir, err)
-	}
-	var firstErr error
-	for _, name := range names {
-		fid, _, ok := segid.ParseFileName(name)
-		if !ok || fid != id {
+	var del []segid.ID
+	for _, id := range ids {
+		if m.ownersLocked(id).Owned() {
 			continue
 		}
-		if err := m.fs.Remove(m.fs.PathJoin(m.dir, name)); err != nil && !isNotExist(err) && firstErr == nil {
-			firstErr = fmt.Errorf("lifecycle: remove %s: %w", name, err)
+		if _, busy := m.mu.deleting[id]; busy {
+			continue
+		}
+		m.mu.deleting[id] = struct{}{}
+		m.deletes.Add(1)
+		del = append(del, id)
+	}
+	m.mu.Unlock()
+	if len(del) == 0 {
+		return
+	}
+	defer m.deletes.Add(-len(del))
+
+	if m.onDelete != nil {
+		for _, id := range del {
+			m.onDelete(id)
 		}
 	}
-	return firstErr
+	errs := m.removeFiles(del)
+
+	m.mu.Lock()
+	for i, id := range del {
+		delete(m.mu.deleting, id)
+		if errs[i] == nil {
+			delete(m.mu.retired, id)
+		} else {
+			// The ID stays retired (tracker-owned) and unowned otherwise:
+			// the next sweep at exclusive open or by the optimizer
+			// removes it.
+			m.mu.retired[id] = struct{}{}
+		}
+	}
+	m.mu.Unlock()
+	for i, id := range del {
+		if errs[i] != nil {
+			m.log.Error(errs[i], "Segment file deletion failed; left for the next sweep", "segment", id.String())
+			continue
+		}
+		m.log.V(1).Info("Segment files deleted", "segment", id.String())
+	}
+}
+
+// removeFiles deletes every file of each id, whatever its suffix (Q02),
+// and returns per id the first failure.
+func (m *Manager) removeFiles(ids []segid.ID) []error {
+	errs := make([]error, len(ids))
+	names, err := m.fs.List(m.dir)
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("lifecycle: list %s: %w", m.dir, err)
+		}
+		return errs
+	}
+	index := make(map[segid.ID]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
+	}
+	for _, name := range names {
+		fid, _, ok := segid.ParseFileName(name)
+		if !ok {
+			continue
+		}
+		i, want := index[fid]
+		if !want {
+			continue
+		}
+		if err := m.fs.Remove(m.fs.PathJoin(m.dir, name)); err != nil && !isNotExist(err) && errs[i] == nil {
+			errs[i] = fmt.Errorf("lifecycle: remove %s: %w", name, err)
+		}
+	}
+	return errs
 }
