@@ -238,12 +238,19 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	}
 	var last uint64
 	for i := uint32(0); i < p.freq; i++ {
-		v, next, ok := uvarintAt(p.pos, off)
-		if !ok {
-			p.corrupt("bad position varint of doc %d", p.doc)
-			return dst, p.err
+		var v uint64
+		if off < len(p.pos) && p.pos[off] < 0x80 { // one byte: most gaps
+			v = uint64(p.pos[off])
+			off++
+		} else {
+			var next int
+			var ok bool
+			if v, next, ok = uvarintAt(p.pos, off); !ok {
+				p.corrupt("bad position varint of doc %d", p.doc)
+				return dst, p.err
+			}
+			off = next
 		}
-		off = next
 		if i > 0 {
 			if v == 0 {
 				p.corrupt("positions of doc %d not increasing", p.doc)
