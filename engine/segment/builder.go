@@ -35,7 +35,7 @@ type Builder struct {
 	// separate makes Write create one file per part instead of the
 	// compound file (the layout of older segments; tests use it).
 	separate bool
-	seismic    SeismicOptions
+	seismic  SeismicOptions
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the
