@@ -136,8 +136,8 @@ func edgeCases() []string {
 		"", " ", "\t\n", "{", "}", "[", "]", ",", ":", "x", `"x"`, `"x`, `"\x"`, "1", "1x", "-", "01", "tru", "true", "truex", "nul", "null",
 		"[1,", "{}", "{ }", "{} ", "{}{}", "{}x", "{}\x00", "{,}", `{"id"}`, `{"id":}`, `{"id":"x",}`, `{"id":"x" "title":"y"}`,
 		`{"id":"x"]`, `{"id" "x"}`, `{"id":"x"`, `{"id":"x",`, `{"id":`, `{"id`, `{1:2}`, `{"id":"x","zz":1,"zz":2}`,
-		`{"zz":1,"yy":2}`, `{"zz":[}`, `{"id":"x","title":"a","title":[`, `{"\u0069d":"x"}`, `{"id":"x","\u0069d":"y"}`,
-		`{"id":"\ud800"}`, `{"id":"\udc00\ud800"}`, `{"id":"\ud83d\ude00"}`, `{"id":"\ud83d\u0041"}`, `{"id":"\ud83d"}`, `{"id":"a\/b\\c\"d"}`,
+		`{"zz":1,"yy":2}`, `{"":0}`, `{"":0,"":1}`, `{"id":"x","":0}`, `{"zz":[}`, `{"id":"x","title":"a","title":[`, `{"\u0069d":"x"}`, `{"id":"x","\u0069d":"y"}`,
+		`{"id":"\ud800"}`, `{"id":"\udc00\ud800"}`, `{"id":"\ud83d\ude00"}`, `{"id":"\ud83d\u0041"}`, `{"id":"\ud83d"}`, `{"id":"a\/b\\c\"d"}`, `{"id":"a\'b"}`, `{"id":"a\ab"}`, `{"id":"a\U0041"}`,
 		`{"id":"\u00e9\u0000"}`, `{"id":"x\u12"}`, `{"id":"x\u12g4"}`, "{\"id\":\"x\ty\"}", `{"id":""}`, `{"id":null}`, `{"id":"x","n":-0}`,
 		`{"id":"x","n":-}`, `{"id":"x","n":1.}`, `{"id":"x","n":1e}`, `{"id":"x","n":1e+}`, `{"id":"x","n":00}`, `{"id":"x","n":0x1}`,
 		`{"id":"x","n":1.5e3}`, `{"id":"x","n":9223372036854775807}`, `{"id":"x","n":-9223372036854775808}`, `{"id":"x","n":-9223372036854775809}`,
@@ -316,7 +316,7 @@ func writeString(r *rand.Rand, b *bytes.Buffer, s string) {
 // mutate returns a copy of doc with a few bytes replaced, inserted,
 // deleted, or the text cut short.
 func mutate(r *rand.Rand, doc []byte) []byte {
-	const alphabet = "{}[]\":,\\ \t\n0123456789-+.eEtfnul/\x00\x1f\xff\xc3"
+	const alphabet = "{}[]\":,\\' \t\n0123456789-+.eEtfnul/\x00\x1f\xff\xc3"
 	out := append([]byte(nil), doc...)
 	for range 1 + r.IntN(3) {
 		if len(out) == 0 {

@@ -104,7 +104,7 @@ func (s *Schema) ParseDocument(data []byte) (*Document, error) {
 	if err := m.scan(spans); err != nil {
 		return nil, err
 	}
-	if m.firstUnknown != "" {
+	if m.unknown != nil {
 		return nil, docErr(m.firstUnknown, "unknown field")
 	}
 	doc := &Document{Fields: make([]Values, len(s.Fields))}

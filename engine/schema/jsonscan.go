@@ -29,7 +29,8 @@ type memberScanner struct {
 	pos   int
 	stack []byte
 	// firstUnknown is the first member that names no field; unknown holds
-	// the unknown names read so far, to find repeats among them.
+	// the unknown names read so far (nil when there is none), to find
+	// repeats among them.
 	firstUnknown string
 	unknown      map[string]struct{}
 }
