@@ -99,7 +99,13 @@ func (s *Schema) ParseDocument(data []byte) (*Document, error) {
 	if !utf8.Valid(data) {
 		return nil, docErr("", "invalid UTF-8")
 	}
-	spans := make([]member, len(s.Fields))
+	var small [16]member
+	spans := small[:0]
+	if len(s.Fields) <= len(small) {
+		spans = small[:len(s.Fields)]
+	} else {
+		spans = make([]member, len(s.Fields))
+	}
 	m := memberScanner{s: s, data: data}
 	if err := m.scan(spans); err != nil {
 		return nil, err
@@ -108,12 +114,19 @@ func (s *Schema) ParseDocument(data []byte) (*Document, error) {
 		return nil, docErr(m.firstUnknown, "unknown field")
 	}
 	doc := &Document{Fields: make([]Values, len(s.Fields))}
-	storedLen := 2
+	storedLen, nStrings := 2, 0
 	for i := range s.Fields {
-		if sp := spans[i]; sp.present && s.Fields[i].IsStored() {
-			storedLen += len(s.Fields[i].Name) + 4 + sp.end - sp.start
+		f := &s.Fields[i]
+		if sp := spans[i]; sp.present && f.IsStored() {
+			storedLen += len(f.Name) + 4 + sp.end - sp.start
+		}
+		if spans[i].present && (f.Type == Text || f.Type == Keyword) {
+			nStrings++
 		}
 	}
+	// One value of each string field shares one allocation; a field's
+	// slice has room for one, so more values move it elsewhere.
+	strs := make([]string, nStrings)
 	stored := make([]byte, 1, storedLen)
 	stored[0] = '{'
 	var items [][]byte
@@ -127,9 +140,16 @@ func (s *Schema) ParseDocument(data []byte) (*Document, error) {
 			}
 			continue
 		}
+		out := &doc.Fields[i]
+		if f.Type == Text || f.Type == Keyword {
+			out.Strings, strs = strs[:0:1], strs[1:]
+		}
 		var err error
-		if items, err = parseValues(f, val, &doc.Fields[i], items[:0]); err != nil {
+		if items, err = parseValues(f, val, out, items[:0]); err != nil {
 			return nil, err
+		}
+		if out.Strings != nil && len(out.Strings) == 0 {
+			out.Strings = nil // an empty array holds no value, as before
 		}
 		if f.Primary {
 			doc.PrimaryKey = primaryKeyText(f, &doc.Fields[i])
