@@ -14,6 +14,16 @@ const benchSchema = `{"fields":[
 // the Go distribution's sources), encoded as bench and clients do; MB/s
 // is of JSON input.
 func BenchmarkParseDocument(b *testing.B) {
+	benchmarkParse(b, (*Schema).ParseDocument)
+}
+
+// BenchmarkParseDocumentReference is BenchmarkParseDocument with the
+// encoding/json reader ParseDocument replaced, for comparison in one run.
+func BenchmarkParseDocumentReference(b *testing.B) {
+	benchmarkParse(b, refParseDocument)
+}
+
+func benchmarkParse(b *testing.B, parse func(*Schema, []byte) (*Document, error)) {
 	s := mustParse(b, benchSchema)
 	lines := ndjson(b, realCorpus(b, 8<<20))
 	size := 0
@@ -24,7 +34,7 @@ func BenchmarkParseDocument(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, l := range lines {
-			if _, err := s.ParseDocument(l); err != nil {
+			if _, err := parse(s, l); err != nil {
 				b.Fatal(err)
 			}
 		}
