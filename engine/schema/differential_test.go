@@ -132,6 +132,18 @@ func edgeCases() []string {
 	many := func(n int, item string) string {
 		return `{"id":"x","tags":[` + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + `]}`
 	}
+	sparse := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"id":"x","terms":{`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"d%d":%d`, i, i%7)
+		}
+		b.WriteString("}}")
+		return b.String()
+	}
 	out := []string{
 		"", " ", "\t\n", "{", "}", "[", "]", ",", ":", "x", `"x"`, `"x`, `"\x"`, "1", "1x", "-", "01", "tru", "true", "truex", "nul", "null",
 		"[1,", "{}", "{ }", "{} ", "{}{}", "{}x", "{}\x00", "{,}", `{"id"}`, `{"id":}`, `{"id":"x",}`, `{"id":"x" "title":"y"}`,
@@ -152,6 +164,14 @@ func edgeCases() []string {
 		`{"id":"` + strings.Repeat(`\u00e9`, MaxTermBytes/2+1) + `"}`,
 		deep(maxNestingDepth, "[", "]"), deep(maxNestingDepth+1, "[", "]"), deep(maxNestingDepth-1, "[", "]"),
 		deep(maxNestingDepth, `{"a":`, "}"), deep(maxNestingDepth+1, `{"a":`, "}"), deep(maxNestingDepth+1, "[", ""),
+		`{"id":"x","emb":[1,true,3]}`, `{"id":"x","emb":[false,1,3]}`, `{"id":"x","emb":[1,"a",3]}`, `{"id":"x","emb":[[1],2,3]}`,
+		`{"id":"x","emb":[1,2,{"a":1}]}`, `{"id":"x","emb":[1,2,3e38]}`, `{"id":"x","emb":[1,2,-3.5e38]}`, `{"id":"x","emb":[1e-50,-0,0.1]}`,
+		`{"id":"x","emb":[ 1 , 2 , 3 ]}`, `{"id":"x","emb":{}}`, `{"id":"x","emb":"x"}`, `{"id":"x","emb":1}`, `{"id":"x","emb":true}`,
+		`{"id":"x","terms":{"a":true}}`, `{"id":"x","terms":{"a":false}}`, `{"id":"x","terms":{"a":{}}}`, `{"id":"x","terms":{"a":"1"}}`,
+		`{"id":"x","terms":{"a":1,"\u0061":2}}`, `{"id":"x","terms":{"\u00e9":1,"e":2,"\ud800":3}}`, `{"id":"x","terms":{"a" : 1e39}}`,
+		`{"id":"x","terms":{"` + strings.Repeat("d", MaxTermBytes) + `":1}}`, `{"id":"x","terms":{"` + strings.Repeat("d", MaxTermBytes+1) + `":1}}`,
+		`{"id":"x","terms":[]}`, `{"id":"x","terms":"a"}`, `{"id":"x","terms":0}`, `{"id":"x","terms":{"b":1,"a":null}}`,
+		sparse(MaxSparseEntries), sparse(MaxSparseEntries + 1),
 		many(MaxMultiValues, `"t"`), many(MaxMultiValues+1, `"t"`), many(MaxMultiValues+1, `null`),
 	}
 	return out

@@ -237,7 +237,7 @@ func parseScalar(f *Field, it []byte, out *Values) error {
 // parseDense reads a dense vector value; any null, non-number or
 // out-of-range component refuses the document (nothing is read as 0).
 func parseDense(f *Field, val []byte, out *Values) error {
-	vec, err := ParseDenseVector(val)
+	vec, err := denseFromJSON(val)
 	if err != nil {
 		return docErr(f.Name, "%v", err)
 	}
@@ -251,7 +251,7 @@ func parseDense(f *Field, val []byte, out *Values) error {
 // parseSparse reads a sparse vector value; a null or non-number weight or
 // a repeated dimension refuses the document.
 func parseSparse(f *Field, val []byte, out *Values) error {
-	vec, err := ParseSparseVector(val, MaxSparseEntries)
+	vec, err := sparseFromJSON(val, MaxSparseEntries)
 	if err != nil {
 		return docErr(f.Name, "%v", err)
 	}
