@@ -27,6 +27,8 @@ type memberScanner struct {
 	s     *Schema
 	data  []byte
 	pos   int
+	// stack holds the closing byte of each array or object open in the
+	// value being read.
 	stack []byte
 	// firstUnknown is the first member that names no field; unknown holds
 	// the unknown names read so far (nil when there is none), to find
