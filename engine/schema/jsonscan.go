@@ -24,9 +24,9 @@ type member struct {
 // repeated member with "field appears twice" once its value has been read,
 // and any other malformation without a field. The input is valid UTF-8.
 type memberScanner struct {
-	s     *Schema
-	data  []byte
-	pos   int
+	s    *Schema
+	data []byte
+	pos  int
 	// stack holds the closing byte of each array or object open in the
 	// value being read.
 	stack []byte
