@@ -51,8 +51,8 @@ func TestMergeWithoutSourceNormsRebuildsBlockMax(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, suffix := range []string{SuffixBlockMax, SuffixNorms, SuffixPostings} {
-		a := readFile(t, fs, "idx/"+segid.FileName(want.ID, suffix))
-		b := readFile(t, fs, "idx/"+segid.FileName(got.ID, suffix))
+		a := partBytes(t, fs, "idx", want, suffix)
+		b := partBytes(t, fs, "idx", got, suffix)
 		if !slices.Equal(a[headerSize:len(a)-footerSize], b[headerSize:len(b)-footerSize]) {
 			t.Errorf("%s: merged payload differs from the re-indexed one", suffix)
 		}

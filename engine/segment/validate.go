@@ -32,7 +32,7 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 // (checksums, then structures, then block maxima), whatever finished first.
 func (r *Reader) Validate(ctx context.Context) error {
 	var checks []func() error
-	for _, fi := range r.info.Files {
+	for _, fi := range r.info.parts() {
 		checks = append(checks, func() error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("segment: validate %s: %w", r.id, err)
