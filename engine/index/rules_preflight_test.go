@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // TestQ06_ConcurrentPreflightQuarantinesFirstCorruptSourceInOrder: the
@@ -31,7 +31,7 @@ func TestQ06_ConcurrentPreflightQuarantinesFirstCorruptSourceInOrder(t *testing.
 	segs := idx.Metadata().Segments
 	bad := []int{3, 5, 6}
 	for _, i := range bad {
-		corruptFile(t, fs, segid.FileName(segs[i].ID, "store"))
+		corruptPart(t, fs, segs[i].Info, segment.SuffixStore)
 	}
 	for k, i := range bad {
 		_, err := idx.ForceMerge(context.Background(), 1)
