@@ -27,6 +27,14 @@ func (m *merger) mergeStore() error {
 		}
 		return sb.err
 	}
+	// Most blocks are copied whole: size the output's for all of them.
+	var comp, blocks int
+	for _, r := range m.srcs {
+		comp += len(r.store.payload)
+		blocks += int(r.store.numBlocks)
+	}
+	sb.comp = slices.Grow(sb.comp, comp)
+	sb.blocks = slices.Grow(sb.blocks, blocks)
 	var bounds []int
 	for i, r := range m.srcs {
 		sr, ids := r.store, m.newID[i]

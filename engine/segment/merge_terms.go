@@ -102,8 +102,14 @@ func (m *merger) mergeTerms() error {
 			n = min(max(size/chunkBytes, 1), 4*procs)
 		}
 		keys := splitDicts(dicts, n)
+		hint := size / (len(keys) + 1) // a range's share of the postings
 		for k := 0; k <= len(keys); k++ {
 			c := &termChunk{field: f}
+			if ix.tokenized {
+				c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
+			} else {
+				c.docs = make([]byte, 0, hint)
+			}
 			if k > 0 {
 				c.rng.lo = keys[k-1]
 			}
@@ -331,6 +337,16 @@ func (m *merger) mergeForward() error {
 		if ix == nil || !ix.reorder {
 			continue
 		}
+		// Each document lists its distinct terms: the sources' postings
+		// counts bound the output's lists.
+		var pairs uint64
+		for _, r := range m.srcs {
+			if d := r.dicts[f]; d != nil {
+				pairs += d.sumDocFreq
+			}
+		}
+		ix.fwdIDs = slices.Grow(ix.fwdIDs, int(min(pairs, 1<<30)))
+		ix.fwdOffs = slices.Grow(ix.fwdOffs, len(m.order))
 		var ords []uint32
 		for n, ref := range m.order {
 			if err := m.check(n); err != nil {
