@@ -9,6 +9,21 @@ import (
 type dictHit struct {
 	src int
 	it  *TermIterator
+	// key is the big-endian value of the term's first 8 bytes (zero
+	// padded): keys that differ order their terms as bytes.Compare does.
+	key uint64
+}
+
+// termKey returns the key of term (see dictHit).
+func termKey(term []byte) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k <<= 8
+		if i < len(term) {
+			k |= uint64(term[i])
+		}
+	}
+	return k
 }
 
 // mergeDicts walks the union of the sources' dictionaries (nil entries are
@@ -49,7 +64,7 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 		if ok {
 			start = it.Ordinal()
 			if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
-				h = append(h, dictHit{src: i, it: it})
+				h = append(h, dictHit{src: i, it: it, key: termKey(it.TermBytes())})
 			}
 		}
 		if r.ords != nil {
@@ -61,7 +76,7 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 	var term []byte
 	for len(h) > 0 {
 		hits = append(hits[:0], h.pop())
-		for len(h) > 0 && bytes.Equal(h[0].it.TermBytes(), hits[0].it.TermBytes()) {
+		for len(h) > 0 && h[0].key == hits[0].key && bytes.Equal(h[0].it.TermBytes(), hits[0].it.TermBytes()) {
 			hits = append(hits, h.pop())
 		}
 		term = append(term[:0], hits[0].it.TermBytes()...)
@@ -73,6 +88,7 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 			end := dicts[hit.src].numTerms // the first term at or past hi
 			if it.Next() {
 				if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
+					hit.key = termKey(it.TermBytes())
 					h.push(hit)
 					continue
 				}
@@ -92,6 +108,9 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 type dictHeap []dictHit
 
 func (h dictHeap) less(i, j int) bool {
+	if h[i].key != h[j].key {
+		return h[i].key < h[j].key
+	}
 	if c := bytes.Compare(h[i].it.TermBytes(), h[j].it.TermBytes()); c != 0 {
 		return c < 0
 	}
