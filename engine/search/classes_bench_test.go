@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // the way its search phase does (a fresh snapshot per query, the top 10
 // with their stored fields) on the whole linux-doc corpus (600 sections
 // held out) committed in 40 batches and merged into one segment, and
-// reports the p50 of each class in µs and of all queries.
+// reports the p50 of each class in µs and of all queries. With
+// SUMMA_BENCH_CLASS set (e.g. "headings: and") it runs that class alone.
 //
 //	go test ./engine/search -run '^$' -bench QueryClasses -benchtime 3x
 func BenchmarkQueryClasses(b *testing.B) {
@@ -63,7 +65,11 @@ func BenchmarkQueryClasses(b *testing.B) {
 		raw   json.RawMessage
 	}
 	var ps []prepared
+	only := os.Getenv("SUMMA_BENCH_CLASS") // profile one class alone
 	for _, q := range qs {
+		if only != "" && bench.ClassOf(q) != only {
+			continue
+		}
 		r, _ := json.Marshal(bench.QueryString(q))
 		ps = append(ps, prepared{bench.ClassOf(q), r})
 	}
@@ -96,6 +102,9 @@ func BenchmarkQueryClasses(b *testing.B) {
 		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
 	}
 	for _, class := range []string{bench.ClassHeadingAnd, bench.ClassHeadingOr, bench.ClassHeadingPhrase} {
+		if len(byClass[class]) == 0 {
+			continue
+		}
 		b.ReportMetric(p50(byClass[class]), "µs-p50-"+class[len("headings: "):])
 	}
 	b.ReportMetric(p50(all), "µs-p50-all")

@@ -220,6 +220,9 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 			} else {
 				err = runPhrase(t, seg, fp, c, row, acc, cands)
 			}
+			for _, pl := range row {
+				pl.Release() // spent: its buffers go to the next query
+			}
 			if err != nil {
 				return fmt.Errorf("search: segment view %d, field %d: %w", vi, fp.field, err)
 			}

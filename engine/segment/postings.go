@@ -2,6 +2,8 @@ package segment
 
 import (
 	"encoding/binary"
+	"errors"
+	"sync"
 
 	"github.com/summadev/summa/engine/segid"
 )
@@ -43,6 +45,30 @@ type Postings struct {
 	err     error
 	bufDocs []uint32 // decoded doc ids, allocated by the first refill
 	bufFreq []uint32 // decoded frequencies, allocated by the first refill
+	// pooled is the array behind bufDocs and bufFreq when it came from
+	// postingsBufs (full blocks), nil otherwise.
+	pooled *[2 * pforBlock]uint32
+}
+
+// postingsBufs recycles the decode buffers of iterators over a full
+// block or more (see Release).
+var postingsBufs = sync.Pool{New: func() any { return new([2 * pforBlock]uint32) }}
+
+// errReleased is the error of an iterator used after Release.
+var errReleased = errors.New("segment: postings used after Release")
+
+// Release hands the iterator's decode buffers back for reuse by later
+// iterators (searches open many short-lived ones). The iterator is spent:
+// Next and Advance return false and Err reports the misuse.
+func (p *Postings) Release() {
+	if p.pooled != nil {
+		postingsBufs.Put(p.pooled)
+	}
+	p.pooled, p.bufDocs, p.bufFreq = nil, nil, nil
+	p.bufI, p.bufN = 0, 0
+	if p.err == nil {
+		p.err = errReleased
+	}
 }
 
 func (p *Postings) init(d *dict, e termEntry) {
@@ -58,8 +84,8 @@ func (p *Postings) init(d *dict, e termEntry) {
 // hasPos) of df documents; a bad skip table is reported by Err.
 func (p *Postings) start(docs, pos []byte, df, numDocs uint32, hasPos, legacy bool) {
 	// Keep the buffers of a reused iterator (merges); the rest restarts.
-	bd, bf := p.bufDocs, p.bufFreq
-	*p = Postings{bufDocs: bd, bufFreq: bf, docs: docs, pos: pos, df: df, numDocs: numDocs,
+	bd, bf, pooled := p.bufDocs, p.bufFreq, p.pooled
+	*p = Postings{bufDocs: bd, bufFreq: bf, pooled: pooled, docs: docs, pos: pos, df: df, numDocs: numDocs,
 		hasPos: hasPos, legacy: legacy, posCur: -1}
 	if !legacy {
 		p.skip.parse(p, docs, df)
@@ -108,8 +134,13 @@ func (p *Postings) Next() bool {
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
 	if want := int(min(p.df, pforBlock)); cap(p.bufDocs) < want {
-		buf := make([]uint32, 2*want)
-		p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
+		if want == pforBlock {
+			p.pooled = postingsBufs.Get().(*[2 * pforBlock]uint32)
+			p.bufDocs, p.bufFreq = p.pooled[:pforBlock:pforBlock], p.pooled[pforBlock:]
+		} else {
+			buf := make([]uint32, 2*want)
+			p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
+		}
 	}
 	// refill runs once every buffered document was returned, so the last
 	// decoded doc id is the current one.
