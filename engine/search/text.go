@@ -239,6 +239,7 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 // documents, advancing the postings to each (skipping whole blocks).
 func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *accumulator, cands []uint32) error {
 	vs := fp.viewScorer(seg)
+	pl.SkipPositions() // frequencies only, decoded for the blocks that match
 	if cands != nil {
 		for _, d := range cands {
 			if err := t.tick(); err != nil {

@@ -45,6 +45,12 @@ type Postings struct {
 	err     error
 	bufDocs []uint32 // decoded doc ids, allocated by the first refill
 	bufFreq []uint32 // decoded frequencies, allocated by the first refill
+	// lazyFreq is set by SkipPositions: frequencies are decoded per block
+	// on the first Freq call (freqState says what is pending).
+	lazyFreq  bool
+	freqState uint8
+	freqOff   int       // offset of a pending PFor block or of a pending tail
+	freqR     bitReader // a pending tail's reader, at its frequencies
 	// pooled is the array behind bufDocs and bufFreq when it came from
 	// postingsBufs (full blocks), nil otherwise.
 	pooled *[2 * pforBlock]uint32
@@ -110,7 +116,7 @@ func (p *Postings) Next() bool {
 	}
 	if p.n >= p.df {
 		p.done = true
-		if p.off != len(p.docs) {
+		if p.freqState == freqsDecoded && p.off != len(p.docs) {
 			return p.corrupt("docs section has %d trailing bytes", len(p.docs)-p.off)
 		}
 		return false
@@ -133,6 +139,7 @@ func (p *Postings) Next() bool {
 // that describes it.
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
+	p.freqState = freqsDecoded
 	if want := int(min(p.df, pforBlock)); cap(p.bufDocs) < want {
 		if want == pforBlock {
 			p.pooled = postingsBufs.Get().(*[2 * pforBlock]uint32)
@@ -162,6 +169,9 @@ func (p *Postings) refill() bool {
 			return false
 		}
 		k = pforBlock
+		// A block followed by a skip entry can leave its frequencies
+		// undecoded: the entry gives the next block's offset.
+		lazy := p.lazyFreq && p.blk < p.skip.entries
 		var off int
 		var err error
 		if p.off < len(p.docs) && p.docs[p.off] == interpMarker {
@@ -171,14 +181,25 @@ func (p *Postings) refill() bool {
 		} else {
 			off, err = unpackPFor(p.docs, p.off, p.bufDocs[:k])
 		}
-		if err == nil {
+		switch {
+		case err == nil && lazy:
+			_, next, _ := p.skip.entry(p.docs, p.blk)
+			if next < uint64(off) || next > uint64(len(p.docs)) {
+				return p.corrupt("skip entry %d: offset %d out of range", p.blk, next)
+			}
+			p.freqState, p.freqOff, off = freqsPFor, off, int(next)
+		case err == nil:
 			off, err = unpackPFor(p.docs, off, p.bufFreq[:k])
 		}
 		if err != nil {
 			return p.corrupt("docs block at offset %d: %v", p.off, err)
 		}
 		p.off = off
-		if !p.gapsToDocs(prev, k) {
+		if lazy {
+			if !p.gapsToDocsOnly(prev, k) {
+				return false
+			}
+		} else if !p.gapsToDocs(prev, k) {
 			return false
 		}
 	default:
@@ -189,6 +210,10 @@ func (p *Postings) refill() bool {
 		r := bitReader{src: p.docs[p.off:]}
 		if !readTailDocs(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
 			return p.corrupt("bad tail doc ids at offset %d", p.off)
+		}
+		if p.lazyFreq {
+			p.freqState, p.freqOff, p.freqR = freqsTail, p.off, r
+			break
 		}
 		for i := 0; i < k; i++ {
 			f, ok := r.gamma()
@@ -243,7 +268,12 @@ func (p *Postings) gapsToDocs(prev int64, k int) bool {
 func (p *Postings) Doc() uint32 { return p.doc }
 
 // Freq returns the term's frequency in the current document.
-func (p *Postings) Freq() uint32 { return p.freq }
+func (p *Postings) Freq() uint32 {
+	if p.freqState != freqsDecoded {
+		p.decodeFreqs()
+	}
+	return p.freq
+}
 
 // Positions returns the term's positions in the current document, or nil
 // for fields without positions.

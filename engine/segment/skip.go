@@ -151,4 +151,5 @@ func (p *Postings) skipTo(target uint32) {
 	p.doc, p.cumFreq = uint32(last), cum
 	p.blk, p.dec, p.n = j, j*pforBlock, j*pforBlock
 	p.bufI, p.bufN = 0, 0
+	p.freqState = freqsDecoded
 }
