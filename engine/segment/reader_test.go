@@ -202,3 +202,45 @@ func TestDiskSmallFileSize(t *testing.T) {
 		}
 	}
 }
+
+// TestPostingsRelease reads a term's postings with a full block, releases
+// the iterator and checks that it is spent (no document, Err set) and
+// that a new iterator, which may reuse the released buffers, reads the
+// same documents.
+func TestPostingsRelease(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 400)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 6, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	read := func() []uint32 {
+		p, err := r.Postings(body, "the")
+		if err != nil || p == nil {
+			t.Fatalf("postings of the: %v", err)
+		}
+		if p.DocFreq() < pforBlock {
+			t.Fatalf("the is in %d documents, want a full block", p.DocFreq())
+		}
+		var got []uint32
+		for p.Next() {
+			got = append(got, p.Doc(), p.Freq())
+		}
+		if p.Err() != nil {
+			t.Fatal(p.Err())
+		}
+		p.Release()
+		if p.Next() || p.Advance(0) || p.Err() == nil {
+			t.Fatal("a released iterator still reads")
+		}
+		return got
+	}
+	first := read()
+	if again := read(); !slices.Equal(first, again) {
+		t.Fatal("an iterator reusing released buffers reads other postings")
+	}
+}
