@@ -244,3 +244,59 @@ func TestPostingsRelease(t *testing.T) {
 		t.Fatal("an iterator reusing released buffers reads other postings")
 	}
 }
+
+// TestDictFirstTermsIndex looks every term of a field up, and a
+// neighbour of every term that is absent, twice: the lookups before the
+// in-memory index of first terms exists probe the blocks, the later ones
+// search the index, and both must find exactly the dictionary's terms.
+func TestDictFirstTermsIndex(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 400)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 7, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	d := r.dicts[body]
+	if d.numBlocks < 8 {
+		t.Fatalf("only %d dictionary blocks", d.numBlocks)
+	}
+	type term struct {
+		t  string
+		df uint32
+	}
+	var terms []term
+	it, _ := r.Terms(body)
+	for it.Next() {
+		terms = append(terms, term{it.Term(), it.DocFreq()})
+	}
+	present := map[string]bool{}
+	for _, x := range terms {
+		present[x.t] = true
+	}
+	for round := range 2 {
+		for _, x := range terms {
+			p, err := r.Postings(body, x.t)
+			if err != nil || p == nil || p.DocFreq() != x.df {
+				t.Fatalf("round %d: %q not found with df %d (%v)", round, x.t, x.df, err)
+			}
+			for _, absent := range []string{x.t + "\x00", x.t[:len(x.t)-1]} {
+				if present[absent] {
+					continue
+				}
+				if p, err := r.Postings(body, absent); err != nil || p != nil {
+					t.Fatalf("round %d: absent %q found (%v)", round, absent, err)
+				}
+			}
+		}
+		if round == 0 && d.firsts.Load() == nil {
+			t.Fatal("no index of first terms after every term was looked up")
+		}
+	}
+	if p, _ := r.Postings(body, ""); p != nil {
+		t.Fatal("the empty term was found")
+	}
+}

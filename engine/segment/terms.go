@@ -2,8 +2,10 @@ package segment
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/summadev/summa/engine/segid"
 )
@@ -138,10 +140,13 @@ type dict struct {
 	suffix     string // file holding the dictionary
 	postSuffix string // file holding the postings
 	legacyDocs bool   // docs sections in the version 1 post format
-	// firsts is the in-memory index of the blocks' first terms, built by
-	// the first seekBlock (see loadFirsts).
+	// firsts is the in-memory index of the blocks' first terms, built once
+	// the blocks probed by seekBlock add up to numBlocks (ski rental: a
+	// dictionary searched a few times after open never pays for the whole
+	// index, a searched one pays at most twice the probes it saves).
+	probed     atomic.Uint64
 	firstsOnce sync.Once
-	firsts     *firstTerms
+	firsts     atomic.Pointer[firstTerms]
 }
 
 // firstTerms holds every block's first term, in block order, for the
@@ -160,7 +165,7 @@ func (f *firstTerms) term(b uint32) []byte {
 	return f.data[start:f.ends[b]]
 }
 
-// loadFirsts builds d.firsts from the blocks; it leaves it nil when a
+// loadFirsts builds d.firsts from the blocks; it leaves it unset when a
 // block is corrupt or the index would be large (seekBlock then probes the
 // blocks, reporting the corruption).
 func (d *dict) loadFirsts() {
@@ -178,7 +183,7 @@ func (d *dict) loadFirsts() {
 		f.ends = append(f.ends, uint32(len(f.data)))
 	}
 	f.data = slices.Clip(f.data)
-	d.firsts = f
+	d.firsts.Store(f)
 }
 
 // openDict checks a dictionary's metadata against the payloads holding it.
@@ -403,16 +408,19 @@ func (d *dict) checkEntry(ord uint32, df, postOff, docsLen, posLen uint64) error
 // seekBlock returns the last block whose first term is <= term, or -1.
 func (d *dict) seekBlock(term string) (int, error) {
 	lo, hi := uint32(0), d.numBlocks
-	if d.firstsOnce.Do(d.loadFirsts); d.firsts != nil {
+	if f := d.firsts.Load(); f != nil {
 		for lo < hi {
 			mid := lo + (hi-lo)/2
-			if string(d.firsts.term(mid)) > term {
+			if string(f.term(mid)) > term {
 				hi = mid
 			} else {
 				lo = mid + 1
 			}
 		}
 		return int(lo) - 1, nil
+	}
+	if d.probed.Add(uint64(bits.Len32(hi))) >= uint64(hi) {
+		d.firstsOnce.Do(d.loadFirsts)
 	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
