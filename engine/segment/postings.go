@@ -3,6 +3,7 @@ package segment
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"sync"
 
 	"github.com/summadev/summa/engine/segid"
@@ -366,6 +367,13 @@ func (p *Postings) seekPositions() bool {
 		return p.corrupt("positions section too short to skip %d positions", p.posSkip)
 	}
 	n := p.posSkip
+	// Eight bytes at a time while they cannot hold more positions than
+	// are left to skip: a varint ends at each byte below 0x80.
+	for n >= 8 && off+8 <= len(p.pos) {
+		w := binary.LittleEndian.Uint64(p.pos[off:])
+		n -= uint64(bits.OnesCount64(^w & 0x8080808080808080))
+		off += 8
+	}
 	for ; n > 0 && off < len(p.pos); off++ {
 		if p.pos[off] < 0x80 {
 			n--
