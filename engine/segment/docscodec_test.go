@@ -354,3 +354,55 @@ func TestSkipTableChecked(t *testing.T) {
 		mustBeCorruption(t, p.Err())
 	}
 }
+
+// TestLazyFreqsCorrupt flips bytes of docs sections with several blocks
+// and reads them after SkipPositions, asking for some frequencies only:
+// a damaged section must end the iteration (or read other values), never
+// panic or read outside the section.
+func TestLazyFreqsCorrupt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var enc docsEncoder
+	visited, failed := 0, 0
+	for _, df := range []int{129, 300, 1000} {
+		const numDocs = 1 << 30
+		docs, freqs := randomPostings(rng, df, numDocs)
+		enc.reset(nil, numDocs, false)
+		for i := range docs {
+			enc.add(docs[i], freqs[i])
+		}
+		clean := append([]byte(nil), enc.finish()...)
+		for rep := 0; rep < 1000; rep++ {
+			sec := append([]byte(nil), clean...)
+			for range 1 + rng.IntN(3) {
+				at := rng.IntN(len(sec))
+				if rng.IntN(2) == 0 {
+					at = rng.IntN(min(len(sec), 48)) // the skip table
+				}
+				sec[at] ^= byte(1 + rng.IntN(255))
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("df %d, rep %d: panic %v", df, rep, r)
+					}
+				}()
+				p := &Postings{}
+				p.start(sec, nil, uint32(len(docs)), numDocs, false, false)
+				p.SkipPositions()
+				for target := uint32(0); p.Advance(target); target = p.Doc() + 1 + uint32(rng.IntN(8)) {
+					visited++
+					if rng.IntN(3) == 0 {
+						p.Freq()
+					}
+				}
+				if p.Err() != nil {
+					failed++
+				}
+			}()
+		}
+	}
+	t.Logf("%d documents visited, %d damaged sections detected", visited, failed)
+	if failed == 0 || visited < 5000 {
+		t.Fatalf("%d documents visited, %d damaged sections detected: the test does not reach the lazy frequencies", visited, failed)
+	}
+}
