@@ -157,6 +157,45 @@ type bmEncoder struct {
 
 // encode is encodeBlockRecord with e's buffers.
 func (e *bmEncoder) encode(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
+	if len(ps) == 1 && kind != bmSparse {
+		return encodeOneRecord(dst, kind, ps[0], norm)
+	}
+	return e.encodeBlocks(dst, kind, ps, norm)
+}
+
+// encodeOneRecord is encode for a text or exact term of one posting, most
+// terms: one block, no buffers.
+func encodeOneRecord(dst []byte, kind byte, p bmPosting, norm func(uint32) uint32) []byte {
+	dataLen := 1 + uvarintLen(uint64(p.tf))
+	entriesLen := uvarintLen(uint64(p.doc>>BlockShift)) + 2 + uvarintLen(uint64(dataLen))
+	if kind == bmTokenized {
+		entriesLen++
+	}
+	dst = append(dst, 1) // one block
+	dst = binary.AppendUvarint(dst, uint64(entriesLen))
+	dst = binary.AppendUvarint(dst, uint64(p.doc>>BlockShift))
+	dst = append(dst, tfCode(p.tf))
+	if kind == bmTokenized {
+		dst = append(dst, ratioCode(norm(p.doc), p.tf))
+	}
+	dst = append(dst, 0) // one document
+	dst = binary.AppendUvarint(dst, uint64(dataLen))
+	dst = append(dst, byte(p.doc&(blockDocs-1)))
+	return binary.AppendUvarint(dst, uint64(p.tf))
+}
+
+// uvarintLen returns the length of v's uvarint encoding.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// encodeBlocks is encode for any postings.
+func (e *bmEncoder) encodeBlocks(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
 	var scale float32
 	if kind == bmSparse {
 		for _, p := range ps {
