@@ -1,0 +1,225 @@
+package bp
+
+// orientSweeps bounds the passes of orientation over the bisection tree;
+// a pass that flips nothing ends it earlier.
+const orientSweeps = 2
+
+// orienter flips subtrees of the bisection tree, each a span of the order
+// reversed in place, when that lowers LogGapCost exactly. Bisection only
+// decides which documents share a part, not in which direction a part is
+// read: a term split between two sibling parts pays a gap from the last
+// of its documents in the left part to the first in the right part, and
+// the first document of every term pays for its position (the "gap" from
+// -1). Reversing a span keeps every gap inside it, so the change is
+// computed from each term's first and last documents in the span and its
+// neighbours outside.
+//
+// The position lists are a term->position CSR, updated as spans flip.
+// Spans of one level are visited left to right in one scan of the
+// positions, so cursor[t] is always the index in t's list of its next
+// occurrence: no search is needed.
+type orienter struct {
+	g     *Graph
+	order []uint32
+	st    *stopper
+	// logs[i] = log2(i).
+	logs []float64
+	// tOff[t]..tOff[t+1] is t's slice of tPos, the positions of its
+	// documents, increasing.
+	tOff []uint64
+	tPos []uint32
+	// cursor[t] is the index in tPos of t's next occurrence in the scan;
+	// first[t] the index of its first occurrence in the current span.
+	cursor, first []uint64
+	// stamp[t] is 1 + the index of the last span t was seen in.
+	stamp   []uint32
+	span    uint32
+	touched []uint32
+	work    int
+}
+
+// newOrienter builds the position lists of order over g.
+func newOrienter(st *stopper, g *Graph, order []uint32, logs []float64) (*orienter, error) {
+	o := &orienter{g: g, order: order, st: st, logs: logs,
+		tOff:   make([]uint64, uint64(g.NumTerms)+1),
+		tPos:   make([]uint32, len(g.Terms)),
+		cursor: make([]uint64, g.NumTerms),
+		first:  make([]uint64, g.NumTerms),
+		stamp:  make([]uint32, g.NumTerms),
+	}
+	for _, t := range g.Terms {
+		o.tOff[t+1]++
+	}
+	for t := 1; t < len(o.tOff); t++ {
+		o.tOff[t] += o.tOff[t-1]
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// fill writes the position lists in one scan of the order and leaves the
+// cursors at the start of every list.
+func (o *orienter) fill() error {
+	copy(o.cursor, o.tOff[:len(o.cursor)])
+	for p, d := range o.order {
+		for _, t := range o.g.docTerms(d) {
+			o.tPos[o.cursor[t]] = uint32(p)
+			o.cursor[t]++
+		}
+		if err := o.tick(o.g.docLen(d)); err != nil {
+			return err
+		}
+	}
+	copy(o.cursor, o.tOff[:len(o.cursor)])
+	return nil
+}
+
+// tick counts work and checks the stopper between bounded units.
+func (o *orienter) tick(n int) error {
+	if o.work += n + 1; o.work >= unitWork {
+		o.work = 0
+		return o.st.check()
+	}
+	return nil
+}
+
+// levels returns the spans of the bisection tree below the root, level by
+// level from the top, as bisectAll split them, down to depth.
+func levels(n, minPartition, depth int) [][]span {
+	var out [][]span
+	parts := []span{{0, n}}
+	for level := 1; level <= depth && len(parts) > 0; level++ {
+		var kids, next []span
+		for _, s := range parts {
+			if s.hi-s.lo < minPartition || s.hi-s.lo < 2 {
+				continue
+			}
+			mid := s.lo + (s.hi-s.lo)/2
+			kids = append(kids, span{s.lo, mid}, span{mid, s.hi})
+		}
+		for _, k := range kids {
+			if k.hi-k.lo >= 2 {
+				next = append(next, k)
+			}
+		}
+		if len(next) > 0 {
+			out = append(out, next)
+		}
+		parts = next
+	}
+	return out
+}
+
+// orient runs the sweeps over the tree's spans down to depth and returns
+// the number of flips. It stops early, keeping the flips done, at the
+// deadline (errDeadline) or on cancellation (the error).
+func (o *orienter) orient(minPartition, depth int) (int, error) {
+	tree := levels(len(o.order), minPartition, depth)
+	flips := 0
+	for range orientSweeps {
+		before := flips
+		for _, level := range tree {
+			copy(o.cursor, o.tOff[:len(o.cursor)])
+			pos := 0
+			for _, s := range level {
+				if err := o.skip(pos, s.lo); err != nil {
+					return flips, err
+				}
+				pos = s.hi
+				flipped, err := o.visit(s)
+				if err != nil {
+					return flips, err
+				}
+				if flipped {
+					flips++
+				}
+			}
+		}
+		if flips == before {
+			break
+		}
+	}
+	return flips, nil
+}
+
+// skip advances the cursors over the positions [from, to), which belong
+// to no span of the level (parts too small to split).
+func (o *orienter) skip(from, to int) error {
+	for p := from; p < to; p++ {
+		d := o.order[p]
+		for _, t := range o.g.docTerms(d) {
+			o.cursor[t]++
+		}
+		if err := o.tick(o.g.docLen(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visit scans span s (advancing the cursors past it), flips it if that
+// lowers the cost, and reports whether it did. The spans of a level must
+// be visited left to right after the cursors were reset; positions before
+// s are final for this level, positions after s are current.
+func (o *orienter) visit(s span) (bool, error) {
+	o.span++
+	o.touched = o.touched[:0]
+	for p := s.lo; p < s.hi; p++ {
+		d := o.order[p]
+		for _, t := range o.g.docTerms(d) {
+			if o.stamp[t] != o.span {
+				o.stamp[t] = o.span
+				o.first[t] = o.cursor[t]
+				o.touched = append(o.touched, t)
+			}
+			o.cursor[t]++
+		}
+		if err := o.tick(o.g.docLen(d)); err != nil {
+			return false, err
+		}
+	}
+	if o.delta(s) >= -flipEpsilon {
+		return false, nil
+	}
+	mirror := uint32(s.lo + s.hi - 1)
+	for _, t := range o.touched {
+		ps := o.tPos[o.first[t]:o.cursor[t]]
+		for i, j := 0, len(ps)-1; i <= j; i, j = i+1, j-1 {
+			ps[i], ps[j] = mirror-ps[j], mirror-ps[i]
+		}
+	}
+	docs := o.order[s.lo:s.hi]
+	for i, j := 0, len(docs)-1; i < j; i, j = i+1, j-1 {
+		docs[i], docs[j] = docs[j], docs[i]
+	}
+	return true, o.tick(len(o.touched) + len(docs))
+}
+
+// flipEpsilon is the smallest cost decrease, in bits, worth a flip (float
+// noise must not flip a span back and forth).
+const flipEpsilon = 1e-6
+
+// delta returns the change of LogGapCost if span s were reversed, from
+// the touched terms' first and last positions in s and their neighbours.
+func (o *orienter) delta(s span) float64 {
+	logs := o.logs
+	mirror := int64(s.lo + s.hi - 1)
+	var d float64
+	for _, t := range o.touched {
+		i1, i2 := o.first[t], o.cursor[t]
+		f, l := int64(o.tPos[i1]), int64(o.tPos[i2-1])
+		nf, nl := mirror-l, mirror-f
+		prev := int64(-1)
+		if i1 > o.tOff[t] {
+			prev = int64(o.tPos[i1-1])
+		}
+		d += logs[nf-prev] - logs[f-prev]
+		if i2 < o.tOff[t+1] {
+			q := int64(o.tPos[i2])
+			d += logs[q-nl] - logs[q-l]
+		}
+	}
+	return d
+}
