@@ -201,7 +201,7 @@ func TestM07_OfflineMaintenanceStopsWorkersReleasesSnapshotsAndAwaitsCleanup(t *
 	// abandoned and the command still closes everything before it exits.
 	gen := meta.Generation
 	victim := meta.Segments[1]
-	corruptMiddle(t, filepath.Join(dir, "opticks", segid.FileName(victim.ID, "post")))
+	corruptMiddle(t, filepath.Join(dir, "opticks", segid.FileName(victim.ID, victim.Files[0].Suffix)))
 	rep, stderr, code = runMaintainCmd(t, "merge", "--data-dir", dir, "--index", "opticks")
 	if code != exitFailure || rep.Error == "" || rep.Indexes[0].Error == "" {
 		t.Fatalf("merge over a corrupt source: exit %d %+v\n%s", code, rep, stderr)

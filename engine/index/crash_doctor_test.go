@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/metadata"
-	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // commitCallers records which callers reached the commit point while a
@@ -55,8 +55,8 @@ func doctorSetup(t *testing.T, f *faultFS, fs vfs.FS) (int64, map[string]string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := segid.FileName(meta.Segments[1].ID, "post")
-	corruptFile(t, f.mem, name)
+	name, _, _ := partSpan(t, meta.Segments[1].Info, segment.SuffixPostings)
+	corruptPart(t, f.mem, meta.Segments[1].Info, segment.SuffixPostings)
 	file, err := f.mem.OpenReadWrite(f.mem.PathJoin(testDir, name), vfs.WriteCategoryUnspecified)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/summadev/summa/engine/ivf/ivftest"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 	"github.com/summadev/summa/internal/corpus"
 	"github.com/summadev/summa/internal/corpus/corpustest"
 )
@@ -161,6 +162,38 @@ func fmtSscan(pk string, i *int) (int, error) { return fmt.Sscanf(pk, "p%d", i) 
 // corruptFile flips one byte in the middle of a file of the index.
 func corruptFile(t testing.TB, fs vfs.FS, name string) {
 	t.Helper()
+	flipByteAt(t, fs, name, -1)
+}
+
+// partSpan returns the file holding part suffix of segment seg (the
+// compound file, or the part's own file in the older layout), and the
+// part's offset and size in it.
+func partSpan(t testing.TB, seg segment.Info, suffix string) (name string, off, size int64) {
+	t.Helper()
+	for _, p := range seg.PartSizes() {
+		if p.Suffix == suffix {
+			if !seg.Compound() {
+				return segid.FileName(seg.ID, suffix), 0, p.Size
+			}
+			return segid.FileName(seg.ID, segment.SuffixCompound), off, p.Size
+		}
+		off += p.Size
+	}
+	t.Fatalf("segment %s has no %s part", seg.ID, suffix)
+	return "", 0, 0
+}
+
+// corruptPart flips a byte in the middle of part suffix of segment seg.
+func corruptPart(t testing.TB, fs vfs.FS, seg segment.Info, suffix string) {
+	t.Helper()
+	name, off, size := partSpan(t, seg, suffix)
+	flipByteAt(t, fs, name, off+size/2)
+}
+
+// flipByteAt flips the byte at off of file name (its middle byte when off
+// is negative).
+func flipByteAt(t testing.TB, fs vfs.FS, name string, off int64) {
+	t.Helper()
 	path := fs.PathJoin(testDir, name)
 	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -172,7 +205,9 @@ func corruptFile(t testing.TB, fs vfs.FS, name string) {
 		t.Fatal(err)
 	}
 	b := make([]byte, 1)
-	off := st.Size() / 2
+	if off < 0 {
+		off = st.Size() / 2
+	}
 	if _, err := f.ReadAt(b, off); err != nil {
 		t.Fatal(err)
 	}

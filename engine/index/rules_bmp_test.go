@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/engine/segment"
 )
 
@@ -20,8 +19,9 @@ import (
 func TestQ06_MergePreflightQuarantinesCorruptBlockMax(t *testing.T) {
 	fs, idx := threeSegments(t, testOptions())
 	defer mustClose(t, idx)
-	victim := idx.Metadata().Segments[1].ID
-	flipAndReframe(t, fs, segid.FileName(victim, segment.SuffixBlockMax))
+	victimSeg := idx.Metadata().Segments[1]
+	victim := victimSeg.ID
+	flipAndReframe(t, fs, victimSeg.Info, segment.SuffixBlockMax)
 	_, err := idx.ForceMerge(context.Background(), 1)
 	if !errors.Is(err, ErrSourceQuarantined) {
 		t.Fatalf("merge over a source with corrupt block maxima: %v", err)
@@ -33,10 +33,11 @@ func TestQ06_MergePreflightQuarantinesCorruptBlockMax(t *testing.T) {
 	checkOwned(t, fs, idx)
 }
 
-// flipAndReframe flips the middle payload byte of a segment file and
-// rewrites its footer's CRC to match.
-func flipAndReframe(t *testing.T, fs vfs.FS, name string) {
+// flipAndReframe flips the middle payload byte of part suffix of segment
+// seg and rewrites the part's footer CRC to match.
+func flipAndReframe(t *testing.T, fs vfs.FS, seg segment.Info, suffix string) {
 	t.Helper()
+	name, off, size := partSpan(t, seg, suffix)
 	path := fs.PathJoin(testDir, name)
 	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -47,15 +48,16 @@ func flipAndReframe(t *testing.T, fs vfs.FS, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
+	file := make([]byte, st.Size())
+	if _, err := f.ReadAt(file, 0); err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
+	data := file[off : off+size]
 	const header, footer = 24, 20
 	data[header+(len(data)-header-footer)/2] ^= 0x21
 	crc := crc32.Checksum(data[:len(data)-footer], crc32.MakeTable(crc32.Castagnoli))
 	binary.LittleEndian.PutUint32(data[len(data)-footer+8:], crc)
-	if _, err := f.WriteAt(data, 0); err != nil {
+	if _, err := f.WriteAt(file, 0); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // ownedAtCreate checks, at every creation of a seg_ file, that its ID
@@ -83,7 +84,7 @@ func TestL07_EngineWritersClaimBeforeTheirFirstFile(t *testing.T) {
 	if len(inj.orphans) > 0 {
 		t.Fatalf("files created before their ID was claimed: %v", inj.orphans)
 	}
-	if !inj.created["del"] || !inj.created["post"] {
+	if !inj.created["del"] || !inj.created[segment.SuffixCompound] {
 		t.Fatalf("setup: created %v", inj.created)
 	}
 }

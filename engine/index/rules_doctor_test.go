@@ -7,6 +7,7 @@ import (
 
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 func TestR01_DoctorRemovesUnvalidatableSegmentsAtomically(t *testing.T) {
@@ -24,7 +25,7 @@ func TestR01_DoctorRemovesUnvalidatableSegmentsAtomically(t *testing.T) {
 	mustClose(t, idx)
 	meta, _ := metadata.Load(fs, testDir)
 	victim := meta.Segments[1]
-	corruptFile(t, fs, segid.FileName(victim.ID, "store"))
+	corruptPart(t, fs, victim.Info, segment.SuffixStore)
 
 	// A normal open only quarantines if the cheap check sees it; doctor
 	// finds the flipped byte through full validation.
@@ -63,7 +64,7 @@ func TestR01_DoctorReport(t *testing.T) {
 	mustCommit(t, idx)
 	mustClose(t, idx)
 	meta, _ := metadata.Load(fs, testDir)
-	corruptFile(t, fs, segid.FileName(meta.Segments[0].ID, "post"))
+	corruptPart(t, fs, meta.Segments[0].Info, segment.SuffixPostings)
 	rep, err := Doctor(context.Background(), fs, testDir, testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestR02_DoctorIsExplicitAndLocked(t *testing.T) {
 	mustClose(t, idx)
 	meta, _ := metadata.Load(fs, testDir)
 	id := meta.Segments[0].ID
-	if err := fs.Remove(fs.PathJoin(testDir, segid.FileName(id, "store"))); err != nil {
+	if err := fs.Remove(fs.PathJoin(testDir, segid.FileName(id, segment.SuffixCompound))); err != nil {
 		t.Fatal(err)
 	}
 	// Normal opens never repair: the segment stays in metadata, quarantined.

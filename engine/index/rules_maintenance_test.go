@@ -12,7 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/summadev/summa/engine/lifecycle"
-	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // threeSegments commits docs 0..30 in three generations and deletes two.
@@ -160,7 +160,7 @@ func TestQ06_MergePreflightQuarantinesCorruptSource(t *testing.T) {
 	fs, idx := threeSegments(t, testOptions())
 	defer mustClose(t, idx)
 	victim := idx.Metadata().Segments[1].ID
-	corruptFile(t, fs, segid.FileName(victim, "store"))
+	corruptPart(t, fs, idx.Metadata().Segments[1].Info, segment.SuffixStore)
 	_, err := idx.ForceMerge(context.Background(), 1)
 	if !errors.Is(err, ErrSourceQuarantined) {
 		t.Fatalf("merge over a corrupt source: %v", err)
@@ -200,7 +200,7 @@ func (f *failWritesOf) MaybeError(op errorfs.Op) error {
 func (f *failWritesOf) String() string { return "failWritesOf" }
 
 func TestQ08_FailedOutputDeletedAfterRecheck(t *testing.T) {
-	inj := &failWritesOf{suffix: ".store"}
+	inj := &failWritesOf{suffix: "." + segment.SuffixCompound}
 	mem := vfs.NewMem()
 	fs := errorfs.Wrap(mem, inj)
 	idx, err := Create(fs, testDir, testSchema, testOptions())

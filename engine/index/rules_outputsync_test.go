@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // failOutputSync fails, once armed, the first fsync of a flushed segment's
@@ -25,7 +26,7 @@ type failOutputSync struct {
 func (f *failOutputSync) MaybeError(op errorfs.Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.armed || op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, ".post") {
+	if !f.armed || op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, "."+segment.SuffixCompound) {
 		return nil
 	}
 	id, _, ok := segid.ParseFileName(op.Path[strings.LastIndexByte(op.Path, '/')+1:])

@@ -15,6 +15,7 @@ import (
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/search"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 func TestL03_IndexingOutputOwnedAtEveryStep(t *testing.T) {
@@ -132,14 +133,14 @@ func TestL11_RowstatsBelongsToSegmentFileSet(t *testing.T) {
 	}
 	mustCommit(t, idx)
 	var id segid.ID
-	for sid, sufs := range segFiles(t, fs) {
-		id = sid
+	for _, seg := range idx.Metadata().Segments {
+		id = seg.ID
 		found := false
-		for _, s := range sufs {
-			found = found || s == "rowstats"
+		for _, p := range seg.PartSizes() {
+			found = found || p.Suffix == segment.SuffixRowStats
 		}
-		if !found {
-			t.Fatalf("segment %s has no rowstats file: %v", sid, sufs)
+		if sufs := segFiles(t, fs)[seg.ID]; !found || len(sufs) != len(seg.Files) {
+			t.Fatalf("segment %s has no rowstats part (%v) or its files on disk are %v", seg.ID, seg.PartSizes(), sufs)
 		}
 	}
 	// Deleting every row retires the segment; rowstats goes with it.
@@ -226,10 +227,16 @@ func TestQ05_MissingFileQuarantinesNotDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCommit(t, idx)
+	// A deletion in the victim gives it a mask file that outlives the
+	// removal of its segment file.
+	deleteAndCommit(t, idx, "p0000")
 	mustClose(t, idx)
 	meta, _ := metadata.Load(fs, testDir)
 	victim := meta.Segments[0]
-	if err := fs.Remove(fs.PathJoin(testDir, segid.FileName(victim.ID, "post"))); err != nil {
+	if victim.Deletes == nil {
+		t.Fatal("setup: the victim has no deletion mask")
+	}
+	if err := fs.Remove(fs.PathJoin(testDir, segid.FileName(victim.ID, segment.SuffixCompound))); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := Open(fs, testDir, testOptions())
@@ -244,7 +251,7 @@ func TestQ05_MissingFileQuarantinesNotDrops(t *testing.T) {
 	if st.Documents != uint64(9-victim.Documents) || len(st.Segments) != 2 {
 		t.Fatalf("status %+v", st)
 	}
-	if _, ok := segFiles(t, fs)[victim.ID]; !ok {
+	if _, ok := segFiles(t, fs)[victim.Deletes.ID]; !ok {
 		t.Fatal("the sweep deleted the remaining files of a quarantined live segment")
 	}
 	// Still in metadata after another commit.

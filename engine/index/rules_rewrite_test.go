@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // oneSegment commits docs [0, n) as one segment (one worker).
@@ -220,7 +221,7 @@ func TestQ10_CorruptReorderSourceIsQuarantined(t *testing.T) {
 	fs, idx := threeSegments(t, testOptions())
 	defer mustClose(t, idx)
 	victim := idx.Metadata().Segments[1].ID
-	corruptFile(t, fs, segid.FileName(victim, "fwd"))
+	corruptPart(t, fs, idx.Metadata().Segments[1].Info, segment.SuffixForward)
 	_, err := idx.ReorderSegment(context.Background(), victim, ReorderOptions{})
 	if !errors.Is(err, ErrSourceQuarantined) {
 		t.Fatalf("reorder of a corrupt source: %v", err)
@@ -244,71 +245,97 @@ func TestQ10_CorruptReorderSourceIsQuarantined(t *testing.T) {
 }
 
 // failSuffix fails every write of files ending in suffix while armed.
-type failSuffix struct {
-	mu     sync.Mutex
-	suffix string
+// failNthWrite counts the writes (and creates) of seg_ files and fails
+// the nth one while armed (n counts from 1; 0 only counts).
+type failNthWrite struct {
+	mu    sync.Mutex
+	armed bool
+	n, at int
 }
 
-func (f *failSuffix) set(s string) { f.mu.Lock(); f.suffix = s; f.mu.Unlock() }
+func (f *failNthWrite) arm(at int) { f.mu.Lock(); f.armed, f.n, f.at = true, 0, at; f.mu.Unlock() }
 
-func (f *failSuffix) MaybeError(op errorfs.Op) error {
+func (f *failNthWrite) disarm() int { f.mu.Lock(); defer f.mu.Unlock(); f.armed = false; return f.n }
+
+func (f *failNthWrite) MaybeError(op errorfs.Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.suffix != "" && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpCreate) &&
-		strings.HasPrefix(op.Path[strings.LastIndex(op.Path, "/")+1:], "seg_") && strings.HasSuffix(op.Path, f.suffix) {
-		return errorfs.ErrInjected
+	if f.armed && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpCreate) &&
+		strings.HasPrefix(op.Path[strings.LastIndex(op.Path, "/")+1:], "seg_") {
+		f.n++
+		if f.n == f.at {
+			return errorfs.ErrInjected
+		}
 	}
 	return nil
 }
 
-func (f *failSuffix) String() string { return "failSuffix" }
+func (f *failNthWrite) String() string { return "failNthWrite" }
 
 // TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput: this
-// engine's reorder copies no file: it rebuilds the complete file set from
-// the source reader (docs/engine.md), so no optional file can be silently
-// skipped. The nearest behaviour: the output has exactly the source's file
-// set, and a storage error on any one of its files fails the output:
-// nothing published, no output file left, the source intact.
+// engine's reorder copies no file: it rebuilds the complete set of parts
+// from the source reader (docs/engine.md), so no optional part can be
+// silently skipped. The nearest behaviour: the output has exactly the
+// source's files and parts, and a storage error on any one of its writes
+// (every part is written by at least one) fails the output: nothing
+// published, no output file left, the source intact.
 func TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput(t *testing.T) {
-	inj := &failSuffix{}
+	inj := &failNthWrite{}
 	mem := vfs.NewMem()
 	idx := oneSegment(t, errorfs.Wrap(mem, inj), testOptions(), 200)
 	defer mustClose(t, idx)
 	src := idx.Metadata().Segments[0]
-	var suffixes []string
-	for _, f := range src.Files {
-		suffixes = append(suffixes, f.Suffix)
+	layout := func(info segment.Info) string {
+		var files, parts []string
+		for _, f := range info.Files {
+			files = append(files, f.Suffix)
+		}
+		for _, p := range info.PartSizes() {
+			parts = append(parts, p.Suffix)
+		}
+		sort.Strings(parts)
+		return fmt.Sprint(files, parts)
 	}
-	sort.Strings(suffixes)
+	// Count the output's writes in a reorder that is then discarded by a
+	// failure at its last write.
+	inj.arm(1 << 30)
+	if _, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writes := inj.disarm()
+	if writes < len(src.PartSizes()) {
+		t.Fatalf("a reorder output of %d parts took %d writes", len(src.PartSizes()), writes)
+	}
+	src = idx.Metadata().Segments[0]
 	before := segFiles(t, mem)
-	for _, suf := range suffixes {
-		inj.set("." + suf)
+	for at := 1; at <= writes; at++ {
+		inj.arm(at)
 		_, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
-		inj.set("")
+		inj.disarm()
 		if err == nil {
-			t.Fatalf("a reorder whose %s file failed to write published", suf)
+			t.Fatalf("a reorder whose write %d of %d failed published", at, writes)
 		}
 		if after := segFiles(t, mem); fmt.Sprint(after) != fmt.Sprint(before) {
-			t.Fatalf("failed %s write left files: %v", suf, after)
+			t.Fatalf("failed write %d left files: %v", at, after)
 		}
 		if idx.Metadata().Segments[0].ID != src.ID || idx.IsQuarantined(src.ID) {
-			t.Fatalf("a storage error on the output's %s replaced or quarantined the source", suf)
+			t.Fatalf("a storage error on the output's write %d replaced or quarantined the source", at)
 		}
 	}
 	res, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, f := range idx.Metadata().Segments[0].Files {
-		got = append(got, f.Suffix)
+	out := idx.Metadata().Segments[0]
+	if layout(out.Info) != layout(src.Info) {
+		t.Fatalf("output %s layout %s, source %s", res.Output, layout(out.Info), layout(src.Info))
 	}
-	sort.Strings(got)
-	if fmt.Sprint(got) != fmt.Sprint(suffixes) {
-		t.Fatalf("output %s files %v, source %v", res.Output, got, suffixes)
+	var disk []string
+	for _, f := range out.Files {
+		disk = append(disk, f.Suffix)
 	}
-	if sufs := segFiles(t, mem)[res.Output]; fmt.Sprint(sufs) != fmt.Sprint(suffixes) {
-		t.Fatalf("output files on disk %v", sufs)
+	if sufs := segFiles(t, mem)[res.Output]; fmt.Sprint(sufs) != fmt.Sprint(disk) {
+		t.Fatalf("output files on disk %v, metadata %v", sufs, disk)
 	}
 }
 
@@ -322,7 +349,7 @@ type corruptOutputPost struct {
 }
 
 func (c *corruptOutputPost) MaybeError(op errorfs.Op) error {
-	if op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, ".post") {
+	if op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, "."+segment.SuffixCompound) {
 		return nil
 	}
 	c.mu.Lock()

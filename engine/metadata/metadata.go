@@ -103,6 +103,7 @@ func (m *Metadata) Clone() *Metadata {
 			s.Deletes = &d
 		}
 		s.Files = append([]segment.FileInfo(nil), s.Files...)
+		s.Parts = append([]segment.FileInfo(nil), s.Parts...)
 		s.IVF = cloneIVF(s.IVF)
 		if s.Seismic != nil {
 			d := *s.Seismic
@@ -167,6 +168,16 @@ func (s *Segment) validate() error {
 			return fmt.Errorf("metadata: segment %s: file %q has size %d", s.ID, f.Suffix, f.Size)
 		}
 		suffixes[f.Suffix] = true
+	}
+	parts := make(map[string]bool, len(s.Parts))
+	for _, f := range s.Parts {
+		if !validSuffix(f.Suffix) || parts[f.Suffix] {
+			return fmt.Errorf("metadata: segment %s: part suffix %q is invalid or listed twice", s.ID, clip(f.Suffix))
+		}
+		if f.Size < 0 {
+			return fmt.Errorf("metadata: segment %s: part %q has size %d", s.ID, f.Suffix, f.Size)
+		}
+		parts[f.Suffix] = true
 	}
 	return nil
 }

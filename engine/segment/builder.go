@@ -32,7 +32,10 @@ type Builder struct {
 	// sources (ConcatIVFRuns); ivfCfg overrides the encoding of fresh runs.
 	ivfAdopted map[int][]*ivf.Run
 	ivfCfg     *ivf.Config
-	seismic    SeismicOptions
+	// separate makes Write create one file per part instead of the
+	// compound file (the layout of older segments; tests use it).
+	separate bool
+	seismic  SeismicOptions
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the

@@ -75,6 +75,9 @@ type fileWriter struct {
 	dirOff uint64 // payload offset of the directory (see beginDirectory)
 	err    error
 	tmp    [binary.MaxVarintLen64]byte
+	// shared is set for a part of a compound file: closing the part
+	// leaves the file open for the next part (see compoundWriter).
+	shared bool
 }
 
 // writeBuffers recycles fileWriter buffers: a segment has nine files, and
@@ -88,7 +91,10 @@ var writeBuffers = sync.Pool{New: func() any {
 // closeFile closes the file and recycles the buffer; the writer is unusable
 // afterwards.
 func (w *fileWriter) closeFile() error {
-	err := w.f.Close()
+	var err error
+	if !w.shared {
+		err = w.f.Close()
+	}
 	if w.buf != nil {
 		b := w.buf[:0]
 		writeBuffers.Put(&b)
@@ -99,14 +105,23 @@ func (w *fileWriter) closeFile() error {
 
 // createFile creates dir/seg_<id>.<suffix> and writes its header.
 func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter, error) {
-	kind, ok := fileKinds[suffix]
-	if !ok {
+	if _, ok := fileKinds[suffix]; !ok {
 		return nil, fmt.Errorf("segment: unknown file suffix %q", suffix)
 	}
 	path := fs.PathJoin(dir, segid.FileName(id, suffix))
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", path, err)
+	}
+	return newFileWriter(f, id, suffix)
+}
+
+// newFileWriter starts a framed file of kind suffix at f's current end
+// and writes its header.
+func newFileWriter(f vfs.File, id segid.ID, suffix string) (*fileWriter, error) {
+	kind, ok := fileKinds[suffix]
+	if !ok {
+		return nil, fmt.Errorf("segment: unknown file suffix %q", suffix)
 	}
 	w := &fileWriter{f: f, id: id, suffix: suffix, buf: (*writeBuffers.Get().(*[]byte))[:0]}
 	var h [headerSize]byte

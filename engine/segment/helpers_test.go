@@ -145,6 +145,9 @@ func buildSegment(t testing.TB, fs vfs.FS, dir string, s *schema.Schema, id segi
 		t.Fatal(err)
 	}
 	b := NewBuilder(s)
+	// One file per part: the corruption and fuzz tests damage one part's
+	// file at a time (compound_test.go covers the compound file).
+	b.separate = true
 	for i, d := range docs {
 		if got := b.Add(d); got != uint32(i) {
 			t.Fatalf("Add returned %d, want %d", got, i)
@@ -273,4 +276,23 @@ func writeFile(t testing.TB, fs vfs.FS, path string, data []byte) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// partBytes returns the bytes of part suffix of a segment, from its own
+// file or from its slice of the compound file.
+func partBytes(t testing.TB, fs vfs.FS, dir string, info Info, suffix string) []byte {
+	t.Helper()
+	if !info.Compound() {
+		return readFile(t, fs, dir+"/"+segid.FileName(info.ID, suffix))
+	}
+	data := readFile(t, fs, dir+"/"+segid.FileName(info.ID, SuffixCompound))
+	off := int64(0)
+	for _, p := range info.Parts {
+		if p.Suffix == suffix {
+			return data[off : off+p.Size]
+		}
+		off += p.Size
+	}
+	t.Fatalf("segment %s has no part %s", info.ID, suffix)
+	return nil
 }

@@ -50,6 +50,7 @@ func writeIVFSegment(t testing.TB, fs vfs.FS, s *schema.Schema, id segid.ID, doc
 		t.Fatal(err)
 	}
 	b := NewBuilder(s)
+	b.separate = true // tests damage the ivf or seis file alone
 	if cfg != nil {
 		b.SetIVFConfig(*cfg)
 	}

@@ -77,8 +77,8 @@ func TestReadsVersion1Postings(t *testing.T) {
 		if suffix == SuffixStore {
 			continue
 		}
-		a := readFile(t, fs, "idx/"+segid.FileName(fresh.ID, suffix))
-		b := readFile(t, fs, "idx/"+segid.FileName(merged.ID, suffix))
+		a := partBytes(t, fs, "idx", fresh, suffix)
+		b := partBytes(t, fs, "idx", merged, suffix)
 		if !reflect.DeepEqual(a[8:16], b[8:16]) || !reflect.DeepEqual(a[headerSize:len(a)-footerSize], b[headerSize:len(b)-footerSize]) {
 			t.Errorf("%s: the merge of the version 1 segment differs from a fresh build", suffix)
 		}

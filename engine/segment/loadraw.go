@@ -15,7 +15,7 @@ import (
 // a dozen calls per open (descriptor flags, the poller, pebble's
 // sync_file_range probe) where a read-only check needs three or four:
 // open, one read (small files) or stat and map (large ones), close.
-func loadFileRaw(path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+func loadFileRaw(path string, size int64, id segid.ID, suffix string, limit int64) (*loadedFile, error) {
 	fd, err := openRaw(path)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -28,7 +28,7 @@ func loadFileRaw(path string, size int64, id segid.ID, suffix string) (*loadedFi
 		// Sizes below the framing fail loadFile's checks: take that path.
 		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
 	}
-	if size <= readLimit {
+	if size <= limit {
 		data := make([]byte, size+1)
 		n := 0
 		for n < len(data) {

@@ -103,8 +103,8 @@ func TestMergeEqualsReindex(t *testing.T) {
 				if suffix == SuffixStore {
 					continue
 				}
-				a := readFile(t, fs, "idx/"+segid.FileName(want.ID, suffix))
-				b := readFile(t, fs, "idx/"+segid.FileName(got.ID, suffix))
+				a := partBytes(t, fs, "idx", want, suffix)
+				b := partBytes(t, fs, "idx", got, suffix)
 				if len(a) != len(b) || !reflect.DeepEqual(a[headerSize:len(a)-footerSize], b[headerSize:len(b)-footerSize]) {
 					t.Errorf("%s: merged payload (%d bytes) differs from the re-indexed one (%d bytes)", suffix, len(b), len(a))
 				}

@@ -37,6 +37,9 @@ type Reader struct {
 	stats   []fieldStat
 	bmax    []*bmField
 	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
+	// container is the compound file whose bytes files' parts slice; nil
+	// for a segment of separate files.
+	container *loadedFile
 
 	closeOnce sync.Once
 	closeErr  error
@@ -51,8 +54,14 @@ type loadedFile struct {
 
 // loadFile opens path, checks its size and maps (or reads) it.
 func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+	return loadFileLimit(fs, path, size, id, suffix, readLimit)
+}
+
+// loadFileLimit is loadFile reading files up to limit bytes into memory
+// and mapping larger ones.
+func loadFileLimit(fs vfs.FS, path string, size int64, id segid.ID, suffix string, limit int64) (*loadedFile, error) {
 	if isDefaultFS(fs) {
-		return loadFileRaw(path, size, id, suffix)
+		return loadFileRaw(path, size, id, suffix, limit)
 	}
 	f, err := fs.Open(path)
 	if err != nil {
@@ -62,7 +71,7 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	defer f.Close()
-	if size <= readLimit {
+	if size <= limit {
 		return readSmall(f, path, size, id, suffix)
 	}
 	st, err := f.Stat()
@@ -105,6 +114,7 @@ func (lf *loadedFile) release() error {
 func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
 	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents, files: make(map[string]*loadedFile)}
 	r.info.Files = append([]FileInfo(nil), info.Files...)
+	r.info.Parts = append([]FileInfo(nil), info.Parts...)
 	if err := r.load(fs, dir); err != nil {
 		r.release()
 		return nil, err
@@ -117,8 +127,9 @@ func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
 }
 
 func (r *Reader) load(fs vfs.FS, dir string) error {
-	listed := make(map[string]bool, len(r.info.Files))
-	for _, fi := range r.info.Files {
+	parts := r.info.parts()
+	listed := make(map[string]bool, len(parts))
+	for _, fi := range parts {
 		if listed[fi.Suffix] {
 			return corruptf(r.id, fi.Suffix, "listed twice in segment metadata")
 		}
@@ -133,17 +144,27 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
-	for _, fi := range r.info.Files {
-		path := fs.PathJoin(dir, segid.FileName(r.id, fi.Suffix))
-		lf, err := loadFile(fs, path, fi.Size, r.id, fi.Suffix)
-		if err != nil {
+	if r.info.Compound() {
+		if err := r.loadCompound(fs, dir); err != nil {
 			return err
 		}
-		r.files[fi.Suffix] = lf
+	} else {
+		for _, fi := range parts {
+			path := fs.PathJoin(dir, segid.FileName(r.id, fi.Suffix))
+			lf, err := loadFile(fs, path, fi.Size, r.id, fi.Suffix)
+			if err != nil {
+				return err
+			}
+			r.files[fi.Suffix] = lf
+		}
+	}
+	for _, fi := range parts {
+		lf := r.files[fi.Suffix]
 		var kind *[4]byte
 		if k, ok := fileKinds[fi.Suffix]; ok {
 			kind = &k
 		}
+		var err error
 		if lf.payload, err = checkFrame(lf.data, r.id, fi.Suffix, kind); err != nil {
 			return err
 		}
@@ -263,6 +284,11 @@ func (r *Reader) release() error {
 	var first error
 	for _, lf := range r.files {
 		if err := lf.release(); err != nil && first == nil {
+			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
+		}
+	}
+	if r.container != nil {
+		if err := r.container.release(); err != nil && first == nil {
 			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
 		}
 	}

@@ -45,6 +45,7 @@ func writeSeis(t *testing.T, fs vfs.FS, id segid.ID, docs []*schema.Document, o 
 	t.Helper()
 	s := seisSchema()
 	b := NewBuilder(s)
+	b.separate = true // tests damage the ivf or seis file alone
 	for _, d := range docs {
 		b.Add(d)
 	}

@@ -27,7 +27,7 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 
 // Validate runs Validate's checks on an open segment.
 func (r *Reader) Validate(ctx context.Context) error {
-	for _, fi := range r.info.Files {
+	for _, fi := range r.info.parts() {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("segment: validate %s: %w", r.id, err)
 		}

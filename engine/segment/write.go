@@ -22,6 +22,9 @@ type Info struct {
 	ID        segid.ID   `json:"id"`
 	Documents uint32     `json:"documents"`
 	Files     []FileInfo `json:"files"`
+	// Parts lists, for a compound segment (Files is the one cmp file), the
+	// parts of that file in order; empty for a segment of separate files.
+	Parts []FileInfo `json:"parts,omitempty"`
 	// IVF records each binary dense field's encoded runs (ivf file).
 	IVF []IVFInfo `json:"ivf,omitempty"`
 }
@@ -86,6 +89,53 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 	info := Info{ID: id, Documents: b.numDocs}
 	steps[SuffixIVF] = func(w *fileWriter) error { return b.writeIVF(ctx, w, &info) }
 	suffixes := segmentSuffixes(b.schema)
+	if b.separate {
+		return b.writeSeparate(ctx, fs, dir, &info, suffixes, steps, sync)
+	}
+	c, err := createCompound(fs, dir, id)
+	if err != nil {
+		return Info{}, err
+	}
+	for _, suffix := range suffixes {
+		if err := ctx.Err(); err != nil {
+			c.abort()
+			return Info{}, fmt.Errorf("segment: write segment %s: %w", id, err)
+		}
+		w, err := c.part(suffix)
+		if err != nil {
+			c.abort()
+			return Info{}, err
+		}
+		if err := steps[suffix](w); err != nil {
+			w.abort()
+			c.abort()
+			return Info{}, err
+		}
+		fi, err := w.seal()
+		w.abort() // recycles the buffer; the file stays open
+		if err != nil {
+			c.abort()
+			return Info{}, err
+		}
+		c.sealed(fi)
+		info.Parts = append(info.Parts, fi)
+	}
+	fi, err := c.finish(sync)
+	if err != nil {
+		return Info{}, err
+	}
+	// No directory sync here: the new entry becomes durable with the
+	// directory sync that metadata.Save performs before the rename that
+	// could reference it; an entry lost before that is an orphan anyway.
+	info.Files = []FileInfo{fi}
+	return info, nil
+}
+
+// writeSeparate writes each part as its own file, the layout of segments
+// written before the compound file (kept for tests that damage one file).
+func (b *Builder) writeSeparate(ctx context.Context, fs vfs.FS, dir string, info *Info, suffixes []string,
+	steps map[string]func(w *fileWriter) error, sync bool) (Info, error) {
+	id := info.ID
 	var sealed []*fileWriter
 	abort := func() {
 		for _, w := range sealed {
@@ -117,15 +167,12 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 		info.Files = append(info.Files, fi)
 	}
 	if !sync {
-		return info, closeAll(sealed)
+		return *info, closeAll(sealed)
 	}
 	if err := syncCloseAll(sealed); err != nil {
 		return Info{}, err
 	}
-	// No directory sync here: the new entries become durable with the
-	// directory sync that metadata.Save performs before the rename that
-	// could reference them; an entry lost before that is an orphan anyway.
-	return info, nil
+	return *info, nil
 }
 
 // sortTerms sorts every indexed field's terms.

@@ -128,12 +128,12 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestL10_",
 	},
 	{
-		Rule: "L11", Desc: "rowstats is written but left out of the segment's file list",
+		Rule: "L11", Desc: "rowstats is written but left out of the segment's list of parts",
 		Edits: []Edit{{File: "engine/segment/write.go",
-			From: `info.Files = append(info.Files, fi)`,
+			From: `info.Parts = append(info.Parts, fi)`,
 			To: `
 				if suffix != SuffixRowStats {
-					info.Files = append(info.Files, fi)
+					info.Parts = append(info.Parts, fi)
 				}`}},
 		Pkg: "./engine/index", Run: "^TestL11_",
 	},
@@ -514,14 +514,16 @@ var mutations = []Mutation{
 		// The engine's reader refuses a file set missing a required file, so a writer
 		// that skips a file is caught one layer down (Q12); breaking Q11
 		// takes the careless "make the forward file optional" change whole.
-		Rule: "Q11", Desc: "the forward file becomes optional: a reorder output whose fwd file cannot be created is published without it",
+		Rule: "Q11", Desc: "the forward part becomes optional: a reorder output whose fwd part cannot be written is published without it",
 		Edits: []Edit{
 			{File: "engine/segment/write.go",
 				From: `
-					w, err := createFile(fs, dir, id, suffix)
+					fi, err := w.seal()
+					w.abort() // recycles the buffer; the file stays open
 					if err != nil {`,
 				To: `
-					w, err := createFile(fs, dir, id, suffix)
+					fi, err := w.seal()
+					w.abort() // recycles the buffer; the file stays open
 					if err != nil && suffix == SuffixForward {
 						continue
 					}

@@ -29,6 +29,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Kind is what a refused text does wrong.
@@ -99,12 +101,14 @@ func Decode(data []byte, v any, opts Options) error {
 // Check walks data along type t and returns an *Error for the first value
 // encoding/json would coerce silently (see the package comment).
 func Check(data []byte, t reflect.Type, opts Options) error {
-	w := walker{dec: json.NewDecoder(bytes.NewReader(data)), opts: opts}
-	w.dec.UseNumber()
+	// Duplicates are found by the walker (which also folds case), and
+	// invalid UTF-8 is left to encoding/json, which accepts it.
+	w := walker{dec: jsontext.NewDecoder(bytes.NewReader(data),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)), opts: opts}
 	if err := w.value(t, ""); err != nil {
 		return err
 	}
-	if _, err := w.dec.Token(); err != io.EOF {
+	if _, err := w.dec.ReadToken(); err != io.EOF {
 		return &Error{Kind: Malformed, Reason: "trailing data after the JSON value"}
 	}
 	return nil
@@ -112,8 +116,9 @@ func Check(data []byte, t reflect.Type, opts Options) error {
 
 // walker reads one text along its target type.
 type walker struct {
-	// dec reads the text token by token.
-	dec *json.Decoder
+	// dec reads the text token by token (a single-pass tokenizer that
+	// validates the syntax as it goes).
+	dec *jsontext.Decoder
 	// opts are the caller's relaxations.
 	opts Options
 }
@@ -135,8 +140,8 @@ func (w *walker) value(t reflect.Type, path string) error {
 		t = t.Elem()
 	}
 	if t != nil && decodesItself(t) {
-		var raw json.RawMessage
-		if err := w.dec.Decode(&raw); err != nil {
+		raw, err := w.dec.ReadValue()
+		if err != nil {
 			return malformed(path, err)
 		}
 		if t.Kind() == reflect.Pointer && string(raw) == "null" {
@@ -145,23 +150,21 @@ func (w *walker) value(t reflect.Type, path string) error {
 		}
 		return nil
 	}
-	tok, err := w.dec.Token()
+	tok, err := w.dec.ReadToken()
 	if err != nil {
 		return malformed(path, err)
 	}
-	switch tok := tok.(type) {
-	case nil:
+	switch tok.Kind() {
+	case 'n':
 		return w.null(t, path)
-	case json.Delim:
-		switch {
-		case tok == '{' && t != nil && t.Kind() == reflect.Struct && !t.Implements(textUnmarshalerType) &&
-			!reflect.PointerTo(t).Implements(textUnmarshalerType):
+	case '{':
+		if t != nil && t.Kind() == reflect.Struct && !t.Implements(textUnmarshalerType) &&
+			!reflect.PointerTo(t).Implements(textUnmarshalerType) {
 			return w.object(t, path)
-		case tok == '{':
-			return w.mapValue(t, path)
-		default:
-			return w.array(t, path)
 		}
+		return w.mapValue(t, path)
+	case '[':
+		return w.array(t, path)
 	}
 	return nil // a scalar: encoding/json checks its type
 }
@@ -183,7 +186,7 @@ func (w *walker) null(t reflect.Type, path string) error {
 func (w *walker) object(t reflect.Type, path string) error {
 	fields := fieldsOf(t)
 	seen := make(map[string]string) // folded name -> name as written
-	for w.dec.More() {
+	for w.dec.PeekKind() != '}' {
 		key, err := w.key(path)
 		if err != nil {
 			return err
@@ -221,7 +224,7 @@ func (w *walker) mapValue(t reflect.Type, path string) error {
 		elem = t.Elem()
 	}
 	seen := make(map[string]bool)
-	for w.dec.More() {
+	for w.dec.PeekKind() != '}' {
 		key, err := w.key(path)
 		if err != nil {
 			return err
@@ -244,7 +247,7 @@ func (w *walker) array(t reflect.Type, path string) error {
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		elem = t.Elem()
 	}
-	for i := 0; w.dec.More(); i++ {
+	for i := 0; w.dec.PeekKind() != ']'; i++ {
 		// An element is checked as a value of its own type: [null] is not
 		// an empty element.
 		if err := w.value(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -256,20 +259,19 @@ func (w *walker) array(t reflect.Type, path string) error {
 
 // key reads a member name.
 func (w *walker) key(path string) (string, error) {
-	tok, err := w.dec.Token()
+	tok, err := w.dec.ReadToken()
 	if err != nil {
 		return "", malformed(path, err)
 	}
-	key, ok := tok.(string)
-	if !ok {
+	if tok.Kind() != '"' {
 		return "", &Error{Kind: Malformed, Path: path, Reason: "malformed object member name"}
 	}
-	return key, nil
+	return tok.String(), nil
 }
 
 // end reads the closing delimiter of an object or array.
 func (w *walker) end(path string) error {
-	if _, err := w.dec.Token(); err != nil {
+	if _, err := w.dec.ReadToken(); err != nil {
 		return malformed(path, err)
 	}
 	return nil
