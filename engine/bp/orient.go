@@ -86,22 +86,21 @@ func (o *orienter) tick(n int) error {
 }
 
 // levels returns the spans of the bisection tree below the root, level by
-// level from the top, as bisectAll split them, down to depth.
-func levels(n, minPartition, depth int) [][]span {
+// level from the top, split as bisectAll splits them and continued below
+// bisection's leaves down to single documents (a span of two is the
+// smallest reversed): reversing any span is exact, so the leaves, in
+// whatever order bisection left them, are oriented too.
+func levels(n int) [][]span {
 	var out [][]span
 	parts := []span{{0, n}}
-	for level := 1; level <= depth && len(parts) > 0; level++ {
-		var kids, next []span
+	for len(parts) > 0 {
+		var next []span
 		for _, s := range parts {
-			if s.hi-s.lo < minPartition || s.hi-s.lo < 2 {
-				continue
-			}
 			mid := s.lo + (s.hi-s.lo)/2
-			kids = append(kids, span{s.lo, mid}, span{mid, s.hi})
-		}
-		for _, k := range kids {
-			if k.hi-k.lo >= 2 {
-				next = append(next, k)
+			for _, k := range [2]span{{s.lo, mid}, {mid, s.hi}} {
+				if k.hi-k.lo >= 2 {
+					next = append(next, k)
+				}
 			}
 		}
 		if len(next) > 0 {
@@ -112,11 +111,11 @@ func levels(n, minPartition, depth int) [][]span {
 	return out
 }
 
-// orient runs the sweeps over the tree's spans down to depth and returns
-// the number of flips. It stops early, keeping the flips done, at the
-// deadline (errDeadline) or on cancellation (the error).
-func (o *orienter) orient(minPartition, depth int) (int, error) {
-	tree := levels(len(o.order), minPartition, depth)
+// orient runs the sweeps over the tree's spans and returns the number of
+// flips. It stops early, keeping the flips done, at the deadline
+// (errDeadline) or on cancellation (the error).
+func (o *orienter) orient() (int, error) {
+	tree := levels(len(o.order))
 	flips := 0
 	for range orientSweeps {
 		before := flips

@@ -32,14 +32,13 @@ func TestOrientReachesLocalOptimum(t *testing.T) {
 		order := identity(n)
 		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 		before := LogGapCost(g, order)
-		minPart := 2 + rng.IntN(6)
 		st := newStopper(context.Background(), noDeadline)
 		o, err := newOrienter(st, g, order, log2Table(n+3))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 100 {
-			flips, err := o.orient(minPart, 64)
+			flips, err := o.orient()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +58,7 @@ func TestOrientReachesLocalOptimum(t *testing.T) {
 		if !slices.Equal(fresh.tPos, o.tPos) {
 			t.Fatalf("trial %d: position lists out of date after flips", trial)
 		}
-		for _, level := range levels(n, minPart, 64) {
+		for _, level := range levels(n) {
 			for _, s := range level {
 				flipped := slices.Clone(order)
 				slices.Reverse(flipped[s.lo:s.hi])

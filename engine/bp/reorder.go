@@ -126,7 +126,7 @@ func refineAll(st *stopper, g *Graph, order []uint32, p params, logs []float64) 
 	}
 	o, err := newOrienter(st, work, order, logs)
 	if err == nil {
-		_, err = o.orient(p.minPartition, out.depth)
+		_, err = o.orient()
 	}
 	if errors.Is(err, errDeadline) {
 		return outcome{depth: out.depth, truncated: true}, trimmed, nil
