@@ -1,8 +1,10 @@
 package bp
 
 // orientSweeps bounds the passes of orientation over the bisection tree;
-// a pass that flips nothing ends it earlier.
-const orientSweeps = 2
+// a pass that flips nothing ends it earlier. A second pass took only
+// 0.03% more off the doc-id bytes of the linux-doc sections (1,787,053 ->
+// 1,786,454) for about 0.7 s more CPU on 24,650 sections.
+const orientSweeps = 1
 
 // orienter flips subtrees of the bisection tree, each a span of the order
 // reversed in place, when that lowers LogGapCost exactly. Bisection only
