@@ -121,7 +121,7 @@ func refineAll(st *stopper, g *Graph, order []uint32, p params, logs []float64) 
 		return outcome{}, 0, err
 	}
 	out, err := newRun(work, order, p, st, logs).bisectAll()
-	if err != nil || out.depth == 0 || NoOrientExp {
+	if err != nil || out.depth == 0 {
 		return out, trimmed, err
 	}
 	o, err := newOrienter(st, work, order, logs)
@@ -133,6 +133,3 @@ func refineAll(st *stopper, g *Graph, order []uint32, p params, logs []float64) 
 	}
 	return out, trimmed, err
 }
-
-// NoOrientExp is temporary.
-var NoOrientExp bool
