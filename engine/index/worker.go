@@ -185,7 +185,12 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 // reset empties the builder for generation gen.
 func (w *worker) reset(gen *generation) {
 	w.gen = gen
+	prev := w.builder
 	w.builder = segment.NewBuilder(w.idx.schema)
+	if prev != nil {
+		// Flushes at one cadence are alike: start at the last one's size.
+		w.builder.Reserve(prev)
+	}
 	w.builder.SetSeismic(segment.SeismicOptions{Budget: w.idx.opts.SeismicBudget})
 	w.opstamps = nil
 	w.pks = nil

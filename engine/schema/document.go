@@ -1,11 +1,8 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -92,33 +89,67 @@ func docErr(field, format string, args ...any) error {
 // fields, duplicate fields, wrong types, a missing primary key, vectors of
 // the wrong size, invalid UTF-8 and malformed JSON are rejected with a
 // *DocumentError.
+//
+// It reads the text in one pass that checks the syntax and finds each
+// field's value (memberScanner), then reads the values of the schema's
+// fields in schema order. Refusals come in the order of that reading:
+// invalid UTF-8; the first malformation or repeated field in the text; an
+// unknown field; then each field's own error, in schema order.
 func (s *Schema) ParseDocument(data []byte) (*Document, error) {
 	if !utf8.Valid(data) {
 		return nil, docErr("", "invalid UTF-8")
 	}
-	raw, err := splitObject(data)
-	if err != nil {
+	var small [16]member
+	spans := small[:0]
+	if len(s.Fields) <= len(small) {
+		spans = small[:len(s.Fields)]
+	} else {
+		spans = make([]member, len(s.Fields))
+	}
+	m := memberScanner{s: s, data: data}
+	if err := m.scan(spans); err != nil {
 		return nil, err
 	}
-	doc := &Document{Fields: make([]Values, len(s.Fields))}
-	for name := range raw {
-		if _, ok := s.byName[name]; !ok {
-			return nil, docErr(name, "unknown field")
-		}
+	if m.unknown != nil {
+		return nil, docErr(m.firstUnknown, "unknown field")
 	}
-	var stored bytes.Buffer
-	stored.WriteByte('{')
+	doc := &Document{Fields: make([]Values, len(s.Fields))}
+	storedLen, nStrings := 2, 0
 	for i := range s.Fields {
 		f := &s.Fields[i]
-		val, present := raw[f.Name]
-		if !present || string(val) == "null" {
+		if sp := spans[i]; sp.present && f.IsStored() {
+			storedLen += len(f.Name) + 4 + sp.end - sp.start
+		}
+		if spans[i].present && (f.Type == Text || f.Type == Keyword) {
+			nStrings++
+		}
+	}
+	// One value of each string field shares one allocation; a field's
+	// slice has room for one, so more values move it elsewhere.
+	strs := make([]string, nStrings)
+	stored := make([]byte, 1, storedLen)
+	stored[0] = '{'
+	var items [][]byte
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		sp := spans[i]
+		val := data[sp.start:sp.end]
+		if !sp.present || string(val) == "null" {
 			if f.Primary {
 				return nil, docErr(f.Name, "missing primary key")
 			}
 			continue
 		}
-		if err := parseValues(f, val, &doc.Fields[i]); err != nil {
+		out := &doc.Fields[i]
+		if f.Type == Text || f.Type == Keyword {
+			out.Strings, strs = strs[:0:1], strs[1:]
+		}
+		var err error
+		if items, err = parseValues(f, val, out, items[:0]); err != nil {
 			return nil, err
+		}
+		if out.Strings != nil && len(out.Strings) == 0 {
+			out.Strings = nil // an empty array holds no value, as before
 		}
 		if f.Primary {
 			doc.PrimaryKey = primaryKeyText(f, &doc.Fields[i])
@@ -127,97 +158,53 @@ func (s *Schema) ParseDocument(data []byte) (*Document, error) {
 			}
 		}
 		if f.IsStored() {
-			if stored.Len() > 1 {
-				stored.WriteByte(',')
+			if len(stored) > 1 {
+				stored = append(stored, ',')
 			}
-			name, _ := json.Marshal(f.Name)
-			stored.Write(name)
-			stored.WriteByte(':')
-			if err := json.Compact(&stored, val); err != nil {
-				return nil, docErr(f.Name, "malformed JSON value")
-			}
+			stored = appendName(stored, f.Name)
+			stored = append(stored, ':')
+			stored = appendCompact(stored, val)
 		}
 	}
-	stored.WriteByte('}')
-	doc.Stored = stored.Bytes()
+	doc.Stored = append(stored, '}')
 	return doc, nil
 }
 
-// splitObject reads one JSON object into raw values by key, rejecting
-// duplicates, trailing data and anything that is not an object.
-func splitObject(data []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, docErr("", "malformed JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, docErr("", "a document must be a JSON object")
-	}
-	out := make(map[string]json.RawMessage)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, docErr("", "malformed JSON: %v", err)
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, docErr("", "malformed JSON object key")
-		}
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, docErr(key, "malformed JSON: %v", err)
-		}
-		if _, dup := out[key]; dup {
-			return nil, docErr(key, "field appears twice")
-		}
-		out[key] = val
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, docErr("", "malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, docErr("", "trailing data after the JSON object")
-	}
-	return out, nil
-}
-
-func parseValues(f *Field, val json.RawMessage, out *Values) error {
+// parseValues reads one field's checked, non-null value into out; items
+// is scratch space for the elements of an array, returned for reuse.
+func parseValues(f *Field, val []byte, out *Values, items [][]byte) ([][]byte, error) {
 	switch f.Type {
 	case DenseVector:
-		return parseDense(f, val, out)
+		return items, parseDense(f, val, out)
 	case SparseVector:
-		return parseSparse(f, val, out)
+		return items, parseSparse(f, val, out)
 	}
-	items := []json.RawMessage{val}
-	if len(val) > 0 && val[0] == '[' {
-		if !f.Multi {
-			return docErr(f.Name, "an array is accepted only for a field declared \"multi\": true")
-		}
-		items = nil
-		if err := json.Unmarshal(val, &items); err != nil {
-			return docErr(f.Name, "malformed array")
-		}
-		if len(items) > MaxMultiValues {
-			return docErr(f.Name, "%d values, at most %d allowed", len(items), MaxMultiValues)
-		}
+	if val[0] != '[' {
+		return items, parseScalar(f, val, out)
+	}
+	if !f.Multi {
+		return items, docErr(f.Name, "an array is accepted only for a field declared \"multi\": true")
+	}
+	items = arrayItems(val, items)
+	if len(items) > MaxMultiValues {
+		return items, docErr(f.Name, "%d values, at most %d allowed", len(items), MaxMultiValues)
 	}
 	for _, it := range items {
 		if err := parseScalar(f, it, out); err != nil {
-			return err
+			return items, err
 		}
 	}
-	return nil
+	return items, nil
 }
 
-func parseScalar(f *Field, it json.RawMessage, out *Values) error {
+// parseScalar reads one checked value of a text, keyword or numeric field.
+func parseScalar(f *Field, it []byte, out *Values) error {
 	switch f.Type {
 	case Text, Keyword:
-		var s string
-		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+		if it[0] != '"' {
 			return docErr(f.Name, "expected a string")
 		}
+		s := unquote(it)
 		if (f.Type == Keyword || f.Primary) && len(s) > MaxTermBytes {
 			return docErr(f.Name, "value of %d bytes, at most %d allowed", len(s), MaxTermBytes)
 		}
@@ -235,7 +222,7 @@ func parseScalar(f *Field, it json.RawMessage, out *Values) error {
 		}
 		out.I64 = append(out.I64, v)
 	case F64:
-		if len(it) == 0 || (it[0] != '-' && (it[0] < '0' || it[0] > '9')) {
+		if it[0] != '-' && (it[0] < '0' || it[0] > '9') {
 			return docErr(f.Name, "expected a number, got %s", clip(it))
 		}
 		v, err := strconv.ParseFloat(string(it), 64)
@@ -249,8 +236,8 @@ func parseScalar(f *Field, it json.RawMessage, out *Values) error {
 
 // parseDense reads a dense vector value; any null, non-number or
 // out-of-range component refuses the document (nothing is read as 0).
-func parseDense(f *Field, val json.RawMessage, out *Values) error {
-	vec, err := ParseDenseVector(val)
+func parseDense(f *Field, val []byte, out *Values) error {
+	vec, err := denseFromJSON(val)
 	if err != nil {
 		return docErr(f.Name, "%v", err)
 	}
@@ -263,8 +250,8 @@ func parseDense(f *Field, val json.RawMessage, out *Values) error {
 
 // parseSparse reads a sparse vector value; a null or non-number weight or
 // a repeated dimension refuses the document.
-func parseSparse(f *Field, val json.RawMessage, out *Values) error {
-	vec, err := ParseSparseVector(val, MaxSparseEntries)
+func parseSparse(f *Field, val []byte, out *Values) error {
+	vec, err := sparseFromJSON(val, MaxSparseEntries)
 	if err != nil {
 		return docErr(f.Name, "%v", err)
 	}

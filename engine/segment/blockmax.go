@@ -118,6 +118,15 @@ type bmPosting struct {
 // encodeBlockRecord appends the block-max record of one term to dst (see
 // doc.go). norm returns a document's field length (tokenized fields only).
 func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
+	return encodeBlockRecordScratch(dst, kind, ps, norm, &bmScratch{})
+}
+
+// bmScratch holds encodeBlockRecordScratch's buffers between calls.
+type bmScratch struct{ entries, data []byte }
+
+// encodeBlockRecordScratch is encodeBlockRecord building its two sections
+// in sc's buffers (reused across the terms of a file).
+func encodeBlockRecordScratch(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32, sc *bmScratch) []byte {
 	var scale float32
 	if kind == bmSparse {
 		for _, p := range ps {
@@ -125,7 +134,8 @@ func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) 
 		}
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(scale))
 	}
-	var entries, data []byte
+	entries, data := sc.entries[:0], sc.data[:0]
+	defer func() { sc.entries, sc.data = entries, data }()
 	nBlocks := 0
 	prev := uint32(0)
 	for i := 0; i < len(ps); {
@@ -199,6 +209,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	nFields := 0
 	var rec []byte
 	var ps []bmPosting
+	var sc bmScratch
 	for i := range b.fields {
 		fb := &b.fields[i]
 		kind := bmFieldKind(fb)
@@ -239,7 +250,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 				return fmt.Errorf("segment: field %q: %w", fb.field.Name, err)
 			}
 			offs = append(offs, w.offset()-recOff)
-			rec = encodeBlockRecord(rec[:0], kind, ps, norm)
+			rec = encodeBlockRecordScratch(rec[:0], kind, ps, norm, &sc)
 			w.write(rec)
 		}
 		recLen := w.offset() - recOff

@@ -206,6 +206,28 @@ func (b *Builder) addTerms(fb *fieldBuilder, doc uint32, v *schema.Values) int64
 }
 
 // newTerm registers a term seen for the first time.
+// Reserve sizes b's term tables for as many terms per field as prev holds
+// (at most maxReserveTerms each), so that a builder filled like the last
+// one does not grow its tables step by step.
+func (b *Builder) Reserve(prev *Builder) {
+	if prev == nil || len(prev.fields) != len(b.fields) {
+		return
+	}
+	for i := range b.fields {
+		ix, px := b.fields[i].index, prev.fields[i].index
+		if ix == nil || px == nil || len(ix.terms) > 0 {
+			continue
+		}
+		n := min(len(px.terms), maxReserveTerms)
+		ix.ids = make(map[string]uint32, n)
+		ix.terms = make([]termPostings, 0, n)
+		ix.names = make([]string, 0, n)
+	}
+}
+
+// maxReserveTerms bounds Reserve's tables per field.
+const maxReserveTerms = 1 << 20
+
 func (ix *indexBuilder) newTerm(term string) uint32 {
 	id := uint32(len(ix.terms))
 	key := strings.Clone(term)

@@ -1,16 +1,21 @@
 // Package segment writes and reads immutable index segments.
 //
-// A segment is the set of files seg_<ID>.<suffix> in an index directory,
-// written once by a Builder and read by a Reader (files over 16 KiB are
-// memory-mapped when the file system has file descriptors, smaller ones
-// read into memory; decompressed stored-field blocks are shared through a
-// small process-wide cache). A deletion-mask generation is a
-// separate file seg_<MASKID>.del with its own ID (WriteMask, ReadMask).
+// A segment is one compound file seg_<ID>.cmp in an index directory,
+// written once by a Builder and read by a Reader: its parts (post, terms,
+// norms, ...; the sections below) back to back, each framed exactly as a
+// file of its own, listed with their sizes in Info.Parts (compound.go).
+// Segments written before the compound file are the set of files
+// seg_<ID>.<suffix>, one per part, and stay readable. Files over 128 KiB
+// (16 KiB for a part file) are memory-mapped when the file system has
+// file descriptors, smaller ones read into memory; decompressed
+// stored-field blocks are shared through a small process-wide cache. A
+// deletion-mask generation is a separate file seg_<MASKID>.del with its
+// own ID (WriteMask, ReadMask).
 // Ownership, publication and cleanup of these files belong to the index.
 //
 // # Framing (file.go)
 //
-// Every file is
+// Every part (and every file of the older layout, and every mask) is
 //
 //	header  "SUMMASEG" | kind [4]byte | format version uint32 | segment ID uint64   (24 bytes)
 //	payload file-kind specific
