@@ -33,7 +33,8 @@ type orienter struct {
 	// cursor[t] is the index in tPos of t's next occurrence in the scan;
 	// first[t] the index of its first occurrence in the current span.
 	cursor, first []uint64
-	// stamp[t] is 1 + the index of the last span t was seen in.
+	// stamp[t] is the value of span when t was last seen; span counts the
+	// spans visited, from 1.
 	stamp   []uint32
 	span    uint32
 	touched []uint32

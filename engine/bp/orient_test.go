@@ -2,10 +2,12 @@ package bp
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestOrientReachesLocalOptimum: on random graphs and orders, orienting
@@ -97,4 +99,24 @@ func TestOrientLowersRealCost(t *testing.T) {
 		t.Errorf("cost with orientation %.0f, bisection alone %.0f", res.CostAfter, bisected)
 	}
 	t.Logf("initial %.0f, bisection %.0f, with orientation %.0f", res.CostBefore, bisected, res.CostAfter)
+}
+
+// TestOrientStopsAtDeadline: with the deadline already past, orientation
+// stops at its first check with errDeadline (which Reorder reports as a
+// truncated pass) and leaves the order a permutation.
+func TestOrientStopsAtDeadline(t *testing.T) {
+	g := realGraph(t)
+	if g.NumEdges() < 2*unitWork {
+		t.Fatalf("graph of %d edges is too small to reach a check", g.NumEdges())
+	}
+	order := identity(g.NumDocs())
+	st := newStopper(context.Background(), time.Now().Add(-time.Second))
+	o, err := newOrienter(st, g, order, log2Table(g.NumDocs()+3))
+	if err == nil {
+		_, err = o.orient()
+	}
+	if !errors.Is(err, errDeadline) {
+		t.Fatalf("error %v, want errDeadline", err)
+	}
+	checkPerm(t, order, g.NumDocs())
 }
