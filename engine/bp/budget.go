@@ -89,8 +89,8 @@ const (
 	// orientation's position lists.
 	bytesPerEdge = 4 + 4
 	// bytesPerTerm: the orientation's list offset (8), cursor (8), first
-	// occurrence (8) and stamp (4).
-	bytesPerTerm = 8 + 8 + 8 + 4
+	// occurrences in the span and in its right half (16) and stamp (4).
+	bytesPerTerm = 8 + 8 + 16 + 4
 	// bytesPerWorkerTerm: per worker, two degrees (8), two cached gains
 	// (8) and a touched-list slot (4).
 	bytesPerWorkerTerm = 8 + 8 + 4

@@ -11,10 +11,10 @@ import (
 )
 
 // TestOrientReachesLocalOptimum: on random graphs and orders, orienting
-// until a sweep flips nothing leaves a permutation whose LogGapCost is no
-// higher than before, position lists that match the order, and no span of
-// the bisection tree whose reversal (checked by brute force) would lower
-// the cost: the incremental deltas are exact.
+// until a sweep changes nothing leaves a permutation whose LogGapCost is
+// no higher than before, position lists that match the order, and no span
+// of the tree whose reversal or swap of halves (checked by brute force)
+// would lower the cost: the incremental deltas are exact.
 func TestOrientReachesLocalOptimum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for trial := range 40 {
@@ -66,6 +66,11 @@ func TestOrientReachesLocalOptimum(t *testing.T) {
 				slices.Reverse(flipped[s.lo:s.hi])
 				if c := LogGapCost(g, flipped); c < after-1e-6 {
 					t.Fatalf("trial %d: reversing [%d,%d) lowers the cost %.3f -> %.3f", trial, s.lo, s.hi, after, c)
+				}
+				swapped := slices.Clone(order)
+				rotate(swapped[s.lo:s.hi], (s.hi-s.lo)/2)
+				if c := LogGapCost(g, swapped); c < after-1e-6 {
+					t.Fatalf("trial %d: swapping the halves of [%d,%d) lowers the cost %.3f -> %.3f", trial, s.lo, s.hi, after, c)
 				}
 			}
 		}

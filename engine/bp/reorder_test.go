@@ -224,7 +224,7 @@ func TestReorderSeparatesClusters(t *testing.T) {
 
 // TestReorderKeepsBetterInitial: on documents already in a good
 // sequential order (each drawing its terms from a narrow window that
-// slides with the doc id: every term spans about seven documents), BP's
+// slides with the doc id: every term spans about five documents), BP's
 // bisection and orientation do worse, so the pass keeps the initial
 // order and reports it.
 func TestReorderKeepsBetterInitial(t *testing.T) {
@@ -234,7 +234,7 @@ func TestReorderKeepsBetterInitial(t *testing.T) {
 	for d := range n {
 		var ts []uint32
 		for range 1 + rng.IntN(5) {
-			ts = append(ts, uint32(d*120/n+rng.IntN(4)))
+			ts = append(ts, uint32(d*120/n+rng.IntN(3)))
 		}
 		if err := b.Add(ts); err != nil {
 			t.Fatal(err)
