@@ -39,26 +39,47 @@ type accumulator struct {
 	touched []uint32
 	// moved counts the documents moved by the current clause.
 	moved int
-	// cands is scratch for candidates.
-	cands []uint32
+	// cands and merged are scratch for candidates.
+	cands, merged []uint32
 }
 
 // candidates returns the documents marked m (not zero), in increasing
 // order; the slice is reused by the next call.
 func (a *accumulator) candidates(m uint16) []uint32 {
 	c := a.cands[:0]
-	sorted := true
+	descents, split := 0, 0
 	for _, d := range a.touched {
 		if a.mark[d] == m {
-			sorted = sorted && (len(c) == 0 || c[len(c)-1] < d)
+			if len(c) > 0 && c[len(c)-1] > d {
+				descents, split = descents+1, len(c)
+			}
 			c = append(c, d)
 		}
 	}
-	if !sorted {
+	switch {
+	case descents == 1:
+		// Two ascending runs (a clause over two fields): merge them.
+		a.merged = mergeRuns(a.merged[:0], c[:split], c[split:])
+		c = append(c[:0], a.merged...)
+	case descents > 1:
 		slices.Sort(c)
 	}
 	a.cands = c
 	return c
+}
+
+// mergeRuns appends the merge of the ascending runs x and y, which hold
+// distinct values, to dst.
+func mergeRuns(dst, x, y []uint32) []uint32 {
+	for len(x) > 0 && len(y) > 0 {
+		if x[0] < y[0] {
+			dst, x = append(dst, x[0]), x[1:]
+		} else {
+			dst, y = append(dst, y[0]), y[1:]
+		}
+	}
+	dst = append(dst, x...)
+	return append(dst, y...)
 }
 
 // accumulators recycles accumulators: their slices are as long as the
@@ -122,7 +143,9 @@ func (acc *accumulator) collect(vi int, view *SegmentView, target uint16, top *t
 			continue
 		}
 		n++
-		top.offer(scored{view: vi, doc: d, score: acc.score[d]})
+		if s := acc.score[d]; len(top.heap) < top.k || (top.k > 0 && s >= top.heap[0].score) {
+			top.offer(scored{view: vi, doc: d, score: s}) // else not better than the worst kept
+		}
 	}
 	return n
 }

@@ -15,7 +15,7 @@ func runPhrase(t *ticker, seg Segment, fp *fieldPlan, c *clausePlan, row []posti
 			lead = u
 		}
 	}
-	pm := phraseRun{seg: seg, fp: fp, c: c, row: row, acc: acc, byDistinct: make([][]uint32, len(row)),
+	pm := phraseRun{seg: seg, fp: fp, vs: fp.viewScorer(seg), c: c, row: row, acc: acc, byDistinct: make([][]uint32, len(row)),
 		m: phraseMatcher{offsets: c.offsets, lists: make([][]uint32, len(c.offsets)), ptr: make([]int, len(c.offsets))}}
 	if cands != nil {
 	cand:
@@ -78,6 +78,7 @@ func rowErr(row []postings) error {
 type phraseRun struct {
 	seg        Segment
 	fp         *fieldPlan
+	vs         viewScorer
 	c          *clausePlan
 	row        []postings
 	acc        *accumulator
@@ -107,7 +108,7 @@ func (r *phraseRun) match(d uint32) error {
 	}
 	var s float64
 	if r.c.gate.score {
-		s = r.fp.score(r.seg, d, freq)
+		s = r.vs.score(d, freq)
 	}
 	r.acc.match(r.c.gate, d, s)
 	return nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // textPlan is a text query with its postings opened in every view and its
@@ -220,6 +221,9 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 			} else {
 				err = runPhrase(t, seg, fp, c, row, acc, cands)
 			}
+			for _, pl := range row {
+				pl.Release() // spent: its buffers go to the next query
+			}
 			if err != nil {
 				return fmt.Errorf("search: segment view %d, field %d: %w", vi, fp.field, err)
 			}
@@ -234,6 +238,8 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 // runTerm matches one term's postings; with cands (sorted), only those
 // documents, advancing the postings to each (skipping whole blocks).
 func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *accumulator, cands []uint32) error {
+	vs := fp.viewScorer(seg)
+	pl.SkipPositions() // frequencies only, decoded for the blocks that match
 	if cands != nil {
 		for _, d := range cands {
 			if err := t.tick(); err != nil {
@@ -247,7 +253,7 @@ func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *ac
 			}
 			var s float64
 			if g.score {
-				s = fp.score(seg, d, pl.Freq())
+				s = vs.score(d, pl.Freq())
 			}
 			acc.match(g, d, s)
 		}
@@ -263,20 +269,46 @@ func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *ac
 		}
 		var s float64
 		if g.score {
-			s = fp.score(seg, d, pl.Freq())
+			s = vs.score(d, pl.Freq())
 		}
 		acc.match(g, d, s)
 	}
 	return pl.Err()
 }
 
-// score returns the BM25 contribution of tf occurrences in doc.
-func (fp *fieldPlan) score(seg Segment, doc, tf uint32) float64 {
-	var dl uint32
-	if fp.scorer.perTerm != 0 {
-		dl = seg.FieldLength(fp.field, doc)
+// viewScorer scores one field plan's matches in one segment view: BM25
+// with the field lengths read straight from the segment's norms column
+// when the segment is a *segment.Reader.
+type viewScorer struct {
+	bm25
+	// norms is the field's length column; direct says it is used.
+	norms  segment.Norms
+	direct bool
+	seg    Segment
+	field  int
+}
+
+// viewScorer returns fp's scorer for seg.
+func (fp *fieldPlan) viewScorer(seg Segment) viewScorer {
+	vs := viewScorer{bm25: fp.scorer, seg: seg, field: fp.field}
+	if r, ok := seg.(*segment.Reader); ok {
+		vs.norms, vs.direct = r.Norms(fp.field), true
 	}
-	return fp.scorer.score(tf, dl)
+	return vs
+}
+
+// score returns the BM25 contribution of tf occurrences in doc, a doc id
+// of the segment (below NumDocs).
+func (vs *viewScorer) score(doc, tf uint32) float64 {
+	var dl uint32
+	if vs.perTerm != 0 {
+		if vs.direct {
+			dl = vs.norms.At(doc)
+		} else {
+			dl = vs.seg.FieldLength(vs.field, doc)
+		}
+	}
+	return vs.bm25.score(tf, dl)
 }
 
 // searchText runs a text query over every view, keeping the best window

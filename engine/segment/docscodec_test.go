@@ -247,12 +247,18 @@ func FuzzDocsSection(f *testing.F) {
 }
 
 // checkAdvance checks Advance against the decoded postings for random
-// targets, skipping whole blocks through the skip table.
+// targets, skipping whole blocks through the skip table; every other
+// repetition runs after SkipPositions and asks for the frequency of half
+// the documents only (blocks whose frequencies stay undecoded).
 func checkAdvance(t *testing.T, rng *rand.Rand, sec []byte, docs, freqs []uint32, numDocs uint32) {
 	t.Helper()
 	for rep := 0; rep < 20; rep++ {
 		p := &Postings{}
 		p.start(sec, nil, uint32(len(docs)), numDocs, false, false)
+		lazy := rep%2 == 1
+		if lazy {
+			p.SkipPositions()
+		}
 		i := 0
 		for {
 			var target uint32
@@ -274,7 +280,13 @@ func checkAdvance(t *testing.T, rng *rand.Rand, sec []byte, docs, freqs []uint32
 			if !ok {
 				break
 			}
-			if p.Doc() != docs[i] || p.Freq() != freqs[i] {
+			if p.Doc() != docs[i] {
+				t.Fatalf("df %d: Advance(%d) at doc %d, want %d", len(docs), target, p.Doc(), docs[i])
+			}
+			if lazy && rng.IntN(2) == 0 {
+				continue
+			}
+			if p.Freq() != freqs[i] {
 				t.Fatalf("df %d: Advance(%d) at (%d,%d), want (%d,%d)", len(docs), target, p.Doc(), p.Freq(), docs[i], freqs[i])
 			}
 		}
@@ -340,5 +352,57 @@ func TestSkipTableChecked(t *testing.T) {
 		for p.Next() {
 		}
 		mustBeCorruption(t, p.Err())
+	}
+}
+
+// TestLazyFreqsCorrupt flips bytes of docs sections with several blocks
+// and reads them after SkipPositions, asking for some frequencies only:
+// a damaged section must end the iteration (or read other values), never
+// panic or read outside the section.
+func TestLazyFreqsCorrupt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var enc docsEncoder
+	visited, failed := 0, 0
+	for _, df := range []int{129, 300, 1000} {
+		const numDocs = 1 << 30
+		docs, freqs := randomPostings(rng, df, numDocs)
+		enc.reset(nil, numDocs, false)
+		for i := range docs {
+			enc.add(docs[i], freqs[i])
+		}
+		clean := append([]byte(nil), enc.finish()...)
+		for rep := 0; rep < 1000; rep++ {
+			sec := append([]byte(nil), clean...)
+			for range 1 + rng.IntN(3) {
+				at := rng.IntN(len(sec))
+				if rng.IntN(2) == 0 {
+					at = rng.IntN(min(len(sec), 48)) // the skip table
+				}
+				sec[at] ^= byte(1 + rng.IntN(255))
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("df %d, rep %d: panic %v", df, rep, r)
+					}
+				}()
+				p := &Postings{}
+				p.start(sec, nil, uint32(len(docs)), numDocs, false, false)
+				p.SkipPositions()
+				for target := uint32(0); p.Advance(target); target = p.Doc() + 1 + uint32(rng.IntN(8)) {
+					visited++
+					if rng.IntN(3) == 0 {
+						p.Freq()
+					}
+				}
+				if p.Err() != nil {
+					failed++
+				}
+			}()
+		}
+	}
+	t.Logf("%d documents visited, %d damaged sections detected", visited, failed)
+	if failed == 0 || visited < 5000 {
+		t.Fatalf("%d documents visited, %d damaged sections detected: the test does not reach the lazy frequencies", visited, failed)
 	}
 }

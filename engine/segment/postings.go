@@ -2,6 +2,9 @@ package segment
 
 import (
 	"encoding/binary"
+	"errors"
+	"math/bits"
+	"sync"
 
 	"github.com/summadev/summa/engine/segid"
 )
@@ -43,6 +46,36 @@ type Postings struct {
 	err     error
 	bufDocs []uint32 // decoded doc ids, allocated by the first refill
 	bufFreq []uint32 // decoded frequencies, allocated by the first refill
+	// lazyFreq is set by SkipPositions: frequencies are decoded per block
+	// on the first Freq call (freqState says what is pending).
+	lazyFreq  bool
+	freqState uint8
+	freqOff   int       // offset of a pending PFor block or of a pending tail
+	freqR     bitReader // a pending tail's reader, at its frequencies
+	// pooled is the array behind bufDocs and bufFreq when it came from
+	// postingsBufs (full blocks), nil otherwise.
+	pooled *[2 * pforBlock]uint32
+}
+
+// postingsBufs recycles the decode buffers of iterators over a full
+// block or more (see Release).
+var postingsBufs = sync.Pool{New: func() any { return new([2 * pforBlock]uint32) }}
+
+// errReleased is the error of an iterator used after Release.
+var errReleased = errors.New("segment: postings used after Release")
+
+// Release hands the iterator's decode buffers back for reuse by later
+// iterators (searches open many short-lived ones). The iterator is spent:
+// Next and Advance return false and Err reports the misuse.
+func (p *Postings) Release() {
+	if p.pooled != nil {
+		postingsBufs.Put(p.pooled)
+	}
+	p.pooled, p.bufDocs, p.bufFreq = nil, nil, nil
+	p.bufI, p.bufN = 0, 0
+	if p.err == nil {
+		p.err = errReleased
+	}
 }
 
 func (p *Postings) init(d *dict, e termEntry) {
@@ -58,8 +91,8 @@ func (p *Postings) init(d *dict, e termEntry) {
 // hasPos) of df documents; a bad skip table is reported by Err.
 func (p *Postings) start(docs, pos []byte, df, numDocs uint32, hasPos, legacy bool) {
 	// Keep the buffers of a reused iterator (merges); the rest restarts.
-	bd, bf := p.bufDocs, p.bufFreq
-	*p = Postings{bufDocs: bd, bufFreq: bf, docs: docs, pos: pos, df: df, numDocs: numDocs,
+	bd, bf, pooled := p.bufDocs, p.bufFreq, p.pooled
+	*p = Postings{bufDocs: bd, bufFreq: bf, pooled: pooled, docs: docs, pos: pos, df: df, numDocs: numDocs,
 		hasPos: hasPos, legacy: legacy, posCur: -1}
 	if !legacy {
 		p.skip.parse(p, docs, df)
@@ -84,7 +117,7 @@ func (p *Postings) Next() bool {
 	}
 	if p.n >= p.df {
 		p.done = true
-		if p.off != len(p.docs) {
+		if p.freqState == freqsDecoded && p.off != len(p.docs) {
 			return p.corrupt("docs section has %d trailing bytes", len(p.docs)-p.off)
 		}
 		return false
@@ -107,9 +140,15 @@ func (p *Postings) Next() bool {
 // that describes it.
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
+	p.freqState = freqsDecoded
 	if want := int(min(p.df, pforBlock)); cap(p.bufDocs) < want {
-		buf := make([]uint32, 2*want)
-		p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
+		if want == pforBlock {
+			p.pooled = postingsBufs.Get().(*[2 * pforBlock]uint32)
+			p.bufDocs, p.bufFreq = p.pooled[:pforBlock:pforBlock], p.pooled[pforBlock:]
+		} else {
+			buf := make([]uint32, 2*want)
+			p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
+		}
 	}
 	// refill runs once every buffered document was returned, so the last
 	// decoded doc id is the current one.
@@ -131,6 +170,9 @@ func (p *Postings) refill() bool {
 			return false
 		}
 		k = pforBlock
+		// A block followed by a skip entry can leave its frequencies
+		// undecoded: the entry gives the next block's offset.
+		lazy := p.lazyFreq && p.blk < p.skip.entries
 		var off int
 		var err error
 		if p.off < len(p.docs) && p.docs[p.off] == interpMarker {
@@ -140,14 +182,25 @@ func (p *Postings) refill() bool {
 		} else {
 			off, err = unpackPFor(p.docs, p.off, p.bufDocs[:k])
 		}
-		if err == nil {
+		switch {
+		case err == nil && lazy:
+			_, next, _ := p.skip.entry(p.docs, p.blk)
+			if next < uint64(off) || next > uint64(len(p.docs)) {
+				return p.corrupt("skip entry %d: offset %d out of range", p.blk, next)
+			}
+			p.freqState, p.freqOff, off = freqsPFor, off, int(next)
+		case err == nil:
 			off, err = unpackPFor(p.docs, off, p.bufFreq[:k])
 		}
 		if err != nil {
 			return p.corrupt("docs block at offset %d: %v", p.off, err)
 		}
 		p.off = off
-		if !p.gapsToDocs(prev, k) {
+		if lazy {
+			if !p.gapsToDocsOnly(prev, k) {
+				return false
+			}
+		} else if !p.gapsToDocs(prev, k) {
 			return false
 		}
 	default:
@@ -158,6 +211,10 @@ func (p *Postings) refill() bool {
 		r := bitReader{src: p.docs[p.off:]}
 		if !readTailDocs(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
 			return p.corrupt("bad tail doc ids at offset %d", p.off)
+		}
+		if p.lazyFreq {
+			p.freqState, p.freqOff, p.freqR = freqsTail, p.off, r
+			break
 		}
 		for i := 0; i < k; i++ {
 			f, ok := r.gamma()
@@ -212,7 +269,12 @@ func (p *Postings) gapsToDocs(prev int64, k int) bool {
 func (p *Postings) Doc() uint32 { return p.doc }
 
 // Freq returns the term's frequency in the current document.
-func (p *Postings) Freq() uint32 { return p.freq }
+func (p *Postings) Freq() uint32 {
+	if p.freqState != freqsDecoded {
+		p.decodeFreqs()
+	}
+	return p.freq
+}
 
 // Positions returns the term's positions in the current document, or nil
 // for fields without positions.
@@ -305,6 +367,13 @@ func (p *Postings) seekPositions() bool {
 		return p.corrupt("positions section too short to skip %d positions", p.posSkip)
 	}
 	n := p.posSkip
+	// Eight bytes at a time while they cannot hold more positions than
+	// are left to skip: a varint ends at each byte below 0x80.
+	for n >= 8 && off+8 <= len(p.pos) {
+		w := binary.LittleEndian.Uint64(p.pos[off:])
+		n -= uint64(bits.OnesCount64(^w & 0x8080808080808080))
+		off += 8
+	}
 	for ; n > 0 && off < len(p.pos); off++ {
 		if p.pos[off] < 0x80 {
 			n--

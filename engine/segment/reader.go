@@ -439,11 +439,7 @@ func (r *Reader) PrimaryKey(doc uint32) (string, error) {
 
 // StoredDocument returns the JSON object of doc's stored fields.
 func (r *Reader) StoredDocument(doc uint32) ([]byte, error) {
-	rec, err := r.store.record(doc)
-	if err != nil {
-		return nil, err
-	}
-	return r.store.parseRecord(rec, nil, r.schema)
+	return r.store.stored(doc)
 }
 
 // ForwardTerms returns the sorted distinct term ordinals of doc in a

@@ -202,3 +202,101 @@ func TestDiskSmallFileSize(t *testing.T) {
 		}
 	}
 }
+
+// TestPostingsRelease reads a term's postings with a full block, releases
+// the iterator and checks that it is spent (no document, Err set) and
+// that a new iterator, which may reuse the released buffers, reads the
+// same documents.
+func TestPostingsRelease(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 400)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 6, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	read := func() []uint32 {
+		p, err := r.Postings(body, "the")
+		if err != nil || p == nil {
+			t.Fatalf("postings of the: %v", err)
+		}
+		if p.DocFreq() < pforBlock {
+			t.Fatalf("the is in %d documents, want a full block", p.DocFreq())
+		}
+		var got []uint32
+		for p.Next() {
+			got = append(got, p.Doc(), p.Freq())
+		}
+		if p.Err() != nil {
+			t.Fatal(p.Err())
+		}
+		p.Release()
+		if p.Next() || p.Advance(0) || p.Err() == nil {
+			t.Fatal("a released iterator still reads")
+		}
+		return got
+	}
+	first := read()
+	if again := read(); !slices.Equal(first, again) {
+		t.Fatal("an iterator reusing released buffers reads other postings")
+	}
+}
+
+// TestDictFirstTermsIndex looks every term of a field up, and a
+// neighbour of every term that is absent, twice: the lookups before the
+// in-memory index of first terms exists probe the blocks, the later ones
+// search the index, and both must find exactly the dictionary's terms.
+func TestDictFirstTermsIndex(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 400)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 7, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	d := r.dicts[body]
+	if d.numBlocks < 8 {
+		t.Fatalf("only %d dictionary blocks", d.numBlocks)
+	}
+	type term struct {
+		t  string
+		df uint32
+	}
+	var terms []term
+	it, _ := r.Terms(body)
+	for it.Next() {
+		terms = append(terms, term{it.Term(), it.DocFreq()})
+	}
+	present := map[string]bool{}
+	for _, x := range terms {
+		present[x.t] = true
+	}
+	for round := range 2 {
+		for _, x := range terms {
+			p, err := r.Postings(body, x.t)
+			if err != nil || p == nil || p.DocFreq() != x.df {
+				t.Fatalf("round %d: %q not found with df %d (%v)", round, x.t, x.df, err)
+			}
+			for _, absent := range []string{x.t + "\x00", x.t[:len(x.t)-1]} {
+				if present[absent] {
+					continue
+				}
+				if p, err := r.Postings(body, absent); err != nil || p != nil {
+					t.Fatalf("round %d: absent %q found (%v)", round, absent, err)
+				}
+			}
+		}
+		if round == 0 && d.firsts.Load() == nil {
+			t.Fatal("no index of first terms after every term was looked up")
+		}
+	}
+	if p, _ := r.Postings(body, ""); p != nil {
+		t.Fatal("the empty term was found")
+	}
+}

@@ -66,16 +66,9 @@ func (p *Postings) Advance(target uint32) bool {
 	if p.n > 0 && p.doc >= target {
 		return true
 	}
-	if p.bufI < p.bufN {
-		// Inside the buffered block: scan it when it holds target.
-		if p.bufDocs[p.bufN-1] >= target {
-			for p.Next() {
-				if p.doc >= target {
-					return true
-				}
-			}
-			return false
-		}
+	if p.bufI < p.bufN && p.bufDocs[p.bufN-1] >= target {
+		p.scanTo(target) // inside the buffered block
+		return true
 	}
 	if p.skip.entries > 0 && p.blk <= p.skip.entries {
 		p.skipTo(target)
@@ -84,8 +77,35 @@ func (p *Postings) Advance(target uint32) bool {
 		if p.doc >= target {
 			return true
 		}
+		if p.bufDocs[p.bufN-1] >= target {
+			p.scanTo(target)
+			return true
+		}
 	}
 	return false
+}
+
+// scanTo moves to the first buffered document >= target, which the
+// caller knows is buffered (the last buffered doc is >= target), as calls
+// of Next would: the positions of the documents passed are added to
+// posSkip, unless read.
+func (p *Postings) scanTo(target uint32) {
+	i := p.bufI
+	for p.bufDocs[i] < target {
+		i++
+	}
+	if p.hasPos {
+		if p.n > 0 && p.posCur < 0 {
+			p.posSkip += uint64(p.freq)
+		}
+		for _, f := range p.bufFreq[p.bufI:i] {
+			p.posSkip += uint64(f)
+		}
+	}
+	p.posCur = -1
+	p.doc, p.freq = p.bufDocs[i], p.bufFreq[i]
+	p.n += uint32(i-p.bufI) + 1
+	p.bufI = i + 1
 }
 
 // skipTo jumps over the undecoded blocks whose last doc is below target:
@@ -131,4 +151,5 @@ func (p *Postings) skipTo(target uint32) {
 	p.doc, p.cumFreq = uint32(last), cum
 	p.blk, p.dec, p.n = j, j*pforBlock, j*pforBlock
 	p.bufI, p.bufN = 0, 0
+	p.freqState = freqsDecoded
 }

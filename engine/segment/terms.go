@@ -2,6 +2,10 @@ package segment
 
 import (
 	"encoding/binary"
+	"math/bits"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/summadev/summa/engine/segid"
 )
@@ -136,6 +140,50 @@ type dict struct {
 	suffix     string // file holding the dictionary
 	postSuffix string // file holding the postings
 	legacyDocs bool   // docs sections in the version 1 post format
+	// firsts is the in-memory index of the blocks' first terms, built once
+	// the blocks probed by seekBlock add up to numBlocks (ski rental: a
+	// dictionary searched a few times after open never pays for the whole
+	// index, a searched one pays at most twice the probes it saves).
+	probed     atomic.Uint64
+	firstsOnce sync.Once
+	firsts     atomic.Pointer[firstTerms]
+}
+
+// firstTerms holds every block's first term, in block order, for the
+// binary search of seekBlock without decoding a block per probe.
+type firstTerms struct {
+	data []byte   // the terms, one after the other
+	ends []uint32 // per block, the end of its term in data
+}
+
+// term returns block b's first term.
+func (f *firstTerms) term(b uint32) []byte {
+	start := uint32(0)
+	if b > 0 {
+		start = f.ends[b-1]
+	}
+	return f.data[start:f.ends[b]]
+}
+
+// loadFirsts builds d.firsts from the blocks; it leaves it unset when a
+// block is corrupt or the index would be large (seekBlock then probes the
+// blocks, reporting the corruption).
+func (d *dict) loadFirsts() {
+	const maxFirstsBytes = 8 << 20
+	f := &firstTerms{ends: make([]uint32, 0, d.numBlocks)}
+	for b := uint32(0); b < d.numBlocks; b++ {
+		t, err := d.firstTerm(b)
+		if err != nil || len(f.data)+len(t) > maxFirstsBytes {
+			return
+		}
+		if b > 0 && string(t) <= string(f.term(b-1)) {
+			return // not sorted: probing finds what it finds, as before
+		}
+		f.data = append(f.data, t...)
+		f.ends = append(f.ends, uint32(len(f.data)))
+	}
+	f.data = slices.Clip(f.data)
+	d.firsts.Store(f)
 }
 
 // openDict checks a dictionary's metadata against the payloads holding it.
@@ -360,6 +408,20 @@ func (d *dict) checkEntry(ord uint32, df, postOff, docsLen, posLen uint64) error
 // seekBlock returns the last block whose first term is <= term, or -1.
 func (d *dict) seekBlock(term string) (int, error) {
 	lo, hi := uint32(0), d.numBlocks
+	if f := d.firsts.Load(); f != nil {
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			if string(f.term(mid)) > term {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return int(lo) - 1, nil
+	}
+	if d.probed.Add(uint64(bits.Len32(hi))) >= uint64(hi) {
+		d.firstsOnce.Do(d.loadFirsts)
+	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		ft, err := d.firstTerm(mid)
