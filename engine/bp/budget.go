@@ -85,8 +85,12 @@ const (
 	// bytesPerDoc: offset (8), order (4), key (8), selection slot (4),
 	// move flag (1), log2 and delta table entries (16).
 	bytesPerDoc = 8 + 4 + 8 + 4 + 1 + 16
-	// bytesPerEdge: one term id in the CSR.
-	bytesPerEdge = 4
+	// bytesPerEdge: one term id in the CSR, one position in the
+	// orientation's position lists.
+	bytesPerEdge = 4 + 4
+	// bytesPerTerm: the orientation's list offset (8), cursor (8), first
+	// occurrences in the span and in its right half (16) and stamp (4).
+	bytesPerTerm = 8 + 8 + 16 + 4
 	// bytesPerWorkerTerm: per worker, two degrees (8), two cached gains
 	// (8) and a touched-list slot (4).
 	bytesPerWorkerTerm = 8 + 8 + 4
@@ -94,7 +98,8 @@ const (
 
 // EstimateMemory returns the bytes Reorder holds while refining g with
 // the given number of workers (0 = GOMAXPROCS): the graph's arrays, the
-// per-document arrays and each worker's per-term arrays. Budget.MaxMemoryBytes
+// per-document arrays, each worker's per-term arrays and the
+// orientation's position lists. Budget.MaxMemoryBytes
 // is compared with it.
 func EstimateMemory(g *Graph, workers int) int64 {
 	if g == nil {
@@ -113,5 +118,5 @@ func EstimateMemory(g *Graph, workers int) int64 {
 
 // estimate is EstimateMemory from the graph's dimensions.
 func estimate(docs int, edges, terms int64, workers int) int64 {
-	return bytesPerDoc*int64(docs) + bytesPerEdge*edges + bytesPerWorkerTerm*terms*int64(workers)
+	return bytesPerDoc*int64(docs) + bytesPerEdge*edges + (bytesPerTerm+bytesPerWorkerTerm*int64(workers))*terms
 }

@@ -23,6 +23,17 @@
 // oscillation of two halves that look alike; a round without swaps ends
 // the partition early.
 //
+// Bisection decides which documents share a part, not in which direction
+// a part is read nor which of two sibling parts comes first. After it,
+// orientation walks the bisection tree top down once, continued below its
+// leaves down to pairs of documents, and reverses a part in place or
+// swaps its two halves, whichever lowers LogGapCost more, when one does:
+// both keep the gaps inside each half, so the change comes from each
+// term's first and last documents in each half and its neighbours outside
+// (a term split between sibling parts, and the position of every term's
+// first document). On the linux-doc sections it takes another 4-4.5%
+// off LogGapCost after bisection.
+//
 // Levels are processed breadth first, the partitions of a level in
 // parallel on Budget.Workers goroutines, so the result does not depend on
 // the number of workers, and a deadline leaves the whole order refined to

@@ -2,6 +2,7 @@ package bp
 
 import (
 	"context"
+	"errors"
 )
 
 // Result is the outcome of one Reorder pass.
@@ -120,5 +121,15 @@ func refineAll(st *stopper, g *Graph, order []uint32, p params, logs []float64) 
 		return outcome{}, 0, err
 	}
 	out, err := newRun(work, order, p, st, logs).bisectAll()
+	if err != nil || out.depth == 0 {
+		return out, trimmed, err
+	}
+	o, err := newOrienter(st, work, order, logs)
+	if err == nil {
+		_, err = o.orient()
+	}
+	if errors.Is(err, errDeadline) {
+		return outcome{depth: out.depth, truncated: true}, trimmed, nil
+	}
 	return out, trimmed, err
 }
