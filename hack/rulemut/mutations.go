@@ -44,13 +44,8 @@ var mutations = []Mutation{
 	{
 		Rule: "L04", Desc: "the last Unref of a retired source does not delete it: rewrite sources outlive their last reader forever",
 		Edits: []Edit{{File: "engine/lifecycle/manager.go",
-			From: `
-				for _, id := range zero {
-					m.deleteIfUnowned(id)
-				}`,
-			To: `
-				for range zero {
-				}`}},
+			From: `m.deleteIfUnowned(zero...)`,
+			To:   `_ = zero`}},
 		Pkg: "./engine/lifecycle", Run: "^TestL04_",
 	},
 	{
