@@ -105,7 +105,7 @@ func Check(data []byte, t reflect.Type, opts Options) error {
 	// invalid UTF-8 is left to encoding/json, which accepts it.
 	w := walker{dec: jsontext.NewDecoder(bytes.NewReader(data),
 		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)), opts: opts}
-	if err := w.value(t, ""); err != nil {
+	if err := w.value(t, nil); err != nil {
 		return err
 	}
 	if _, err := w.dec.ReadToken(); err != io.EOF {
@@ -135,7 +135,7 @@ func decodesItself(t reflect.Type) bool {
 }
 
 // value checks the next value of the text against t (nil: any type).
-func (w *walker) value(t reflect.Type, path string) error {
+func (w *walker) value(t reflect.Type, path *pathNode) error {
 	for t != nil && t.Kind() == reflect.Pointer && !decodesItself(t) {
 		t = t.Elem()
 	}
@@ -170,20 +170,20 @@ func (w *walker) value(t reflect.Type, path string) error {
 }
 
 // null accepts a null only where the target has one.
-func (w *walker) null(t reflect.Type, path string) error {
+func (w *walker) null(t reflect.Type, path *pathNode) error {
 	if t == nil || t.Kind() == reflect.Interface {
 		return nil
 	}
 	if w.opts.NullSlices && (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
 		return nil
 	}
-	return &Error{Kind: Null, Path: path,
+	return &Error{Kind: Null, Path: path.String(),
 		Reason: "null is not a value here; give a value of the member's type or leave the member out"}
 }
 
 // object checks the members of an object decoded into struct type t; the
 // opening brace was read.
-func (w *walker) object(t reflect.Type, path string) error {
+func (w *walker) object(t reflect.Type, path *pathNode) error {
 	fields := fieldsOf(t)
 	seen := make(map[string]string) // folded name -> name as written
 	for w.dec.PeekKind() != '}' {
@@ -191,7 +191,7 @@ func (w *walker) object(t reflect.Type, path string) error {
 		if err != nil {
 			return err
 		}
-		mpath := join(path, key)
+		mpath := &pathNode{parent: path, key: key}
 		folded := strings.ToLower(key)
 		if prev, dup := seen[folded]; dup {
 			return duplicate(mpath, prev, key)
@@ -200,11 +200,11 @@ func (w *walker) object(t reflect.Type, path string) error {
 		ft, ok := fields[key]
 		if !ok {
 			if name, near := nearField(fields, key); near {
-				return &Error{Kind: Unknown, Path: mpath,
+				return &Error{Kind: Unknown, Path: mpath.String(),
 					Reason: fmt.Sprintf("unknown member %q (member names are case-sensitive: %q)", key, name)}
 			}
 			if !w.opts.AllowUnknown {
-				return &Error{Kind: Unknown, Path: mpath, Reason: fmt.Sprintf("unknown member %q", key)}
+				return &Error{Kind: Unknown, Path: mpath.String(), Reason: fmt.Sprintf("unknown member %q", key)}
 			}
 			ft = nil
 		}
@@ -218,7 +218,7 @@ func (w *walker) object(t reflect.Type, path string) error {
 // mapValue checks an object decoded into a map (or into something that is
 // not a struct, which encoding/json refuses itself); the opening brace was
 // read.
-func (w *walker) mapValue(t reflect.Type, path string) error {
+func (w *walker) mapValue(t reflect.Type, path *pathNode) error {
 	var elem reflect.Type
 	if t != nil && t.Kind() == reflect.Map {
 		elem = t.Elem()
@@ -229,7 +229,7 @@ func (w *walker) mapValue(t reflect.Type, path string) error {
 		if err != nil {
 			return err
 		}
-		mpath := join(path, key)
+		mpath := &pathNode{parent: path, key: key}
 		if seen[key] {
 			return duplicate(mpath, key, key)
 		}
@@ -242,7 +242,7 @@ func (w *walker) mapValue(t reflect.Type, path string) error {
 }
 
 // array checks the elements of an array; the opening bracket was read.
-func (w *walker) array(t reflect.Type, path string) error {
+func (w *walker) array(t reflect.Type, path *pathNode) error {
 	var elem reflect.Type
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		elem = t.Elem()
@@ -250,7 +250,7 @@ func (w *walker) array(t reflect.Type, path string) error {
 	for i := 0; w.dec.PeekKind() != ']'; i++ {
 		// An element is checked as a value of its own type: [null] is not
 		// an empty element.
-		if err := w.value(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		if err := w.value(elem, &pathNode{parent: path, index: i, isIndex: true}); err != nil {
 			return err
 		}
 	}
@@ -258,30 +258,31 @@ func (w *walker) array(t reflect.Type, path string) error {
 }
 
 // key reads a member name.
-func (w *walker) key(path string) (string, error) {
+func (w *walker) key(path *pathNode) (string, error) {
 	tok, err := w.dec.ReadToken()
 	if err != nil {
 		return "", malformed(path, err)
 	}
 	if tok.Kind() != '"' {
-		return "", &Error{Kind: Malformed, Path: path, Reason: "malformed object member name"}
+		return "", &Error{Kind: Malformed, Path: path.String(), Reason: "malformed object member name"}
 	}
 	return tok.String(), nil
 }
 
 // end reads the closing delimiter of an object or array.
-func (w *walker) end(path string) error {
+func (w *walker) end(path *pathNode) error {
 	if _, err := w.dec.ReadToken(); err != nil {
 		return malformed(path, err)
 	}
 	return nil
 }
 
-func malformed(path string, err error) error {
-	return &Error{Kind: Malformed, Path: path, Reason: "malformed JSON: " + err.Error()}
+func malformed(path *pathNode, err error) error {
+	return &Error{Kind: Malformed, Path: path.String(), Reason: "malformed JSON: " + err.Error()}
 }
 
-func duplicate(path, first, again string) error {
+func duplicate(node *pathNode, first, again string) error {
+	path := node.String()
 	if first == again {
 		return &Error{Kind: Duplicate, Path: path, Reason: fmt.Sprintf("member %q appears twice", again)}
 	}
@@ -289,11 +290,29 @@ func duplicate(path, first, again string) error {
 		Reason: fmt.Sprintf("members %q and %q name the same member", first, again)}
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
+// pathNode is the place of a value in the text, as a chain to the top
+// (nil); its String ("fields[2].dims") is built only for an error, so that
+// walking a valid text allocates no path strings.
+type pathNode struct {
+	parent  *pathNode
+	key     string
+	index   int
+	isIndex bool
+}
+
+// String returns the path in the form of Error.Path ("" at the top).
+func (p *pathNode) String() string {
+	if p == nil {
+		return ""
 	}
-	return path + "." + key
+	parent := p.parent.String()
+	if p.isIndex {
+		return fmt.Sprintf("%s[%d]", parent, p.index)
+	}
+	if parent == "" {
+		return p.key
+	}
+	return parent + "." + p.key
 }
 
 // nearField returns the declared name equal to key up to case.
