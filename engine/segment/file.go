@@ -80,7 +80,7 @@ type fileWriter struct {
 	shared bool
 }
 
-// writeBuffers recycles fileWriter buffers: a segment has nine files, and
+// writeBuffers recycles fileWriter buffers: a segment has ten parts, and
 // allocating and zeroing 256 KiB for each was most of the CPU of writing a
 // small segment.
 var writeBuffers = sync.Pool{New: func() any {
