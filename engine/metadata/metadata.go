@@ -229,13 +229,30 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 // numbers out of range for their field and anything after the object are
 // refused, never read as zeros or defaults; members this version does not
 // know are skipped, as a later format may add them.
+//
+// The usual text is read in one pass (decodeFast); any other goes through
+// the reference decoder, so that what is accepted and the errors are
+// those of decodeReference.
 func Decode(data []byte) (*Metadata, error) {
-	var m Metadata
-	if err := strictjson.Decode(data, &m, strictjson.Options{AllowUnknown: true, NullSlices: true}); err != nil {
-		return nil, fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
+	m, ok := decodeFast(data)
+	if !ok {
+		var err error
+		if m, err = decodeReference(data); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return m, nil
+}
+
+// decodeReference decodes data with the strict check of the text
+// (strictjson) then encoding/json: the definition of what Decode accepts.
+func decodeReference(data []byte) (*Metadata, error) {
+	var m Metadata
+	if err := strictjson.Decode(data, &m, strictjson.Options{AllowUnknown: true, NullSlices: true}); err != nil {
+		return nil, fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
 	}
 	return &m, nil
 }
