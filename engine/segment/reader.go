@@ -27,19 +27,23 @@ type Reader struct {
 	post    []byte
 	dicts   []*dict
 	norms   []normCol
-	store   *storeReader
-	pk      pkCol
-	nums    []numCol
-	fwds    []fwdCol
-	dense   []*denseCol
-	sparse  []*dict
-	seis    []*SeismicIndex
-	stats   []fieldStat
-	bmax    []*bmField
-	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
+	// store, pk, nums and fwds are the row parts, set by loadRows on
+	// first use (rows.go); read them only after a successful loadRows.
+	store  *storeReader
+	pk     pkCol
+	nums   []numCol
+	fwds   []fwdCol
+	dense  []*denseCol
+	sparse []*dict
+	seis   []*SeismicIndex
+	stats  []fieldStat
+	bmax   []*bmField
+	ivf    [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 	// container is the compound file whose bytes files' parts slice; nil
 	// for a segment of separate files.
 	container *loadedFile
+	// rows is the state of the row parts' check on first use.
+	rows rowsState
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,7 +114,11 @@ func (lf *loadedFile) release() error {
 // Open opens a segment with the cheap check only: every file of info
 // exists, has the recorded size, a valid header for the segment id and a
 // valid footer, and every file's directory agrees with the schema and the
-// document count. CRCs are not checked (see Validate).
+// document count. CRCs are not checked (see Validate). The row parts
+// (store, pk, num, fwd: per-document data that no ranking reads) get
+// the same check on first use instead (rows.go): their methods, Validate
+// and Merge report a failure as the *CorruptionError Open would have
+// returned, and DeferredErr tells it afterwards.
 func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
 	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents, files: make(map[string]*loadedFile)}
 	r.info.Files = append([]FileInfo(nil), info.Files...)
@@ -159,6 +167,9 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 		}
 	}
 	for _, fi := range parts {
+		if isRowPart(fi.Suffix) {
+			continue // checked on first use (loadRows)
+		}
 		lf := r.files[fi.Suffix]
 		var kind *[4]byte
 		if k, ok := fileKinds[fi.Suffix]; ok {
@@ -172,7 +183,7 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 	return nil
 }
 
-// parse reads every file's directory.
+// parse reads the directory of every file but the row parts.
 func (r *Reader) parse() error {
 	s, id, n := r.schema, r.id, r.numDocs
 	var err error
@@ -180,18 +191,6 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if r.norms, err = openNorms(id, s, r.files[SuffixNorms].payload, n); err != nil {
-		return err
-	}
-	if r.store, err = openStore(id, r.files[SuffixStore].payload, n, recordKinds(s)); err != nil {
-		return err
-	}
-	if r.pk, err = openPK(id, s, r.files[SuffixPrimaryKey].payload, n); err != nil {
-		return err
-	}
-	if r.nums, err = openNumbers(id, s, r.files[SuffixNumbers].payload, n); err != nil {
-		return err
-	}
-	if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {
 		return err
 	}
 	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
@@ -227,9 +226,6 @@ func (r *Reader) parse() error {
 		}
 		if r.stats[i].numTerms != terms {
 			return corruptf(id, SuffixRowStats, "field %d: %d terms, dictionary has %d", i, r.stats[i].numTerms, terms)
-		}
-		if r.fwds[i].ok && r.fwds[i].numTerms != terms {
-			return corruptf(id, SuffixForward, "field %d: %d terms, dictionary has %d", i, r.fwds[i].numTerms, terms)
 		}
 	}
 	return nil
@@ -422,82 +418,6 @@ func (r *Reader) PrimaryKeyDocs(pk string) ([]uint32, error) {
 	return docs, it.Err()
 }
 
-// PrimaryKey returns the primary key of doc.
-func (r *Reader) PrimaryKey(doc uint32) (string, error) {
-	if !r.pk.has {
-		return "", fmt.Errorf("segment: primary key of doc %d: %w", doc, schema.ErrNoPrimaryKey)
-	}
-	if doc >= r.numDocs {
-		return "", fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	s, e, ok := r.pk.offs.span(int(doc), uint64(len(r.pk.data)))
-	if !ok {
-		return "", corruptf(r.id, SuffixPrimaryKey, "doc %d: bad key bounds", doc)
-	}
-	return string(r.pk.data[s:e]), nil
-}
-
-// StoredDocument returns the JSON object of doc's stored fields.
-func (r *Reader) StoredDocument(doc uint32) ([]byte, error) {
-	return r.store.stored(doc)
-}
-
-// ForwardTerms returns the sorted distinct term ordinals of doc in a
-// reorder field.
-func (r *Reader) ForwardTerms(field int, doc uint32) ([]uint32, error) {
-	if !r.fieldOK(field) || !r.fwds[field].ok {
-		return nil, fmt.Errorf("segment: field %d has no forward term lists", field)
-	}
-	if doc >= r.numDocs {
-		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	return r.fwds[field].decode(r.id, doc, nil)
-}
-
-// Numbers returns the raw 8-byte values of a numeric field in doc: u64 as
-// is, i64 as two's complement, f64 as IEEE-754 bits.
-func (r *Reader) Numbers(field int, doc uint32) ([]uint64, error) {
-	if !r.fieldOK(field) || !r.nums[field].ok {
-		return nil, fmt.Errorf("segment: field %d is not numeric", field)
-	}
-	if doc >= r.numDocs {
-		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	c := &r.nums[field]
-	s, e, ok := c.span(doc)
-	if !ok {
-		return nil, corruptf(r.id, SuffixNumbers, "field %d doc %d: bad value bounds", field, doc)
-	}
-	if s == e {
-		return nil, nil
-	}
-	out := make([]uint64, e-s)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(c.vals[8*(s+uint64(i)):])
-	}
-	return out, nil
-}
-
-// Number returns the first raw value of a numeric field in doc, or
-// ok=false when doc has none.
-func (r *Reader) Number(field int, doc uint32) (uint64, bool, error) {
-	if !r.fieldOK(field) || !r.nums[field].ok {
-		return 0, false, fmt.Errorf("segment: field %d is not numeric", field)
-	}
-	if doc >= r.numDocs {
-		return 0, false, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	c := &r.nums[field]
-	s, e, ok := c.span(doc)
-	if !ok {
-		return 0, false, corruptf(r.id, SuffixNumbers, "field %d doc %d: bad value bounds", field, doc)
-	}
-	if s == e {
-		return 0, false, nil
-	}
-	return binary.LittleEndian.Uint64(c.vals[8*s:]), true, nil
-}
-
 // DenseVector returns doc's vector in a dense vector field; ok is false
 // when doc has none.
 func (r *Reader) DenseVector(field int, doc uint32) ([]float32, bool, error) {
@@ -543,66 +463,6 @@ func (r *Reader) SparseDims(field int) (*TermIterator, error) {
 		return nil, fmt.Errorf("segment: field %d is not a sparse vector field", field)
 	}
 	return &TermIterator{d: r.sparse[field]}, nil
-}
-
-// Document rebuilds doc as a *schema.Document that can be added to a
-// Builder again (merges): strings and sparse vectors come from the store,
-// numbers, dense vectors and the primary key from their columns.
-func (r *Reader) Document(doc uint32) (*schema.Document, error) {
-	rec, err := r.store.record(doc)
-	if err != nil {
-		return nil, err
-	}
-	out := &schema.Document{Fields: make([]schema.Values, len(r.schema.Fields))}
-	if out.Stored, err = r.store.parseRecord(rec, out.Fields, r.schema); err != nil {
-		return nil, err
-	}
-	for i := range r.schema.Fields {
-		f := &r.schema.Fields[i]
-		switch {
-		case r.nums[i].ok:
-			raw, err := r.Numbers(i, doc)
-			if err != nil {
-				return nil, err
-			}
-			setNumbers(f, &out.Fields[i], raw)
-		case r.dense[i] != nil:
-			v, ok, err := r.DenseVector(i, doc)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out.Fields[i].Dense = v
-			}
-		}
-	}
-	if r.pk.has {
-		if out.PrimaryKey, err = r.PrimaryKey(doc); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// setNumbers converts raw column values back to a field's typed values.
-func setNumbers(f *schema.Field, v *schema.Values, raw []uint64) {
-	if len(raw) == 0 {
-		return
-	}
-	switch f.Type {
-	case schema.U64:
-		v.U64 = raw
-	case schema.I64:
-		v.I64 = make([]int64, len(raw))
-		for i, x := range raw {
-			v.I64[i] = int64(x)
-		}
-	case schema.F64:
-		v.F64 = make([]float64, len(raw))
-		for i, x := range raw {
-			v.F64[i] = math.Float64frombits(x)
-		}
-	}
 }
 
 // DocPostingsBytes returns the bytes of every docs section (doc-id gaps and
