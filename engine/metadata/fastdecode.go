@@ -41,9 +41,12 @@ func decodeFast(data []byte) (*Metadata, bool) {
 type fastDecoder struct {
 	// dec tokenizes the text and checks its syntax.
 	dec *jsontext.Decoder
+	// files is scratch space for a list of FileInfo, copied out at its
+	// exact length.
+	files []segment.FileInfo
 }
 
-// The members of each object, by position: object reports the position
+// The members of each object, by position: member reports the position
 // of the member it reads.
 var (
 	metadataMembers = []string{"version", "generation", "nextId", "schema", "segments"}
@@ -54,50 +57,58 @@ var (
 	seismicMembers  = []string{"pendingTerms", "partialPasses", "stalls"}
 )
 
-// object reads an object whose members are all in names, each at most
-// once, calling member with each one's position to read its value.
-func (d *fastDecoder) object(names []string, member func(i int) bool) bool {
-	if tok, err := d.dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return false
-	}
-	var seen uint64
-	for d.dec.PeekKind() == '"' {
-		raw, err := d.dec.ReadValue()
-		if err != nil || bytes.IndexByte(raw, '\\') >= 0 {
-			return false
-		}
-		name := raw[1 : len(raw)-1]
-		i := 0
-		for i < len(names) && string(name) != names[i] {
-			i++
-		}
-		if i == len(names) || seen&(1<<i) != 0 || !member(i) {
-			return false
-		}
-		seen |= 1 << i
-	}
+// open reads the opening brace of an object.
+func (d *fastDecoder) open() bool {
 	tok, err := d.dec.ReadToken()
-	return err == nil && tok.Kind() == '}'
+	return err == nil && tok.Kind() == '{'
 }
 
-// array reads an array, calling open when it starts (not for null, a nil
-// list as the reference reads it) and elem for each element.
-func (d *fastDecoder) array(open func(), elem func() bool) bool {
-	if d.dec.PeekKind() == 'n' {
+// member reads the next member name of an object whose members are all in
+// names, each at most once (seen records those read), and returns its
+// position; at the closing brace, which it reads, it returns -1, true.
+func (d *fastDecoder) member(names []string, seen *uint64) (int, bool) {
+	if d.dec.PeekKind() == '}' {
 		_, err := d.dec.ReadToken()
-		return err == nil
+		return -1, err == nil
 	}
-	if tok, err := d.dec.ReadToken(); err != nil || tok.Kind() != '[' {
-		return false
+	raw, err := d.dec.ReadValue()
+	if err != nil || len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return 0, false
 	}
-	open()
-	for d.dec.PeekKind() != ']' {
-		if d.dec.PeekKind() == 0 || !elem() {
-			return false
+	name := raw[1 : len(raw)-1]
+	for i, n := range names {
+		if string(name) == n {
+			if *seen&(1<<i) != 0 {
+				return 0, false
+			}
+			*seen |= 1 << i
+			return i, true
 		}
 	}
-	_, err := d.dec.ReadToken()
-	return err == nil
+	return 0, false
+}
+
+// list reads the opening bracket of an array, or a null (a nil list, as
+// the reference reads it): isNull tells which.
+func (d *fastDecoder) list() (isNull, ok bool) {
+	tok, err := d.dec.ReadToken()
+	if err != nil {
+		return false, false
+	}
+	return tok.Kind() == 'n', tok.Kind() == 'n' || tok.Kind() == '['
+}
+
+// more reports whether the array has another element, reading its closing
+// bracket when it has none.
+func (d *fastDecoder) more() (more, ok bool) {
+	switch d.dec.PeekKind() {
+	case ']':
+		_, err := d.dec.ReadToken()
+		return false, err == nil
+	case 0:
+		return false, false
+	}
+	return true, true
 }
 
 // uint reads a non-negative integer of at most max, written in plain
@@ -126,10 +137,23 @@ func (d *fastDecoder) uint(max uint64) (uint64, bool) {
 // negative).
 func (d *fastDecoder) int() (int, bool) {
 	v, ok := d.uint(1<<63 - 1)
-	return int(v), ok && uint64(int(v)) == v
+	return int(v), ok
 }
 
-// str reads a string without escapes.
+// int64 reads a non-negative int64.
+func (d *fastDecoder) int64() (int64, bool) {
+	v, ok := d.uint(1<<63 - 1)
+	return int64(v), ok
+}
+
+// uint32 reads a uint32.
+func (d *fastDecoder) uint32() (uint32, bool) {
+	v, ok := d.uint(1<<32 - 1)
+	return uint32(v), ok
+}
+
+// str reads a string without escapes; the bytes are valid until the next
+// read.
 func (d *fastDecoder) str() ([]byte, bool) {
 	raw, err := d.dec.ReadValue()
 	if err != nil || len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
@@ -158,94 +182,151 @@ func (d *fastDecoder) id() (segid.ID, bool) {
 }
 
 func (d *fastDecoder) metadata(m *Metadata) bool {
-	return d.object(metadataMembers, func(i int) bool {
-		var ok bool
-		switch i {
-		case 0:
+	if !d.open() {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(metadataMembers, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case i == 0:
 			m.Version, ok = d.int()
-		case 1:
+		case i == 1:
 			m.Generation, ok = d.uint(1<<64 - 1)
-		case 2:
+		case i == 2:
 			m.NextID, ok = d.id()
-		case 3:
-			if d.dec.PeekKind() != '{' {
-				return false
-			}
-			raw, err := d.dec.ReadValue()
-			if err != nil {
-				return false
-			}
-			m.Schema = new(schema.Schema)
-			ok = m.Schema.UnmarshalJSON(raw) == nil
-		case 4:
-			ok = d.array(func() { m.Segments = []Segment{} }, func() bool {
-				m.Segments = append(m.Segments, Segment{})
-				return d.segment(&m.Segments[len(m.Segments)-1])
-			})
+		case i == 3:
+			ok = d.schema(m)
+		case i == 4:
+			ok = d.segments(m)
 		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// schema reads the schema object with Schema's own decoder, as the
+// reference does.
+func (d *fastDecoder) schema(m *Metadata) bool {
+	if d.dec.PeekKind() != '{' {
+		return false
+	}
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return false
+	}
+	m.Schema = new(schema.Schema)
+	return m.Schema.UnmarshalJSON(raw) == nil
+}
+
+func (d *fastDecoder) segments(m *Metadata) bool {
+	isNull, ok := d.list()
+	if isNull || !ok {
 		return ok
-	})
+	}
+	m.Segments = []Segment{}
+	for {
+		more, ok := d.more()
+		if !more {
+			return ok
+		}
+		m.Segments = append(m.Segments, Segment{})
+		if !d.segment(&m.Segments[len(m.Segments)-1]) {
+			return false
+		}
+	}
 }
 
 func (d *fastDecoder) segment(s *Segment) bool {
-	return d.object(segmentMembers, func(i int) bool {
-		var ok bool
-		switch i {
-		case 0:
+	if !d.open() {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(segmentMembers, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case i == 0:
 			s.ID, ok = d.id()
-		case 1:
-			var v uint64
-			v, ok = d.uint(1<<32 - 1)
-			s.Documents = uint32(v)
-		case 2:
-			s.Files, ok = d.files()
-		case 3:
-			s.Parts, ok = d.files()
-		case 4:
-			ok = d.array(func() { s.IVF = []segment.IVFInfo{} }, func() bool {
-				s.IVF = append(s.IVF, segment.IVFInfo{})
-				return d.ivf(&s.IVF[len(s.IVF)-1])
-			})
-		case 5:
+		case i == 1:
+			s.Documents, ok = d.uint32()
+		case i == 2:
+			s.Files, ok = d.fileList()
+		case i == 3:
+			s.Parts, ok = d.fileList()
+		case i == 4:
+			s.IVF, ok = d.ivfList()
+		case i == 5:
 			s.Deletes = new(Mask)
 			ok = d.mask(s.Deletes)
-		case 6:
+		case i == 6:
 			s.BPConverged, ok = d.bool()
-		case 7:
+		case i == 7:
 			s.BPUnconvergedPasses, ok = d.int()
-		case 8:
+		case i == 8:
 			s.Seismic = new(SeismicDebt)
 			ok = d.seismic(s.Seismic)
 		}
-		return ok
-	})
+		if !ok {
+			return false
+		}
+	}
 }
 
-// files reads a list of FileInfo.
-func (d *fastDecoder) files() ([]segment.FileInfo, bool) {
-	var out []segment.FileInfo
-	ok := d.array(func() { out = []segment.FileInfo{} }, func() bool {
+// fileList reads a list of FileInfo.
+func (d *fastDecoder) fileList() ([]segment.FileInfo, bool) {
+	isNull, ok := d.list()
+	if isNull || !ok {
+		return nil, ok
+	}
+	d.files = d.files[:0]
+	for {
+		more, ok := d.more()
+		if !ok {
+			return nil, false
+		}
+		if !more {
+			return append([]segment.FileInfo{}, d.files...), true
+		}
 		var f segment.FileInfo
-		ok := d.object(fileMembers, func(i int) bool {
-			if i == 0 {
-				s, ok := d.str()
-				f.Suffix = suffix(s)
-				return ok
-			}
-			var ok bool
-			f.Size, ok = d.int64()
-			return ok
-		})
-		out = append(out, f)
-		return ok
-	})
-	return out, ok
+		if !d.file(&f) {
+			return nil, false
+		}
+		d.files = append(d.files, f)
+	}
 }
 
-// int64 reads a non-negative int64.
-func (d *fastDecoder) int64() (int64, bool) {
-	v, ok := d.uint(1<<63 - 1)
-	return int64(v), ok
+func (d *fastDecoder) file(f *segment.FileInfo) bool {
+	if !d.open() {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(fileMembers, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case i == 0:
+			var s []byte
+			s, ok = d.str()
+			f.Suffix = suffix(s)
+		case i == 1:
+			f.Size, ok = d.int64()
+		}
+		if !ok {
+			return false
+		}
+	}
 }
 
 // knownSuffixes are the suffixes the engine writes, shared instead of
@@ -262,61 +343,122 @@ func suffix(s []byte) string {
 	return string(s)
 }
 
+// ivfList reads a list of IVFInfo.
+func (d *fastDecoder) ivfList() ([]segment.IVFInfo, bool) {
+	isNull, ok := d.list()
+	if isNull || !ok {
+		return nil, ok
+	}
+	out := []segment.IVFInfo{}
+	for {
+		more, ok := d.more()
+		if !more {
+			return out, ok
+		}
+		out = append(out, segment.IVFInfo{})
+		if !d.ivf(&out[len(out)-1]) {
+			return nil, false
+		}
+	}
+}
+
 func (d *fastDecoder) ivf(f *segment.IVFInfo) bool {
-	return d.object(ivfMembers, func(i int) bool {
-		var ok bool
-		switch i {
-		case 0:
+	if !d.open() {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(ivfMembers, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case i == 0:
 			var s []byte
 			s, ok = d.str()
 			f.Field = string(s)
-		case 1:
+		case i == 1:
 			f.Runs, ok = d.int()
-		case 2:
-			var v uint64
-			v, ok = d.uint(1<<32 - 1)
-			f.Vectors = uint32(v)
-		case 3:
-			ok = d.array(func() { f.Models = []string{} }, func() bool {
-				s, ok := d.str()
-				f.Models = append(f.Models, string(s))
-				return ok
-			})
-		case 4:
+		case i == 2:
+			f.Vectors, ok = d.uint32()
+		case i == 3:
+			f.Models, ok = d.strings()
+		case i == 4:
 			f.Fragmented, ok = d.bool()
 		}
-		return ok
-	})
+		if !ok {
+			return false
+		}
+	}
+}
+
+// strings reads a list of strings.
+func (d *fastDecoder) strings() ([]string, bool) {
+	isNull, ok := d.list()
+	if isNull || !ok {
+		return nil, ok
+	}
+	out := []string{}
+	for {
+		more, ok := d.more()
+		if !more {
+			return out, ok
+		}
+		s, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, string(s))
+	}
 }
 
 func (d *fastDecoder) mask(m *Mask) bool {
-	return d.object(maskMembers, func(i int) bool {
-		var ok bool
-		switch i {
-		case 0:
+	if !d.open() {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(maskMembers, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case i == 0:
 			m.ID, ok = d.id()
-		case 1:
-			var v uint64
-			v, ok = d.uint(1<<32 - 1)
-			m.Deleted = uint32(v)
-		case 2:
+		case i == 1:
+			m.Deleted, ok = d.uint32()
+		case i == 2:
 			m.Size, ok = d.int64()
 		}
-		return ok
-	})
+		if !ok {
+			return false
+		}
+	}
 }
 
 func (d *fastDecoder) seismic(s *SeismicDebt) bool {
-	return d.object(seismicMembers, func(i int) bool {
-		var ok bool
-		switch i {
-		case 0:
+	if !d.open() {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(seismicMembers, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case i == 0:
 			s.PendingTerms, ok = d.int()
-		case 1:
+		case i == 1:
 			s.PartialPasses, ok = d.int()
-		case 2:
+		case i == 2:
 			s.Stalls, ok = d.int()
 		}
-		return ok
-	})
+		if !ok {
+			return false
+		}
+	}
 }
