@@ -109,12 +109,12 @@ func checkCompound(info *Info) error {
 		return corruptf(info.ID, SuffixCompound, "segment metadata lists parts but files %v, want the one %s file", info.Files, SuffixCompound)
 	}
 	var sum int64
-	seen := make(map[string]bool, len(info.Parts))
-	for _, p := range info.Parts {
-		if seen[p.Suffix] {
-			return corruptf(info.ID, p.Suffix, "listed twice in segment metadata")
+	for i, p := range info.Parts {
+		for _, q := range info.Parts[:i] {
+			if q.Suffix == p.Suffix {
+				return corruptf(info.ID, p.Suffix, "listed twice in segment metadata")
+			}
 		}
-		seen[p.Suffix] = true
 		if p.Suffix == SuffixCompound || p.Suffix == MaskSuffix {
 			return corruptf(info.ID, p.Suffix, "listed as a part of the compound file")
 		}
@@ -144,7 +144,7 @@ func (r *Reader) loadCompound(fs vfs.FS, dir string) error {
 	r.container = lf
 	off := int64(0)
 	for _, p := range r.info.Parts {
-		r.files[p.Suffix] = &loadedFile{data: lf.data[off : off+p.Size : off+p.Size]}
+		r.files = append(r.files, loadedFile{suffix: p.Suffix, data: lf.data[off : off+p.Size : off+p.Size]})
 		off += p.Size
 	}
 	return nil

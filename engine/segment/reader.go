@@ -23,10 +23,11 @@ type Reader struct {
 	schema  *schema.Schema
 	id      segid.ID
 	numDocs uint32
-	files   map[string]*loadedFile
-	post    []byte
-	dicts   []*dict
-	norms   []normCol
+	// files holds every part's bytes, in the order of Info's parts.
+	files []loadedFile
+	post  []byte
+	dicts []*dict
+	norms []normCol
 	// store, pk, nums and fwds are the row parts, set by loadRows on
 	// first use (rows.go); read them only after a successful loadRows.
 	store  *storeReader
@@ -51,6 +52,8 @@ type Reader struct {
 
 // loadedFile is one file's bytes, memory-mapped or read into memory.
 type loadedFile struct {
+	// suffix names the part.
+	suffix  string
 	data    []byte
 	payload []byte
 	mapped  bool
@@ -120,7 +123,7 @@ func (lf *loadedFile) release() error {
 // and Merge report a failure as the *CorruptionError Open would have
 // returned, and DeferredErr tells it afterwards.
 func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
-	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents, files: make(map[string]*loadedFile)}
+	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents}
 	r.info.Files = append([]FileInfo(nil), info.Files...)
 	r.info.Parts = append([]FileInfo(nil), info.Parts...)
 	if err := r.load(fs, dir); err != nil {
@@ -136,22 +139,31 @@ func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
 
 func (r *Reader) load(fs vfs.FS, dir string) error {
 	parts := r.info.parts()
-	listed := make(map[string]bool, len(parts))
-	for _, fi := range parts {
-		if listed[fi.Suffix] {
+	// A dozen parts at most: scans, not maps (an index of many small
+	// segments spent a good share of Open allocating maps).
+	listed := func(suffix string, in []FileInfo) bool {
+		for _, fi := range in {
+			if fi.Suffix == suffix {
+				return true
+			}
+		}
+		return false
+	}
+	for i, fi := range parts {
+		if listed(fi.Suffix, parts[:i]) {
 			return corruptf(r.id, fi.Suffix, "listed twice in segment metadata")
 		}
-		listed[fi.Suffix] = true
 	}
 	for _, suffix := range dataSuffixes {
 		// Segments written before the seis file existed have none: they
 		// open without Seismic indexes (queries scan them exhaustively,
 		// merges place their dimensions). The same holds for the bmp file
 		// (see HasBlockMax).
-		if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {
+		if !listed(suffix, parts) && suffix != SuffixSeismic && suffix != SuffixBlockMax {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
+	r.files = make([]loadedFile, 0, len(parts))
 	if r.info.Compound() {
 		if err := r.loadCompound(fs, dir); err != nil {
 			return err
@@ -163,20 +175,21 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 			if err != nil {
 				return err
 			}
-			r.files[fi.Suffix] = lf
+			lf.suffix = fi.Suffix
+			r.files = append(r.files, *lf)
 		}
 	}
-	for _, fi := range parts {
-		if isRowPart(fi.Suffix) {
+	for i := range r.files {
+		lf := &r.files[i]
+		if isRowPart(lf.suffix) {
 			continue // checked on first use (loadRows)
 		}
-		lf := r.files[fi.Suffix]
 		var kind *[4]byte
-		if k, ok := fileKinds[fi.Suffix]; ok {
+		if k, ok := fileKinds[lf.suffix]; ok {
 			kind = &k
 		}
 		var err error
-		if lf.payload, err = checkFrame(lf.data, r.id, fi.Suffix, kind); err != nil {
+		if lf.payload, err = checkFrame(lf.data, r.id, lf.suffix, kind); err != nil {
 			return err
 		}
 	}
@@ -190,26 +203,26 @@ func (r *Reader) parse() error {
 	if err = r.parseTerms(); err != nil {
 		return err
 	}
-	if r.norms, err = openNorms(id, s, r.files[SuffixNorms].payload, n); err != nil {
+	if r.norms, err = openNorms(id, s, r.file(SuffixNorms).payload, n); err != nil {
 		return err
 	}
-	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
+	if r.dense, r.sparse, err = openVectors(id, s, r.file(SuffixVectors).payload, n); err != nil {
 		return err
 	}
-	if r.files[SuffixSeismic] == nil {
+	if r.file(SuffixSeismic) == nil {
 		r.seis = make([]*SeismicIndex, len(s.Fields))
-	} else if r.seis, err = openSeismic(id, s, r.files[SuffixSeismic].payload, n, r.sparse); err != nil {
+	} else if r.seis, err = openSeismic(id, s, r.file(SuffixSeismic).payload, n, r.sparse); err != nil {
 		return err
 	}
-	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
+	if r.stats, err = openRowStats(id, s, r.file(SuffixRowStats).payload, n); err != nil {
 		return err
 	}
-	if f := r.files[SuffixBlockMax]; f != nil {
+	if f := r.file(SuffixBlockMax); f != nil {
 		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
 			return err
 		}
 	}
-	if f := r.files[SuffixIVF]; f != nil {
+	if f := r.file(SuffixIVF); f != nil {
 		if r.ivf, err = openIVF(id, s, f.payload, n, r.dense); err != nil {
 			return err
 		}
@@ -235,7 +248,7 @@ func (r *Reader) parse() error {
 func (r *Reader) parseTerms() error {
 	s, id := r.schema, r.id
 	want := func(i int) bool { return hasDict(&s.Fields[i]) }
-	post := r.files[SuffixPostings].payload
+	post := r.file(SuffixPostings).payload
 	regions := make([]postRegion, len(s.Fields))
 	var next uint64
 	err := fieldSet(id, SuffixPostings, post, r.numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
@@ -254,7 +267,7 @@ func (r *Reader) parseTerms() error {
 		return corruptf(id, SuffixPostings, "field postings cover %d bytes, payload holds %d", next, dirOff)
 	}
 	r.post = post[:dirOff]
-	terms := r.files[SuffixTerms].payload
+	terms := r.file(SuffixTerms).payload
 	r.dicts = make([]*dict, len(s.Fields))
 	return fieldSet(id, SuffixTerms, terms, r.numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
 		m := decodeDictMeta(d)
@@ -269,17 +282,27 @@ func (r *Reader) parseTerms() error {
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
 		if dc != nil {
-			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+			dc.legacyDocs = fileVersion(r.file(SuffixPostings).data) == legacyPostVersion
 		}
 		r.dicts[ord] = dc
 		return err
 	})
 }
 
+// file returns the part named suffix, or nil.
+func (r *Reader) file(suffix string) *loadedFile {
+	for i := range r.files {
+		if r.files[i].suffix == suffix {
+			return &r.files[i]
+		}
+	}
+	return nil
+}
+
 func (r *Reader) release() error {
 	var first error
-	for _, lf := range r.files {
-		if err := lf.release(); err != nil && first == nil {
+	for i := range r.files {
+		if err := r.files[i].release(); err != nil && first == nil {
 			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
 		}
 	}
@@ -307,7 +330,7 @@ func (r *Reader) Close() error {
 }
 
 // PostingsBytes returns the size of the post file's payload.
-func (r *Reader) PostingsBytes() int64 { return int64(len(r.files[SuffixPostings].payload)) }
+func (r *Reader) PostingsBytes() int64 { return int64(len(r.file(SuffixPostings).payload)) }
 
 func (r *Reader) fieldOK(field int) bool { return field >= 0 && field < len(r.schema.Fields) }
 

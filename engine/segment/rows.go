@@ -64,7 +64,7 @@ func (r *Reader) parseRows() error {
 	var payloads [len(rowSuffixes)][]byte
 	for i, suffix := range rowSuffixes {
 		kind := fileKinds[suffix]
-		p, err := checkFrame(r.files[suffix].data, id, suffix, &kind)
+		p, err := checkFrame(r.file(suffix).data, id, suffix, &kind)
 		if err != nil {
 			return err
 		}
