@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/engine/segment"
@@ -231,5 +232,55 @@ func BenchmarkDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// statLies reports a size other than the file's.
+type statLies struct {
+	vfs.File
+	size int64
+}
+
+type liedInfo struct {
+	vfs.FileInfo
+	size int64
+}
+
+func (l liedInfo) Size() int64 { return l.size }
+
+func (s statLies) Stat() (vfs.FileInfo, error) {
+	st, err := s.File.Stat()
+	return liedInfo{st, s.size}, err
+}
+
+// TestReadAllWholeFile: Load's reader returns the whole file whether its
+// size is what Stat says, larger (a file that grew) or smaller.
+func TestReadAllWholeFile(t *testing.T) {
+	fs := vfs.NewMem()
+	for _, n := range []int{0, 1, 511, 4096, 100_000} {
+		want := strings.Repeat("x", n)
+		f, err := fs.Create("m", vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		for _, lie := range []int64{-1, 0, int64(n) / 2, int64(n) + 7} {
+			f, err := fs.Open("m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var file vfs.File = f
+			if lie >= 0 {
+				file = statLies{f, lie}
+			}
+			got, err := readAll(file)
+			f.Close()
+			if err != nil || string(got) != want {
+				t.Fatalf("%d bytes, Stat says %d: read %d bytes, %v", n, lie, len(got), err)
+			}
+		}
 	}
 }

@@ -214,7 +214,7 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 		return nil, fmt.Errorf("metadata: open: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	data, err := readAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: read: %w", err)
 	}
@@ -222,6 +222,27 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrCorrupt, MaxFileBytes)
 	}
 	return Decode(data)
+}
+
+// readAll reads f whole, up to MaxFileBytes+1 bytes, into one buffer of
+// its size (plus the byte that shows it grew) instead of io.ReadAll's
+// doublings: a metadata.json of 1,000 segments is about 400 KB.
+func readAll(f vfs.File) ([]byte, error) {
+	var size int64
+	if st, err := f.Stat(); err == nil && st.Size() >= 0 && st.Size() <= MaxFileBytes {
+		size = st.Size()
+	}
+	data := make([]byte, size+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return data[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	// Longer than its size said: read the rest.
+	rest, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1-int64(n)))
+	return append(data, rest...), err
 }
 
 // Decode reads the content of a metadata.json and validates it. Nulls
