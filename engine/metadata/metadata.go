@@ -158,28 +158,36 @@ func (s *Segment) validate() error {
 	if err := s.Seismic.validate(s); err != nil {
 		return err
 	}
-	suffixes := make(map[string]bool, len(s.Files))
-	for _, f := range s.Files {
+	for i, f := range s.Files {
 		// The suffix becomes part of a path: only a plain word may pass.
-		if !validSuffix(f.Suffix) || suffixes[f.Suffix] {
+		if !validSuffix(f.Suffix) || listedBefore(s.Files, i) {
 			return fmt.Errorf("metadata: segment %s: file suffix %q is invalid or listed twice", s.ID, clip(f.Suffix))
 		}
 		if f.Size < 0 {
 			return fmt.Errorf("metadata: segment %s: file %q has size %d", s.ID, f.Suffix, f.Size)
 		}
-		suffixes[f.Suffix] = true
 	}
-	parts := make(map[string]bool, len(s.Parts))
-	for _, f := range s.Parts {
-		if !validSuffix(f.Suffix) || parts[f.Suffix] {
+	for i, f := range s.Parts {
+		if !validSuffix(f.Suffix) || listedBefore(s.Parts, i) {
 			return fmt.Errorf("metadata: segment %s: part suffix %q is invalid or listed twice", s.ID, clip(f.Suffix))
 		}
 		if f.Size < 0 {
 			return fmt.Errorf("metadata: segment %s: part %q has size %d", s.ID, f.Suffix, f.Size)
 		}
-		parts[f.Suffix] = true
 	}
 	return nil
+}
+
+// listedBefore reports whether files[i]'s suffix appears before i. Lists
+// hold a dozen files at most: a scan costs less than a map per segment,
+// which was a good share of opening an index of many segments.
+func listedBefore(files []segment.FileInfo, i int) bool {
+	for _, f := range files[:i] {
+		if f.Suffix == files[i].Suffix {
+			return true
+		}
+	}
+	return false
 }
 
 // validSuffix reports whether a file suffix is 1 to 16 lowercase letters
