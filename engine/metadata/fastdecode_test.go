@@ -182,6 +182,8 @@ func FuzzDecodeFastMatches(f *testing.F) {
 		{`"generation":7`, `"generation":null`}, {`"size":10`, `"size":1e1`},
 		{`"suffix":"post"`, `"suffix":"p\u006fst"`}, {`"ivf":[`, `"ivf":null,"x":[`},
 		{`"models":[`, `"models":null,"y":[`}, {`"parts":[`, `"parts":[],"z":[`},
+		{`"name":"id"`, `"name":"i\u0064"`}, {`,"segments":[`, ` , "segments" : [ `},
+		{`"size":10`, `"size":10 `}, {`"fields":[`, `"fields":[ `},
 	} {
 		f.Add([]byte(strings.Replace(good, r[0], r[1], 1)))
 	}
