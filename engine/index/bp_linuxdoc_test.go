@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"strconv"
 	"testing"
@@ -19,7 +20,10 @@ import (
 // segment: doc-id bytes and bits per posting before and after. It is a
 // measurement, not a check, and runs only when SUMMA_BP_MEASURE=1
 // (SUMMA_BP_DOCS documents, default 5000 like summa-bench -quick; 0 for
-// all; SUMMA_BP_SHUFFLE=1 ingests them in the bench's shuffled order):
+// all; SUMMA_BP_SHUFFLE=1 ingests them in the bench's shuffled order).
+// SUMMA_BP_DUMP=path writes every term's postings before and after BP to
+// path.before and path.after (dumpPostings), the input of the codec
+// estimates in engine/segment (TestEstimateDocIDCodecs):
 //
 //	SUMMA_BP_MEASURE=1 go test ./engine/index -run TestMeasureBPLinuxDoc -v
 func TestMeasureBPLinuxDoc(t *testing.T) {
@@ -74,11 +78,18 @@ func TestMeasureBPLinuxDoc(t *testing.T) {
 	}
 	t.Logf("corpus %s: %d documents, %.1f MB; merge of %d segments: %s", c.Name, len(c.Docs), c.MB(), segs, time.Since(start))
 	before := docStats(t, idx)
+	dump := os.Getenv("SUMMA_BP_DUMP")
+	if dump != "" {
+		dumpPostings(t, idx, dump+".before")
+	}
 	res, err := idx.Reorder(ctx, index.ReorderOptions{})
 	if err != nil || len(res) != 1 {
 		t.Fatalf("reorder: %v (%d results)", err, len(res))
 	}
 	after := docStats(t, idx)
+	if dump != "" {
+		dumpPostings(t, idx, dump+".after")
+	}
 	t.Logf("postings %d; doc-id bytes before %d after %d (%.1f%% smaller); doc-id bits per posting before %.2f after %.2f",
 		before.postings, before.ids, after.ids, 100*(1-float64(after.ids)/float64(before.ids)),
 		8*float64(before.ids)/float64(before.postings), 8*float64(after.ids)/float64(after.postings))
@@ -175,4 +186,42 @@ func countPostings(t *testing.T, r *segment.Reader, st *postStats) int64 {
 		}
 	}
 	return n
+}
+
+// dumpPostings writes the postings of the index's single segment to name:
+// uvarint(numDocs), then per term of every field in order uvarint(field),
+// uvarint(df), then df times uvarint(doc), uvarint(freq).
+func dumpPostings(t *testing.T, idx *index.Index, name string) {
+	snap, err := idx.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	r := snap.Segments[0].Reader
+	out := binary.AppendUvarint(nil, uint64(r.NumDocs()))
+	for f := 0; f < 3; f++ {
+		it, err := r.Terms(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			out = binary.AppendUvarint(out, uint64(f))
+			out = binary.AppendUvarint(out, uint64(it.DocFreq()))
+			p := it.Postings()
+			for p.Next() {
+				out = binary.AppendUvarint(out, uint64(p.Doc()))
+				out = binary.AppendUvarint(out, uint64(p.Freq()))
+			}
+			if err := p.Err(); err != nil {
+				t.Fatal(err)
+			}
+			p.Release()
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(name, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
