@@ -102,26 +102,9 @@ func (s *Snapshot) Documents() uint64 {
 	return n
 }
 
-// Search runs a query over the snapshot. A segment whose row parts failed
-// the check Open deferred to their first use (segment.Reader.DeferredErr)
-// during the query is quarantined, as Open quarantines a segment failing
-// its cheap check (Q05); the query returns that *segment.CorruptionError.
+// Search runs a query over the snapshot.
 func (s *Snapshot) Search(ctx context.Context, req search.Request) (search.Result, error) {
-	res, err := search.Search(ctx, s.idx.schema, s.views, req)
-	if err != nil {
-		s.quarantineDeferred()
-	}
-	return res, err
-}
-
-// quarantineDeferred quarantines the snapshot's segments whose deferred
-// open check failed.
-func (s *Snapshot) quarantineDeferred() {
-	for _, seg := range s.Segments {
-		if err := seg.Reader.DeferredErr(); err != nil && !s.idx.IsQuarantined(seg.Meta.ID) {
-			s.idx.quarantine(seg.Meta.ID, err.Error())
-		}
-	}
+	return search.Search(ctx, s.idx.schema, s.views, req)
 }
 
 // isLive reports whether doc of segment i is visible in the snapshot.

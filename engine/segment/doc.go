@@ -30,11 +30,9 @@
 // order and Open checks that the listed fields are exactly those the
 // schema calls for.
 //
-// Open performs the cheap check (sizes, headers, footers, directories),
-// except for the row parts (store, pk, num, fwd), whose headers, footers
-// and directories it checks on their first use (rows.go; the same check,
-// the same *CorruptionError, Reader.DeferredErr); Validate recomputes
-// every CRC and decodes every structure.
+// Open performs the cheap check (sizes, headers, footers, directories) of
+// every part, so that a damaged segment is quarantined as soon as its
+// index opens; Validate recomputes every CRC and decodes every structure.
 //
 // # terms (kind "term")
 //

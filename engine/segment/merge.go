@@ -170,10 +170,6 @@ func newMerger(ctx context.Context, s *schema.Schema, srcs []*Reader, order []Do
 		if r.schema != s && !sameFields(r.schema, s) {
 			return nil, fmt.Errorf("segment: merge source %s has another schema", r.id)
 		}
-		// The merge steps read the row parts directly.
-		if err := r.loadRows(); err != nil {
-			return nil, err
-		}
 		ids := make([]uint32, r.NumDocs())
 		for d := range ids {
 			ids[d] = noDoc

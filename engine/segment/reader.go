@@ -28,8 +28,7 @@ type Reader struct {
 	post  []byte
 	dicts []*dict
 	norms []normCol
-	// store, pk, nums and fwds are the row parts, set by loadRows on
-	// first use (rows.go); read them only after a successful loadRows.
+	// store, pk, nums and fwds are the row parts (rows.go).
 	store  *storeReader
 	pk     pkCol
 	nums   []numCol
@@ -43,8 +42,6 @@ type Reader struct {
 	// container is the compound file whose bytes files' parts slice; nil
 	// for a segment of separate files.
 	container *loadedFile
-	// rows is the state of the row parts' check on first use.
-	rows rowsState
 
 	closeOnce sync.Once
 	closeErr  error
@@ -117,11 +114,7 @@ func (lf *loadedFile) release() error {
 // Open opens a segment with the cheap check only: every file of info
 // exists, has the recorded size, a valid header for the segment id and a
 // valid footer, and every file's directory agrees with the schema and the
-// document count. CRCs are not checked (see Validate). The row parts
-// (store, pk, num, fwd: per-document data that no ranking reads) get
-// the same check on first use instead (rows.go): their methods, Validate
-// and Merge report a failure as the *CorruptionError Open would have
-// returned, and DeferredErr tells it afterwards.
+// document count. CRCs are not checked (see Validate).
 func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
 	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents}
 	r.info.Files = append([]FileInfo(nil), info.Files...)
@@ -181,9 +174,6 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 	}
 	for i := range r.files {
 		lf := &r.files[i]
-		if isRowPart(lf.suffix) {
-			continue // checked on first use (loadRows)
-		}
 		var kind *[4]byte
 		if k, ok := fileKinds[lf.suffix]; ok {
 			kind = &k
@@ -196,7 +186,7 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 	return nil
 }
 
-// parse reads the directory of every file but the row parts.
+// parse reads the directory of every file.
 func (r *Reader) parse() error {
 	s, id, n := r.schema, r.id, r.numDocs
 	var err error
@@ -204,6 +194,9 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if r.norms, err = openNorms(id, s, r.file(SuffixNorms).payload, n); err != nil {
+		return err
+	}
+	if err = r.parseRows(); err != nil {
 		return err
 	}
 	if r.dense, r.sparse, err = openVectors(id, s, r.file(SuffixVectors).payload, n); err != nil {

@@ -4,71 +4,24 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 
 	"github.com/summadev/summa/engine/schema"
 )
 
-// The row parts of a segment (store, pk, num, fwd) hold per-document data
-// that no ranking reads: stored fields for the hits shown, primary keys,
-// numeric columns and forward term lists for merges and BP. Open leaves
-// their cheap check (framing, directory, the forward lists' term counts
-// against the dictionaries) to their first use, so that opening many
-// segments and answering a query touches neither their pages nor their
-// directories. The check is exactly Open's and its failure the same
-// *CorruptionError, returned by every method that needs the row parts, by
-// Validate (so merge preflight and doctor see it) and by Merge; the index
-// quarantines a segment whose check failed during a search
-// (DeferredErr).
+// The row parts of a segment: stored fields, primary keys, numeric
+// columns and forward term lists, per document.
 
 // rowSuffixes are the row parts' suffixes.
 var rowSuffixes = [...]string{SuffixStore, SuffixPrimaryKey, SuffixNumbers, SuffixForward}
 
-// isRowPart reports whether suffix names a row part.
-func isRowPart(suffix string) bool {
-	for _, s := range rowSuffixes {
-		if s == suffix {
-			return true
-		}
-	}
-	return false
-}
-
-// rowsState is the outcome of a Reader's check of its row parts.
-type rowsState struct {
-	// once runs the check.
-	once sync.Once
-	// err is the check's error, set by once.
-	err error
-	// failed is set after err when the check failed, so that DeferredErr
-	// reads err without running the check.
-	failed atomic.Bool
-}
-
-// loadRows checks and parses the row parts on first call (Open's cheap
-// check of those parts) and returns the outcome, the same on every call.
-// Reader.store, pk, nums and fwds may be read once it returned nil.
-func (r *Reader) loadRows() error {
-	r.rows.once.Do(func() {
-		if r.rows.err = r.parseRows(); r.rows.err != nil {
-			r.rows.failed.Store(true)
-		}
-	})
-	return r.rows.err
-}
-
-// parseRows checks the row parts' framing and reads their directories.
+// parseRows reads the directories of the row parts (store, pk, num,
+// fwd: per-document data) and checks the forward lists' term counts
+// against the dictionaries.
 func (r *Reader) parseRows() error {
 	s, id, n := r.schema, r.id, r.numDocs
 	var payloads [len(rowSuffixes)][]byte
 	for i, suffix := range rowSuffixes {
-		kind := fileKinds[suffix]
-		p, err := checkFrame(r.file(suffix).data, id, suffix, &kind)
-		if err != nil {
-			return err
-		}
-		payloads[i] = p
+		payloads[i] = r.file(suffix).payload
 	}
 	store, err := openStore(id, payloads[0], n, recordKinds(s))
 	if err != nil {
@@ -99,22 +52,8 @@ func (r *Reader) parseRows() error {
 	return nil
 }
 
-// DeferredErr returns the error of the row parts' check (see loadRows)
-// when it ran and failed, and nil otherwise; it never runs the check. A
-// non-nil error is as deterministic as a failed Open: the index
-// quarantines the segment.
-func (r *Reader) DeferredErr() error {
-	if r.rows.failed.Load() {
-		return r.rows.err
-	}
-	return nil
-}
-
 // PrimaryKey returns the primary key of doc.
 func (r *Reader) PrimaryKey(doc uint32) (string, error) {
-	if err := r.loadRows(); err != nil {
-		return "", err
-	}
 	if !r.pk.has {
 		return "", fmt.Errorf("segment: primary key of doc %d: %w", doc, schema.ErrNoPrimaryKey)
 	}
@@ -130,18 +69,12 @@ func (r *Reader) PrimaryKey(doc uint32) (string, error) {
 
 // StoredDocument returns the JSON object of doc's stored fields.
 func (r *Reader) StoredDocument(doc uint32) ([]byte, error) {
-	if err := r.loadRows(); err != nil {
-		return nil, err
-	}
 	return r.store.stored(doc)
 }
 
 // ForwardTerms returns the sorted distinct term ordinals of doc in a
 // reorder field.
 func (r *Reader) ForwardTerms(field int, doc uint32) ([]uint32, error) {
-	if err := r.loadRows(); err != nil {
-		return nil, err
-	}
 	if !r.fieldOK(field) || !r.fwds[field].ok {
 		return nil, fmt.Errorf("segment: field %d has no forward term lists", field)
 	}
@@ -154,9 +87,6 @@ func (r *Reader) ForwardTerms(field int, doc uint32) ([]uint32, error) {
 // Numbers returns the raw 8-byte values of a numeric field in doc: u64 as
 // is, i64 as two's complement, f64 as IEEE-754 bits.
 func (r *Reader) Numbers(field int, doc uint32) ([]uint64, error) {
-	if err := r.loadRows(); err != nil {
-		return nil, err
-	}
 	if !r.fieldOK(field) || !r.nums[field].ok {
 		return nil, fmt.Errorf("segment: field %d is not numeric", field)
 	}
@@ -181,9 +111,6 @@ func (r *Reader) Numbers(field int, doc uint32) ([]uint64, error) {
 // Number returns the first raw value of a numeric field in doc, or
 // ok=false when doc has none.
 func (r *Reader) Number(field int, doc uint32) (uint64, bool, error) {
-	if err := r.loadRows(); err != nil {
-		return 0, false, err
-	}
 	if !r.fieldOK(field) || !r.nums[field].ok {
 		return 0, false, fmt.Errorf("segment: field %d is not numeric", field)
 	}
@@ -205,9 +132,6 @@ func (r *Reader) Number(field int, doc uint32) (uint64, bool, error) {
 // Builder again (merges): strings and sparse vectors come from the store,
 // numbers, dense vectors and the primary key from their columns.
 func (r *Reader) Document(doc uint32) (*schema.Document, error) {
-	if err := r.loadRows(); err != nil {
-		return nil, err
-	}
 	rec, err := r.store.record(doc)
 	if err != nil {
 		return nil, err

@@ -31,11 +31,6 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 // fail, the error reported is the one the checks' fixed order puts first
 // (checksums, then structures, then block maxima), whatever finished first.
 func (r *Reader) Validate(ctx context.Context) error {
-	// Open's check of the row parts first (Open deferred it): the checks
-	// below read their directories.
-	if err := r.loadRows(); err != nil {
-		return err
-	}
 	var checks []func() error
 	for _, fi := range r.info.parts() {
 		checks = append(checks, func() error {
