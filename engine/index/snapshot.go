@@ -43,7 +43,10 @@ type SnapshotSegment struct {
 // masks, skipping quarantined segments, and takes its tracker references.
 // REQUIRES: idx.mu held.
 func (idx *Index) newSnapshotLocked(meta *metadata.Metadata) *Snapshot {
-	s := &Snapshot{idx: idx, Generation: meta.Generation}
+	s := &Snapshot{idx: idx, Generation: meta.Generation,
+		Segments: make([]SnapshotSegment, 0, len(meta.Segments)),
+		views:    make([]search.SegmentView, 0, len(meta.Segments)),
+		ids:      make([]segid.ID, 0, 2*len(meta.Segments))}
 	for _, m := range meta.Segments {
 		if _, q := idx.mu.quarantine[m.ID]; q {
 			continue

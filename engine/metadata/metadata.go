@@ -158,28 +158,36 @@ func (s *Segment) validate() error {
 	if err := s.Seismic.validate(s); err != nil {
 		return err
 	}
-	suffixes := make(map[string]bool, len(s.Files))
-	for _, f := range s.Files {
+	for i, f := range s.Files {
 		// The suffix becomes part of a path: only a plain word may pass.
-		if !validSuffix(f.Suffix) || suffixes[f.Suffix] {
+		if !validSuffix(f.Suffix) || listedBefore(s.Files, i) {
 			return fmt.Errorf("metadata: segment %s: file suffix %q is invalid or listed twice", s.ID, clip(f.Suffix))
 		}
 		if f.Size < 0 {
 			return fmt.Errorf("metadata: segment %s: file %q has size %d", s.ID, f.Suffix, f.Size)
 		}
-		suffixes[f.Suffix] = true
 	}
-	parts := make(map[string]bool, len(s.Parts))
-	for _, f := range s.Parts {
-		if !validSuffix(f.Suffix) || parts[f.Suffix] {
+	for i, f := range s.Parts {
+		if !validSuffix(f.Suffix) || listedBefore(s.Parts, i) {
 			return fmt.Errorf("metadata: segment %s: part suffix %q is invalid or listed twice", s.ID, clip(f.Suffix))
 		}
 		if f.Size < 0 {
 			return fmt.Errorf("metadata: segment %s: part %q has size %d", s.ID, f.Suffix, f.Size)
 		}
-		parts[f.Suffix] = true
 	}
 	return nil
+}
+
+// listedBefore reports whether files[i]'s suffix appears before i. Lists
+// hold a dozen files at most: a scan costs less than a map per segment,
+// which was a good share of opening an index of many segments.
+func listedBefore(files []segment.FileInfo, i int) bool {
+	for _, f := range files[:i] {
+		if f.Suffix == files[i].Suffix {
+			return true
+		}
+	}
+	return false
 }
 
 // validSuffix reports whether a file suffix is 1 to 16 lowercase letters
@@ -214,7 +222,7 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 		return nil, fmt.Errorf("metadata: open: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	data, err := readAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: read: %w", err)
 	}
@@ -224,18 +232,56 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 	return Decode(data)
 }
 
+// readAll reads f whole, up to MaxFileBytes+1 bytes, into one buffer of
+// its size (plus the byte that shows it grew) instead of io.ReadAll's
+// doublings: a metadata.json of 1,000 segments is about 400 KB.
+func readAll(f vfs.File) ([]byte, error) {
+	var size int64
+	if st, err := f.Stat(); err == nil && st.Size() >= 0 && st.Size() <= MaxFileBytes {
+		size = st.Size()
+	}
+	data := make([]byte, size+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return data[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	// Longer than its size said: read the rest.
+	rest, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1-int64(n)))
+	return append(data, rest...), err
+}
+
 // Decode reads the content of a metadata.json and validates it. Nulls
 // (other than an empty list), members given twice or with another case,
 // numbers out of range for their field and anything after the object are
 // refused, never read as zeros or defaults; members this version does not
 // know are skipped, as a later format may add them.
+//
+// The usual text is read in one pass (decodeFast); any other goes through
+// the reference decoder, so that what is accepted and the errors are
+// those of decodeReference.
 func Decode(data []byte) (*Metadata, error) {
-	var m Metadata
-	if err := strictjson.Decode(data, &m, strictjson.Options{AllowUnknown: true, NullSlices: true}); err != nil {
-		return nil, fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
+	m, ok := decodeFast(data)
+	if !ok {
+		var err error
+		if m, err = decodeReference(data); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return m, nil
+}
+
+// decodeReference decodes data with the strict check of the text
+// (strictjson) then encoding/json: the definition of what Decode accepts.
+func decodeReference(data []byte) (*Metadata, error) {
+	var m Metadata
+	if err := strictjson.Decode(data, &m, strictjson.Options{AllowUnknown: true, NullSlices: true}); err != nil {
+		return nil, fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
 	}
 	return &m, nil
 }

@@ -186,8 +186,8 @@ func TestValidateRecomputesBlockMax(t *testing.T) {
 	orig := readFile(t, fs, path)
 	// The entries of "light" start after its counts; flip its first block's
 	// frequency code and, separately, its first stored frequency.
-	base := headerSize + int(uintptrOffset(r.files[SuffixBlockMax].payload, bt.entries))
-	dataBase := headerSize + int(uintptrOffset(r.files[SuffixBlockMax].payload, bt.data))
+	base := headerSize + int(uintptrOffset(r.file(SuffixBlockMax).payload, bt.entries))
+	dataBase := headerSize + int(uintptrOffset(r.file(SuffixBlockMax).payload, bt.data))
 	_, k := binary.Uvarint(bt.entries)
 	e, _ := bt.Entries(nil)
 	for name, off := range map[string]int{"bound": base + k, "posting": dataBase + e[0].Count} {

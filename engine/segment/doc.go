@@ -5,7 +5,7 @@
 // norms, ...; the sections below) back to back, each framed exactly as a
 // file of its own, listed with their sizes in Info.Parts (compound.go).
 // Segments written before the compound file are the set of files
-// seg_<ID>.<suffix>, one per part, and stay readable. Files over 128 KiB
+// seg_<ID>.<suffix>, one per part, and stay readable. Files over 32 KiB
 // (16 KiB for a part file) are memory-mapped when the file system has
 // file descriptors, smaller ones read into memory; decompressed
 // stored-field blocks are shared through a small process-wide cache. A
@@ -30,8 +30,9 @@
 // order and Open checks that the listed fields are exactly those the
 // schema calls for.
 //
-// Open performs the cheap check (sizes, headers, footers, directories);
-// Validate recomputes every CRC and decodes every structure.
+// Open performs the cheap check (sizes, headers, footers, directories) of
+// every part, so that a damaged segment is quarantined as soon as its
+// index opens; Validate recomputes every CRC and decodes every structure.
 //
 // # terms (kind "term")
 //

@@ -46,7 +46,7 @@ func TestReadsVersion1Postings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r1.Close()
-	if v := fileVersion(r1.files[SuffixPostings].data); v != legacyPostVersion {
+	if v := fileVersion(r1.file(SuffixPostings).data); v != legacyPostVersion {
 		t.Fatalf("testdata post file has version %d, want %d", v, legacyPostVersion)
 	}
 	if err := r1.Validate(context.Background()); err != nil {

@@ -23,20 +23,22 @@ type Reader struct {
 	schema  *schema.Schema
 	id      segid.ID
 	numDocs uint32
-	files   map[string]*loadedFile
-	post    []byte
-	dicts   []*dict
-	norms   []normCol
-	store   *storeReader
-	pk      pkCol
-	nums    []numCol
-	fwds    []fwdCol
-	dense   []*denseCol
-	sparse  []*dict
-	seis    []*SeismicIndex
-	stats   []fieldStat
-	bmax    []*bmField
-	ivf     [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
+	// files holds every part's bytes, in the order of Info's parts.
+	files []loadedFile
+	post  []byte
+	dicts []*dict
+	norms []normCol
+	// store, pk, nums and fwds are the row parts (rows.go).
+	store  *storeReader
+	pk     pkCol
+	nums   []numCol
+	fwds   []fwdCol
+	dense  []*denseCol
+	sparse []*dict
+	seis   []*SeismicIndex
+	stats  []fieldStat
+	bmax   []*bmField
+	ivf    [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
 	// container is the compound file whose bytes files' parts slice; nil
 	// for a segment of separate files.
 	container *loadedFile
@@ -47,6 +49,8 @@ type Reader struct {
 
 // loadedFile is one file's bytes, memory-mapped or read into memory.
 type loadedFile struct {
+	// suffix names the part.
+	suffix  string
 	data    []byte
 	payload []byte
 	mapped  bool
@@ -112,7 +116,7 @@ func (lf *loadedFile) release() error {
 // valid footer, and every file's directory agrees with the schema and the
 // document count. CRCs are not checked (see Validate).
 func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
-	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents, files: make(map[string]*loadedFile)}
+	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents}
 	r.info.Files = append([]FileInfo(nil), info.Files...)
 	r.info.Parts = append([]FileInfo(nil), info.Parts...)
 	if err := r.load(fs, dir); err != nil {
@@ -128,22 +132,31 @@ func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
 
 func (r *Reader) load(fs vfs.FS, dir string) error {
 	parts := r.info.parts()
-	listed := make(map[string]bool, len(parts))
-	for _, fi := range parts {
-		if listed[fi.Suffix] {
+	// A dozen parts at most: scans, not maps (an index of many small
+	// segments spent a good share of Open allocating maps).
+	listed := func(suffix string, in []FileInfo) bool {
+		for _, fi := range in {
+			if fi.Suffix == suffix {
+				return true
+			}
+		}
+		return false
+	}
+	for i, fi := range parts {
+		if listed(fi.Suffix, parts[:i]) {
 			return corruptf(r.id, fi.Suffix, "listed twice in segment metadata")
 		}
-		listed[fi.Suffix] = true
 	}
 	for _, suffix := range dataSuffixes {
 		// Segments written before the seis file existed have none: they
 		// open without Seismic indexes (queries scan them exhaustively,
 		// merges place their dimensions). The same holds for the bmp file
 		// (see HasBlockMax).
-		if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {
+		if !listed(suffix, parts) && suffix != SuffixSeismic && suffix != SuffixBlockMax {
 			return corruptf(r.id, suffix, "not listed in segment metadata")
 		}
 	}
+	r.files = make([]loadedFile, 0, len(parts))
 	if r.info.Compound() {
 		if err := r.loadCompound(fs, dir); err != nil {
 			return err
@@ -155,62 +168,54 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 			if err != nil {
 				return err
 			}
-			r.files[fi.Suffix] = lf
+			lf.suffix = fi.Suffix
+			r.files = append(r.files, *lf)
 		}
 	}
-	for _, fi := range parts {
-		lf := r.files[fi.Suffix]
+	for i := range r.files {
+		lf := &r.files[i]
 		var kind *[4]byte
-		if k, ok := fileKinds[fi.Suffix]; ok {
+		if k, ok := fileKinds[lf.suffix]; ok {
 			kind = &k
 		}
 		var err error
-		if lf.payload, err = checkFrame(lf.data, r.id, fi.Suffix, kind); err != nil {
+		if lf.payload, err = checkFrame(lf.data, r.id, lf.suffix, kind); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// parse reads every file's directory.
+// parse reads the directory of every file.
 func (r *Reader) parse() error {
 	s, id, n := r.schema, r.id, r.numDocs
 	var err error
 	if err = r.parseTerms(); err != nil {
 		return err
 	}
-	if r.norms, err = openNorms(id, s, r.files[SuffixNorms].payload, n); err != nil {
+	if r.norms, err = openNorms(id, s, r.file(SuffixNorms).payload, n); err != nil {
 		return err
 	}
-	if r.store, err = openStore(id, r.files[SuffixStore].payload, n, recordKinds(s)); err != nil {
+	if err = r.parseRows(); err != nil {
 		return err
 	}
-	if r.pk, err = openPK(id, s, r.files[SuffixPrimaryKey].payload, n); err != nil {
+	if r.dense, r.sparse, err = openVectors(id, s, r.file(SuffixVectors).payload, n); err != nil {
 		return err
 	}
-	if r.nums, err = openNumbers(id, s, r.files[SuffixNumbers].payload, n); err != nil {
-		return err
-	}
-	if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {
-		return err
-	}
-	if r.dense, r.sparse, err = openVectors(id, s, r.files[SuffixVectors].payload, n); err != nil {
-		return err
-	}
-	if r.files[SuffixSeismic] == nil {
+	if r.file(SuffixSeismic) == nil {
 		r.seis = make([]*SeismicIndex, len(s.Fields))
-	} else if r.seis, err = openSeismic(id, s, r.files[SuffixSeismic].payload, n, r.sparse); err != nil {
+	} else if r.seis, err = openSeismic(id, s, r.file(SuffixSeismic).payload, n, r.sparse); err != nil {
 		return err
 	}
-	if r.stats, err = openRowStats(id, s, r.files[SuffixRowStats].payload, n); err != nil {
+	if r.stats, err = openRowStats(id, s, r.file(SuffixRowStats).payload, n); err != nil {
 		return err
 	}
-	if f := r.files[SuffixBlockMax]; f != nil {
+	if f := r.file(SuffixBlockMax); f != nil {
 		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
 			return err
 		}
 	}
-	if f := r.files[SuffixIVF]; f != nil {
+	if f := r.file(SuffixIVF); f != nil {
 		if r.ivf, err = openIVF(id, s, f.payload, n, r.dense); err != nil {
 			return err
 		}
@@ -228,9 +233,6 @@ func (r *Reader) parse() error {
 		if r.stats[i].numTerms != terms {
 			return corruptf(id, SuffixRowStats, "field %d: %d terms, dictionary has %d", i, r.stats[i].numTerms, terms)
 		}
-		if r.fwds[i].ok && r.fwds[i].numTerms != terms {
-			return corruptf(id, SuffixForward, "field %d: %d terms, dictionary has %d", i, r.fwds[i].numTerms, terms)
-		}
 	}
 	return nil
 }
@@ -239,7 +241,7 @@ func (r *Reader) parse() error {
 func (r *Reader) parseTerms() error {
 	s, id := r.schema, r.id
 	want := func(i int) bool { return hasDict(&s.Fields[i]) }
-	post := r.files[SuffixPostings].payload
+	post := r.file(SuffixPostings).payload
 	regions := make([]postRegion, len(s.Fields))
 	var next uint64
 	err := fieldSet(id, SuffixPostings, post, r.numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
@@ -258,7 +260,7 @@ func (r *Reader) parseTerms() error {
 		return corruptf(id, SuffixPostings, "field postings cover %d bytes, payload holds %d", next, dirOff)
 	}
 	r.post = post[:dirOff]
-	terms := r.files[SuffixTerms].payload
+	terms := r.file(SuffixTerms).payload
 	r.dicts = make([]*dict, len(s.Fields))
 	return fieldSet(id, SuffixTerms, terms, r.numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
 		m := decodeDictMeta(d)
@@ -273,17 +275,27 @@ func (r *Reader) parseTerms() error {
 		}
 		dc, err := openDict(m, terms, r.post, r.numDocs, id, SuffixTerms, SuffixPostings)
 		if dc != nil {
-			dc.legacyDocs = fileVersion(r.files[SuffixPostings].data) == legacyPostVersion
+			dc.legacyDocs = fileVersion(r.file(SuffixPostings).data) == legacyPostVersion
 		}
 		r.dicts[ord] = dc
 		return err
 	})
 }
 
+// file returns the part named suffix, or nil.
+func (r *Reader) file(suffix string) *loadedFile {
+	for i := range r.files {
+		if r.files[i].suffix == suffix {
+			return &r.files[i]
+		}
+	}
+	return nil
+}
+
 func (r *Reader) release() error {
 	var first error
-	for _, lf := range r.files {
-		if err := lf.release(); err != nil && first == nil {
+	for i := range r.files {
+		if err := r.files[i].release(); err != nil && first == nil {
 			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
 		}
 	}
@@ -311,7 +323,7 @@ func (r *Reader) Close() error {
 }
 
 // PostingsBytes returns the size of the post file's payload.
-func (r *Reader) PostingsBytes() int64 { return int64(len(r.files[SuffixPostings].payload)) }
+func (r *Reader) PostingsBytes() int64 { return int64(len(r.file(SuffixPostings).payload)) }
 
 func (r *Reader) fieldOK(field int) bool { return field >= 0 && field < len(r.schema.Fields) }
 
@@ -422,82 +434,6 @@ func (r *Reader) PrimaryKeyDocs(pk string) ([]uint32, error) {
 	return docs, it.Err()
 }
 
-// PrimaryKey returns the primary key of doc.
-func (r *Reader) PrimaryKey(doc uint32) (string, error) {
-	if !r.pk.has {
-		return "", fmt.Errorf("segment: primary key of doc %d: %w", doc, schema.ErrNoPrimaryKey)
-	}
-	if doc >= r.numDocs {
-		return "", fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	s, e, ok := r.pk.offs.span(int(doc), uint64(len(r.pk.data)))
-	if !ok {
-		return "", corruptf(r.id, SuffixPrimaryKey, "doc %d: bad key bounds", doc)
-	}
-	return string(r.pk.data[s:e]), nil
-}
-
-// StoredDocument returns the JSON object of doc's stored fields.
-func (r *Reader) StoredDocument(doc uint32) ([]byte, error) {
-	return r.store.stored(doc)
-}
-
-// ForwardTerms returns the sorted distinct term ordinals of doc in a
-// reorder field.
-func (r *Reader) ForwardTerms(field int, doc uint32) ([]uint32, error) {
-	if !r.fieldOK(field) || !r.fwds[field].ok {
-		return nil, fmt.Errorf("segment: field %d has no forward term lists", field)
-	}
-	if doc >= r.numDocs {
-		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	return r.fwds[field].decode(r.id, doc, nil)
-}
-
-// Numbers returns the raw 8-byte values of a numeric field in doc: u64 as
-// is, i64 as two's complement, f64 as IEEE-754 bits.
-func (r *Reader) Numbers(field int, doc uint32) ([]uint64, error) {
-	if !r.fieldOK(field) || !r.nums[field].ok {
-		return nil, fmt.Errorf("segment: field %d is not numeric", field)
-	}
-	if doc >= r.numDocs {
-		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	c := &r.nums[field]
-	s, e, ok := c.span(doc)
-	if !ok {
-		return nil, corruptf(r.id, SuffixNumbers, "field %d doc %d: bad value bounds", field, doc)
-	}
-	if s == e {
-		return nil, nil
-	}
-	out := make([]uint64, e-s)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(c.vals[8*(s+uint64(i)):])
-	}
-	return out, nil
-}
-
-// Number returns the first raw value of a numeric field in doc, or
-// ok=false when doc has none.
-func (r *Reader) Number(field int, doc uint32) (uint64, bool, error) {
-	if !r.fieldOK(field) || !r.nums[field].ok {
-		return 0, false, fmt.Errorf("segment: field %d is not numeric", field)
-	}
-	if doc >= r.numDocs {
-		return 0, false, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
-	}
-	c := &r.nums[field]
-	s, e, ok := c.span(doc)
-	if !ok {
-		return 0, false, corruptf(r.id, SuffixNumbers, "field %d doc %d: bad value bounds", field, doc)
-	}
-	if s == e {
-		return 0, false, nil
-	}
-	return binary.LittleEndian.Uint64(c.vals[8*s:]), true, nil
-}
-
 // DenseVector returns doc's vector in a dense vector field; ok is false
 // when doc has none.
 func (r *Reader) DenseVector(field int, doc uint32) ([]float32, bool, error) {
@@ -543,66 +479,6 @@ func (r *Reader) SparseDims(field int) (*TermIterator, error) {
 		return nil, fmt.Errorf("segment: field %d is not a sparse vector field", field)
 	}
 	return &TermIterator{d: r.sparse[field]}, nil
-}
-
-// Document rebuilds doc as a *schema.Document that can be added to a
-// Builder again (merges): strings and sparse vectors come from the store,
-// numbers, dense vectors and the primary key from their columns.
-func (r *Reader) Document(doc uint32) (*schema.Document, error) {
-	rec, err := r.store.record(doc)
-	if err != nil {
-		return nil, err
-	}
-	out := &schema.Document{Fields: make([]schema.Values, len(r.schema.Fields))}
-	if out.Stored, err = r.store.parseRecord(rec, out.Fields, r.schema); err != nil {
-		return nil, err
-	}
-	for i := range r.schema.Fields {
-		f := &r.schema.Fields[i]
-		switch {
-		case r.nums[i].ok:
-			raw, err := r.Numbers(i, doc)
-			if err != nil {
-				return nil, err
-			}
-			setNumbers(f, &out.Fields[i], raw)
-		case r.dense[i] != nil:
-			v, ok, err := r.DenseVector(i, doc)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out.Fields[i].Dense = v
-			}
-		}
-	}
-	if r.pk.has {
-		if out.PrimaryKey, err = r.PrimaryKey(doc); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// setNumbers converts raw column values back to a field's typed values.
-func setNumbers(f *schema.Field, v *schema.Values, raw []uint64) {
-	if len(raw) == 0 {
-		return
-	}
-	switch f.Type {
-	case schema.U64:
-		v.U64 = raw
-	case schema.I64:
-		v.I64 = make([]int64, len(raw))
-		for i, x := range raw {
-			v.I64[i] = int64(x)
-		}
-	case schema.F64:
-		v.F64 = make([]float64, len(raw))
-		for i, x := range raw {
-			v.F64[i] = math.Float64frombits(x)
-		}
-	}
 }
 
 // DocPostingsBytes returns the bytes of every docs section (doc-id gaps and

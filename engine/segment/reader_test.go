@@ -28,7 +28,7 @@ func TestDiskMmap(t *testing.T) {
 	}
 	mapped := 0
 	for _, fi := range info.Files {
-		lf := r.files[fi.Suffix]
+		lf := r.file(fi.Suffix)
 		if lf.mapped != (fi.Size > readLimit) {
 			t.Errorf("%s of %d bytes: mapped %v", fi.Suffix, fi.Size, lf.mapped)
 		}

@@ -204,7 +204,7 @@ func TestSeismicValidateCatchesStructure(t *testing.T) {
 	data := readFile(t, fs, path)
 	// Locate the docs region through the reader's slices; point the
 	// first block's first doc at one past the last document.
-	base := headerSize + (cap(r.files[SuffixSeismic].payload) - cap(x.docs))
+	base := headerSize + (cap(r.file(SuffixSeismic).payload) - cap(x.docs))
 	binary.LittleEndian.PutUint32(data[base:], 200)
 	r.Close()
 	writeFile(t, fs, path, fixFrame(data))

@@ -37,7 +37,7 @@ func (r *Reader) Validate(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("segment: validate %s: %w", r.id, err)
 			}
-			return checkCRC(r.files[fi.Suffix].data, r.id, fi.Suffix)
+			return checkCRC(r.file(fi.Suffix).data, r.id, fi.Suffix)
 		})
 	}
 	var termsBM, vectorsBM error
