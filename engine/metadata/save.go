@@ -69,15 +69,24 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
+	// The unsynced files are opened first and their writeback started, so
+	// that their data is on its way to the disk while the metadata is
+	// encoded and written; the fsync round below then finds it written.
+	files, err := openUnsynced(fs, dir, unsynced)
+	if err != nil {
+		return err
+	}
 	// Compact: half the bytes of an indented file, so less to encode, write
 	// and decode on every commit and open (jq pretty-prints it).
 	data, err := json.Marshal(m)
 	if err != nil {
+		closeAll(files)
 		return fmt.Errorf("metadata: encode: %w", err)
 	}
 	tmp := fs.PathJoin(dir, TempFileName)
 	f, err := writeFile(fs, tmp, append(data, '\n'))
 	if err != nil {
+		closeAll(files)
 		_ = fs.Remove(tmp)
 		return err
 	}
@@ -88,7 +97,7 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	// generation references are durable first (otherwise a crash could keep
 	// the rename and lose a file entry, leaving metadata that references a
 	// missing file).
-	if err := syncBeforeRename(fs, dir, f, unsynced); err != nil {
+	if err := syncBeforeRename(fs, dir, f, files); err != nil {
 		_ = fs.Remove(tmp)
 		return err
 	}
@@ -106,6 +115,39 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	return nil
 }
 
+// unsyncedFile is an unsynced file of the directory, open for its fsync.
+type unsyncedFile struct {
+	// name is the file's name in the directory.
+	name string
+	// f is the open file.
+	f vfs.File
+}
+
+// openUnsynced opens the files of dir named in unsynced and starts their
+// writeback. A failure to open one is a *SyncError (the file cannot be
+// synced); the files opened so far are closed.
+func openUnsynced(fs vfs.FS, dir string, unsynced []string) ([]unsyncedFile, error) {
+	files := make([]unsyncedFile, 0, len(unsynced))
+	for _, name := range unsynced {
+		f, err := fs.Open(fs.PathJoin(dir, name))
+		if err != nil {
+			closeAll(files)
+			return nil, &SyncError{Name: name, Err: fmt.Errorf("metadata: open %s to sync it: %w", name, err)}
+		}
+		startWriteback(f)
+		files = append(files, unsyncedFile{name: name, f: f})
+	}
+	return files, nil
+}
+
+// closeAll closes files, ignoring errors (nothing was written through
+// them).
+func closeAll(files []unsyncedFile) {
+	for _, u := range files {
+		_ = u.f.Close()
+	}
+}
+
 // writeFile writes data to a new file and returns it open, unsynced.
 func writeFile(fs vfs.FS, path string, data []byte) (vfs.File, error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
@@ -119,11 +161,11 @@ func writeFile(fs vfs.FS, path string, data []byte) (vfs.File, error) {
 	return f, nil
 }
 
-// syncBeforeRename fsyncs and closes tmp, fsyncs the files of dir named in
-// unsynced and fsyncs dir: concurrently on a real disk (files with
-// descriptors), in order elsewhere (the in-memory test filesystem, where
-// the order keeps crash tests deterministic).
-func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) error {
+// syncBeforeRename fsyncs and closes tmp and the unsynced files, and
+// fsyncs dir: concurrently on a real disk (files with descriptors), in
+// order elsewhere (the in-memory test filesystem, where the order keeps
+// crash tests deterministic).
+func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) error {
 	jobs := []func() error{func() error {
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
@@ -134,10 +176,14 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) er
 		}
 		return nil
 	}}
-	for _, name := range unsynced {
+	for _, u := range files {
 		jobs = append(jobs, func() error {
-			if err := syncFile(fs, fs.PathJoin(dir, name)); err != nil {
-				return &SyncError{Name: name, Err: err}
+			err := u.f.Sync()
+			if cerr := u.f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return &SyncError{Name: u.name, Err: fmt.Errorf("metadata: fsync %s: %w", u.name, err)}
 			}
 			return nil
 		})
@@ -162,20 +208,6 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) er
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// syncFile fsyncs a closed file through a new read-only descriptor (fsync
-// flushes the file, whichever descriptor asks).
-func syncFile(fs vfs.FS, path string) error {
-	f, err := fs.Open(path)
-	if err != nil {
-		return fmt.Errorf("metadata: open %s to sync it: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("metadata: fsync %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in
