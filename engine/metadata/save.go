@@ -162,10 +162,16 @@ func writeFile(fs vfs.FS, path string, data []byte) (vfs.File, error) {
 }
 
 // syncBeforeRename fsyncs and closes tmp and the unsynced files, and
-// fsyncs dir: concurrently on a real disk (files with descriptors), in
-// order elsewhere (the in-memory test filesystem, where the order keeps
-// crash tests deterministic).
+// fsyncs dir: concurrently on a real disk (files with descriptors; one
+// batch of asynchronous fsyncs where the system has them, see fsyncBatch,
+// else one goroutine each), in order elsewhere (the in-memory test
+// filesystem, where the order keeps crash tests deterministic).
 func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) error {
+	if tmp.Fd() != vfs.InvalidFd {
+		if err, ok := syncBatch(fs, dir, tmp, files); ok {
+			return err
+		}
+	}
 	jobs := []func() error{func() error {
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
@@ -208,6 +214,54 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// syncBatch is syncBeforeRename by one fsyncBatch of the descriptors of
+// tmp, the unsynced files and dir; ok is false, and nothing is synced or
+// closed, when a descriptor is missing or the batch cannot be set up.
+func syncBatch(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) (err error, ok bool) {
+	d, derr := fs.OpenDir(dir)
+	if derr != nil {
+		return nil, false // the fallback reports it
+	}
+	fds := make([]uintptr, 0, len(files)+2)
+	fds = append(fds, tmp.Fd())
+	for _, u := range files {
+		fds = append(fds, u.f.Fd())
+	}
+	fds = append(fds, d.Fd())
+	for _, fd := range fds {
+		if fd == vfs.InvalidFd {
+			d.Close()
+			return nil, false
+		}
+	}
+	errs, ok := fsyncBatch(fds)
+	if !ok {
+		d.Close()
+		return nil, false
+	}
+	var out []error
+	if err := errs[0]; err != nil {
+		tmp.Close()
+		out = append(out, fmt.Errorf("metadata: fsync %s: %w", TempFileName, err))
+	} else if err := tmp.Close(); err != nil {
+		out = append(out, fmt.Errorf("metadata: close %s: %w", TempFileName, err))
+	}
+	for i, u := range files {
+		err := errs[1+i]
+		if cerr := u.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			out = append(out, &SyncError{Name: u.name, Err: fmt.Errorf("metadata: fsync %s: %w", u.name, err)})
+		}
+	}
+	if err := errs[len(errs)-1]; err != nil {
+		out = append(out, fmt.Errorf("metadata: before rename: fsync directory %s: %w", dir, err))
+	}
+	d.Close()
+	return errors.Join(out...), true
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in
