@@ -282,8 +282,10 @@ func buildNext(meta *metadata.Metadata, oldMasks map[segid.ID]*maskWrite, newMas
 	outputs []*prepared) (*metadata.Metadata, map[segid.ID]bool) {
 	next := meta.Clone()
 	next.Generation++
-	next.Segments = next.Segments[:0]
-	for _, s := range meta.Clone().Segments {
+	// In place: each cloned entry is read before its slot is rewritten.
+	segs := next.Segments
+	next.Segments = segs[:0]
+	for _, s := range segs {
 		if m, ok := oldMasks[s.ID]; ok {
 			if m.mask.Deleted == s.Documents {
 				continue
