@@ -38,8 +38,8 @@ type ioEvent struct {
 // AIO contexts are kept for the life of the process: io_destroy waits for
 // an RCU grace period (tens of milliseconds), far longer than the fsyncs.
 const (
-	// aioEvents is the capacity of one context; larger batches are not
-	// set up.
+	// aioEvents is the capacity of one context: the most fsyncs one
+	// batch holds.
 	aioEvents = 64
 	// aioContexts bounds the contexts kept (batches running at once, one
 	// per index committing); past it a batch is not set up.
@@ -80,43 +80,89 @@ func putContext(ctx uintptr) {
 	aioPool.Unlock()
 }
 
-// fsyncBatch fsyncs every descriptor at once and returns each one's error.
-// The fsyncs go to the kernel as one batch of asynchronous fsyncs
-// (io_submit of IOCB_CMD_FSYNC), which it runs concurrently in its worker
-// threads while this thread waits for all of them: one goroutine per fsync
-// would need a scheduler slot each (GOMAXPROCS) and, with two, runs four
-// fsyncs in two waves. Each is the same vfs_fsync an fsync(2) makes, with
-// the same error reporting. ok is false, and nothing was synced, when the
-// batch cannot be set up (no AIO in the kernel, or its limits reached):
-// the caller syncs another way. A descriptor the kernel refuses to queue
-// is fsynced directly, which reports why.
-func fsyncBatch(fds []uintptr) (errs []error, ok bool) {
-	if len(fds) == 0 || len(fds) > aioEvents {
+// fsyncs is a batch of asynchronous fsyncs (io_submit of IOCB_CMD_FSYNC),
+// which the kernel runs concurrently in its worker threads while the
+// caller goes on and, at wait, one thread waits for all of them: one
+// goroutine per fsync would need a scheduler slot each (GOMAXPROCS) and,
+// with two, runs four fsyncs in two waves. Each is the same vfs_fsync an
+// fsync(2) makes, with the same error reporting.
+type fsyncs struct {
+	// ctx is the AIO context.
+	ctx uintptr
+	// errs holds each fsync's error, by the order of start and add.
+	errs []error
+	// queued counts the fsyncs submitted and not yet waited for.
+	queued int
+}
+
+// startFsyncs submits an fsync of every descriptor. ok is false, and
+// nothing was submitted, when the batch cannot be set up (no AIO in the
+// kernel, or its limits reached): the caller syncs another way.
+func startFsyncs(fds []uintptr) (b *fsyncs, ok bool) {
+	if len(fds) > aioEvents {
 		return nil, false
 	}
 	ctx, ok := getContext()
 	if !ok {
 		return nil, false
 	}
+	b = &fsyncs{ctx: ctx}
+	if len(fds) > 0 && b.submit(fds, false) == 0 {
+		putContext(ctx)
+		return nil, false
+	}
+	return b, true
+}
+
+// add submits an fsync of each descriptor into the batch (or, past the
+// batch's capacity or if the kernel refuses one, fsyncs it directly).
+func (b *fsyncs) add(fds ...uintptr) {
+	if len(b.errs)+len(fds) > aioEvents {
+		for _, fd := range fds {
+			b.errs = append(b.errs, syscall.Fsync(int(fd)))
+		}
+		return
+	}
+	b.submit(fds, true)
+}
+
+// submit queues fds and returns the number queued. The kernel queues a
+// prefix; the ones it refuses are fsynced directly (which reports why),
+// unless none was queued and direct is false: then fds are not recorded.
+func (b *fsyncs) submit(fds []uintptr, direct bool) int {
+	base := len(b.errs)
+	b.errs = append(b.errs, make([]error, len(fds))...)
 	cbs := make([]iocb, len(fds))
 	ptrs := make([]*iocb, len(fds))
 	for i, fd := range fds {
-		cbs[i] = iocb{data: uint64(i), opcode: iocbCmdFsync, fildes: uint32(fd)}
+		cbs[i] = iocb{data: uint64(base + i), opcode: iocbCmdFsync, fildes: uint32(fd)}
 		ptrs[i] = &cbs[i]
 	}
-	r, _, e := syscall.Syscall(syscall.SYS_IO_SUBMIT, ctx, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
+	r, _, e := syscall.Syscall(syscall.SYS_IO_SUBMIT, b.ctx, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
 	runtime.KeepAlive(cbs)
+	n := int(r)
 	if e != 0 {
-		putContext(ctx)
-		return nil, false // nothing was queued
+		n = 0
 	}
-	submitted := int(r)
-	errs = make([]error, len(fds))
-	events := make([]ioEvent, submitted)
+	if n == 0 && !direct {
+		b.errs = b.errs[:base]
+		return 0
+	}
+	b.queued += n
+	for i := n; i < len(fds); i++ {
+		b.errs[base+i] = syscall.Fsync(int(fds[i]))
+	}
+	return n
+}
+
+// wait waits for every queued fsync and returns each fsync's error, in
+// the order they were started and added. The batch is over.
+func (b *fsyncs) wait() []error {
+	events := make([]ioEvent, b.queued)
 	got := 0
-	for got < submitted {
-		want := uintptr(submitted - got)
-		n, _, e := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, ctx, want, want, uintptr(unsafe.Pointer(&events[got])), 0, 0)
+	for got < b.queued {
+		want := uintptr(b.queued - got)
+		n, _, e := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, b.ctx, want, want, uintptr(unsafe.Pointer(&events[got])), 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
@@ -124,23 +170,20 @@ func fsyncBatch(fds []uintptr) (errs []error, ok bool) {
 			// Waiting failed (it cannot, short of a kernel bug): the
 			// results are unknown, and the context, which may still
 			// complete them, is not reused.
-			for i := range submitted {
-				errs[i] = e
+			for i := range b.errs {
+				if b.errs[i] == nil {
+					b.errs[i] = e
+				}
 			}
-			break
+			return b.errs
 		}
 		got += int(n)
 	}
-	if got == submitted {
-		putContext(ctx)
-	}
-	for _, ev := range events[:got] {
-		if ev.res < 0 && ev.data < uint64(len(errs)) {
-			errs[ev.data] = syscall.Errno(-ev.res)
+	for _, ev := range events {
+		if ev.res < 0 && ev.data < uint64(len(b.errs)) {
+			b.errs[ev.data] = syscall.Errno(-ev.res)
 		}
 	}
-	for i := submitted; i < len(fds); i++ {
-		errs[i] = syscall.Fsync(int(fds[i]))
-	}
-	return errs, true
+	putContext(b.ctx)
+	return b.errs
 }

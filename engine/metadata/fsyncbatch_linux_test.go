@@ -8,9 +8,19 @@ import (
 	"testing"
 )
 
+// fsyncBatch starts fds and waits for them.
+func fsyncBatch(fds []uintptr) ([]error, bool) {
+	b, ok := startFsyncs(fds[:1])
+	if !ok {
+		return nil, false
+	}
+	b.add(fds[1:]...)
+	return b.wait(), true
+}
+
 // TestFsyncBatch: a batch of asynchronous fsyncs of files and their
-// directory succeeds, and a descriptor that is not open fails alone, with
-// the error fsync(2) gives.
+// directory, started then added to, succeeds, and a descriptor that is not
+// open fails alone, with the error fsync(2) gives.
 func TestFsyncBatch(t *testing.T) {
 	dir := t.TempDir()
 	var fds []uintptr

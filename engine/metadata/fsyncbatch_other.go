@@ -2,5 +2,14 @@
 
 package metadata
 
-// fsyncBatch is unavailable: the caller syncs another way.
-func fsyncBatch([]uintptr) ([]error, bool) { return nil, false }
+// fsyncs is a batch of asynchronous fsyncs; none exist on this system.
+type fsyncs struct{}
+
+// startFsyncs is unavailable: the caller syncs another way.
+func startFsyncs([]uintptr) (*fsyncs, bool) { return nil, false }
+
+// add is never called (startFsyncs never succeeds).
+func (*fsyncs) add(...uintptr) {}
+
+// wait is never called (startFsyncs never succeeds).
+func (*fsyncs) wait() []error { return nil }

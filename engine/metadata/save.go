@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -69,24 +70,32 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	// The unsynced files are opened first and their writeback started, so
-	// that their data is on its way to the disk while the metadata is
-	// encoded and written; the fsync round below then finds it written.
+	// The unsynced files are opened first. On a real disk their fsyncs and
+	// the directory's start now, as asynchronous fsyncs that run while the
+	// metadata is encoded and written (early); otherwise their writeback
+	// starts, and the round below syncs everything.
 	files, err := openUnsynced(fs, dir, unsynced)
 	if err != nil {
 		return err
+	}
+	early := startEarlySyncs(fs, dir, files)
+	abandon := func() {
+		if early != nil {
+			early.abandon()
+		}
+		closeAll(files)
 	}
 	// Compact: half the bytes of an indented file, so less to encode, write
 	// and decode on every commit and open (jq pretty-prints it).
 	data, err := json.Marshal(m)
 	if err != nil {
-		closeAll(files)
+		abandon()
 		return fmt.Errorf("metadata: encode: %w", err)
 	}
 	tmp := fs.PathJoin(dir, TempFileName)
 	f, err := writeFile(fs, tmp, append(data, '\n'))
 	if err != nil {
-		closeAll(files)
+		abandon()
 		_ = fs.Remove(tmp)
 		return err
 	}
@@ -97,7 +106,12 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	// generation references are durable first (otherwise a crash could keep
 	// the rename and lose a file entry, leaving metadata that references a
 	// missing file).
-	if err := syncBeforeRename(fs, dir, f, files); err != nil {
+	if early != nil {
+		err = early.finish(f, files)
+	} else {
+		err = syncBeforeRename(fs, dir, f, files)
+	}
+	if err != nil {
 		_ = fs.Remove(tmp)
 		return err
 	}
@@ -115,6 +129,98 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	return nil
 }
 
+// earlySyncs is the sync round before the rename on a real disk: the
+// fsyncs of the unsynced files and of the directory, started before the
+// metadata file exists (every entry they must make durable does), which
+// the metadata file's fsync joins once written.
+type earlySyncs struct {
+	// batch holds the fsyncs: the files', then the directory's.
+	batch *fsyncs
+	// dir is the directory, open for its fsync.
+	dir vfs.File
+	// dirName names it in errors.
+	dirName string
+}
+
+// startEarlySyncs starts the fsyncs of files and dir as one asynchronous
+// batch; nil when a file has no descriptor (the in-memory filesystem) or
+// the system has no such batch. Then only the writeback of files starts,
+// and syncBeforeRename syncs.
+func startEarlySyncs(fs vfs.FS, dir string, files []unsyncedFile) *earlySyncs {
+	fds := make([]uintptr, 0, len(files)+2)
+	for _, u := range files {
+		fds = append(fds, u.f.Fd())
+	}
+	var d vfs.File
+	if !slices.Contains(fds, vfs.InvalidFd) {
+		if f, err := fs.OpenDir(dir); err == nil {
+			d = f
+			fds = append(fds, d.Fd())
+		}
+	}
+	if d != nil && d.Fd() != vfs.InvalidFd {
+		if b, ok := startFsyncs(fds); ok {
+			return &earlySyncs{batch: b, dir: d, dirName: dir}
+		}
+	}
+	if d != nil {
+		d.Close()
+	}
+	for _, u := range files {
+		startWriteback(u.f)
+	}
+	return nil
+}
+
+// finish adds tmp's fsync to the batch, waits for all, closes tmp, the
+// files and the directory, and returns the failures (a *SyncError for a
+// file of files).
+func (e *earlySyncs) finish(tmp vfs.File, files []unsyncedFile) error {
+	var errs []error
+	fd := tmp.Fd()
+	if fd == vfs.InvalidFd {
+		// Cannot happen on the filesystem that gave the others descriptors;
+		// sync it the ordinary way.
+		errs = e.batch.wait()
+		if err := tmp.Sync(); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, nil)
+		}
+	} else {
+		e.batch.add(fd)
+		errs = e.batch.wait()
+	}
+	var out []error
+	for i, u := range files {
+		err := errs[i]
+		if cerr := u.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			out = append(out, &SyncError{Name: u.name, Err: fmt.Errorf("metadata: fsync %s: %w", u.name, err)})
+		}
+	}
+	if err := errs[len(files)]; err != nil {
+		out = append(out, fmt.Errorf("metadata: before rename: fsync directory %s: %w", e.dirName, err))
+	}
+	e.dir.Close()
+	if err := errs[len(files)+1]; err != nil {
+		tmp.Close()
+		out = append(out, fmt.Errorf("metadata: fsync %s: %w", TempFileName, err))
+	} else if err := tmp.Close(); err != nil {
+		out = append(out, fmt.Errorf("metadata: close %s: %w", TempFileName, err))
+	}
+	return errors.Join(out...)
+}
+
+// abandon waits for the started fsyncs (nothing will be renamed) and
+// closes the directory.
+func (e *earlySyncs) abandon() {
+	e.batch.wait()
+	e.dir.Close()
+}
+
 // unsyncedFile is an unsynced file of the directory, open for its fsync.
 type unsyncedFile struct {
 	// name is the file's name in the directory.
@@ -123,8 +229,7 @@ type unsyncedFile struct {
 	f vfs.File
 }
 
-// openUnsynced opens the files of dir named in unsynced and starts their
-// writeback. A failure to open one is a *SyncError (the file cannot be
+// openUnsynced opens the files of dir named in unsynced. A failure to open one is a *SyncError (the file cannot be
 // synced); the files opened so far are closed.
 func openUnsynced(fs vfs.FS, dir string, unsynced []string) ([]unsyncedFile, error) {
 	files := make([]unsyncedFile, 0, len(unsynced))
@@ -134,7 +239,6 @@ func openUnsynced(fs vfs.FS, dir string, unsynced []string) ([]unsyncedFile, err
 			closeAll(files)
 			return nil, &SyncError{Name: name, Err: fmt.Errorf("metadata: open %s to sync it: %w", name, err)}
 		}
-		startWriteback(f)
 		files = append(files, unsyncedFile{name: name, f: f})
 	}
 	return files, nil
@@ -162,16 +266,11 @@ func writeFile(fs vfs.FS, path string, data []byte) (vfs.File, error) {
 }
 
 // syncBeforeRename fsyncs and closes tmp and the unsynced files, and
-// fsyncs dir: concurrently on a real disk (files with descriptors; one
-// batch of asynchronous fsyncs where the system has them, see fsyncBatch,
-// else one goroutine each), in order elsewhere (the in-memory test
-// filesystem, where the order keeps crash tests deterministic).
+// fsyncs dir, where startEarlySyncs did not: concurrently on a real disk
+// (files with descriptors, one goroutine each), in order elsewhere (the
+// in-memory test filesystem, where the order keeps crash tests
+// deterministic).
 func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) error {
-	if tmp.Fd() != vfs.InvalidFd {
-		if err, ok := syncBatch(fs, dir, tmp, files); ok {
-			return err
-		}
-	}
 	jobs := []func() error{func() error {
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
@@ -214,54 +313,6 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// syncBatch is syncBeforeRename by one fsyncBatch of the descriptors of
-// tmp, the unsynced files and dir; ok is false, and nothing is synced or
-// closed, when a descriptor is missing or the batch cannot be set up.
-func syncBatch(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) (err error, ok bool) {
-	d, derr := fs.OpenDir(dir)
-	if derr != nil {
-		return nil, false // the fallback reports it
-	}
-	fds := make([]uintptr, 0, len(files)+2)
-	fds = append(fds, tmp.Fd())
-	for _, u := range files {
-		fds = append(fds, u.f.Fd())
-	}
-	fds = append(fds, d.Fd())
-	for _, fd := range fds {
-		if fd == vfs.InvalidFd {
-			d.Close()
-			return nil, false
-		}
-	}
-	errs, ok := fsyncBatch(fds)
-	if !ok {
-		d.Close()
-		return nil, false
-	}
-	var out []error
-	if err := errs[0]; err != nil {
-		tmp.Close()
-		out = append(out, fmt.Errorf("metadata: fsync %s: %w", TempFileName, err))
-	} else if err := tmp.Close(); err != nil {
-		out = append(out, fmt.Errorf("metadata: close %s: %w", TempFileName, err))
-	}
-	for i, u := range files {
-		err := errs[1+i]
-		if cerr := u.f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			out = append(out, &SyncError{Name: u.name, Err: fmt.Errorf("metadata: fsync %s: %w", u.name, err)})
-		}
-	}
-	if err := errs[len(errs)-1]; err != nil {
-		out = append(out, fmt.Errorf("metadata: before rename: fsync directory %s: %w", dir, err))
-	}
-	d.Close()
-	return errors.Join(out...), true
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in
