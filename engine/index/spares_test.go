@@ -75,6 +75,13 @@ func TestSpareFiles_CommitUsesSpares(t *testing.T) {
 	if counter.renamedSpares < 3 {
 		t.Fatalf("%d spares renamed into place, want at least 3", counter.renamedSpares)
 	}
+	// The published metadata.json is held open for the next rename.
+	idx.spares.mu.Lock()
+	held := idx.spares.mu.held != nil
+	idx.spares.mu.Unlock()
+	if !held {
+		t.Fatal("metadata.json of the published generation is not held open after a commit")
+	}
 	want := expectedStates([]step{{adds: docs(t, 0, 20, 1)}, {adds: docs(t, 5, 6, 2)}})[1]
 	if got := visible(t, idx); !maps.Equal(got, want) {
 		t.Fatalf("visible documents differ after the upsert: %d, want %d", len(got), len(want))
@@ -91,6 +98,9 @@ func TestSpareFiles_CommitUsesSpares(t *testing.T) {
 	}
 	mustClose(t, idx)
 	checkNoSpares(t, fs, "after close")
+	if idx.spares.mu.held != nil || idx.spares.mu.release != nil {
+		t.Fatal("a metadata file is still held open after Close")
+	}
 	idx, err = Open(fs, testDir, testOptions())
 	if err != nil {
 		t.Fatal(err)
