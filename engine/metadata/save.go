@@ -106,7 +106,10 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	// generation references are durable first (otherwise a crash could keep
 	// the rename and lose a file entry, leaving metadata that references a
 	// missing file).
+	var d vfs.File // the directory, still open when synced early
 	if early != nil {
+		d = early.dir
+		defer d.Close()
 		err = early.finish(f, files)
 	} else {
 		err = syncBeforeRename(fs, dir, f, files)
@@ -123,6 +126,14 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	}
 	// Sync the directory so that a crash cannot undo the rename and bring an
 	// older generation back after this one was acknowledged.
+	if d != nil {
+		// The descriptor opened before the rename: an fsync of a directory
+		// syncs its current entries, whenever it was opened.
+		if err := d.Sync(); err != nil {
+			return &DurabilityError{Err: fmt.Errorf("metadata: fsync directory %s: %w", dir, err)}
+		}
+		return nil
+	}
 	if err := SyncDir(fs, dir); err != nil {
 		return &DurabilityError{Err: err}
 	}
@@ -172,8 +183,9 @@ func startEarlySyncs(fs vfs.FS, dir string, files []unsyncedFile) *earlySyncs {
 	return nil
 }
 
-// finish adds tmp's fsync to the batch, waits for all, closes tmp, the
-// files and the directory, and returns the failures (a *SyncError for a
+// finish adds tmp's fsync to the batch, waits for all, closes tmp and
+// the files (the directory stays open for the fsync after the rename;
+// the caller closes it), and returns the failures (a *SyncError for a
 // file of files).
 func (e *earlySyncs) finish(tmp vfs.File, files []unsyncedFile) error {
 	var errs []error
@@ -204,7 +216,6 @@ func (e *earlySyncs) finish(tmp vfs.File, files []unsyncedFile) error {
 	if err := errs[len(files)]; err != nil {
 		out = append(out, fmt.Errorf("metadata: before rename: fsync directory %s: %w", e.dirName, err))
 	}
-	e.dir.Close()
 	if err := errs[len(files)+1]; err != nil {
 		tmp.Close()
 		out = append(out, fmt.Errorf("metadata: fsync %s: %w", TempFileName, err))
