@@ -50,8 +50,8 @@ type Options struct {
 	// SpareFiles is the number of empty files (at most 4) a writer keeps
 	// ready in the index directory, created in the background, so that a
 	// commit renames them into place instead of creating its files
-	// (default: 4 on vfs.Default, none on other filesystems; negative:
-	// none).
+	// (default: 4 on vfs.Default on Linux, none on other filesystems;
+	// negative: none).
 	SpareFiles int
 	// Hooks are test-only fault points.
 	Hooks Hooks

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -94,8 +95,8 @@ func newSpareFS(fs vfs.FS, dir string, slots int, log logr.Logger, run func(refi
 }
 
 // spareCount is the number of spare slots of a writer: opts.SpareFiles,
-// or by default spareSlots on the operating system's filesystem and none
-// elsewhere (the in-memory test filesystem keeps its operations in a
+// or by default spareSlots on the operating system's filesystem on Linux
+// and none elsewhere (the in-memory test filesystem keeps its operations in a
 // deterministic order for the crash harness).
 func spareCount(fs vfs.FS, opts Options) int {
 	switch {
@@ -103,7 +104,9 @@ func spareCount(fs vfs.FS, opts Options) int {
 		return 0
 	case opts.SpareFiles > 0:
 		return min(opts.SpareFiles, spareSlots)
-	case fs == vfs.Default:
+	case fs == vfs.Default && runtime.GOOS == "linux":
+		// Linux only: elsewhere a rename over the held metadata.json
+		// may fail (Windows refuses to replace an open file).
 		return spareSlots
 	}
 	return 0
