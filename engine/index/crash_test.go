@@ -332,6 +332,7 @@ func checkRecovered(t *testing.T, h harness, fs vfs.FS, states []map[string]stri
 		}
 	}
 	checkOwned(t, fs, idx)
+	checkNoSpares(t, fs, label)
 	return g
 }
 

@@ -45,6 +45,9 @@ type Index struct {
 	mgr *lifecycle.Manager
 	// w is the writer (nil when read-only).
 	w *writer
+	// spares creates the commit path's new files from ready spares (nil
+	// when read-only; see spareFS).
+	spares *spareFS
 
 	// metaMu serializes metadata mutations (C01): publication holds it from
 	// building the next generation until the in-memory state matches it.
@@ -181,10 +184,12 @@ func openLocked(fs vfs.FS, dir string, lock io.Closer, meta *metadata.Metadata, 
 	idx.lock = lock
 	// Crash leftovers: a torn metadata.json.tmp is never the commit point.
 	_ = fs.Remove(fs.PathJoin(dir, metadata.TempFileName))
+	removeSpares(fs, dir)
 	if _, err := idx.mgr.Sweep(); err != nil {
 		idx.log.Error(err, "Orphan sweep incomplete")
 	}
 	idx.loadSegments(meta)
+	idx.spares = newSpareFS(fs, dir, spareCount(fs, opts), idx.log, opts.Hooks.SpareRefill)
 	idx.w = newWriter(idx)
 	return idx, nil
 }
@@ -421,6 +426,10 @@ func (idx *Index) close(ctx context.Context, deleting bool) error {
 		}
 	}
 	idx.mgr.Close()
+	if idx.spares != nil {
+		// No commit runs any more: drain the refill, remove the spares.
+		idx.spares.close()
+	}
 	idx.mu.Lock()
 	cur := idx.mu.current
 	idx.mu.current = nil
@@ -448,6 +457,15 @@ func (idx *Index) close(ctx context.Context, deleting bool) error {
 		}
 	}
 	return firstErr
+}
+
+// commitFS is the filesystem of the commit path's new files: the spare
+// filesystem of a writer (see spareFS).
+func (idx *Index) commitFS() vfs.FS {
+	if idx.spares != nil {
+		return idx.spares
+	}
+	return idx.fs
 }
 
 // waitSnapshots waits until every issued snapshot is released.

@@ -47,6 +47,12 @@ type Options struct {
 	// blocks (default DefaultSeismicBudget, negative: none); dimensions
 	// past it stay pending, persisted as Seismic debt for maintenance.
 	SeismicBudget int64
+	// SpareFiles is the number of empty files (at most 4) a writer keeps
+	// ready in the index directory, created in the background, so that a
+	// commit renames them into place instead of creating its files
+	// (default: 4 on vfs.Default on Linux, none on other filesystems;
+	// negative: none).
+	SpareFiles int
 	// Hooks are test-only fault points.
 	Hooks Hooks
 }
@@ -67,6 +73,10 @@ type Hooks struct {
 	// CommitPoint runs as a generation reaches the commit point, before its
 	// metadata save, naming the caller: "flush", "rewrite" or "doctor".
 	CommitPoint func(caller string)
+	// SpareRefill, when set, runs the refill of the spare files (see
+	// Options.SpareFiles) instead of a new goroutine: called inline, it
+	// keeps the filesystem operations in a deterministic order.
+	SpareRefill func(refill func())
 }
 
 func (o Options) withDefaults() Options {

@@ -90,7 +90,7 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 		// Before the rename nothing is committed: drop the masks, keep the
 		// prepared segments owned for a lossless retry (C11).
 		abandon: func() { lifecycle.AbandonAll(claims) },
-	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
+	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
 	if err != nil {
 		if outputSyncFailed(err) {
 			// An output's fsync failed: its data may be lost whatever a
@@ -253,7 +253,7 @@ func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]
 		}
 		*claims = append(*claims, c)
 		// Synced by the metadata save, with the metadata file (C02).
-		fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)
+		fi, err := segment.WriteMaskUnsynced(idx.commitFS(), idx.dir, c.ID, m.deleted, m.numDocs)
 		if err != nil {
 			return fmt.Errorf("write deletion mask %s: %w", c.ID, err)
 		}
@@ -282,8 +282,10 @@ func buildNext(meta *metadata.Metadata, oldMasks map[segid.ID]*maskWrite, newMas
 	outputs []*prepared) (*metadata.Metadata, map[segid.ID]bool) {
 	next := meta.Clone()
 	next.Generation++
-	next.Segments = next.Segments[:0]
-	for _, s := range meta.Clone().Segments {
+	// In place: each cloned entry is read before its slot is rewritten.
+	segs := next.Segments
+	next.Segments = segs[:0]
+	for _, s := range segs {
 		if m, ok := oldMasks[s.ID]; ok {
 			if m.mask.Deleted == s.Documents {
 				continue

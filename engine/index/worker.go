@@ -169,7 +169,7 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 	}()
 	// Unsynced: the publishing commit syncs the files together with its
 	// metadata file, in one round of fsyncs (publish, C02).
-	info, err := w.builder.WriteUnsynced(ctx, w.idx.fs, w.idx.dir, claim.ID)
+	info, err := w.builder.WriteUnsynced(ctx, w.idx.commitFS(), w.idx.dir, claim.ID)
 	if err != nil {
 		return nil, fmt.Errorf("index: write segment %s: %w", claim.ID, err)
 	}

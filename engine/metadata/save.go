@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -69,15 +70,32 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
+	// The unsynced files are opened first. On a real disk their fsyncs and
+	// the directory's start now, as asynchronous fsyncs that run while the
+	// metadata is encoded and written (early); otherwise their writeback
+	// starts, and the round below syncs everything.
+	files, err := openUnsynced(fs, dir, unsynced)
+	if err != nil {
+		return err
+	}
+	early := startEarlySyncs(fs, dir, files)
+	abandon := func() {
+		if early != nil {
+			early.abandon()
+		}
+		closeAll(files)
+	}
 	// Compact: half the bytes of an indented file, so less to encode, write
 	// and decode on every commit and open (jq pretty-prints it).
 	data, err := json.Marshal(m)
 	if err != nil {
+		abandon()
 		return fmt.Errorf("metadata: encode: %w", err)
 	}
 	tmp := fs.PathJoin(dir, TempFileName)
 	f, err := writeFile(fs, tmp, append(data, '\n'))
 	if err != nil {
+		abandon()
 		_ = fs.Remove(tmp)
 		return err
 	}
@@ -88,7 +106,15 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	// generation references are durable first (otherwise a crash could keep
 	// the rename and lose a file entry, leaving metadata that references a
 	// missing file).
-	if err := syncBeforeRename(fs, dir, f, unsynced); err != nil {
+	var d vfs.File // the directory, still open when synced early
+	if early != nil {
+		d = early.dir
+		defer d.Close()
+		err = early.finish(f, files)
+	} else {
+		err = syncBeforeRename(fs, dir, f, files)
+	}
+	if err != nil {
 		_ = fs.Remove(tmp)
 		return err
 	}
@@ -100,10 +126,141 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 	}
 	// Sync the directory so that a crash cannot undo the rename and bring an
 	// older generation back after this one was acknowledged.
+	if d != nil {
+		// The descriptor opened before the rename: an fsync of a directory
+		// syncs its current entries, whenever it was opened.
+		if err := d.Sync(); err != nil {
+			return &DurabilityError{Err: fmt.Errorf("metadata: fsync directory %s: %w", dir, err)}
+		}
+		return nil
+	}
 	if err := SyncDir(fs, dir); err != nil {
 		return &DurabilityError{Err: err}
 	}
 	return nil
+}
+
+// earlySyncs is the sync round before the rename on a real disk: the
+// fsyncs of the unsynced files and of the directory, started before the
+// metadata file exists (every entry they must make durable does), which
+// the metadata file's fsync joins once written.
+type earlySyncs struct {
+	// batch holds the fsyncs: the files', then the directory's.
+	batch *fsyncs
+	// dir is the directory, open for its fsync.
+	dir vfs.File
+	// dirName names it in errors.
+	dirName string
+}
+
+// startEarlySyncs starts the fsyncs of files and dir as one asynchronous
+// batch; nil when a file has no descriptor (the in-memory filesystem) or
+// the system has no such batch. Then only the writeback of files starts,
+// and syncBeforeRename syncs.
+func startEarlySyncs(fs vfs.FS, dir string, files []unsyncedFile) *earlySyncs {
+	fds := make([]uintptr, 0, len(files)+2)
+	for _, u := range files {
+		fds = append(fds, u.f.Fd())
+	}
+	var d vfs.File
+	if !slices.Contains(fds, vfs.InvalidFd) {
+		if f, err := fs.OpenDir(dir); err == nil {
+			d = f
+			fds = append(fds, d.Fd())
+		}
+	}
+	if d != nil && d.Fd() != vfs.InvalidFd {
+		if b, ok := startFsyncs(fds); ok {
+			return &earlySyncs{batch: b, dir: d, dirName: dir}
+		}
+	}
+	if d != nil {
+		d.Close()
+	}
+	for _, u := range files {
+		startWriteback(u.f)
+	}
+	return nil
+}
+
+// finish adds tmp's fsync to the batch, waits for all, closes tmp and
+// the files (the directory stays open for the fsync after the rename;
+// the caller closes it), and returns the failures (a *SyncError for a
+// file of files).
+func (e *earlySyncs) finish(tmp vfs.File, files []unsyncedFile) error {
+	var errs []error
+	fd := tmp.Fd()
+	if fd == vfs.InvalidFd {
+		// Cannot happen on the filesystem that gave the others descriptors;
+		// sync it the ordinary way.
+		errs = e.batch.wait()
+		if err := tmp.Sync(); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, nil)
+		}
+	} else {
+		e.batch.add(fd)
+		errs = e.batch.wait()
+	}
+	var out []error
+	for i, u := range files {
+		err := errs[i]
+		if cerr := u.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			out = append(out, &SyncError{Name: u.name, Err: fmt.Errorf("metadata: fsync %s: %w", u.name, err)})
+		}
+	}
+	if err := errs[len(files)]; err != nil {
+		out = append(out, fmt.Errorf("metadata: before rename: fsync directory %s: %w", e.dirName, err))
+	}
+	if err := errs[len(files)+1]; err != nil {
+		tmp.Close()
+		out = append(out, fmt.Errorf("metadata: fsync %s: %w", TempFileName, err))
+	} else if err := tmp.Close(); err != nil {
+		out = append(out, fmt.Errorf("metadata: close %s: %w", TempFileName, err))
+	}
+	return errors.Join(out...)
+}
+
+// abandon waits for the started fsyncs (nothing will be renamed) and
+// closes the directory.
+func (e *earlySyncs) abandon() {
+	e.batch.wait()
+	e.dir.Close()
+}
+
+// unsyncedFile is an unsynced file of the directory, open for its fsync.
+type unsyncedFile struct {
+	// name is the file's name in the directory.
+	name string
+	// f is the open file.
+	f vfs.File
+}
+
+// openUnsynced opens the files of dir named in unsynced. A failure to open one is a *SyncError (the file cannot be
+// synced); the files opened so far are closed.
+func openUnsynced(fs vfs.FS, dir string, unsynced []string) ([]unsyncedFile, error) {
+	files := make([]unsyncedFile, 0, len(unsynced))
+	for _, name := range unsynced {
+		f, err := fs.Open(fs.PathJoin(dir, name))
+		if err != nil {
+			closeAll(files)
+			return nil, &SyncError{Name: name, Err: fmt.Errorf("metadata: open %s to sync it: %w", name, err)}
+		}
+		files = append(files, unsyncedFile{name: name, f: f})
+	}
+	return files, nil
+}
+
+// closeAll closes files, ignoring errors (nothing was written through
+// them).
+func closeAll(files []unsyncedFile) {
+	for _, u := range files {
+		_ = u.f.Close()
+	}
 }
 
 // writeFile writes data to a new file and returns it open, unsynced.
@@ -119,11 +276,12 @@ func writeFile(fs vfs.FS, path string, data []byte) (vfs.File, error) {
 	return f, nil
 }
 
-// syncBeforeRename fsyncs and closes tmp, fsyncs the files of dir named in
-// unsynced and fsyncs dir: concurrently on a real disk (files with
-// descriptors), in order elsewhere (the in-memory test filesystem, where
-// the order keeps crash tests deterministic).
-func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) error {
+// syncBeforeRename fsyncs and closes tmp and the unsynced files, and
+// fsyncs dir, where startEarlySyncs did not: concurrently on a real disk
+// (files with descriptors, one goroutine each), in order elsewhere (the
+// in-memory test filesystem, where the order keeps crash tests
+// deterministic).
+func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) error {
 	jobs := []func() error{func() error {
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
@@ -134,10 +292,14 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) er
 		}
 		return nil
 	}}
-	for _, name := range unsynced {
+	for _, u := range files {
 		jobs = append(jobs, func() error {
-			if err := syncFile(fs, fs.PathJoin(dir, name)); err != nil {
-				return &SyncError{Name: name, Err: err}
+			err := u.f.Sync()
+			if cerr := u.f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return &SyncError{Name: u.name, Err: fmt.Errorf("metadata: fsync %s: %w", u.name, err)}
 			}
 			return nil
 		})
@@ -162,20 +324,6 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, unsynced []string) er
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// syncFile fsyncs a closed file through a new read-only descriptor (fsync
-// flushes the file, whichever descriptor asks).
-func syncFile(fs vfs.FS, path string) error {
-	f, err := fs.Open(path)
-	if err != nil {
-		return fmt.Errorf("metadata: open %s to sync it: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("metadata: fsync %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in

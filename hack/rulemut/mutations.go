@@ -87,9 +87,9 @@ var mutations = []Mutation{
 				}
 				*claims = append(*claims, c)
 				// Synced by the metadata save, with the metadata file (C02).
-				fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, c.ID, m.deleted, m.numDocs)`,
+				fi, err := segment.WriteMaskUnsynced(idx.commitFS(), idx.dir, c.ID, m.deleted, m.numDocs)`,
 			To: `
-				fi, err := segment.WriteMaskUnsynced(idx.fs, idx.dir, idx.mgr.NextID(), m.deleted, m.numDocs)
+				fi, err := segment.WriteMaskUnsynced(idx.commitFS(), idx.dir, idx.mgr.NextID(), m.deleted, m.numDocs)
 				c, cerr := idx.mgr.Claim("deletion-mask")
 				if cerr != nil {
 					return fmt.Errorf("claim deletion mask: %w", cerr)

@@ -1,0 +1,227 @@
+package index
+
+import (
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/metadata"
+)
+
+// checkNoSpares fails when a spare file is in the index directory: the
+// writer open removes every leftover.
+func checkNoSpares(t testing.TB, fs vfs.FS, label string) {
+	t.Helper()
+	for i := range spareSlots {
+		if _, err := fs.Stat(fs.PathJoin(testDir, spareName(i))); err == nil {
+			t.Fatalf("%s: spare file %s left after the writer open", label, spareName(i))
+		}
+	}
+}
+
+// spareHarness is the crash and fault scenario with spare files, refilled
+// inline so that every run performs the same operations: a crash or an
+// I/O error hits the spares' creation, their rename into a segment, mask
+// or metadata.json.tmp, and their removal at close.
+var spareHarness = harness{schema: testSchema, extra: textHarness.extra, opts: func() Options {
+	o := harnessOptions()
+	o.SpareFiles = spareSlots
+	o.Hooks.SpareRefill = func(refill func()) { refill() }
+	return o
+}}
+
+// TestSpareFiles_CrashHarness: with spares, a crash or an I/O error at any
+// filesystem operation loses no acknowledged document, shows no partial
+// generation, leaves no file the metadata references missing, and the
+// reopen removes every spare and sweeps every unowned seg_ file.
+func TestSpareFiles_CrashHarness(t *testing.T) {
+	runHarness(t, spareHarness, scenarioSteps(t), 2)
+}
+
+// TestSpareFiles_CommitUsesSpares: once refilled, a commit's new files are
+// the spares renamed (the spares are gone, nothing else is created), the
+// commit is durable and readable, and Close removes the unused spares.
+func TestSpareFiles_CommitUsesSpares(t *testing.T) {
+	fs := vfs.NewMem()
+	counter := &createCounter{FS: fs}
+	opts := testOptions()
+	opts.SpareFiles = 3
+	opts.Hooks.SpareRefill = func(refill func()) { refill() }
+	idx, err := Create(counter, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(docs(t, 0, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx) // creates its files, then the spares
+	if got := idx.spares.ready(); got != 3 {
+		t.Fatalf("%d spares ready after the first commit, want 3", got)
+	}
+	// A one-document upsert: segment, mask of the old segment, metadata
+	// tmp: three spares renamed, and the refill creates three again.
+	if err := idx.Add(docs(t, 5, 6, 2)); err != nil {
+		t.Fatal(err)
+	}
+	before := counter.creates
+	mustCommit(t, idx)
+	if got := counter.creates - before; got != 3 {
+		t.Fatalf("the upsert commit created %d files (the refill's three expected)", got)
+	}
+	if counter.renamedSpares < 3 {
+		t.Fatalf("%d spares renamed into place, want at least 3", counter.renamedSpares)
+	}
+	// The published metadata.json is held open for the next rename.
+	idx.spares.mu.Lock()
+	held := idx.spares.mu.held != nil
+	idx.spares.mu.Unlock()
+	if !held {
+		t.Fatal("metadata.json of the published generation is not held open after a commit")
+	}
+	want := expectedStates([]step{{adds: docs(t, 0, 20, 1)}, {adds: docs(t, 5, 6, 2)}})[1]
+	if got := visible(t, idx); !maps.Equal(got, want) {
+		t.Fatalf("visible documents differ after the upsert: %d, want %d", len(got), len(want))
+	}
+	names, _ := fs.List(testDir)
+	spares := 0
+	for _, n := range names {
+		if filepath.Ext(n) != "" && n[:len("spare.")] == "spare." {
+			spares++
+		}
+	}
+	if spares != 3 {
+		t.Fatalf("%d spare files on disk while open (%v), want 3", spares, names)
+	}
+	mustClose(t, idx)
+	checkNoSpares(t, fs, "after close")
+	if idx.spares.mu.held != nil || idx.spares.mu.release != nil {
+		t.Fatal("a metadata file is still held open after Close")
+	}
+	idx, err = Open(fs, testDir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	if got := visible(t, idx); !maps.Equal(got, want) {
+		t.Fatalf("reopened: %d documents, want %d", len(got), len(want))
+	}
+}
+
+// createCounter counts Create calls and the renames of spares.
+type createCounter struct {
+	vfs.FS
+	creates, renamedSpares int
+}
+
+func (c *createCounter) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	c.creates++
+	return c.FS.Create(name, cat)
+}
+
+func (c *createCounter) Rename(from, to string) error {
+	if n := filepath.Base(from); len(n) > 6 && n[:6] == "spare." {
+		c.renamedSpares++
+	}
+	return c.FS.Rename(from, to)
+}
+
+// TestSpareFiles_KillAfterCommit is kill -9 on a real disk right after a
+// commit returned: the directory as the process left it (spares ready, a
+// refill possibly running, the replaced mask retired) opens with every
+// committed document, no spare, and no file the metadata references
+// missing.
+func TestSpareFiles_KillAfterCommit(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live")
+	idx, err := Create(vfs.Default, live, testSchema, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	if idx.spares.slots != spareSlots {
+		t.Fatalf("spares on the default filesystem: %d slots, want %d", idx.spares.slots, spareSlots)
+	}
+	steps := []step{{adds: docs(t, 0, 20, 1)}}
+	if err := idx.Add(steps[0].adds); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	for v := 2; v < 6; v++ {
+		s := step{adds: docs(t, v, v+1, v)}
+		steps = append(steps, s)
+		if err := idx.Add(s.adds); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for idx.spares.ready() != spareSlots && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	// The image a kill leaves: the files as they are (the page cache
+	// survives a process kill), without the lock.
+	image := filepath.Join(dir, "image")
+	copyDir(t, live, image)
+	if _, err := os.Stat(filepath.Join(image, spareName(0))); err != nil {
+		t.Fatalf("no spare in the image (the test would prove nothing): %v", err)
+	}
+	re, err := Open(vfs.Default, image, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, re)
+	if st := re.Status(); len(st.Quarantined) > 0 {
+		t.Fatalf("metadata references a missing or broken file: %+v", st.Quarantined)
+	}
+	states := expectedStates(steps)
+	if got := visible(t, re); !maps.Equal(got, states[len(states)-1]) {
+		t.Fatalf("reopened image: %d documents, want %d", len(got), len(states[len(states)-1]))
+	}
+	for i := range spareSlots {
+		if _, err := os.Stat(filepath.Join(image, spareName(i))); err == nil {
+			t.Fatalf("spare %s left after the writer open", spareName(i))
+		}
+	}
+	meta, err := metadata.Load(vfs.Default, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Generation != idx.Status().Generation {
+		t.Fatalf("image generation %d, live %d", meta.Generation, idx.Status().Generation)
+	}
+}
+
+// copyDir copies the regular files of src into a new directory dst, except
+// the lock file.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || e.Name() == LockFileName {
+			continue
+		}
+		in, err := os.Open(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(dst, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Close()
+		out.Close()
+	}
+}
