@@ -62,10 +62,11 @@ type indexBuilder struct {
 	fwdOffs   []uint64 // reorder fields: start of each doc's ids in fwdIDs, plus the end
 	fwdIDs    []uint32 // reorder fields: local ids, per doc
 	// bmMerged is set when a merge encoded every term's block-max record:
-	// in local id order, term k's is bmRecs[bmEnds[k-1]:bmEnds[k]] (from
-	// 0 for k = 0); Write then copies them instead of rebuilding.
+	// the records are back to back, in local id order, in the
+	// concatenation of bmParts (one part per merged term range), term k's
+	// ending at bmEnds[k]; Write then copies them instead of rebuilding.
 	bmMerged bool
-	bmRecs   []byte
+	bmParts  [][]byte
 	bmEnds   []uint64
 }
 

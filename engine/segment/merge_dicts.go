@@ -2,6 +2,8 @@ package segment
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"slices"
 )
 
@@ -164,29 +166,76 @@ func (h dictHeap) down(i int) {
 	}
 }
 
+// termCost is what splitDicts counts for each term of a dictionary besides
+// its postings bytes: the fixed work a term costs a merge or a validation
+// (the heap, a postings cursor, a dictionary entry, a block-max record),
+// in postings bytes.
+const termCost = 16
+
+// costMark is one dictionary block seen by splitDicts: its first term and
+// the estimated cost of its terms.
+type costMark struct {
+	key  uint64 // termKey(term)
+	term []byte
+	cost uint64
+}
+
 // splitDicts returns up to n-1 increasing terms that cut the union of the
-// dictionaries into n ranges of about equal postings bytes, judged on the
-// dictionary with the largest postings region (the sources of a merge
-// share their vocabulary's distribution).
+// dictionaries into n ranges of about equal cost. The cost of every block
+// of every dictionary (the postings bytes its terms span, from the block
+// index, plus termCost per term) is counted at its first term, so a range
+// of rare terms spread over many sources weighs what merging it costs. A
+// block that cannot be read is left out: the walk reports it.
 func splitDicts(dicts []*dict, n int) [][]byte {
-	var big *dict
-	for _, d := range dicts {
-		if d != nil && (big == nil || len(d.post) > len(big.post)) {
-			big = d
-		}
-	}
-	if big == nil || n < 2 {
+	if n < 2 {
 		return nil
 	}
-	total := uint64(len(big.post))
+	var marks []costMark
+	var total uint64
+	sources := 0
+	for _, d := range dicts {
+		if d == nil || d.numBlocks == 0 {
+			continue
+		}
+		sources++
+		marks = slices.Grow(marks, int(d.numBlocks))
+		for b := uint32(0); b < d.numBlocks; b++ {
+			t, err := d.firstTerm(b)
+			if err != nil {
+				break
+			}
+			m := costMark{key: termKey(t), term: t, cost: termCost * uint64(min(d.blockSize, d.numTerms-b*d.blockSize))}
+			off := binary.LittleEndian.Uint64(d.index[uint64(b)*blockIndexEntry+8:])
+			end := uint64(len(d.post))
+			if b+1 < d.numBlocks {
+				end = binary.LittleEndian.Uint64(d.index[uint64(b+1)*blockIndexEntry+8:])
+			}
+			if off < end && end <= uint64(len(d.post)) {
+				m.cost += end - off
+			}
+			marks = append(marks, m)
+			total += m.cost
+		}
+	}
+	if sources > 1 {
+		slices.SortFunc(marks, func(a, b costMark) int {
+			if a.key != b.key {
+				return cmp.Compare(a.key, b.key)
+			}
+			return bytes.Compare(a.term, b.term)
+		})
+	}
 	var keys [][]byte
 	var cum uint64
-	it := &TermIterator{d: big}
-	for it.Next() && len(keys) < n-1 {
-		cum += it.c.e.docsLen + it.c.e.posLen
-		if cum*uint64(n) >= total*uint64(len(keys)+1) {
-			keys = append(keys, slices.Clone(it.TermBytes()))
+	for _, m := range marks {
+		if cum > 0 && cum*uint64(n) >= total*uint64(len(keys)+1) &&
+			(len(keys) == 0 || bytes.Compare(m.term, keys[len(keys)-1]) > 0) {
+			keys = append(keys, slices.Clone(m.term))
+			if len(keys) == n-1 {
+				break
+			}
 		}
+		cum += m.cost
 	}
 	return keys
 }

@@ -20,7 +20,7 @@ type mergedPosting struct {
 // chunkBytes is the postings bytes (summed over the sources) from which a
 // field's merge is cut into term ranges merged concurrently (a variable
 // for the tests, which cut small merges).
-var chunkBytes = 1 << 20
+var chunkBytes = 256 << 10
 
 // termChunk is one term range of one field, merged on its own: its terms
 // in order with their final docs sections, positions and block-max
@@ -99,7 +99,7 @@ func (m *merger) mergeTerms() error {
 		}
 		n := 1
 		if procs > 1 {
-			n = min(max(size/chunkBytes, 1), 4*procs)
+			n = min(max(size/chunkBytes, 1), 8*procs)
 		}
 		keys := splitDicts(dicts, n)
 		hint := size / (len(keys) + 1) // a range's share of the postings
@@ -135,10 +135,9 @@ func (m *merger) mergeTerms() error {
 		}
 	}
 	// Size the fields' lists once: they take every chunk's.
-	terms, bm := make([]int, len(fields)), make([]int, len(fields))
+	terms := make([]int, len(fields))
 	for _, c := range chunks {
 		terms[c.field] += len(c.terms)
-		bm[c.field] += len(c.bm)
 	}
 	for f, fm := range fields {
 		if fm != nil {
@@ -146,7 +145,6 @@ func (m *merger) mergeTerms() error {
 			fm.ix.names = slices.Grow(fm.ix.names, terms[f])
 			if fm.encodesBlockMax() {
 				fm.ix.bmMerged = true
-				fm.ix.bmRecs = slices.Grow(fm.ix.bmRecs, bm[f])
 				fm.ix.bmEnds = slices.Grow(fm.ix.bmEnds, terms[f])
 			}
 		}
@@ -297,8 +295,11 @@ func (m *merger) appendChunk(c *termChunk, fm *fieldMerge) {
 	ix.names = append(ix.names, c.names...)
 	ix.terms = append(ix.terms, c.terms...)
 	if fm.encodesBlockMax() {
-		bmBase := uint64(len(ix.bmRecs))
-		ix.bmRecs = append(ix.bmRecs, c.bm...)
+		var bmBase uint64
+		if n := len(ix.bmEnds); n > 0 {
+			bmBase = ix.bmEnds[n-1]
+		}
+		ix.bmParts = append(ix.bmParts, c.bm) // the records stay where the chunk wrote them
 		for _, e := range c.bmEnd {
 			ix.bmEnds = append(ix.bmEnds, bmBase+e)
 		}
