@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/internal/par"
@@ -41,9 +42,19 @@ func (r *Reader) Validate(ctx context.Context) error {
 		})
 	}
 	var termsBM, vectorsBM error
+	checks = append(checks, func() (err error) { err, termsBM = r.validateTerms(ctx); return err })
+	// The store's blocks are checked in ranges, concurrently for a large
+	// store; the first failing range reports its first failing block.
+	blocks := r.store.numBlocks
+	n := uint32(1)
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		n = uint32(min(max(len(r.store.payload)/chunkBytes, 1), 4*procs))
+	}
+	for k := uint32(0); k < n; k++ {
+		lo, hi := uint32(uint64(blocks)*uint64(k)/uint64(n)), uint32(uint64(blocks)*uint64(k+1)/uint64(n))
+		checks = append(checks, func() error { return r.validateStore(ctx, lo, hi) })
+	}
 	checks = append(checks,
-		func() (err error) { err, termsBM = r.validateTerms(ctx); return err },
-		func() error { return r.validateStore(ctx) },
 		func() error { return r.validateColumns(ctx) },
 		func() (err error) { err, vectorsBM = r.validateVectors(ctx); return err },
 		func() error { return r.validateIVF(ctx) },
@@ -90,12 +101,13 @@ func (r *Reader) validateForward(ctx context.Context, field int, distinct []uint
 	return nil
 }
 
-// validateStore decompresses every block and parses every record.
-func (r *Reader) validateStore(ctx context.Context) error {
+// validateStore decompresses the blocks [lo, hi) and parses their
+// records.
+func (r *Reader) validateStore(ctx context.Context, lo, hi uint32) error {
 	sr := r.store
 	vals := make([]schema.Values, len(r.schema.Fields))
 	var bounds []int
-	for b := uint32(0); b < sr.numBlocks; b++ {
+	for b := lo; b < hi; b++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("segment: validate %s: %w", r.id, err)
 		}
