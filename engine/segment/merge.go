@@ -149,6 +149,9 @@ type merger struct {
 	// inOrder is set when order lists rows in (source, doc) order: per
 	// term, postings come out already sorted.
 	inOrder bool
+	// keepsAll is set, per source, when order lists every row of the
+	// source.
+	keepsAll []bool
 	// ordMaps maps, per source and reorder field, a source term ordinal
 	// to the output's (noDoc for a dropped term); filled by mergeTerms.
 	ordMaps [][][]uint32
@@ -188,6 +191,14 @@ func newMerger(ctx context.Context, s *schema.Schema, srcs []*Reader, order []Do
 			prev := order[n-1]
 			m.inOrder = m.inOrder && (prev.Source < ref.Source || (prev.Source == ref.Source && prev.Doc < ref.Doc))
 		}
+	}
+	m.keepsAll = make([]bool, len(srcs))
+	kept := make([]uint32, len(srcs))
+	for _, ref := range order {
+		kept[ref.Source]++
+	}
+	for i, r := range srcs {
+		m.keepsAll[i] = kept[i] == r.NumDocs()
 	}
 	m.b.numDocs = uint32(len(order))
 	m.ordMaps = make([][][]uint32, len(srcs))

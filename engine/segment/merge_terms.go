@@ -217,13 +217,17 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		for _, h := range hits {
 			p.init(h.it.d, h.it.c.e)
 			ids := m.newID[h.src]
+			// A source whose every row is kept in order gives the term's
+			// positions section as it is: positions do not depend on doc
+			// ids, and every document's are kept, in order.
+			whole := ix.tokenized && m.inOrder && m.keepsAll[h.src]
 			for p.Next() {
 				nd := ids[p.Doc()]
 				if nd == noDoc {
 					continue
 				}
 				var pos []byte
-				if ix.tokenized {
+				if ix.tokenized && !whole {
 					var err error
 					if pos, err = p.rawPositions(); err != nil {
 						return err
@@ -241,6 +245,9 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			}
 			if err := p.Err(); err != nil {
 				return err
+			}
+			if whole {
+				c.pos = append(c.pos, p.pos...)
 			}
 		}
 		if !m.inOrder {

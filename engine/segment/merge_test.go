@@ -91,11 +91,14 @@ func checkMergeEqualsReindex(t *testing.T) {
 		srcs  []*Reader
 		order []DocRef
 	}{
-		"merge":           {srcs, Concat(srcs, nil)},
-		"merge-deletes":   {srcs, Concat(srcs, func(src int, doc uint32) bool { return (doc+uint32(src))%7 != 3 })},
-		"compact":         {srcs[1:2], Concat(srcs[1:2], func(_ int, doc uint32) bool { return doc%3 != 0 })},
-		"permute":         {srcs, perm},
-		"single-in-order": {srcs[2:], Concat(srcs[2:], nil)},
+		"merge":         {srcs, Concat(srcs, nil)},
+		"merge-deletes": {srcs, Concat(srcs, func(src int, doc uint32) bool { return (doc+uint32(src))%7 != 3 })},
+		// Sources keeping every row (their positions sections copied
+		// whole) beside one that drops rows (copied document by document).
+		"merge-deletes-in-one": {srcs, Concat(srcs, func(src int, doc uint32) bool { return src != 1 || doc%4 != 1 })},
+		"compact":              {srcs[1:2], Concat(srcs[1:2], func(_ int, doc uint32) bool { return doc%3 != 0 })},
+		"permute":              {srcs, perm},
+		"single-in-order":      {srcs[2:], Concat(srcs[2:], nil)},
 	}
 	next := segid.ID(200)
 	for name, p := range plans {
