@@ -74,7 +74,9 @@ func (r *Reader) Validate(ctx context.Context) error {
 
 // validateForward checks a reorder field's term lists: bounds, increasing
 // ordinals below the term count, and as many terms per document as the
-// postings hold.
+// postings hold. A large column is checked in document ranges,
+// concurrently; the first failing range reports its first failing
+// document, as one walk would.
 func (r *Reader) validateForward(ctx context.Context, field int, distinct []uint32) error {
 	c := &r.fwds[field]
 	if !c.ok {
@@ -83,8 +85,31 @@ func (r *Reader) validateForward(ctx context.Context, field int, distinct []uint
 	if c.offs.at(0) != 0 || c.offs.at(int(r.numDocs)) != uint64(len(c.data)) {
 		return corruptf(r.id, SuffixForward, "field %d: offsets do not cover the term lists", field)
 	}
+	n := 1
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		n = min(max(len(c.data)/chunkBytes, 1), 4*procs)
+	}
+	errs := make([]error, n)
+	failed := par.NewMin(n)
+	par.DoUntil(n, failed.Get, func(k int) {
+		lo, hi := uint32(uint64(r.numDocs)*uint64(k)/uint64(n)), uint32(uint64(r.numDocs)*uint64(k+1)/uint64(n))
+		if errs[k] = r.validateForwardDocs(ctx, field, distinct, lo, hi); errs[k] != nil {
+			failed.Lower(k)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateForwardDocs checks the term lists of documents [lo, hi).
+func (r *Reader) validateForwardDocs(ctx context.Context, field int, distinct []uint32, lo, hi uint32) error {
+	c := &r.fwds[field]
 	var ords []uint32
-	for doc := uint32(0); doc < r.numDocs; doc++ {
+	for doc := lo; doc < hi; doc++ {
 		if doc%ctxCheckEvery == ctxCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("segment: validate %s: %w", r.id, err)
