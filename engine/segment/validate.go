@@ -130,7 +130,6 @@ func (r *Reader) validateForwardDocs(ctx context.Context, field int, distinct []
 // records.
 func (r *Reader) validateStore(ctx context.Context, lo, hi uint32) error {
 	sr := r.store
-	vals := make([]schema.Values, len(r.schema.Fields))
 	var bounds []int
 	for b := lo; b < hi; b++ {
 		if err := ctx.Err(); err != nil {
@@ -142,9 +141,8 @@ func (r *Reader) validateStore(ctx context.Context, lo, hi uint32) error {
 		}
 		bounds = bs
 		for i := 0; i+1 < len(bounds); i++ {
-			clear(vals)
 			rec := (*buf)[bounds[i]:bounds[i+1]]
-			stored, err := sr.parseRecord(rec, vals, r.schema)
+			stored, err := sr.checkRecord(rec, r.schema)
 			// A record flagged recFromJSON had its JSON checked whole by
 			// parseRecord (stringsFromJSON); others are checked here.
 			if err == nil && len(stored) > 0 && rec[0] != recFromJSON && !json.Valid(stored) {
