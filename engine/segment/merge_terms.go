@@ -29,6 +29,11 @@ type termChunk struct {
 	field int
 	rng   dictRange
 	names []string
+	// nameBytes holds the terms back to back while the range is merged,
+	// nameEnds where each ends; names are cut from one string of them at
+	// the end (one allocation per range instead of one per term).
+	nameBytes []byte
+	nameEnds  []int
 	terms []termPostings
 	docs  []byte   // the terms' docs sections, back to back
 	pos   []byte   // the terms' positions, back to back
@@ -206,7 +211,7 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		c.pos = append(c.pos, pos...)
 		ps = append(ps, bmPosting{doc: nd, tf: freq})
 	}
-	return mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
+	err := mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
 		count++
 		if err := m.check(count); err != nil {
 			return err
@@ -269,7 +274,8 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			df:      uint32(len(ps)),
 			encoded: true,
 		})
-		c.names = append(c.names, string(term))
+		c.nameBytes = append(c.nameBytes, term...)
+		c.nameEnds = append(c.nameEnds, len(c.nameBytes))
 		if fm.encodesBlockMax() {
 			c.bm = bmEnc.encode(c.bm, fm.bmKind, ps, norm)
 			c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
@@ -281,6 +287,15 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		}
 		return nil
 	})
+	all := string(c.nameBytes)
+	c.names = make([]string, len(c.nameEnds))
+	start := 0
+	for k, end := range c.nameEnds {
+		c.names[k] = all[start:end]
+		start = end
+	}
+	c.nameBytes, c.nameEnds = nil, nil
+	return err
 }
 
 // appendChunk appends a merged chunk's terms to its field's, renumbering
