@@ -34,12 +34,22 @@ type termChunk struct {
 	// the end (one allocation per range instead of one per term).
 	nameBytes []byte
 	nameEnds  []int
-	terms []termPostings
+	terms []chunkTerm
 	docs  []byte   // the terms' docs sections, back to back
 	pos   []byte   // the terms' positions, back to back
 	bm    []byte   // the terms' block-max records, back to back
 	bmEnd []uint64 // per term: the end of its record in bm
 	err   error
+}
+
+// chunkTerm is one merged term of a termChunk: where its docs and
+// positions sections end in the chunk's buffers (each starts where the
+// previous term's ends), and its document frequency. It holds no pointer,
+// so the list grows without write barriers; appendChunk turns it into the
+// builder's termPostings once the buffers are final.
+type chunkTerm struct {
+	docsEnd, posEnd int
+	df              uint32
 }
 
 // fieldMerge is the state mergeTerms shares between the chunks of a field.
@@ -262,18 +272,13 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			}
 		}
 		if len(ps) == 0 {
+			c.pos = c.pos[:posStart]
 			return nil // every row holding the term was dropped
 		}
 		sec = enc.finish()
-		docStart := len(c.docs)
 		c.docs = append(c.docs, sec...)
 		local := uint32(len(c.terms))
-		c.terms = append(c.terms, termPostings{
-			docs:    c.docs[docStart:len(c.docs):len(c.docs)],
-			pos:     c.pos[posStart:len(c.pos):len(c.pos)],
-			df:      uint32(len(ps)),
-			encoded: true,
-		})
+		c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(ps))})
 		c.nameBytes = append(c.nameBytes, term...)
 		c.nameEnds = append(c.nameEnds, len(c.nameBytes))
 		if fm.encodesBlockMax() {
@@ -315,7 +320,16 @@ func (m *merger) appendChunk(c *termChunk, fm *fieldMerge) {
 		}
 	}
 	ix.names = append(ix.names, c.names...)
-	ix.terms = append(ix.terms, c.terms...)
+	var docs, pos int
+	for _, t := range c.terms {
+		ix.terms = append(ix.terms, termPostings{
+			docs:    c.docs[docs:t.docsEnd:t.docsEnd],
+			pos:     c.pos[pos:t.posEnd:t.posEnd],
+			df:      t.df,
+			encoded: true,
+		})
+		docs, pos = t.docsEnd, t.posEnd
+	}
 	if fm.encodesBlockMax() {
 		var bmBase uint64
 		if n := len(ix.bmEnds); n > 0 {
