@@ -34,12 +34,12 @@ type termChunk struct {
 	// the end (one allocation per range instead of one per term).
 	nameBytes []byte
 	nameEnds  []int
-	terms []chunkTerm
-	docs  []byte   // the terms' docs sections, back to back
-	pos   []byte   // the terms' positions, back to back
-	bm    []byte   // the terms' block-max records, back to back
-	bmEnd []uint64 // per term: the end of its record in bm
-	err   error
+	terms     []chunkTerm
+	docs      []byte   // the terms' docs sections, back to back
+	pos       []byte   // the terms' positions, back to back
+	bm        []byte   // the terms' block-max records, back to back
+	bmEnd     []uint64 // per term: the end of its record in bm
+	err       error
 }
 
 // chunkTerm is one merged term of a termChunk: where its docs and
