@@ -27,6 +27,9 @@ var chunkBytes = 256 << 10
 // records, which mergeTerms appends to the field's.
 type termChunk struct {
 	field int
+	// only is set when the range is its field's only one: it adds to the
+	// field's lengths without atomics.
+	only bool
 	rng   dictRange
 	names []string
 	// nameBytes holds the terms back to back while the range is merged,
@@ -119,7 +122,7 @@ func (m *merger) mergeTerms() error {
 		keys := splitDicts(dicts, n)
 		hint := size / (len(keys) + 1) // a range's share of the postings
 		for k := 0; k <= len(keys); k++ {
-			c := &termChunk{field: f}
+			c := &termChunk{field: f, only: len(keys) == 0}
 			if ix.tokenized {
 				c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
 			} else {
@@ -249,7 +252,14 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 					}
 				}
 				freq := p.Freq()
-				if atomic.AddUint32(&fm.lengths[nd], freq) < freq {
+				var sum uint32
+				if c.only {
+					fm.lengths[nd] += freq
+					sum = fm.lengths[nd]
+				} else {
+					sum = atomic.AddUint32(&fm.lengths[nd], freq)
+				}
+				if sum < freq {
 					return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)
 				}
 				if m.inOrder {
