@@ -29,7 +29,7 @@ type termChunk struct {
 	field int
 	// only is set when the range is its field's only one: it adds to the
 	// field's lengths without atomics.
-	only bool
+	only  bool
 	rng   dictRange
 	names []string
 	// nameBytes holds the terms back to back while the range is merged,
