@@ -196,6 +196,16 @@ func uvarintLen(v uint64) int {
 
 // encodeBlocks is encode for any postings.
 func (e *bmEncoder) encodeBlocks(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
+	if kind != bmSparse {
+		return e.encodeTextBlocks(dst, kind == bmTokenized, ps, norm)
+	}
+	return e.encodeAnyBlocks(dst, kind, ps, norm)
+}
+
+// encodeAnyBlocks encodes the records of every kind: sparse fields' (text
+// fields take encodeTextBlocks, which writes the same bytes faster; the
+// tests compare the two).
+func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
 	var scale float32
 	if kind == bmSparse {
 		for _, p := range ps {
@@ -255,6 +265,71 @@ func (e *bmEncoder) encodeBlocks(dst []byte, kind byte, ps []bmPosting, norm fun
 			if kind == bmTokenized {
 				entries = append(entries, ratioCode(minDL, minTF))
 			}
+		}
+		entries = append(entries, byte(j-i-1))
+		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
+		i = j
+	}
+	e.entries, e.data = entries, data
+	dst = binary.AppendUvarint(dst, uint64(nBlocks))
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	dst = append(dst, entries...)
+	return append(dst, data...)
+}
+
+// encodeTextBlocks is encodeBlocks for a text or exact field (tokenized:
+// with field lengths): the same bytes, in one pass over each block's
+// postings.
+func (e *bmEncoder) encodeTextBlocks(dst []byte, tokenized bool, ps []bmPosting, norm func(uint32) uint32) []byte {
+	entries, data := e.entries[:0], e.data[:0]
+	nBlocks := 0
+	prev := uint32(0)
+	for i := 0; i < len(ps); {
+		block := ps[i].doc >> BlockShift
+		j := i + 1
+		for j < len(ps) && ps[j].doc>>BlockShift == block {
+			j++
+		}
+		gap := block - prev
+		if nBlocks == 0 {
+			gap = block
+		}
+		prev = block
+		nBlocks++
+		entries = binary.AppendUvarint(entries, uint64(gap))
+		// The block's doc offsets, then its frequencies: the offsets take
+		// one byte each, so the frequencies start j-i bytes on.
+		start := len(data)
+		data = slices.Grow(data, binary.MaxVarintLen32*(j-i))[:start+j-i]
+		offs := data[start:]
+		var maxTF uint32
+		minDL, minTF := uint32(math.MaxUint32), uint32(1)
+		for k, p := range ps[i:j] {
+			offs[k] = byte(p.doc & (blockDocs - 1))
+			tf := p.tf
+			maxTF = max(maxTF, tf)
+			if tf < 0x80 {
+				data = append(data, byte(tf))
+			} else {
+				data = binary.AppendUvarint(data, uint64(tf))
+			}
+			if tokenized {
+				// ratioCode grows with dl/tf: the block's code is the
+				// code of its smallest ratio, found exactly by
+				// cross-multiplying. A zero frequency (code 0, as a zero
+				// ratio) counts as 0/1.
+				dl := norm(p.doc)
+				if tf == 0 {
+					dl, tf = 0, 1
+				}
+				if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
+					minDL, minTF = dl, tf
+				}
+			}
+		}
+		entries = append(entries, tfCode(maxTF))
+		if tokenized {
+			entries = append(entries, ratioCode(minDL, minTF))
 		}
 		entries = append(entries, byte(j-i-1))
 		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
