@@ -36,6 +36,10 @@ type Builder struct {
 	// compound file (the layout of older segments; tests use it).
 	separate bool
 	seismic  SeismicOptions
+	// awaitPart, when set, is called by Write before it writes each part
+	// (by suffix): a merge still filling some parts makes Write wait
+	// for them there, and its error fails the write.
+	awaitPart func(suffix string) error
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -239,5 +240,36 @@ func TestMergeRefusesBadOrders(t *testing.T) {
 		if _, err := fs.Stat("idx/" + segid.FileName(999, SuffixPostings)); err == nil {
 			t.Fatalf("%s: Merge wrote a file", name)
 		}
+	}
+}
+
+// TestMergeReportsDamagedForwardLists damages a source's forward term
+// lists (checksum recomputed, so that Open accepts the file) at offsets
+// across the part: the merge step that maps them runs while Write writes
+// the parts before theirs, and its error must still fail the merge, as a
+// *CorruptionError.
+func TestMergeReportsDamagedForwardLists(t *testing.T) {
+	fs, s, info := smallSegment(t, 200)
+	path := "idx/" + segid.FileName(corruptID, SuffixForward)
+	orig := readFile(t, fs, path)
+	size := int64(len(orig))
+	failed := 0
+	for k := int64(1); k < 64; k++ {
+		bad := append([]byte(nil), orig...)
+		bad[headerSize+(size-frameSize)*k/64] ^= 0xff
+		writeFile(t, fs, path, fixFrame(bad))
+		r, err := Open(fs, "idx", s, info)
+		if err != nil {
+			continue // the cheap checks caught it
+		}
+		_, err = Merge(context.Background(), fs, "idx", segid.ID(500+k), s, []*Reader{r}, Concat([]*Reader{r}, nil))
+		r.Close()
+		if err != nil {
+			wantCorruption(t, err, fmt.Sprintf("fwd byte %d", k))
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no damaged forward list failed the merge")
 	}
 }

@@ -91,6 +91,16 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 	}
 	info := Info{ID: id, Documents: b.numDocs}
 	steps[SuffixIVF] = func(w *fileWriter) error { return b.writeIVF(ctx, w, &info) }
+	if await := b.awaitPart; await != nil {
+		for suffix, step := range steps {
+			steps[suffix] = func(w *fileWriter) error {
+				if err := await(suffix); err != nil {
+					return err
+				}
+				return step(w)
+			}
+		}
+	}
 	suffixes := segmentSuffixes(b.schema)
 	if b.separate {
 		return b.writeSeparate(ctx, fs, dir, &info, suffixes, steps, sync)
