@@ -181,11 +181,18 @@ func minDocsLen(df uint64) uint64 {
 // included) and the tail's interpolative bits rounded up to bytes are doc
 // ids; ok is false when the section does not parse.
 func docsSectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok bool) {
+	p, ok := docsSectionParts(sec, df, numDocs)
+	return p.IDs(), p.Freqs, ok
+}
+
+// docsSectionParts is docsSectionSizes with the doc-id bytes split by
+// how they are coded (DocIDParts).
+func docsSectionParts(sec []byte, df, numDocs uint32) (p DocIDParts, ok bool) {
 	off, _, _, _, ok := skipTableLen(sec, uint64(df))
 	if !ok {
-		return 0, 0, false
+		return p, false
 	}
-	ids = uint64(off)
+	p.Skip = uint64(off)
 	prev := int64(-1) // the last doc of the blocks read
 	var buf [pforBlock]uint32
 	for left := df; left >= pforBlock; left -= pforBlock {
@@ -193,60 +200,70 @@ func docsSectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok boo
 		if off < len(sec) && sec[off] == interpMarker {
 			end, ok1 := readInterpBlock(sec, off, prev, numDocs, buf[:])
 			if !ok1 {
-				return 0, 0, false
+				return p, false
 			}
 			a, prev = end-off, int64(buf[pforBlock-1])
+			p.Interp += uint64(a)
 		} else {
 			end, err := unpackPFor(sec, off, buf[:])
 			if err != nil {
-				return 0, 0, false
+				return p, false
 			}
 			for _, g := range buf {
 				prev += int64(g) + 1
 			}
 			a = end - off
+			p.Packed += uint64(a)
 		}
 		b, ok2 := pforSize(sec, off+a, pforBlock)
 		if !ok2 {
-			return 0, 0, false
+			return p, false
 		}
-		ids, freqs, off = ids+uint64(a), freqs+uint64(b), off+a+b
+		p.Freqs, off = p.Freqs+uint64(b), off+a+b
 	}
 	if n := df % pforBlock; n > 0 {
 		lo := prev + 1
 		r := bitReader{src: sec[off:]}
 		if !readTailDocs(&r, buf[:n], lo, int64(numDocs)-1) {
-			return 0, 0, false
+			return p, false
 		}
 		idBytes := (r.pos + 7) / 8
 		for i := uint32(0); i < n; i++ {
 			if _, ok1 := r.gamma(); !ok1 {
-				return 0, 0, false
+				return p, false
 			}
 		}
 		total := (r.pos + 7) / 8
-		ids, freqs, off = ids+idBytes, freqs+total-idBytes, off+int(total)
+		p.Tail, p.Freqs, off = idBytes, p.Freqs+total-idBytes, off+int(total)
 	}
-	return ids, freqs, off == len(sec)
+	return p, off == len(sec)
 }
 
 // legacySectionSizes is docsSectionSizes for a version 1 docs section: a
 // document's first varint counts as doc id, its frequency varint (if any)
 // as frequency.
-func legacySectionSizes(sec []byte, df, _ uint32) (ids, freqs uint64, ok bool) {
+func legacySectionSizes(sec []byte, df, numDocs uint32) (ids, freqs uint64, ok bool) {
+	p, ok := legacySectionParts(sec, df, numDocs)
+	return p.IDs(), p.Freqs, ok
+}
+
+// legacySectionParts is docsSectionParts for a version 1 docs section
+// (its doc ids count as DocIDParts.Legacy).
+func legacySectionParts(sec []byte, df, _ uint32) (p DocIDParts, ok bool) {
+	var ids, freqs uint64
 	off := 0
 	for i := uint32(0); i < df; i++ {
 		v, next, ok1 := uvarintAt(sec, off)
 		if !ok1 {
-			return 0, 0, false
+			return p, false
 		}
 		ids, off = ids+uint64(next-off), next
 		if v&1 == 0 {
 			if _, next, ok1 = uvarintAt(sec, off); !ok1 {
-				return 0, 0, false
+				return p, false
 			}
 			freqs, off = freqs+uint64(next-off), next
 		}
 	}
-	return ids, freqs, off == len(sec)
+	return DocIDParts{Legacy: ids, Freqs: freqs}, off == len(sec)
 }

@@ -69,6 +69,8 @@ func TestReadsVersion1Postings(t *testing.T) {
 	if ids, _, err := r1.DocSectionBytes(); err != nil || ids == 0 {
 		t.Fatalf("DocSectionBytes of a version 1 segment: %d, %v", ids, err)
 	}
+	checkDocIDParts(t, r1, true)
+	checkDocIDParts(t, r2, false)
 	merged, err := Merge(context.Background(), fs, "idx", 0x53, s, []*Reader{r1}, Concat([]*Reader{r1}, nil))
 	if err != nil {
 		t.Fatal(err)
