@@ -77,6 +77,23 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 	var hits []dictHit
 	var term []byte
 	for len(h) > 0 {
+		// A term held by the root's source only (neither child holds
+		// it): its iterator advances in place, one sift instead of a
+		// pop and a push.
+		if !h.rootShared() {
+			hits = append(hits[:0], h[0])
+			term = append(term[:0], h[0].it.TermBytes()...)
+			if err := each(term, hits); err != nil {
+				return err
+			}
+			if !h.advanceRoot(dicts, r) {
+				if err := h[0].it.Err(); err != nil {
+					return err
+				}
+				h.pop()
+			}
+			continue
+		}
 		hits = append(hits[:0], h.pop())
 		for len(h) > 0 && h[0].key == hits[0].key && bytes.Equal(h[0].it.TermBytes(), hits[0].it.TermBytes()) {
 			hits = append(hits, h.pop())
@@ -108,6 +125,39 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 
 // dictHeap is a binary min-heap of iterators by (term, source).
 type dictHeap []dictHit
+
+// rootShared reports whether another iterator is on the root's term: one
+// of the root's children is, if any is.
+func (h dictHeap) rootShared() bool {
+	for c := 1; c <= 2 && c < len(h); c++ {
+		if h[c].key == h[0].key && bytes.Equal(h[c].it.TermBytes(), h[0].it.TermBytes()) {
+			return true
+		}
+	}
+	return false
+}
+
+// advanceRoot moves the root's iterator to its next term within r and
+// restores the heap order; at the end of the iterator or of r it records
+// the source's end ordinal and returns false, leaving the root for the
+// caller to pop (after checking the iterator's error).
+func (h dictHeap) advanceRoot(dicts []*dict, r dictRange) bool {
+	hit := &h[0]
+	it := hit.it
+	end := dicts[hit.src].numTerms // the first term at or past hi
+	if it.Next() {
+		if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
+			hit.key = termKey(it.TermBytes())
+			h.down(0)
+			return true
+		}
+		end = it.Ordinal()
+	}
+	if r.ords != nil && it.Err() == nil {
+		r.ords[hit.src][1] = end
+	}
+	return false
+}
 
 func (h dictHeap) less(i, j int) bool {
 	if h[i].key != h[j].key {
