@@ -65,6 +65,11 @@ type indexBuilder struct {
 	docsWith  uint32
 	fwdOffs   []uint64 // reorder fields: start of each doc's ids in fwdIDs, plus the end
 	fwdIDs    []uint32 // reorder fields: local ids, per doc
+	// fwdData, when a merge set it instead of fwdIDs, holds the term
+	// lists as the fwd part does (term ordinals, in order, uvarint, first
+	// absolute then gaps) and fwdEnds where each document's ends.
+	fwdData []byte
+	fwdEnds []uint64
 	// bmMerged is set when a merge encoded every term's block-max record:
 	// the records are back to back, in local id order, in the
 	// concatenation of bmParts (one part per merged term range), term k's

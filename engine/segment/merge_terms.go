@@ -2,6 +2,7 @@ package segment
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
@@ -376,24 +377,23 @@ func (m *merger) finishField(f int, fm *fieldMerge) error {
 }
 
 // mergeForward copies the reorder fields' per-document term lists in
-// output order, mapping source ordinals to the output's. The map is
-// increasing, so the lists stay sorted.
+// output order, mapping source ordinals to the output's, and encodes them
+// as the fwd part holds them (Builder.writeForward copies them). The map
+// is increasing, so the lists stay sorted.
 func (m *merger) mergeForward() error {
 	for f := range m.b.fields {
 		ix := m.b.fields[f].index
 		if ix == nil || !ix.reorder {
 			continue
 		}
-		// Each document lists its distinct terms: the sources' postings
-		// counts bound the output's lists.
-		var pairs uint64
+		// The sources' encoded lists bound the output's, give or take
+		// the ordinals' widths.
+		var size int
 		for _, r := range m.srcs {
-			if d := r.dicts[f]; d != nil {
-				pairs += d.sumDocFreq
-			}
+			size += len(r.fwds[f].data)
 		}
-		ix.fwdIDs = slices.Grow(ix.fwdIDs, int(min(pairs, 1<<30)))
-		ix.fwdOffs = slices.Grow(ix.fwdOffs, len(m.order))
+		data := make([]byte, 0, size+size/8)
+		ends := make([]uint64, 0, len(m.order))
 		var ords []uint32
 		for n, ref := range m.order {
 			if err := m.check(n); err != nil {
@@ -405,14 +405,21 @@ func (m *merger) mergeForward() error {
 				return err
 			}
 			om := m.ordMaps[ref.Source][f]
-			for _, o := range ords {
+			var prev uint32
+			for k, o := range ords {
 				if o >= uint32(len(om)) || om[o] == noDoc {
 					return corruptf(r.id, SuffixForward, "field %d doc %d lists term %d, which its postings do not hold", f, ref.Doc, o)
 				}
-				ix.fwdIDs = append(ix.fwdIDs, om[o])
+				if k == 0 {
+					data = binary.AppendUvarint(data, uint64(om[o]))
+				} else {
+					data = binary.AppendUvarint(data, uint64(om[o]-prev))
+				}
+				prev = om[o]
 			}
-			ix.fwdOffs = append(ix.fwdOffs, uint64(len(ix.fwdIDs)))
+			ends = append(ends, uint64(len(data)))
 		}
+		ix.fwdData, ix.fwdEnds = data, ends
 	}
 	return nil
 }
