@@ -53,7 +53,7 @@ func answers(t *testing.T, idx *Index, queries []string, scores bool) map[string
 
 // TestMergeAndCompactionKeepSearchAnswers merges (segment.Merge: no
 // re-tokenizing) an index of real text committed in several segments with
-// deleted rows, then compacts and reorders it, and checks that every query
+// deleted and upserted rows, then compacts and reorders it, and checks that every query
 // class returns the same documents with the same scores and totals before
 // and after each rewrite.
 func TestMergeAndCompactionKeepSearchAnswers(t *testing.T) {
@@ -69,6 +69,12 @@ func TestMergeAndCompactionKeepSearchAnswers(t *testing.T) {
 		if _, err := idx.Delete(pk); err != nil {
 			t.Fatal(err)
 		}
+	}
+	mustCommit(t, idx)
+	// Upserts across sources: rows of the first commits replaced by a
+	// later one (the replaced rows stay, masked, in their sources).
+	if err := idx.Add(append(docs(t, 10, 25, 2), docs(t, 130, 140, 2)...)); err != nil {
+		t.Fatal(err)
 	}
 	mustCommit(t, idx)
 	queries := []string{"light", "light colours prism", "+light +red", "+light -red", `"rays of light"`,

@@ -196,6 +196,16 @@ func uvarintLen(v uint64) int {
 
 // encodeBlocks is encode for any postings.
 func (e *bmEncoder) encodeBlocks(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
+	if kind != bmSparse {
+		return e.encodeTextBlocks(dst, kind == bmTokenized, ps, norm)
+	}
+	return e.encodeAnyBlocks(dst, kind, ps, norm)
+}
+
+// encodeAnyBlocks encodes the records of every kind: sparse fields' (text
+// fields take encodeTextBlocks, which writes the same bytes faster; the
+// tests compare the two).
+func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
 	var scale float32
 	if kind == bmSparse {
 		for _, p := range ps {
@@ -267,6 +277,71 @@ func (e *bmEncoder) encodeBlocks(dst []byte, kind byte, ps []bmPosting, norm fun
 	return append(dst, data...)
 }
 
+// encodeTextBlocks is encodeBlocks for a text or exact field (tokenized:
+// with field lengths): the same bytes, in one pass over each block's
+// postings.
+func (e *bmEncoder) encodeTextBlocks(dst []byte, tokenized bool, ps []bmPosting, norm func(uint32) uint32) []byte {
+	entries, data := e.entries[:0], e.data[:0]
+	nBlocks := 0
+	prev := uint32(0)
+	for i := 0; i < len(ps); {
+		block := ps[i].doc >> BlockShift
+		j := i + 1
+		for j < len(ps) && ps[j].doc>>BlockShift == block {
+			j++
+		}
+		gap := block - prev
+		if nBlocks == 0 {
+			gap = block
+		}
+		prev = block
+		nBlocks++
+		entries = binary.AppendUvarint(entries, uint64(gap))
+		// The block's doc offsets, then its frequencies: the offsets take
+		// one byte each, so the frequencies start j-i bytes on.
+		start := len(data)
+		data = slices.Grow(data, binary.MaxVarintLen32*(j-i))[:start+j-i]
+		offs := data[start:]
+		var maxTF uint32
+		minDL, minTF := uint32(math.MaxUint32), uint32(1)
+		for k, p := range ps[i:j] {
+			offs[k] = byte(p.doc & (blockDocs - 1))
+			tf := p.tf
+			maxTF = max(maxTF, tf)
+			if tf < 0x80 {
+				data = append(data, byte(tf))
+			} else {
+				data = binary.AppendUvarint(data, uint64(tf))
+			}
+			if tokenized {
+				// ratioCode grows with dl/tf: the block's code is the
+				// code of its smallest ratio, found exactly by
+				// cross-multiplying. A zero frequency (code 0, as a zero
+				// ratio) counts as 0/1.
+				dl := norm(p.doc)
+				if tf == 0 {
+					dl, tf = 0, 1
+				}
+				if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
+					minDL, minTF = dl, tf
+				}
+			}
+		}
+		entries = append(entries, tfCode(maxTF))
+		if tokenized {
+			entries = append(entries, ratioCode(minDL, minTF))
+		}
+		entries = append(entries, byte(j-i-1))
+		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
+		i = j
+	}
+	e.entries, e.data = entries, data
+	dst = binary.AppendUvarint(dst, uint64(nBlocks))
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	dst = append(dst, entries...)
+	return append(dst, data...)
+}
+
 // bmFieldKind returns the block-max kind of a builder field, 0 for none.
 func bmFieldKind(fb *fieldBuilder) byte {
 	switch {
@@ -285,66 +360,22 @@ func bmFieldKind(fb *fieldBuilder) byte {
 func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sortedTerms) error {
 	var dir []byte
 	nFields := 0
-	var rec []byte
-	var ps []bmPosting
-	var enc bmEncoder
 	for i := range b.fields {
 		fb := &b.fields[i]
 		kind := bmFieldKind(fb)
 		if kind == 0 {
 			continue
 		}
-		var norm func(uint32) uint32
-		var lists [][]byte // encoded postings in dictionary order
-		var dfs []uint32
-		var encoded []bool
-		var pre [][]byte // records a merge encoded, in dictionary order
-		if kind == bmSparse {
-			order := make([]uint32, len(fb.sparse.dims))
-			for k := range order {
-				order[k] = uint32(k)
-			}
-			slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(fb.sparse.dims[x], fb.sparse.dims[y]) })
-			for _, k := range order {
-				lists = append(lists, fb.sparse.posts[k].data)
-				dfs = append(dfs, fb.sparse.posts[k].df)
-			}
-		} else {
-			ix := fb.index
-			for _, local := range sorted[i].order {
-				lists = append(lists, ix.terms[local].docs)
-				dfs = append(dfs, ix.terms[local].df)
-				encoded = append(encoded, ix.terms[local].encoded)
-				if ix.bmMerged {
-					start := uint64(0)
-					if local > 0 {
-						start = ix.bmEnds[local-1]
-					}
-					pre = append(pre, ix.bmRecs[start:ix.bmEnds[local]])
-				}
-			}
-			norms := fb.index.norms
-			norm = func(doc uint32) uint32 { return norms[doc] }
-		}
 		recOff := w.offset()
-		offs := make([]uint64, 0, len(lists)+1)
-		for k, list := range lists {
-			if k%ctxCheckEvery == ctxCheckEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("segment: write block maxima: %w", err)
-				}
-			}
-			offs = append(offs, w.offset()-recOff)
-			if pre != nil {
-				w.write(pre[k])
-				continue
-			}
-			var err error
-			if ps, err = decodeForBlockMax(ps[:0], kind, list, dfs[k], b.numDocs, encoded != nil && encoded[k]); err != nil {
-				return fmt.Errorf("segment: field %q: %w", fb.field.Name, err)
-			}
-			rec = enc.encode(rec[:0], kind, ps, norm)
-			w.write(rec)
+		var offs []uint64
+		var err error
+		if ix := fb.index; kind != bmSparse && ix.bmMerged && sorted[i].identity {
+			offs, err = writeMergedRecords(ctx, w, ix)
+		} else {
+			offs, err = b.writeRecords(ctx, w, fb, kind, sorted[i])
+		}
+		if err != nil {
+			return err
 		}
 		recLen := w.offset() - recOff
 		offs = append(offs, recLen)
@@ -356,7 +387,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 		w.write(tbl)
 		dir = binary.AppendUvarint(dir, uint64(i))
 		dir = append(dir, kind)
-		dir = binary.AppendUvarint(dir, uint64(len(lists)))
+		dir = binary.AppendUvarint(dir, uint64(len(offs)-1))
 		dir = binary.AppendUvarint(dir, recOff)
 		dir = binary.AppendUvarint(dir, recLen)
 		dir = binary.AppendUvarint(dir, tableOff)
@@ -368,6 +399,99 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	w.uvarint(uint64(nFields))
 	w.write(dir)
 	return w.err
+}
+
+// writeMergedRecords writes the records a merge encoded for a field whose
+// terms are in dictionary order already: its parts as they are, one write
+// each. It returns every record's start (the offset table but its end).
+func writeMergedRecords(ctx context.Context, w *fileWriter, ix *indexBuilder) ([]uint64, error) {
+	var n uint64
+	for _, part := range ix.bmParts {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("segment: write block maxima: %w", err)
+		}
+		w.write(part)
+		n += uint64(len(part))
+	}
+	var end uint64
+	if len(ix.bmEnds) > 0 {
+		end = ix.bmEnds[len(ix.bmEnds)-1]
+	}
+	if len(ix.bmEnds) != len(ix.names) || end != n {
+		return nil, fmt.Errorf("segment: write block maxima: %d records ending at %d for %d terms in %d bytes",
+			len(ix.bmEnds), end, len(ix.names), n)
+	}
+	offs := make([]uint64, len(ix.bmEnds), len(ix.bmEnds)+1)
+	for k := 1; k < len(offs); k++ {
+		offs[k] = ix.bmEnds[k-1]
+	}
+	return offs, nil
+}
+
+// writeRecords writes one field's block-max records in dictionary order,
+// encoding them from the postings (or copying a merge's) and returns every
+// record's start.
+func (b *Builder) writeRecords(ctx context.Context, w *fileWriter, fb *fieldBuilder, kind byte, st sortedTerms) ([]uint64, error) {
+	var norm func(uint32) uint32
+	var lists [][]byte // encoded postings in dictionary order
+	var dfs []uint32
+	var encoded []bool
+	var pre [][]byte // records a merge encoded, in dictionary order
+	if kind == bmSparse {
+		order := make([]uint32, len(fb.sparse.dims))
+		for k := range order {
+			order[k] = uint32(k)
+		}
+		slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(fb.sparse.dims[x], fb.sparse.dims[y]) })
+		for _, k := range order {
+			lists = append(lists, fb.sparse.posts[k].data)
+			dfs = append(dfs, fb.sparse.posts[k].df)
+		}
+	} else {
+		ix := fb.index
+		var recs []byte
+		if ix.bmMerged {
+			recs = slices.Concat(ix.bmParts...)
+		}
+		for _, local := range st.order {
+			lists = append(lists, ix.terms[local].docs)
+			dfs = append(dfs, ix.terms[local].df)
+			encoded = append(encoded, ix.terms[local].encoded)
+			if ix.bmMerged {
+				start := uint64(0)
+				if local > 0 {
+					start = ix.bmEnds[local-1]
+				}
+				pre = append(pre, recs[start:ix.bmEnds[local]])
+			}
+		}
+		norms := fb.index.norms
+		norm = func(doc uint32) uint32 { return norms[doc] }
+	}
+	var rec []byte
+	var ps []bmPosting
+	var enc bmEncoder
+	recOff := w.offset()
+	offs := make([]uint64, 0, len(lists)+1)
+	for k, list := range lists {
+		if k%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("segment: write block maxima: %w", err)
+			}
+		}
+		offs = append(offs, w.offset()-recOff)
+		if pre != nil {
+			w.write(pre[k])
+			continue
+		}
+		var err error
+		if ps, err = decodeForBlockMax(ps[:0], kind, list, dfs[k], b.numDocs, encoded != nil && encoded[k]); err != nil {
+			return nil, fmt.Errorf("segment: field %q: %w", fb.field.Name, err)
+		}
+		rec = enc.encode(rec[:0], kind, ps, norm)
+		w.write(rec)
+	}
+	return offs, nil
 }
 
 // decodeForBlockMax decodes one postings list (a Builder's compact docs, or

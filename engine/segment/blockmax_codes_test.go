@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // ratioCodeByLog is ratioCode as first written, from a logarithm
@@ -105,6 +107,70 @@ func TestOnePostingRecordMatchesBlocks(t *testing.T) {
 			want := e.encodeBlocks(nil, kind, []bmPosting{p}, norm)
 			if string(got) != string(want) {
 				t.Fatalf("kind %d doc %d tf %d dl %d: % x, want % x", kind, p.doc, p.tf, dl, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkBlockRecordEncode encodes the block-max records of every body
+// term of real-text segments (what a merge and a validation both do).
+func BenchmarkBlockRecordEncode(b *testing.B) {
+	s := testSchema()
+	srcs := mergeSources(b, vfs.NewMem(), s)
+	f := fieldOrd(s, "body")
+	type term struct {
+		ps   []bmPosting
+		norm func(uint32) uint32
+	}
+	var terms []term
+	for _, r := range srcs {
+		col := r.norms[f]
+		norm := func(d uint32) uint32 { return col.at(d) }
+		it := &TermIterator{d: r.dicts[f]}
+		for it.Next() {
+			p := new(Postings)
+			p.init(it.d, it.c.e)
+			var ps []bmPosting
+			for p.Next() {
+				ps = append(ps, bmPosting{doc: p.Doc(), tf: p.Freq()})
+			}
+			terms = append(terms, term{ps, norm})
+		}
+	}
+	var e bmEncoder
+	var rec []byte
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, t := range terms {
+			rec = e.encode(rec[:0], bmTokenized, t.ps, t.norm)
+		}
+	}
+}
+
+// TestTextBlocksMatchAnyBlocks: the text fields' encoder writes the bytes
+// the general one writes, over block layouts, frequencies of every varint
+// width (zero included) and field lengths.
+func TestTextBlocksMatchAnyBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var e bmEncoder
+	for round := 0; round < 3000; round++ {
+		numDocs := 1 + rng.Uint32N(1<<uint(rng.IntN(14)))
+		norms := make([]uint32, numDocs)
+		for d := range norms {
+			norms[d] = uint32(rng.Uint64N(1 << uint(rng.IntN(33))))
+		}
+		norm := func(d uint32) uint32 { return norms[d] }
+		var ps []bmPosting
+		for d := uint32(0); d < numDocs; d++ {
+			if rng.IntN(1+round%9) == 0 {
+				ps = append(ps, bmPosting{doc: d, tf: uint32(rng.Uint64N(1 << uint(rng.IntN(33))))})
+			}
+		}
+		for _, kind := range []byte{bmExact, bmTokenized} {
+			got := e.encodeTextBlocks([]byte{7}, kind == bmTokenized, ps, norm)
+			want := e.encodeAnyBlocks([]byte{7}, kind, ps, norm)
+			if string(got) != string(want) {
+				t.Fatalf("round %d kind %d: % x, want % x", round, kind, got, want)
 			}
 		}
 	}

@@ -36,6 +36,10 @@ type Builder struct {
 	// compound file (the layout of older segments; tests use it).
 	separate bool
 	seismic  SeismicOptions
+	// awaitPart, when set, is called by Write before it writes each part
+	// (by suffix): a merge still filling some parts makes Write wait
+	// for them there, and its error fails the write.
+	awaitPart func(suffix string) error
 }
 
 // fieldBuilder holds the per-kind accumulators of one field; only those the
@@ -61,11 +65,17 @@ type indexBuilder struct {
 	docsWith  uint32
 	fwdOffs   []uint64 // reorder fields: start of each doc's ids in fwdIDs, plus the end
 	fwdIDs    []uint32 // reorder fields: local ids, per doc
+	// fwdData, when a merge set it instead of fwdIDs, holds the term
+	// lists as the fwd part does (term ordinals, in order, uvarint, first
+	// absolute then gaps) and fwdEnds where each document's ends.
+	fwdData []byte
+	fwdEnds []uint64
 	// bmMerged is set when a merge encoded every term's block-max record:
-	// in local id order, term k's is bmRecs[bmEnds[k-1]:bmEnds[k]] (from
-	// 0 for k = 0); Write then copies them instead of rebuilding.
+	// the records are back to back, in local id order, in the
+	// concatenation of bmParts (one part per merged term range), term k's
+	// ending at bmEnds[k]; Write then copies them instead of rebuilding.
 	bmMerged bool
-	bmRecs   []byte
+	bmParts  [][]byte
 	bmEnds   []uint64
 }
 

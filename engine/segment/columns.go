@@ -204,6 +204,21 @@ func (b *Builder) writeForward(ctx context.Context, w *fileWriter, sorted []sort
 		}
 		ordOf := sorted[i].ordOf
 		e := entry{ord: uint64(i), dataOff: w.offset(), numTerms: uint64(len(ix.terms))}
+		if ix.fwdData != nil {
+			// A merge's lists, encoded with the ordinals of its terms,
+			// which it added in order.
+			if !sorted[i].identity || len(ix.fwdEnds) != int(b.numDocs) {
+				return fmt.Errorf("segment: write forward term lists: %d merged lists for %d documents, terms in order %v",
+					len(ix.fwdEnds), b.numDocs, sorted[i].identity)
+			}
+			w.write(ix.fwdData)
+			e.dataLen = uint64(len(ix.fwdData))
+			e.width = uint64(offsetWidth(e.dataLen))
+			e.offsOff = w.offset()
+			writeOffsets(w, append([]uint64{0}, ix.fwdEnds...), int(e.width))
+			entries = append(entries, e)
+			continue
+		}
 		offs := make([]uint64, 0, b.numDocs+1)
 		offs = append(offs, 0)
 		var ords []uint32

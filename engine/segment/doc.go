@@ -272,11 +272,16 @@
 // from the sources, then the Builder writes the files as usual, so the
 // output is byte for byte what re-indexing the same rows' Documents would
 // write, except the store's block boundaries. Term dictionaries are merged
-// k-way; postings are re-coded with rebased doc ids (sorted when the order
-// is not a concatenation), positions copied as encoded; norms and row
+// k-way, a big field in term ranges of about equal cost (postings bytes
+// plus a per-term cost, read from every source's block index: splitDicts)
+// merged concurrently; postings are re-coded with rebased doc ids (sorted
+// when the order is not a concatenation), positions copied as encoded (a
+// term's whole section from a source whose every row is kept in order);
+// block-max records are encoded as the postings are; norms and row
 // statistics are the sums of the merged frequencies; forward lists are
 // mapped through the source-to-output ordinal maps (increasing, so they
-// stay sorted); store blocks whose rows are all kept in order are copied
+// stay sorted) while Write writes the parts before theirs; store blocks
+// whose rows are all kept in order are copied
 // compressed, other rows record by record; columns and dense vectors are
 // copied row by row; sparse dimensions are merged like terms. A new file
 // kind adds its step to fileMerges (an encoded-run kind can append its

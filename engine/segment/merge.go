@@ -69,39 +69,78 @@ func MergeSeismic(ctx context.Context, fs vfs.FS, dir string, id segid.ID, s *sc
 
 // run fills the builder through every merge step and writes the output.
 // The steps of the two lanes run concurrently, each lane's in order; an
-// error of the terms lane is reported before one of the columns lane.
+// error of the terms lane is reported before one of the columns lane. The
+// steps of the write lane start after both and run while Write writes the
+// parts before theirs: Write waits for them before writing their file
+// kinds (Builder.awaitPart).
 func (m *merger) run(fs vfs.FS, dir string, id segid.ID) (Info, error) {
 	ctx := m.ctx
 	var errs [2]error
 	par.Do(len(errs), func(lane int) {
-		for _, fm := range fileMerges {
-			if fm.lane != lane {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				errs[lane] = err
-				return
-			}
-			if err := fm.fill(m); err != nil {
-				errs[lane] = err
-				return
-			}
-		}
+		errs[lane] = m.runLane(lane)
 	})
 	for _, err := range errs {
 		if err != nil {
 			return Info{}, fmt.Errorf("segment: merge into %s: %w", id, err)
 		}
 	}
-	return m.b.Write(ctx, fs, dir, id)
+	done := make(chan struct{})
+	var lateErr error
+	go func() {
+		defer close(done)
+		lateErr = m.runLane(writeLane)
+	}()
+	late := map[string]bool{}
+	for _, fm := range fileMerges {
+		if fm.lane == writeLane {
+			for _, suffix := range fm.suffixes {
+				late[suffix] = true
+			}
+		}
+	}
+	m.b.awaitPart = func(suffix string) error {
+		if !late[suffix] {
+			return nil
+		}
+		<-done
+		if lateErr != nil {
+			return fmt.Errorf("segment: merge into %s: %w", id, lateErr)
+		}
+		return nil
+	}
+	info, err := m.b.Write(ctx, fs, dir, id)
+	<-done // the builder is the write lane's until it ends
+	m.b.awaitPart = nil
+	if lateErr != nil {
+		return Info{}, fmt.Errorf("segment: merge into %s: %w", id, lateErr)
+	}
+	return info, err
+}
+
+// runLane runs the steps of one lane in order.
+func (m *merger) runLane(lane int) error {
+	for _, fm := range fileMerges {
+		if fm.lane != lane {
+			continue
+		}
+		if err := m.ctx.Err(); err != nil {
+			return err
+		}
+		if err := fm.fill(m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // The lanes of the merge steps: the terms lane fills the index builders
 // (and the ordinal maps, which mergeForward needs after mergeTerms); the
-// columns lane fills everything else.
+// columns lane fills everything else but the write lane's steps, which
+// run once both are done, concurrently with Write.
 const (
 	termsLane = iota
 	columnsLane
+	writeLane
 )
 
 // fileMerge fills the output builder's accumulators behind some file kinds
@@ -114,7 +153,7 @@ const (
 type fileMerge struct {
 	// suffixes are the file kinds this step fills.
 	suffixes []string
-	// lane is the step's lane (termsLane or columnsLane).
+	// lane is the step's lane (termsLane, columnsLane or writeLane).
 	lane int
 	// fill copies the sources' data into the builder.
 	fill func(m *merger) error
@@ -125,7 +164,7 @@ type fileMerge struct {
 // mergeVectors.
 var fileMerges = []fileMerge{
 	{[]string{SuffixPostings, SuffixTerms, SuffixNorms, SuffixRowStats}, termsLane, (*merger).mergeTerms},
-	{[]string{SuffixForward}, termsLane, (*merger).mergeForward},
+	{[]string{SuffixForward}, writeLane, (*merger).mergeForward},
 	{[]string{SuffixStore}, columnsLane, (*merger).mergeStore},
 	{[]string{SuffixPrimaryKey}, columnsLane, (*merger).mergePK},
 	{[]string{SuffixNumbers}, columnsLane, (*merger).mergeNumbers},
@@ -149,6 +188,9 @@ type merger struct {
 	// inOrder is set when order lists rows in (source, doc) order: per
 	// term, postings come out already sorted.
 	inOrder bool
+	// keepsAll is set, per source, when order lists every row of the
+	// source.
+	keepsAll []bool
 	// ordMaps maps, per source and reorder field, a source term ordinal
 	// to the output's (noDoc for a dropped term); filled by mergeTerms.
 	ordMaps [][][]uint32
@@ -188,6 +230,14 @@ func newMerger(ctx context.Context, s *schema.Schema, srcs []*Reader, order []Do
 			prev := order[n-1]
 			m.inOrder = m.inOrder && (prev.Source < ref.Source || (prev.Source == ref.Source && prev.Doc < ref.Doc))
 		}
+	}
+	m.keepsAll = make([]bool, len(srcs))
+	kept := make([]uint32, len(srcs))
+	for _, ref := range order {
+		kept[ref.Source]++
+	}
+	for i, r := range srcs {
+		m.keepsAll[i] = kept[i] == r.NumDocs()
 	}
 	m.b.numDocs = uint32(len(order))
 	m.ordMaps = make([][][]uint32, len(srcs))

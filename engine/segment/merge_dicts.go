@@ -2,6 +2,8 @@ package segment
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"slices"
 )
 
@@ -75,6 +77,23 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 	var hits []dictHit
 	var term []byte
 	for len(h) > 0 {
+		// A term held by the root's source only (neither child holds
+		// it): its iterator advances in place, one sift instead of a
+		// pop and a push.
+		if !h.rootShared() {
+			hits = append(hits[:0], h[0])
+			term = append(term[:0], h[0].it.TermBytes()...)
+			if err := each(term, hits); err != nil {
+				return err
+			}
+			if !h.advanceRoot(dicts, r) {
+				if err := h[0].it.Err(); err != nil {
+					return err
+				}
+				h.pop()
+			}
+			continue
+		}
 		hits = append(hits[:0], h.pop())
 		for len(h) > 0 && h[0].key == hits[0].key && bytes.Equal(h[0].it.TermBytes(), hits[0].it.TermBytes()) {
 			hits = append(hits, h.pop())
@@ -106,6 +125,39 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 
 // dictHeap is a binary min-heap of iterators by (term, source).
 type dictHeap []dictHit
+
+// rootShared reports whether another iterator is on the root's term: one
+// of the root's children is, if any is.
+func (h dictHeap) rootShared() bool {
+	for c := 1; c <= 2 && c < len(h); c++ {
+		if h[c].key == h[0].key && bytes.Equal(h[c].it.TermBytes(), h[0].it.TermBytes()) {
+			return true
+		}
+	}
+	return false
+}
+
+// advanceRoot moves the root's iterator to its next term within r and
+// restores the heap order; at the end of the iterator or of r it records
+// the source's end ordinal and returns false, leaving the root for the
+// caller to pop (after checking the iterator's error).
+func (h dictHeap) advanceRoot(dicts []*dict, r dictRange) bool {
+	hit := &h[0]
+	it := hit.it
+	end := dicts[hit.src].numTerms // the first term at or past hi
+	if it.Next() {
+		if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
+			hit.key = termKey(it.TermBytes())
+			h.down(0)
+			return true
+		}
+		end = it.Ordinal()
+	}
+	if r.ords != nil && it.Err() == nil {
+		r.ords[hit.src][1] = end
+	}
+	return false
+}
 
 func (h dictHeap) less(i, j int) bool {
 	if h[i].key != h[j].key {
@@ -164,29 +216,76 @@ func (h dictHeap) down(i int) {
 	}
 }
 
+// termCost is what splitDicts counts for each term of a dictionary besides
+// its postings bytes: the fixed work a term costs a merge or a validation
+// (the heap, a postings cursor, a dictionary entry, a block-max record),
+// in postings bytes.
+const termCost = 16
+
+// costMark is one dictionary block seen by splitDicts: its first term and
+// the estimated cost of its terms.
+type costMark struct {
+	key  uint64 // termKey(term)
+	term []byte
+	cost uint64
+}
+
 // splitDicts returns up to n-1 increasing terms that cut the union of the
-// dictionaries into n ranges of about equal postings bytes, judged on the
-// dictionary with the largest postings region (the sources of a merge
-// share their vocabulary's distribution).
+// dictionaries into n ranges of about equal cost. The cost of every block
+// of every dictionary (the postings bytes its terms span, from the block
+// index, plus termCost per term) is counted at its first term, so a range
+// of rare terms spread over many sources weighs what merging it costs. A
+// block that cannot be read is left out: the walk reports it.
 func splitDicts(dicts []*dict, n int) [][]byte {
-	var big *dict
-	for _, d := range dicts {
-		if d != nil && (big == nil || len(d.post) > len(big.post)) {
-			big = d
-		}
-	}
-	if big == nil || n < 2 {
+	if n < 2 {
 		return nil
 	}
-	total := uint64(len(big.post))
+	var marks []costMark
+	var total uint64
+	sources := 0
+	for _, d := range dicts {
+		if d == nil || d.numBlocks == 0 {
+			continue
+		}
+		sources++
+		marks = slices.Grow(marks, int(d.numBlocks))
+		for b := uint32(0); b < d.numBlocks; b++ {
+			t, err := d.firstTerm(b)
+			if err != nil {
+				break
+			}
+			m := costMark{key: termKey(t), term: t, cost: termCost * uint64(min(d.blockSize, d.numTerms-b*d.blockSize))}
+			off := binary.LittleEndian.Uint64(d.index[uint64(b)*blockIndexEntry+8:])
+			end := uint64(len(d.post))
+			if b+1 < d.numBlocks {
+				end = binary.LittleEndian.Uint64(d.index[uint64(b+1)*blockIndexEntry+8:])
+			}
+			if off < end && end <= uint64(len(d.post)) {
+				m.cost += end - off
+			}
+			marks = append(marks, m)
+			total += m.cost
+		}
+	}
+	if sources > 1 {
+		slices.SortFunc(marks, func(a, b costMark) int {
+			if a.key != b.key {
+				return cmp.Compare(a.key, b.key)
+			}
+			return bytes.Compare(a.term, b.term)
+		})
+	}
 	var keys [][]byte
 	var cum uint64
-	it := &TermIterator{d: big}
-	for it.Next() && len(keys) < n-1 {
-		cum += it.c.e.docsLen + it.c.e.posLen
-		if cum*uint64(n) >= total*uint64(len(keys)+1) {
-			keys = append(keys, slices.Clone(it.TermBytes()))
+	for _, m := range marks {
+		if cum > 0 && cum*uint64(n) >= total*uint64(len(keys)+1) &&
+			(len(keys) == 0 || bytes.Compare(m.term, keys[len(keys)-1]) > 0) {
+			keys = append(keys, slices.Clone(m.term))
+			if len(keys) == n-1 {
+				break
+			}
 		}
+		cum += m.cost
 	}
 	return keys
 }

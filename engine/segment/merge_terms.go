@@ -2,6 +2,7 @@ package segment
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
@@ -20,21 +21,39 @@ type mergedPosting struct {
 // chunkBytes is the postings bytes (summed over the sources) from which a
 // field's merge is cut into term ranges merged concurrently (a variable
 // for the tests, which cut small merges).
-var chunkBytes = 1 << 20
+var chunkBytes = 256 << 10
 
 // termChunk is one term range of one field, merged on its own: its terms
 // in order with their final docs sections, positions and block-max
 // records, which mergeTerms appends to the field's.
 type termChunk struct {
 	field int
+	// only is set when the range is its field's only one: it adds to the
+	// field's lengths without atomics.
+	only  bool
 	rng   dictRange
 	names []string
-	terms []termPostings
-	docs  []byte   // the terms' docs sections, back to back
-	pos   []byte   // the terms' positions, back to back
-	bm    []byte   // the terms' block-max records, back to back
-	bmEnd []uint64 // per term: the end of its record in bm
-	err   error
+	// nameBytes holds the terms back to back while the range is merged,
+	// nameEnds where each ends; names are cut from one string of them at
+	// the end (one allocation per range instead of one per term).
+	nameBytes []byte
+	nameEnds  []int
+	terms     []chunkTerm
+	docs      []byte   // the terms' docs sections, back to back
+	pos       []byte   // the terms' positions, back to back
+	bm        []byte   // the terms' block-max records, back to back
+	bmEnd     []uint64 // per term: the end of its record in bm
+	err       error
+}
+
+// chunkTerm is one merged term of a termChunk: where its docs and
+// positions sections end in the chunk's buffers (each starts where the
+// previous term's ends), and its document frequency. It holds no pointer,
+// so the list grows without write barriers; appendChunk turns it into the
+// builder's termPostings once the buffers are final.
+type chunkTerm struct {
+	docsEnd, posEnd int
+	df              uint32
 }
 
 // fieldMerge is the state mergeTerms shares between the chunks of a field.
@@ -99,12 +118,12 @@ func (m *merger) mergeTerms() error {
 		}
 		n := 1
 		if procs > 1 {
-			n = min(max(size/chunkBytes, 1), 4*procs)
+			n = min(max(size/chunkBytes, 1), 8*procs)
 		}
 		keys := splitDicts(dicts, n)
 		hint := size / (len(keys) + 1) // a range's share of the postings
 		for k := 0; k <= len(keys); k++ {
-			c := &termChunk{field: f}
+			c := &termChunk{field: f, only: len(keys) == 0}
 			if ix.tokenized {
 				c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
 			} else {
@@ -135,10 +154,9 @@ func (m *merger) mergeTerms() error {
 		}
 	}
 	// Size the fields' lists once: they take every chunk's.
-	terms, bm := make([]int, len(fields)), make([]int, len(fields))
+	terms := make([]int, len(fields))
 	for _, c := range chunks {
 		terms[c.field] += len(c.terms)
-		bm[c.field] += len(c.bm)
 	}
 	for f, fm := range fields {
 		if fm != nil {
@@ -146,7 +164,6 @@ func (m *merger) mergeTerms() error {
 			fm.ix.names = slices.Grow(fm.ix.names, terms[f])
 			if fm.encodesBlockMax() {
 				fm.ix.bmMerged = true
-				fm.ix.bmRecs = slices.Grow(fm.ix.bmRecs, bm[f])
 				fm.ix.bmEnds = slices.Grow(fm.ix.bmEnds, terms[f])
 			}
 		}
@@ -208,7 +225,7 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		c.pos = append(c.pos, pos...)
 		ps = append(ps, bmPosting{doc: nd, tf: freq})
 	}
-	return mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
+	err := mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
 		count++
 		if err := m.check(count); err != nil {
 			return err
@@ -219,20 +236,31 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		for _, h := range hits {
 			p.init(h.it.d, h.it.c.e)
 			ids := m.newID[h.src]
+			// A source whose every row is kept in order gives the term's
+			// positions section as it is: positions do not depend on doc
+			// ids, and every document's are kept, in order.
+			whole := ix.tokenized && m.inOrder && m.keepsAll[h.src]
 			for p.Next() {
 				nd := ids[p.Doc()]
 				if nd == noDoc {
 					continue
 				}
 				var pos []byte
-				if ix.tokenized {
+				if ix.tokenized && !whole {
 					var err error
 					if pos, err = p.rawPositions(); err != nil {
 						return err
 					}
 				}
 				freq := p.Freq()
-				if atomic.AddUint32(&fm.lengths[nd], freq) < freq {
+				var sum uint32
+				if c.only {
+					fm.lengths[nd] += freq
+					sum = fm.lengths[nd]
+				} else {
+					sum = atomic.AddUint32(&fm.lengths[nd], freq)
+				}
+				if sum < freq {
 					return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)
 				}
 				if m.inOrder {
@@ -244,6 +272,9 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			if err := p.Err(); err != nil {
 				return err
 			}
+			if whole {
+				c.pos = append(c.pos, p.pos...)
+			}
 		}
 		if !m.inOrder {
 			slices.SortFunc(out, func(a, b mergedPosting) int { return cmp.Compare(a.doc, b.doc) })
@@ -252,19 +283,15 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			}
 		}
 		if len(ps) == 0 {
+			c.pos = c.pos[:posStart]
 			return nil // every row holding the term was dropped
 		}
 		sec = enc.finish()
-		docStart := len(c.docs)
 		c.docs = append(c.docs, sec...)
 		local := uint32(len(c.terms))
-		c.terms = append(c.terms, termPostings{
-			docs:    c.docs[docStart:len(c.docs):len(c.docs)],
-			pos:     c.pos[posStart:len(c.pos):len(c.pos)],
-			df:      uint32(len(ps)),
-			encoded: true,
-		})
-		c.names = append(c.names, string(term))
+		c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(ps))})
+		c.nameBytes = append(c.nameBytes, term...)
+		c.nameEnds = append(c.nameEnds, len(c.nameBytes))
 		if fm.encodesBlockMax() {
 			c.bm = bmEnc.encode(c.bm, fm.bmKind, ps, norm)
 			c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
@@ -276,6 +303,15 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		}
 		return nil
 	})
+	all := string(c.nameBytes)
+	c.names = make([]string, len(c.nameEnds))
+	start := 0
+	for k, end := range c.nameEnds {
+		c.names[k] = all[start:end]
+		start = end
+	}
+	c.nameBytes, c.nameEnds = nil, nil
+	return err
 }
 
 // appendChunk appends a merged chunk's terms to its field's, renumbering
@@ -295,10 +331,22 @@ func (m *merger) appendChunk(c *termChunk, fm *fieldMerge) {
 		}
 	}
 	ix.names = append(ix.names, c.names...)
-	ix.terms = append(ix.terms, c.terms...)
+	var docs, pos int
+	for _, t := range c.terms {
+		ix.terms = append(ix.terms, termPostings{
+			docs:    c.docs[docs:t.docsEnd:t.docsEnd],
+			pos:     c.pos[pos:t.posEnd:t.posEnd],
+			df:      t.df,
+			encoded: true,
+		})
+		docs, pos = t.docsEnd, t.posEnd
+	}
 	if fm.encodesBlockMax() {
-		bmBase := uint64(len(ix.bmRecs))
-		ix.bmRecs = append(ix.bmRecs, c.bm...)
+		var bmBase uint64
+		if n := len(ix.bmEnds); n > 0 {
+			bmBase = ix.bmEnds[n-1]
+		}
+		ix.bmParts = append(ix.bmParts, c.bm) // the records stay where the chunk wrote them
 		for _, e := range c.bmEnd {
 			ix.bmEnds = append(ix.bmEnds, bmBase+e)
 		}
@@ -329,24 +377,23 @@ func (m *merger) finishField(f int, fm *fieldMerge) error {
 }
 
 // mergeForward copies the reorder fields' per-document term lists in
-// output order, mapping source ordinals to the output's. The map is
-// increasing, so the lists stay sorted.
+// output order, mapping source ordinals to the output's, and encodes them
+// as the fwd part holds them (Builder.writeForward copies them). The map
+// is increasing, so the lists stay sorted.
 func (m *merger) mergeForward() error {
 	for f := range m.b.fields {
 		ix := m.b.fields[f].index
 		if ix == nil || !ix.reorder {
 			continue
 		}
-		// Each document lists its distinct terms: the sources' postings
-		// counts bound the output's lists.
-		var pairs uint64
+		// The sources' encoded lists bound the output's, give or take
+		// the ordinals' widths.
+		var size int
 		for _, r := range m.srcs {
-			if d := r.dicts[f]; d != nil {
-				pairs += d.sumDocFreq
-			}
+			size += len(r.fwds[f].data)
 		}
-		ix.fwdIDs = slices.Grow(ix.fwdIDs, int(min(pairs, 1<<30)))
-		ix.fwdOffs = slices.Grow(ix.fwdOffs, len(m.order))
+		data := make([]byte, 0, size+size/8)
+		ends := make([]uint64, 0, len(m.order))
 		var ords []uint32
 		for n, ref := range m.order {
 			if err := m.check(n); err != nil {
@@ -358,14 +405,21 @@ func (m *merger) mergeForward() error {
 				return err
 			}
 			om := m.ordMaps[ref.Source][f]
-			for _, o := range ords {
+			var prev uint32
+			for k, o := range ords {
 				if o >= uint32(len(om)) || om[o] == noDoc {
 					return corruptf(r.id, SuffixForward, "field %d doc %d lists term %d, which its postings do not hold", f, ref.Doc, o)
 				}
-				ix.fwdIDs = append(ix.fwdIDs, om[o])
+				if k == 0 {
+					data = binary.AppendUvarint(data, uint64(om[o]))
+				} else {
+					data = binary.AppendUvarint(data, uint64(om[o]-prev))
+				}
+				prev = om[o]
 			}
-			ix.fwdOffs = append(ix.fwdOffs, uint64(len(ix.fwdIDs)))
+			ends = append(ends, uint64(len(data)))
 		}
+		ix.fwdData, ix.fwdEnds = data, ends
 	}
 	return nil
 }

@@ -54,17 +54,23 @@ func (r *Reader) parseRows() error {
 
 // PrimaryKey returns the primary key of doc.
 func (r *Reader) PrimaryKey(doc uint32) (string, error) {
+	k, err := r.primaryKeyBytes(doc)
+	return string(k), err
+}
+
+// primaryKeyBytes is PrimaryKey as a sub-slice of the column (no copy).
+func (r *Reader) primaryKeyBytes(doc uint32) ([]byte, error) {
 	if !r.pk.has {
-		return "", fmt.Errorf("segment: primary key of doc %d: %w", doc, schema.ErrNoPrimaryKey)
+		return nil, fmt.Errorf("segment: primary key of doc %d: %w", doc, schema.ErrNoPrimaryKey)
 	}
 	if doc >= r.numDocs {
-		return "", fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
+		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, r.numDocs)
 	}
 	s, e, ok := r.pk.offs.span(int(doc), uint64(len(r.pk.data)))
 	if !ok {
-		return "", corruptf(r.id, SuffixPrimaryKey, "doc %d: bad key bounds", doc)
+		return nil, corruptf(r.id, SuffixPrimaryKey, "doc %d: bad key bounds", doc)
 	}
-	return string(r.pk.data[s:e]), nil
+	return r.pk.data[s:e], nil
 }
 
 // StoredDocument returns the JSON object of doc's stored fields.

@@ -378,13 +378,24 @@ func (sr *storeReader) record(doc uint32) ([]byte, error) {
 // returned; otherwise vals (one per field) receives strings and sparse
 // entries.
 func (sr *storeReader) parseRecord(rec []byte, vals []schema.Values, s *schema.Schema) ([]byte, error) {
+	return sr.decodeRecord(rec, vals, s, false)
+}
+
+// checkRecord runs every check of parseRecord with vals but builds no
+// values (Validate): no string is copied out of the record.
+func (sr *storeReader) checkRecord(rec []byte, s *schema.Schema) ([]byte, error) {
+	return sr.decodeRecord(rec, nil, s, true)
+}
+
+// decodeRecord is parseRecord, or checkRecord when check is set.
+func (sr *storeReader) decodeRecord(rec []byte, vals []schema.Values, s *schema.Schema, check bool) ([]byte, error) {
 	d := decoder{b: rec}
 	flags := d.u8()
 	stored := d.bytes(d.intv(len(rec)))
 	if d.err == nil && flags > recFromJSON {
 		d.fail("unknown record flags %d", flags)
 	}
-	if vals == nil || d.err != nil {
+	if (vals == nil && !check) || d.err != nil {
 		if d.err != nil {
 			return nil, corruptf(sr.id, SuffixStore, "record: %v", d.err)
 		}
@@ -395,21 +406,26 @@ func (sr *storeReader) parseRecord(rec []byte, vals []schema.Values, s *schema.S
 		case k == recNone || (k == recStoredStrings && flags == recFromJSON):
 		case k == recSparse:
 			n := d.intv(d.remaining() / 5)
-			if n > 0 {
+			if n > 0 && !check {
 				vals[i].Sparse = make([]schema.SparseEntry, n)
 			}
 			for j := 0; j < n && d.err == nil; j++ {
-				dim := string(d.bytes(d.intv(d.remaining())))
+				dim := d.bytes(d.intv(d.remaining()))
 				w := math.Float32frombits(d.u32())
-				vals[i].Sparse[j] = schema.SparseEntry{Dim: dim, Weight: w}
+				if !check {
+					vals[i].Sparse[j] = schema.SparseEntry{Dim: string(dim), Weight: w}
+				}
 			}
 		default:
 			n := d.intv(d.remaining())
-			if n > 0 {
+			if n > 0 && !check {
 				vals[i].Strings = make([]string, n)
 			}
 			for j := 0; j < n && d.err == nil; j++ {
-				vals[i].Strings[j] = string(d.bytes(d.intv(d.remaining())))
+				v := d.bytes(d.intv(d.remaining()))
+				if !check {
+					vals[i].Strings[j] = string(v)
+				}
 			}
 		}
 	}
@@ -426,8 +442,9 @@ func (sr *storeReader) parseRecord(rec []byte, vals []schema.Values, s *schema.S
 }
 
 // stringsFromJSON recovers the values of stored text and keyword fields
-// from a stored JSON object, the way schema.ParseDocument read them. It
-// checks the whole document is valid JSON.
+// from a stored JSON object, the way schema.ParseDocument read them (with
+// vals nil, it only checks that it can). It checks the whole document is
+// valid JSON.
 func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kinds []byte) error {
 	raws, ok := scanStoredStrings(stored, s, kinds)
 	if !ok {
@@ -450,6 +467,9 @@ func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kind
 		if raw == nil || string(raw) == "null" {
 			continue
 		}
+		if vals == nil && isPlainJSONString(raw) {
+			continue // checked only (checkRecord)
+		}
 		if str, ok := plainJSONString(raw); ok {
 			vals[i].Strings = []string{str}
 			continue
@@ -459,7 +479,7 @@ func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kind
 			if err := json.Unmarshal(raw, &list); err != nil {
 				return fmt.Errorf("field %q: %w", s.Fields[i].Name, err)
 			}
-			if len(list) > 0 {
+			if len(list) > 0 && vals != nil {
 				vals[i].Strings = list
 			}
 			continue
@@ -468,7 +488,9 @@ func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kind
 		if err := json.Unmarshal(raw, &one); err != nil {
 			return fmt.Errorf("field %q: %w", s.Fields[i].Name, err)
 		}
-		vals[i].Strings = []string{one}
+		if vals != nil {
+			vals[i].Strings = []string{one}
+		}
 	}
 	return nil
 }

@@ -110,12 +110,17 @@ func skipString(b []byte, i int) int {
 // bytes are valid UTF-8: the bytes between the quotes, what decoding it
 // would give. ok is false for anything else.
 func plainJSONString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
+	if !isPlainJSONString(raw) {
 		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
+
+// isPlainJSONString reports whether plainJSONString accepts raw.
+func isPlainJSONString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' {
+		return false
 	}
 	in := raw[1 : len(raw)-1]
-	if bytes.IndexByte(in, '\\') >= 0 || !utf8.Valid(in) {
-		return "", false
-	}
-	return string(in), true
+	return bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in)
 }

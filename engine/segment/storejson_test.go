@@ -99,4 +99,58 @@ func checkStoredStrings(t *testing.T, doc []byte) {
 	if werr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: values %+v, reference %+v", doc, got, want)
 	}
+	// The check alone (Validate's) fails exactly when decoding does.
+	if cerr := stringsFromJSON(doc, nil, s, kinds); (cerr == nil) != (werr == nil) {
+		t.Fatalf("%q: check %v, reference %v", doc, cerr, werr)
+	}
+}
+
+// TestCheckRecordAgreesWithParseRecord damages the records of a segment
+// byte by byte and checks that checkRecord (Validate's, which builds no
+// values) fails exactly when parseRecord does.
+func TestCheckRecordAgreesWithParseRecord(t *testing.T) {
+	fs, s, info := smallSegment(t, 60)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sr := r.store
+	vals := make([]schema.Values, len(s.Fields))
+	compare := func(rec []byte, what string) bool {
+		clear(vals)
+		_, perr := sr.parseRecord(rec, vals, s)
+		_, cerr := sr.checkRecord(rec, s)
+		if (perr == nil) != (cerr == nil) {
+			t.Fatalf("%s: parseRecord says %v, checkRecord %v", what, perr, cerr)
+		}
+		return perr != nil
+	}
+	failures := 0
+	for b := uint32(0); b < sr.numBlocks; b++ {
+		buf, first, bounds, err := sr.decodeBlock(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(bounds); i++ {
+			rec := (*buf)[bounds[i]:bounds[i+1]]
+			compare(rec, fmt.Sprintf("doc %d", first+uint32(i)))
+			for off := 0; off < len(rec); off += 1 + len(rec)/97 {
+				for _, mask := range []byte{0x01, 0x22, 0x80, 0xff} {
+					bad := append([]byte(nil), rec...)
+					bad[off] ^= mask
+					if compare(bad, fmt.Sprintf("doc %d byte %d ^ %#x", first+uint32(i), off, mask)) {
+						failures++
+					}
+				}
+			}
+			if compare(rec[:len(rec)-1], fmt.Sprintf("doc %d truncated", first+uint32(i))) {
+				failures++
+			}
+		}
+		rawPool.Put(buf)
+	}
+	if failures == 0 {
+		t.Fatal("no damaged record failed")
+	}
 }

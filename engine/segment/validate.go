@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/internal/par"
@@ -41,9 +42,19 @@ func (r *Reader) Validate(ctx context.Context) error {
 		})
 	}
 	var termsBM, vectorsBM error
+	checks = append(checks, func() (err error) { err, termsBM = r.validateTerms(ctx); return err })
+	// The store's blocks are checked in ranges, concurrently for a large
+	// store; the first failing range reports its first failing block.
+	blocks := r.store.numBlocks
+	n := uint32(1)
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		n = uint32(min(max(len(r.store.payload)/chunkBytes, 1), 4*procs))
+	}
+	for k := uint32(0); k < n; k++ {
+		lo, hi := uint32(uint64(blocks)*uint64(k)/uint64(n)), uint32(uint64(blocks)*uint64(k+1)/uint64(n))
+		checks = append(checks, func() error { return r.validateStore(ctx, lo, hi) })
+	}
 	checks = append(checks,
-		func() (err error) { err, termsBM = r.validateTerms(ctx); return err },
-		func() error { return r.validateStore(ctx) },
 		func() error { return r.validateColumns(ctx) },
 		func() (err error) { err, vectorsBM = r.validateVectors(ctx); return err },
 		func() error { return r.validateIVF(ctx) },
@@ -63,7 +74,9 @@ func (r *Reader) Validate(ctx context.Context) error {
 
 // validateForward checks a reorder field's term lists: bounds, increasing
 // ordinals below the term count, and as many terms per document as the
-// postings hold.
+// postings hold. A large column is checked in document ranges,
+// concurrently; the first failing range reports its first failing
+// document, as one walk would.
 func (r *Reader) validateForward(ctx context.Context, field int, distinct []uint32) error {
 	c := &r.fwds[field]
 	if !c.ok {
@@ -72,8 +85,31 @@ func (r *Reader) validateForward(ctx context.Context, field int, distinct []uint
 	if c.offs.at(0) != 0 || c.offs.at(int(r.numDocs)) != uint64(len(c.data)) {
 		return corruptf(r.id, SuffixForward, "field %d: offsets do not cover the term lists", field)
 	}
+	n := 1
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		n = min(max(len(c.data)/chunkBytes, 1), 4*procs)
+	}
+	errs := make([]error, n)
+	failed := par.NewMin(n)
+	par.DoUntil(n, failed.Get, func(k int) {
+		lo, hi := uint32(uint64(r.numDocs)*uint64(k)/uint64(n)), uint32(uint64(r.numDocs)*uint64(k+1)/uint64(n))
+		if errs[k] = r.validateForwardDocs(ctx, field, distinct, lo, hi); errs[k] != nil {
+			failed.Lower(k)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateForwardDocs checks the term lists of documents [lo, hi).
+func (r *Reader) validateForwardDocs(ctx context.Context, field int, distinct []uint32, lo, hi uint32) error {
+	c := &r.fwds[field]
 	var ords []uint32
-	for doc := uint32(0); doc < r.numDocs; doc++ {
+	for doc := lo; doc < hi; doc++ {
 		if doc%ctxCheckEvery == ctxCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("segment: validate %s: %w", r.id, err)
@@ -90,12 +126,12 @@ func (r *Reader) validateForward(ctx context.Context, field int, distinct []uint
 	return nil
 }
 
-// validateStore decompresses every block and parses every record.
-func (r *Reader) validateStore(ctx context.Context) error {
+// validateStore decompresses the blocks [lo, hi) and parses their
+// records.
+func (r *Reader) validateStore(ctx context.Context, lo, hi uint32) error {
 	sr := r.store
-	vals := make([]schema.Values, len(r.schema.Fields))
 	var bounds []int
-	for b := uint32(0); b < sr.numBlocks; b++ {
+	for b := lo; b < hi; b++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("segment: validate %s: %w", r.id, err)
 		}
@@ -105,9 +141,8 @@ func (r *Reader) validateStore(ctx context.Context) error {
 		}
 		bounds = bs
 		for i := 0; i+1 < len(bounds); i++ {
-			clear(vals)
 			rec := (*buf)[bounds[i]:bounds[i+1]]
-			stored, err := sr.parseRecord(rec, vals, r.schema)
+			stored, err := sr.checkRecord(rec, r.schema)
 			// A record flagged recFromJSON had its JSON checked whole by
 			// parseRecord (stringsFromJSON); others are checked here.
 			if err == nil && len(stored) > 0 && rec[0] != recFromJSON && !json.Valid(stored) {

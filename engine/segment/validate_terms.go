@@ -16,6 +16,9 @@ import (
 type termsCheck struct {
 	field  int
 	lo, hi []byte // the range [lo, hi); nil bounds are open
+	// only is set when the range is its field's only one: it adds to the
+	// field's per-document counts without atomics.
+	only bool
 	// Results: the ordinals covered, the terms and postings counted, the
 	// first failure and the first block-max disagreement.
 	start, end uint32
@@ -52,7 +55,7 @@ func (r *Reader) validateTerms(ctx context.Context) (err, bmErr error) {
 		}
 		keys := splitDicts([]*dict{d}, n)
 		for k := 0; k <= len(keys); k++ {
-			c := &termsCheck{field: field}
+			c := &termsCheck{field: field, only: len(keys) == 0}
 			if k > 0 {
 				c.lo = keys[k-1]
 			}
@@ -131,11 +134,19 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 		c.sumDF += uint64(p.DocFreq())
 		for p.Next() {
 			doc, freq := p.Doc(), p.Freq()
-			if atomic.AddUint32(&tf.lengths[doc], freq) < freq {
+			var sum uint32
+			if c.only {
+				tf.lengths[doc] += freq
+				tf.distinct[doc]++
+				sum = tf.lengths[doc]
+			} else {
+				sum = atomic.AddUint32(&tf.lengths[doc], freq)
+				atomic.AddUint32(&tf.distinct[doc], 1)
+			}
+			if sum < freq {
 				fail(corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc))
 				return
 			}
-			atomic.AddUint32(&tf.distinct[doc], 1)
 			if bf != nil {
 				bm.ps = append(bm.ps, bmPosting{doc: doc, tf: freq})
 			}
@@ -147,12 +158,12 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 				}
 			}
 			if isPK {
-				pk, err := r.PrimaryKey(doc)
+				pk, err := r.primaryKeyBytes(doc)
 				if err != nil {
 					fail(err)
 					return
 				}
-				if pk != string(it.TermBytes()) {
+				if !bytes.Equal(pk, it.TermBytes()) {
 					fail(corruptf(r.id, SuffixPrimaryKey, "doc %d has key %q, postings say %q", doc, pk, it.TermBytes()))
 					return
 				}

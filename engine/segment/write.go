@@ -36,6 +36,9 @@ const ctxCheckEvery = 4096
 type sortedTerms struct {
 	order []uint32 // local ids in sorted term order
 	ordOf []uint32 // local id -> ordinal
+	// identity is set when the local ids are in term order already (a
+	// merge's): order[k] = ordOf[k] = k.
+	identity bool
 }
 
 // postRegion is one field's span of the post payload.
@@ -88,6 +91,16 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 	}
 	info := Info{ID: id, Documents: b.numDocs}
 	steps[SuffixIVF] = func(w *fileWriter) error { return b.writeIVF(ctx, w, &info) }
+	if await := b.awaitPart; await != nil {
+		for suffix, step := range steps {
+			steps[suffix] = func(w *fileWriter) error {
+				if err := await(suffix); err != nil {
+					return err
+				}
+				return step(w)
+			}
+		}
+	}
 	suffixes := segmentSuffixes(b.schema)
 	if b.separate {
 		return b.writeSeparate(ctx, fs, dir, &info, suffixes, steps, sync)
@@ -190,8 +203,11 @@ func (b *Builder) sortTerms(ctx context.Context) ([]sortedTerms, error) {
 		for k := range order {
 			order[k] = uint32(k)
 		}
-		slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(ix.names[x], ix.names[y]) })
 		st := sortedTerms{order: order}
+		// A merge adds its terms in order: checking costs less than sorting.
+		if st.identity = slices.IsSorted(ix.names); !st.identity {
+			slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(ix.names[x], ix.names[y]) })
+		}
 		if ix.reorder {
 			st.ordOf = make([]uint32, len(order))
 			for ord, local := range order {
