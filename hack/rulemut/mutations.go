@@ -524,16 +524,14 @@ var mutations = []Mutation{
 					}
 					if err != nil {`},
 			{File: "engine/segment/reader.go",
-				From: `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax {`,
-				To:   `if !listed[suffix] && suffix != SuffixSeismic && suffix != SuffixBlockMax && suffix != SuffixForward {`},
-			{File: "engine/segment/reader.go",
-				From: `if r.fwds, err = openForward(id, s, r.files[SuffixForward].payload, n); err != nil {`,
+				From: `if !listed(suffix, parts) && suffix != SuffixSeismic && suffix != SuffixBlockMax {`,
+				To:   `if !listed(suffix, parts) && suffix != SuffixSeismic && suffix != SuffixBlockMax && suffix != SuffixForward {`},
+			{File: "engine/segment/rows.go",
+				From: `payloads[i] = r.file(suffix).payload`,
 				To: `
-					var fwd []byte
-					if f := r.files[SuffixForward]; f != nil {
-						fwd = f.payload
-					}
-					if r.fwds, err = openForward(id, s, fwd, n); err != nil {`},
+					if f := r.file(suffix); f != nil {
+						payloads[i] = f.payload
+					}`},
 			{File: "engine/segment/columns.go",
 				From: `cols := make([]fwdCol, len(s.Fields))`,
 				To: `
