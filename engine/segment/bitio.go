@@ -144,6 +144,34 @@ func appendInterp(w *bitWriter, docs []uint32, lo, hi uint32) {
 	}
 }
 
+// interpBits returns the number of bits appendInterp writes for docs
+// within [lo, hi], without writing them.
+func interpBits(docs []uint32, lo, hi uint32) int {
+	n := 0
+	for len(docs) > 0 {
+		k := uint32(len(docs))
+		m := k / 2
+		a, b := lo+m, hi-(k-1-m)
+		v := docs[m]
+		n += bits.Len32(b - a)
+		if m > 0 {
+			n += interpBits(docs[:m], lo, v-1)
+		}
+		docs, lo = docs[m+1:], v+1
+	}
+	return n
+}
+
+// gapsGammaBits returns the number of bits appendGapsGamma writes for docs
+// within [lo, hi], without writing them.
+func gapsGammaBits(docs []uint32, lo, hi uint32) int {
+	n := bits.Len32(hi - lo - (uint32(len(docs)) - 1))
+	for i := 1; i < len(docs); i++ {
+		n += 2*bits.Len32(docs[i]-docs[i-1]) - 1
+	}
+	return n
+}
+
 // readInterp decodes len(out) documents written by appendInterp for the
 // range [lo, hi]; ok is false when the bits run out, the range cannot hold
 // them or a value falls outside its range, so decoded documents are always
@@ -223,15 +251,12 @@ func readGapsGamma(r *bitReader, out []uint32, lo, hi int64) bool {
 
 // appendTailDocs appends a tail's doc ids (doc.go, "post"): for two or
 // more, a selector bit, then the interpolative code (0) or the gamma gaps
-// (1), whichever is shorter; a single doc in the interpolative code.
-func appendTailDocs(w, scratch *bitWriter, docs []uint32, lo, hi uint32) {
+// (1), whichever is shorter; a single doc in the interpolative code. The
+// two codes' lengths are counted (interpBits, gapsGammaBits), only the
+// shorter is written.
+func appendTailDocs(w *bitWriter, docs []uint32, lo, hi uint32) {
 	if len(docs) >= 2 {
-		scratch.buf, scratch.acc, scratch.n, scratch.len = scratch.buf[:0], 0, 0, 0
-		appendInterp(scratch, docs, lo, hi)
-		interp := scratch.len
-		scratch.buf, scratch.acc, scratch.n, scratch.len = scratch.buf[:0], 0, 0, 0
-		appendGapsGamma(scratch, docs, lo, hi)
-		if scratch.len < interp {
+		if gapsGammaBits(docs, lo, hi) < interpBits(docs, lo, hi) {
 			w.write(1, 1)
 			appendGapsGamma(w, docs, lo, hi)
 			return

@@ -26,8 +26,6 @@ type docsEncoder struct {
 	lasts   []uint64 // per finished block: its last doc id
 	offs    []uint64 // per finished block: the offset of the next block
 	cums    []uint64 // per finished block: the frequencies up to its end
-	scratch bitWriter
-	ib      []byte // scratch: a full block by interpolation
 	// packedOnly keeps every full block packed (benchmarks compare).
 	packedOnly bool
 }
@@ -53,11 +51,11 @@ func (e *docsEncoder) add(doc, freq uint32) {
 	if e.n == pforBlock {
 		start := len(e.out)
 		e.out = appendPFor(e.out, e.gaps[:])
-		e.ib = appendInterpBlock(e.ib[:0], e.docs[:], e.last)
 		// Interpolation decodes several times slower than packed gaps
 		// (BenchmarkDocsDecode): it must save a quarter of the block.
-		if !e.packedOnly && 4*len(e.ib) < 3*(len(e.out)-start) {
-			e.out = append(e.out[:start], e.ib...)
+		// Its length is counted first, the block written only if so.
+		if !e.packedOnly && 4*interpBlockLen(e.docs[:], e.last) < 3*(len(e.out)-start) {
+			e.out = appendInterpBlock(e.out[:start], e.docs[:], e.last)
 		}
 		for i := range e.freqs {
 			e.freqs[i]--
@@ -75,7 +73,7 @@ func (e *docsEncoder) finish() []byte {
 	blocks := len(e.lasts)
 	if e.n > 0 {
 		w := bitWriter{buf: e.out}
-		appendTailDocs(&w, &e.scratch, e.docs[:e.n], uint32(e.last+1), e.numDocs-1)
+		appendTailDocs(&w, e.docs[:e.n], uint32(e.last+1), e.numDocs-1)
 		for _, f := range e.freqs[:e.n] {
 			w.gamma(f)
 		}

@@ -1,5 +1,7 @@
 package segment
 
+import "math/bits"
+
 // interpMarker, in place of a packed block's bit width, marks a full
 // block's doc ids coded by interpolation (appendInterpBlock).
 const interpMarker = 0xFF
@@ -17,6 +19,15 @@ func appendInterpBlock(dst []byte, docs []uint32, prev int64) []byte {
 	appendInterp(&w, docs[:len(docs)-1], uint32(prev+1), last-1)
 	w.align()
 	return w.buf
+}
+
+// interpBlockLen returns the length in bytes of what appendInterpBlock
+// appends for docs after prev, without encoding them.
+func interpBlockLen(docs []uint32, prev int64) int {
+	last := docs[len(docs)-1]
+	n := 2*bits.Len32(uint32(int64(last)-prev-(pforBlock-1))) - 1
+	n += interpBits(docs[:len(docs)-1], uint32(prev+1), last-1)
+	return 1 + (n+7)/8
 }
 
 // readInterpBlock decodes a block written by appendInterpBlock at
