@@ -153,6 +153,18 @@ func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) 
 // to the next.
 type bmEncoder struct {
 	entries, data []byte
+	// docs and freqs hold the postings of encodeTextBlocks split in
+	// columns (encodeTextCols).
+	docs, freqs []uint32
+}
+
+// encodeText is encode for a text or exact field's postings given as
+// columns: doc ids and their frequencies (the same length, at least 1).
+func (e *bmEncoder) encodeText(dst []byte, kind byte, docs, freqs []uint32, norm func(uint32) uint32) []byte {
+	if len(docs) == 1 {
+		return encodeOneRecord(dst, kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm)
+	}
+	return e.encodeTextCols(dst, kind == bmTokenized, docs, freqs, norm)
 }
 
 // encode is encodeBlockRecord with e's buffers.
@@ -279,15 +291,26 @@ func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm 
 
 // encodeTextBlocks is encodeBlocks for a text or exact field (tokenized:
 // with field lengths): the same bytes, in one pass over each block's
-// postings.
+// postings (encodeTextCols).
 func (e *bmEncoder) encodeTextBlocks(dst []byte, tokenized bool, ps []bmPosting, norm func(uint32) uint32) []byte {
+	docs, freqs := e.docs[:0], e.freqs[:0]
+	for _, p := range ps {
+		docs, freqs = append(docs, p.doc), append(freqs, p.tf)
+	}
+	e.docs, e.freqs = docs, freqs
+	return e.encodeTextCols(dst, tokenized, docs, freqs, norm)
+}
+
+// encodeTextCols is encodeTextBlocks for postings given as columns.
+func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uint32, norm func(uint32) uint32) []byte {
+	freqs = freqs[:len(docs)]
 	entries, data := e.entries[:0], e.data[:0]
 	nBlocks := 0
 	prev := uint32(0)
-	for i := 0; i < len(ps); {
-		block := ps[i].doc >> BlockShift
+	for i := 0; i < len(docs); {
+		block := docs[i] >> BlockShift
 		j := i + 1
-		for j < len(ps) && ps[j].doc>>BlockShift == block {
+		for j < len(docs) && docs[j]>>BlockShift == block {
 			j++
 		}
 		gap := block - prev
@@ -304,9 +327,10 @@ func (e *bmEncoder) encodeTextBlocks(dst []byte, tokenized bool, ps []bmPosting,
 		offs := data[start:]
 		var maxTF uint32
 		minDL, minTF := uint32(math.MaxUint32), uint32(1)
-		for k, p := range ps[i:j] {
-			offs[k] = byte(p.doc & (blockDocs - 1))
-			tf := p.tf
+		bf := freqs[i:j]
+		for k, doc := range docs[i:j] {
+			offs[k] = byte(doc & (blockDocs - 1))
+			tf := bf[k]
 			maxTF = max(maxTF, tf)
 			if tf < 0x80 {
 				data = append(data, byte(tf))
@@ -318,7 +342,7 @@ func (e *bmEncoder) encodeTextBlocks(dst []byte, tokenized bool, ps []bmPosting,
 				// code of its smallest ratio, found exactly by
 				// cross-multiplying. A zero frequency (code 0, as a zero
 				// ratio) counts as 0/1.
-				dl := norm(p.doc)
+				dl := norm(doc)
 				if tf == 0 {
 					dl, tf = 0, 1
 				}

@@ -18,9 +18,8 @@ type docsEncoder struct {
 	gaps    [pforBlock]uint32
 	freqs   [pforBlock]uint32
 	n       int    // buffered documents
-	prev    int64  // last doc id added, -1 before the first
 	last    int64  // last doc id of the last finished block, -1 before
-	cum     uint64 // sum of the frequencies added
+	cum     uint64 // sum of the frequencies of the finished blocks
 	numDocs uint32
 	hasPos  bool
 	lasts   []uint64 // per finished block: its last doc id
@@ -34,7 +33,7 @@ type docsEncoder struct {
 // dst's memory; hasPos says whether the field has positions (the skip
 // table then records frequency sums, to skip positions).
 func (e *docsEncoder) reset(dst []byte, numDocs uint32, hasPos bool) {
-	e.sec, e.out, e.n, e.prev, e.last, e.cum = dst[:0], e.out[:0], 0, -1, -1, 0
+	e.sec, e.out, e.n, e.last, e.cum = dst[:0], e.out[:0], 0, -1, 0
 	e.numDocs, e.hasPos = numDocs, hasPos
 	e.lasts, e.offs, e.cums = e.lasts[:0], e.offs[:0], e.cums[:0]
 }
@@ -42,30 +41,50 @@ func (e *docsEncoder) reset(dst []byte, numDocs uint32, hasPos bool) {
 // add appends a document; doc ids must increase, stay below numDocs, and
 // freq be >= 1.
 func (e *docsEncoder) add(doc, freq uint32) {
-	e.docs[e.n] = doc
-	e.gaps[e.n] = uint32(int64(doc) - e.prev - 1)
-	e.freqs[e.n] = freq
-	e.prev = int64(doc)
-	e.cum += uint64(freq)
-	e.n++
-	if e.n == pforBlock {
-		start := len(e.out)
-		e.out = appendPFor(e.out, e.gaps[:])
-		// Interpolation decodes several times slower than packed gaps
-		// (BenchmarkDocsDecode): it must save a quarter of the block.
-		// Its length is counted first, the block written only if so.
-		if !e.packedOnly && 4*interpBlockLen(e.docs[:], e.last) < 3*(len(e.out)-start) {
-			e.out = appendInterpBlock(e.out[:start], e.docs[:], e.last)
-		}
-		for i := range e.freqs {
-			e.freqs[i]--
-		}
-		e.out = appendPFor(e.out, e.freqs[:])
-		e.n, e.last = 0, int64(doc)
-		e.lasts = append(e.lasts, uint64(doc))
-		e.offs = append(e.offs, uint64(len(e.out)))
-		e.cums = append(e.cums, e.cum)
+	e.docs[e.n], e.freqs[e.n] = doc, freq
+	if e.n++; e.n == pforBlock {
+		e.finishBlock()
 	}
+}
+
+// addAll appends documents docs with frequencies freqs (add's rules; the
+// slices have the same length), a block's worth at a time.
+func (e *docsEncoder) addAll(docs, freqs []uint32) {
+	for len(docs) > 0 {
+		k := copy(e.docs[e.n:], docs)
+		copy(e.freqs[e.n:], freqs[:k])
+		docs, freqs = docs[k:], freqs[k:]
+		if e.n += k; e.n == pforBlock {
+			e.finishBlock()
+		}
+	}
+}
+
+// finishBlock encodes the buffered full block.
+func (e *docsEncoder) finishBlock() {
+	prev := e.last
+	for i, d := range e.docs {
+		e.gaps[i] = uint32(int64(d) - prev - 1)
+		prev = int64(d)
+	}
+	start := len(e.out)
+	e.out = appendPFor(e.out, e.gaps[:])
+	// Interpolation decodes several times slower than packed gaps
+	// (BenchmarkDocsDecode): it must save a quarter of the block.
+	// Its length is counted first, the block written only if so.
+	if !e.packedOnly && 4*interpBlockLen(e.docs[:], e.last) < 3*(len(e.out)-start) {
+		e.out = appendInterpBlock(e.out[:start], e.docs[:], e.last)
+	}
+	for i, f := range e.freqs {
+		e.cum += uint64(f)
+		e.freqs[i] = f - 1
+	}
+	e.out = appendPFor(e.out, e.freqs[:])
+	doc := e.docs[pforBlock-1]
+	e.n, e.last = 0, int64(doc)
+	e.lasts = append(e.lasts, uint64(doc))
+	e.offs = append(e.offs, uint64(len(e.out)))
+	e.cums = append(e.cums, e.cum)
 }
 
 // finish appends the tail and returns the section.

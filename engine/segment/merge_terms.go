@@ -211,27 +211,34 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		norm = func(doc uint32) uint32 { return norms[doc] }
 	}
 	var (
-		enc   docsEncoder
-		bmEnc bmEncoder
-		sec   []byte
-		ps    []bmPosting
-		out   []mergedPosting
-		count int
+		enc          docsEncoder
+		bmEnc        bmEncoder
+		sec          []byte
+		tdocs, freqs []uint32 // the current term's output postings
+		out          []mergedPosting
+		count        int
 	)
 	p := new(Postings)
-	// add appends one posting of the current term.
-	add := func(nd, freq uint32, pos []byte) {
-		enc.add(nd, freq)
-		c.pos = append(c.pos, pos...)
-		ps = append(ps, bmPosting{doc: nd, tf: freq})
+	// count1 adds a posting's frequency to its document's field length.
+	count1 := func(nd, freq uint32) error {
+		var sum uint32
+		if c.only {
+			fm.lengths[nd] += freq
+			sum = fm.lengths[nd]
+		} else {
+			sum = atomic.AddUint32(&fm.lengths[nd], freq)
+		}
+		if sum < freq {
+			return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)
+		}
+		return nil
 	}
 	err := mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
 		count++
 		if err := m.check(count); err != nil {
 			return err
 		}
-		enc.reset(sec, m.b.numDocs, ix.tokenized)
-		out, ps = out[:0], ps[:0]
+		tdocs, freqs, out = tdocs[:0], freqs[:0], out[:0]
 		posStart := len(c.pos)
 		for _, h := range hits {
 			p.init(h.it.d, h.it.c.e)
@@ -240,33 +247,47 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 			// positions section as it is: positions do not depend on doc
 			// ids, and every document's are kept, in order.
 			whole := ix.tokenized && m.inOrder && m.keepsAll[h.src]
-			for p.Next() {
-				nd := ids[p.Doc()]
-				if nd == noDoc {
-					continue
-				}
-				var pos []byte
-				if ix.tokenized && !whole {
-					var err error
-					if pos, err = p.rawPositions(); err != nil {
-						return err
+			if m.inOrder && (whole || !ix.tokenized) {
+				// No positions to cut per document: whole decoded blocks.
+				for {
+					docs, fs, ok := p.nextBlock()
+					if !ok {
+						break
+					}
+					for k, d := range docs {
+						nd := ids[d]
+						if nd == noDoc {
+							continue
+						}
+						if err := count1(nd, fs[k]); err != nil {
+							return err
+						}
+						tdocs, freqs = append(tdocs, nd), append(freqs, fs[k])
 					}
 				}
-				freq := p.Freq()
-				var sum uint32
-				if c.only {
-					fm.lengths[nd] += freq
-					sum = fm.lengths[nd]
-				} else {
-					sum = atomic.AddUint32(&fm.lengths[nd], freq)
-				}
-				if sum < freq {
-					return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)
-				}
-				if m.inOrder {
-					add(nd, freq, pos)
-				} else {
-					out = append(out, mergedPosting{doc: nd, freq: freq, pos: pos})
+			} else {
+				for p.Next() {
+					nd := ids[p.Doc()]
+					if nd == noDoc {
+						continue
+					}
+					var pos []byte
+					if ix.tokenized {
+						var err error
+						if pos, err = p.rawPositions(); err != nil {
+							return err
+						}
+					}
+					freq := p.Freq()
+					if err := count1(nd, freq); err != nil {
+						return err
+					}
+					if m.inOrder {
+						tdocs, freqs = append(tdocs, nd), append(freqs, freq)
+						c.pos = append(c.pos, pos...)
+					} else {
+						out = append(out, mergedPosting{doc: nd, freq: freq, pos: pos})
+					}
 				}
 			}
 			if err := p.Err(); err != nil {
@@ -279,21 +300,24 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		if !m.inOrder {
 			slices.SortFunc(out, func(a, b mergedPosting) int { return cmp.Compare(a.doc, b.doc) })
 			for _, o := range out {
-				add(o.doc, o.freq, o.pos)
+				tdocs, freqs = append(tdocs, o.doc), append(freqs, o.freq)
+				c.pos = append(c.pos, o.pos...)
 			}
 		}
-		if len(ps) == 0 {
+		if len(tdocs) == 0 {
 			c.pos = c.pos[:posStart]
 			return nil // every row holding the term was dropped
 		}
+		enc.reset(sec, m.b.numDocs, ix.tokenized)
+		enc.addAll(tdocs, freqs)
 		sec = enc.finish()
 		c.docs = append(c.docs, sec...)
 		local := uint32(len(c.terms))
-		c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(ps))})
+		c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(tdocs))})
 		c.nameBytes = append(c.nameBytes, term...)
 		c.nameEnds = append(c.nameEnds, len(c.nameBytes))
 		if fm.encodesBlockMax() {
-			c.bm = bmEnc.encode(c.bm, fm.bmKind, ps, norm)
+			c.bm = bmEnc.encodeText(c.bm, fm.bmKind, tdocs, freqs, norm)
 			c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
 		}
 		if ix.reorder {

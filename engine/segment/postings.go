@@ -135,6 +135,36 @@ func (p *Postings) Next() bool {
 	return true
 }
 
+// nextBlock returns the documents and frequencies decoded and not yet
+// returned (the rest of a block, or of the tail), consuming them as that
+// many calls of Next would; ok is false at the end or on corruption (see
+// Err). Positions are not tracked: a caller of nextBlock reads none (a
+// merge copies a term's positions section whole). The slices are valid
+// until the next call.
+func (p *Postings) nextBlock() (docs, freqs []uint32, ok bool) {
+	if p.err != nil {
+		return nil, nil, false
+	}
+	if p.n >= p.df {
+		p.done = true
+		if p.freqState == freqsDecoded && p.off != len(p.docs) {
+			return nil, nil, p.corrupt("docs section has %d trailing bytes", len(p.docs)-p.off)
+		}
+		return nil, nil, false
+	}
+	if p.bufI == p.bufN && !p.refill() {
+		return nil, nil, false
+	}
+	if p.freqState != freqsDecoded {
+		p.decodeFreqs()
+	}
+	docs, freqs = p.bufDocs[p.bufI:p.bufN], p.bufFreq[p.bufI:p.bufN]
+	p.n += uint32(len(docs))
+	p.bufI = p.bufN
+	p.doc, p.freq = docs[len(docs)-1], freqs[len(freqs)-1]
+	return docs, freqs, p.err == nil
+}
+
 // refill decodes the next block (or the tail) of the docs section into the
 // buffer, checking the doc ids and, at a block boundary, the skip entry
 // that describes it.
