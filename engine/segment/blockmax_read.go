@@ -298,20 +298,24 @@ func (t *BlockTerm) SparseBlock(e *BlockEntry, docs []uint32, ws []float32) ([]u
 // bmChecker rebuilds block-max records from the postings Validate decodes
 // anyway and compares them byte for byte with the file: field selects a
 // field (nil when it has no block maxima), the caller appends the term's
-// postings to ps, and term checks the record. The first disagreement is
+// postings to ps (sparse) or docs and freqs (text), and term checks the
+// record. The first disagreement is
 // kept in err; the walk goes on, so that the postings' own checks are
 // reported first.
 type bmChecker struct {
-	ps   []bmPosting
-	rec  []byte
-	enc  bmEncoder
-	norm func(uint32) uint32
-	err  error
+	// ps holds a sparse dimension's postings; docs and freqs a text or
+	// exact term's, as columns.
+	ps          []bmPosting
+	docs, freqs []uint32
+	rec         []byte
+	enc         bmEncoder
+	norm        func(uint32) uint32
+	err         error
 }
 
 // field starts field's walk, returning its block maxima or nil.
 func (c *bmChecker) field(r *Reader, field int) *bmField {
-	c.ps = c.ps[:0]
+	c.ps, c.docs, c.freqs = c.ps[:0], c.docs[:0], c.freqs[:0]
 	if r.bmax == nil || r.bmax[field] == nil {
 		return nil
 	}
@@ -320,14 +324,14 @@ func (c *bmChecker) field(r *Reader, field int) *bmField {
 	return r.bmax[field]
 }
 
-// term compares term ordinal ord's record with the one rebuilt from ps,
-// then empties ps.
+// term compares term ordinal ord's record with the one rebuilt from the
+// postings, then empties the postings.
 func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 	if f == nil {
 		return
 	}
-	ps := c.ps
-	c.ps = c.ps[:0]
+	ps, docs, freqs := c.ps, c.docs, c.freqs
+	c.ps, c.docs, c.freqs = c.ps[:0], c.docs[:0], c.freqs[:0]
 	if c.err != nil {
 		return
 	}
@@ -340,7 +344,11 @@ func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: first record starts at %d", field, a)
 		return
 	}
-	c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
+	if f.kind == bmSparse {
+		c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
+	} else {
+		c.rec = c.enc.encodeText(c.rec[:0], f.kind, docs, freqs, c.norm)
+	}
 	if !bytes.Equal(got, c.rec) {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
 	}

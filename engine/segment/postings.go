@@ -361,6 +361,48 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	return dst, nil
 }
 
+// checkPositions checks the positions of document doc of frequency freq
+// at pos[off:] as AppendPositions reads them (freq varints: a position
+// below 2^32, then gaps >= 1 not passing it) without keeping them, and
+// returns the offset after them, or -1 on corruption (see Err). Validate
+// walks a term's documents a block at a time (nextBlock) and its positions
+// section with it.
+func (p *Postings) checkPositions(off int, doc, freq uint32) int {
+	if uint64(freq) > uint64(len(p.pos)-off) {
+		p.corrupt("positions section too short for %d positions of doc %d", freq, doc)
+		return -1
+	}
+	var last uint64
+	for i := uint32(0); i < freq; i++ {
+		var v uint64
+		if off < len(p.pos) && p.pos[off] < 0x80 { // one byte: most gaps
+			v = uint64(p.pos[off])
+			off++
+		} else {
+			var next int
+			var ok bool
+			if v, next, ok = uvarintAt(p.pos, off); !ok {
+				p.corrupt("bad position varint of doc %d", doc)
+				return -1
+			}
+			off = next
+		}
+		if i > 0 {
+			if v == 0 {
+				p.corrupt("positions of doc %d not increasing", doc)
+				return -1
+			}
+			v += last
+		}
+		if v > 1<<32-1 {
+			p.corrupt("position %d of doc %d overflows", v, doc)
+			return -1
+		}
+		last = v
+	}
+	return off
+}
+
 // refillLegacy decodes up to n documents of a version 1 docs section
 // (per document uvarint(delta<<1 | freqIsOne), then uvarint(freq) when
 // freqIsOne is 0; delta is the first doc id, then the gap >= 1) into the

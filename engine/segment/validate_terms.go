@@ -105,7 +105,6 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 	field := c.field
 	d := r.dicts[field]
 	isPK := field == r.schema.Primary()
-	var positions []uint32
 	var bm bmChecker
 	bf := bm.field(r, field)
 	p := new(Postings)
@@ -132,43 +131,52 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 		c.count++
 		p.init(d, it.c.e)
 		c.sumDF += uint64(p.DocFreq())
-		for p.Next() {
-			doc, freq := p.Doc(), p.Freq()
-			var sum uint32
-			if c.only {
-				tf.lengths[doc] += freq
-				tf.distinct[doc]++
-				sum = tf.lengths[doc]
-			} else {
-				sum = atomic.AddUint32(&tf.lengths[doc], freq)
-				atomic.AddUint32(&tf.distinct[doc], 1)
-			}
-			if sum < freq {
-				fail(corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc))
-				return
+		posOff := 0 // the next document's positions in p.pos
+		// The documents a decoded block at a time; positions are
+		// checked as the block's documents are walked.
+		for {
+			docs, freqs, more := p.nextBlock()
+			if !more {
+				break
 			}
 			if bf != nil {
-				bm.ps = append(bm.ps, bmPosting{doc: doc, tf: freq})
+				bm.docs, bm.freqs = append(bm.docs, docs...), append(bm.freqs, freqs...)
 			}
-			if d.hasPos {
-				var err error
-				if positions, err = p.AppendPositions(positions[:0]); err != nil {
-					fail(err)
+			for k, doc := range docs {
+				freq := freqs[k]
+				var sum uint32
+				if c.only {
+					tf.lengths[doc] += freq
+					tf.distinct[doc]++
+					sum = tf.lengths[doc]
+				} else {
+					sum = atomic.AddUint32(&tf.lengths[doc], freq)
+					atomic.AddUint32(&tf.distinct[doc], 1)
+				}
+				if sum < freq {
+					fail(corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc))
 					return
 				}
-			}
-			if isPK {
-				pk, err := r.primaryKeyBytes(doc)
-				if err != nil {
-					fail(err)
-					return
+				if d.hasPos {
+					if posOff = p.checkPositions(posOff, doc, freq); posOff < 0 {
+						fail(p.Err())
+						return
+					}
 				}
-				if !bytes.Equal(pk, it.TermBytes()) {
-					fail(corruptf(r.id, SuffixPrimaryKey, "doc %d has key %q, postings say %q", doc, pk, it.TermBytes()))
-					return
+				if isPK {
+					pk, err := r.primaryKeyBytes(doc)
+					if err != nil {
+						fail(err)
+						return
+					}
+					if !bytes.Equal(pk, it.TermBytes()) {
+						fail(corruptf(r.id, SuffixPrimaryKey, "doc %d has key %q, postings say %q", doc, pk, it.TermBytes()))
+						return
+					}
 				}
 			}
 		}
+		p.posOff = posOff
 		if err := p.checkEnd(); err != nil {
 			fail(err)
 			return
