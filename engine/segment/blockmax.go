@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -89,13 +90,20 @@ func ratioCode(dl, tf uint32) uint8 {
 }
 
 // ratioCodeSearch is ratioCode by a binary search of the tabulated bounds,
-// which increase with the code.
+// which increase with the code. The search starts from r's binary
+// exponent e = floor(log2(dl/tf)), exact in integers: RatioBound(1+16e)
+// is 2^e, so the code lies in [1+16e, 16+16e], four steps.
 func ratioCodeSearch(dl, tf uint32) uint8 {
 	if tf == 0 || dl < tf {
 		return 0
 	}
 	r := float64(dl) / float64(tf)
-	lo, hi := 1, 256 // ratioBounds[lo] <= r; hi is past the answer
+	e := bits.Len32(dl/tf) - 1
+	lo := 1 + 16*e // ratioBounds[lo] = 2^e <= r
+	if lo >= 255 {
+		return 255
+	}
+	hi := min(lo+16, 256) // past the answer
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		if ratioBounds[mid] <= r {
