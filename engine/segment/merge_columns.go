@@ -176,7 +176,7 @@ func (m *merger) mergeSparse(f int, sb *sparseBuilder) error {
 		}
 		out = out[:0]
 		for _, h := range hits {
-			p := newSparsePostings(h.it.d, h.it.c.e)
+			p := newSparsePostings(h.it.d, h.e)
 			ids := m.newID[h.src]
 			for p.Next() {
 				if nd := ids[p.Doc()]; nd != noDoc {

@@ -11,6 +11,9 @@ import (
 type dictHit struct {
 	src int
 	it  *TermIterator
+	// e is the term's entry in the source's dictionary (the iterator
+	// itself may have moved on by the time the hit is handed out).
+	e termEntry
 	// key is the big-endian value of the term's first 8 bytes (zero
 	// padded): keys that differ order their terms as bytes.Compare does.
 	key uint64
@@ -30,7 +33,8 @@ func termKey(term []byte) uint64 {
 
 // mergeDicts walks the union of the sources' dictionaries (nil entries are
 // skipped) in sorted order, calling each with every term once and the
-// sources holding it, in source order, their iterators positioned on it.
+// sources holding it, in source order, with their entries for it (the
+// hits' e; their iterators have moved past it).
 func mergeDicts(dicts []*dict, each func(term []byte, hits []dictHit) error) error {
 	return mergeDictRange(dicts, dictRange{}, each)
 }
@@ -77,47 +81,27 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 	var hits []dictHit
 	var term []byte
 	for len(h) > 0 {
-		// A term held by the root's source only (neither child holds
-		// it): its iterator advances in place, one sift instead of a
-		// pop and a push.
-		if !h.rootShared() {
-			hits = append(hits[:0], h[0])
-			term = append(term[:0], h[0].it.TermBytes()...)
-			if err := each(term, hits); err != nil {
-				return err
-			}
+		// Every source on the root's term is at the root in turn, in
+		// source order: it is taken and advanced in place (one sift).
+		term = append(term[:0], h[0].it.TermBytes()...)
+		key := h[0].key
+		hits = hits[:0]
+		for {
+			hit := h[0]
+			hit.e = hit.it.c.e
+			hits = append(hits, hit)
 			if !h.advanceRoot(dicts, r) {
 				if err := h[0].it.Err(); err != nil {
 					return err
 				}
 				h.pop()
 			}
-			continue
+			if len(h) == 0 || h[0].key != key || !bytes.Equal(h[0].it.TermBytes(), term) {
+				break
+			}
 		}
-		hits = append(hits[:0], h.pop())
-		for len(h) > 0 && h[0].key == hits[0].key && bytes.Equal(h[0].it.TermBytes(), hits[0].it.TermBytes()) {
-			hits = append(hits, h.pop())
-		}
-		term = append(term[:0], hits[0].it.TermBytes()...)
 		if err := each(term, hits); err != nil {
 			return err
-		}
-		for _, hit := range hits {
-			it := hit.it
-			end := dicts[hit.src].numTerms // the first term at or past hi
-			if it.Next() {
-				if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
-					hit.key = termKey(it.TermBytes())
-					h.push(hit)
-					continue
-				}
-				end = it.Ordinal()
-			} else if err := it.Err(); err != nil {
-				return err
-			}
-			if r.ords != nil {
-				r.ords[hit.src][1] = end
-			}
 		}
 	}
 	return nil
@@ -125,17 +109,6 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 
 // dictHeap is a binary min-heap of iterators by (term, source).
 type dictHeap []dictHit
-
-// rootShared reports whether another iterator is on the root's term: one
-// of the root's children is, if any is.
-func (h dictHeap) rootShared() bool {
-	for c := 1; c <= 2 && c < len(h); c++ {
-		if h[c].key == h[0].key && bytes.Equal(h[c].it.TermBytes(), h[0].it.TermBytes()) {
-			return true
-		}
-	}
-	return false
-}
 
 // advanceRoot moves the root's iterator to its next term within r and
 // restores the heap order; at the end of the iterator or of r it records
@@ -172,19 +145,6 @@ func (h dictHeap) less(i, j int) bool {
 func (h dictHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
-	}
-}
-
-func (h *dictHeap) push(x dictHit) {
-	*h = append(*h, x)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
 	}
 }
 

@@ -241,7 +241,7 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		tdocs, freqs, out = tdocs[:0], freqs[:0], out[:0]
 		posStart := len(c.pos)
 		for _, h := range hits {
-			p.init(h.it.d, h.it.c.e)
+			p.init(h.it.d, h.e)
 			ids := m.newID[h.src]
 			// A source whose every row is kept in order gives the term's
 			// positions section as it is: positions do not depend on doc
@@ -322,7 +322,7 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		}
 		if ix.reorder {
 			for _, h := range hits {
-				m.ordMaps[h.src][f][h.it.Ordinal()] = local
+				m.ordMaps[h.src][f][h.e.ord] = local
 			}
 		}
 		return nil
