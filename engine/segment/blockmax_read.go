@@ -296,7 +296,8 @@ func (t *BlockTerm) SparseBlock(e *BlockEntry, docs []uint32, ws []float32) ([]u
 }
 
 // bmChecker rebuilds block-max records from the postings Validate decodes
-// anyway and compares them byte for byte with the file: field selects a
+// anyway and compares them byte for byte with the file (text records
+// without building them, matchTextRecord): field selects a
 // field (nil when it has no block maxima), the caller appends the term's
 // postings to ps (sparse) or docs and freqs (text), and term checks the
 // record. The first disagreement is
@@ -344,12 +345,14 @@ func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: first record starts at %d", field, a)
 		return
 	}
+	var same bool
 	if f.kind == bmSparse {
 		c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
+		same = bytes.Equal(got, c.rec)
 	} else {
-		c.rec = c.enc.encodeText(c.rec[:0], f.kind, docs, freqs, c.norm)
+		same = matchTextRecord(got, f.kind == bmTokenized, docs, freqs, c.norm)
 	}
-	if !bytes.Equal(got, c.rec) {
+	if !same {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
 	}
 }
@@ -367,4 +370,102 @@ func (r *Reader) Norms(field int) Norms {
 		return Norms{}
 	}
 	return Norms{c: r.norms[field]}
+}
+
+// bmExpect walks a record comparing it with the bytes an encoder would
+// append, without building them: ok turns false at the first difference
+// or past the end.
+type bmExpect struct {
+	rec []byte
+	off int
+	ok  bool
+}
+
+// byte1 expects byte b.
+func (x *bmExpect) byte1(b byte) {
+	if x.off >= len(x.rec) || x.rec[x.off] != b {
+		x.ok = false
+		return
+	}
+	x.off++
+}
+
+// uvarint expects v as binary.AppendUvarint writes it.
+func (x *bmExpect) uvarint(v uint64) {
+	for v >= 0x80 {
+		x.byte1(byte(v) | 0x80)
+		v >>= 7
+	}
+	x.byte1(byte(v))
+}
+
+// matchTextRecord reports whether rec is exactly the record
+// bmEncoder.encodeText writes for a text or exact term's postings (docs
+// and freqs, the same length), byte for byte, without encoding it: Validate
+// checks every term's record this way.
+func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func(uint32) uint32) bool {
+	freqs = freqs[:len(docs)]
+	nBlocks, n1 := binary.Uvarint(rec)
+	if n1 <= 0 {
+		return false
+	}
+	entriesLen, n2 := binary.Uvarint(rec[n1:])
+	if n2 <= 0 || uvarintLen(nBlocks) != n1 || uvarintLen(entriesLen) != n2 || entriesLen > uint64(len(rec)-n1-n2) {
+		return false
+	}
+	start := n1 + n2
+	entries := bmExpect{rec: rec[:start+int(entriesLen)], off: start, ok: true}
+	data := bmExpect{rec: rec, off: start + int(entriesLen), ok: true}
+	blocks := uint64(0)
+	prev := uint32(0)
+	for i := 0; i < len(docs) && entries.ok && data.ok; {
+		block := docs[i] >> BlockShift
+		j := i + 1
+		for j < len(docs) && docs[j]>>BlockShift == block {
+			j++
+		}
+		gap := block - prev
+		if blocks == 0 {
+			gap = block
+		}
+		prev = block
+		blocks++
+		entries.uvarint(uint64(gap))
+		dataLen := j - i
+		var maxTF uint32
+		minDL, minTF := uint32(math.MaxUint32), uint32(1)
+		bf := freqs[i:j]
+		for _, doc := range docs[i:j] {
+			data.byte1(byte(doc & (blockDocs - 1)))
+		}
+		for k, doc := range docs[i:j] {
+			tf := bf[k]
+			maxTF = max(maxTF, tf)
+			if tf < 0x80 {
+				data.byte1(byte(tf))
+				dataLen++
+			} else {
+				data.uvarint(uint64(tf))
+				dataLen += uvarintLen(uint64(tf))
+			}
+			if tokenized {
+				// As encodeTextCols: the block's smallest ratio.
+				dl := norm(doc)
+				if tf == 0 {
+					dl, tf = 0, 1
+				}
+				if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
+					minDL, minTF = dl, tf
+				}
+			}
+		}
+		entries.byte1(tfCode(maxTF))
+		if tokenized {
+			entries.byte1(ratioCode(minDL, minTF))
+		}
+		entries.byte1(byte(j - i - 1))
+		entries.uvarint(uint64(dataLen))
+		i = j
+	}
+	return entries.ok && data.ok && blocks == nBlocks && entries.off == len(entries.rec) && data.off == len(rec)
 }
