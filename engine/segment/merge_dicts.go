@@ -121,7 +121,7 @@ func (h dictHeap) advanceRoot(dicts []*dict, r dictRange) bool {
 	if it.Next() {
 		if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
 			hit.key = termKey(it.TermBytes())
-			h.down(0)
+			h.siftRoot()
 			return true
 		}
 		end = it.Ordinal()
@@ -132,14 +132,48 @@ func (h dictHeap) advanceRoot(dicts []*dict, r dictRange) bool {
 	return false
 }
 
-func (h dictHeap) less(i, j int) bool {
-	if h[i].key != h[j].key {
-		return h[i].key < h[j].key
+func (h dictHeap) less(i, j int) bool { return hitLess(&h[i], &h[j]) }
+
+// hitLess orders hits by (term, source).
+func hitLess(a, b *dictHit) bool {
+	if a.key != b.key {
+		return a.key < b.key
 	}
-	if c := bytes.Compare(h[i].it.TermBytes(), h[j].it.TermBytes()); c != 0 {
+	if c := bytes.Compare(a.it.TermBytes(), b.it.TermBytes()); c != 0 {
 		return c < 0
 	}
-	return h[i].src < h[j].src
+	return a.src < b.src
+}
+
+// siftRoot restores the heap order after the root's term moved on: the
+// hole goes down to a leaf along the smaller children (one comparison a
+// level), then the root's hit climbs back to its place (an iterator moved
+// on is past most others: it climbs little). Bottom-up, it compares about
+// half as often as down.
+func (h dictHeap) siftRoot() {
+	x := h[0]
+	i, n := 0, len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		h[i] = h[m]
+		i = m
+	}
+	for i > 0 {
+		p := (i - 1) / 2
+		if !hitLess(&x, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = x
 }
 
 func (h dictHeap) init() {

@@ -99,11 +99,12 @@ func (m *merger) mergeTerms() error {
 		}
 		fields[f] = fm
 		dicts := make([]*dict, len(m.srcs))
-		var size int
+		var size, terms int
 		for i, r := range m.srcs {
 			dicts[i] = r.dicts[f]
 			if d := r.dicts[f]; d != nil {
 				size += len(d.post)
+				terms += int(d.numTerms)
 			}
 			if ix.reorder {
 				if m.ordMaps[i] == nil {
@@ -121,13 +122,24 @@ func (m *merger) mergeTerms() error {
 			n = min(max(size/chunkBytes, 1), 8*procs)
 		}
 		keys := splitDicts(dicts, n)
-		hint := size / (len(keys) + 1) // a range's share of the postings
+		// A range's share of the postings, and of the terms (sources
+		// share many: half their sum is a guess), sizes its buffers: the
+		// block-max records take about what the docs sections do.
+		hint := size / (len(keys) + 1)
+		termsHint := terms / 2 / (len(keys) + 1)
 		for k := 0; k <= len(keys); k++ {
 			c := &termChunk{field: f, only: len(keys) == 0}
 			if ix.tokenized {
 				c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
 			} else {
 				c.docs = make([]byte, 0, hint)
+			}
+			c.bm = make([]byte, 0, cap(c.docs))
+			c.terms = make([]chunkTerm, 0, termsHint)
+			c.nameEnds = make([]int, 0, termsHint)
+			c.nameBytes = make([]byte, 0, 8*termsHint)
+			if fm.encodesBlockMax() {
+				c.bmEnd = make([]uint64, 0, termsHint)
 			}
 			if k > 0 {
 				c.rng.lo = keys[k-1]
