@@ -124,22 +124,25 @@ func (m *merger) mergeTerms() error {
 		keys := splitDicts(dicts, n)
 		// A range's share of the postings, and of the terms (sources
 		// share many: half their sum is a guess), sizes its buffers: the
-		// block-max records take about what the docs sections do.
+		// block-max records hold every posting's doc offset and frequency
+		// in bytes, about the postings' size with positions (linux-doc:
+		// 9.2 MB for 7.4), three times the docs sections without.
 		hint := size / (len(keys) + 1)
 		termsHint := terms / 2 / (len(keys) + 1)
 		for k := 0; k <= len(keys); k++ {
 			c := &termChunk{field: f, only: len(keys) == 0}
+			bmHint := 3 * hint
 			if ix.tokenized {
 				c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
+				bmHint = hint + hint/4
 			} else {
 				c.docs = make([]byte, 0, hint)
 			}
-			c.bm = make([]byte, 0, cap(c.docs))
 			c.terms = make([]chunkTerm, 0, termsHint)
 			c.nameEnds = make([]int, 0, termsHint)
 			c.nameBytes = make([]byte, 0, 8*termsHint)
 			if fm.encodesBlockMax() {
-				c.bmEnd = make([]uint64, 0, termsHint)
+				c.bm, c.bmEnd = make([]byte, 0, bmHint), make([]uint64, 0, termsHint)
 			}
 			if k > 0 {
 				c.rng.lo = keys[k-1]
