@@ -240,9 +240,13 @@ func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sor
 				}
 			}
 			t := &ix.terms[local]
-			scratch = encodeBuilderDocs(&enc, scratch, t, b.numDocs, ix.tokenized)
-			t.docsLen = uint64(len(scratch))
-			w.write(scratch)
+			docs := t.docs // a merge's final docs section, written as it is
+			if !t.encoded {
+				scratch = encodeBuilderDocs(&enc, scratch, t, b.numDocs, ix.tokenized)
+				docs = scratch
+			}
+			t.docsLen = uint64(len(docs))
+			w.write(docs)
 			w.write(t.pos)
 		}
 		regions[i] = postRegion{off: start, len: w.offset() - start}
