@@ -250,8 +250,9 @@
 // Directory: numDocs, BlockShift, nFields, per field: ordinal, kind byte
 // (1 exact, 2 tokenized, 3 sparse), numTerms, records offset, records
 // length, table offset. Open checks the directory against the schema and
-// the dictionaries; Validate rebuilds every record from the postings and
-// norms and compares bytes. It is the one optional data file: segments
+// the dictionaries; Validate compares every record byte for byte with the
+// one the postings and norms give (text records walked without being
+// encoded, matchTextRecord). It is the one optional data file: segments
 // written before it existed have none (Reader.HasBlockMax), are searched
 // exhaustively, and get one when a merge or reorder rewrites them.
 //
