@@ -405,6 +405,15 @@ func (x *bmExpect) uvarint(v uint64) {
 // checks every term's record this way.
 func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func(uint32) uint32) bool {
 	freqs = freqs[:len(docs)]
+	if len(docs) == 1 {
+		// Most terms: the record is a few bytes, built on the stack.
+		kind := byte(bmExact)
+		if tokenized {
+			kind = bmTokenized
+		}
+		var buf [32]byte
+		return bytes.Equal(rec, encodeOneRecord(buf[:0], kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm))
+	}
 	nBlocks, n1 := binary.Uvarint(rec)
 	if n1 <= 0 {
 		return false
