@@ -1,12 +1,15 @@
 package index
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"runtime"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/internal/rawfile"
 	"github.com/summadev/summa/engine/metadata"
 )
 
@@ -33,7 +36,11 @@ func spareName(i int) string { return fmt.Sprintf("spare.%d", i) }
 // directory fsync before the metadata rename makes the new entry durable
 // as it does for a created file (C02). Consumed slots are refilled by one
 // background goroutine, which Close drains (D01 step 6) before removing
-// the unused spares. Without ready spares, Create creates.
+// the unused spares. Without ready spares, Create creates. A ready spare
+// is held open, so that Create is one rename and the file it returns is
+// that descriptor. On the operating system's filesystem (Linux) the
+// commit path's opens, renames and the spares' creation are single
+// system calls (package rawfile) instead of pebble's os.File wrappers.
 type spareFS struct {
 	vfs.FS
 	// dir is the index directory; only files created in it use spares.
@@ -42,6 +49,9 @@ type spareFS struct {
 	meta string
 	// slots is the number of slots in use (at most spareSlots).
 	slots int
+	// raw is set on the operating system's filesystem where rawfile opens
+	// and renames.
+	raw bool
 	// log receives refill failures.
 	log logr.Logger
 	// run starts the refill (Hooks.SpareRefill; default: a goroutine).
@@ -53,6 +63,8 @@ type spareFS struct {
 		sync.Mutex
 		// state is each slot's state.
 		state [spareSlots]spareState
+		// files holds each ready slot's spare, open for writing.
+		files [spareSlots]vfs.File
 		// filling is set while the refill goroutine runs.
 		filling bool
 		// held is metadata.json of the published generation, held open so
@@ -91,7 +103,7 @@ func newSpareFS(fs vfs.FS, dir string, slots int, log logr.Logger, run func(refi
 	// dir as PathDir returns it for the files in it.
 	dir = fs.PathDir(fs.PathJoin(dir, spareName(0)))
 	return &spareFS{FS: fs, dir: dir, meta: fs.PathJoin(dir, metadata.FileName),
-		slots: min(max(slots, 0), spareSlots), log: log, run: run}
+		slots: min(max(slots, 0), spareSlots), raw: rawfile.Supported(fs), log: log, run: run}
 }
 
 // spareCount is the number of spare slots of a writer: opts.SpareFiles,
@@ -126,7 +138,7 @@ func (s *spareFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	if s.slots == 0 || s.FS.PathDir(name) != s.dir {
 		return s.FS.Create(name, category)
 	}
-	slot, refill := s.take()
+	slot, f, refill := s.take()
 	if refill {
 		defer s.run(s.refill)
 	}
@@ -134,35 +146,61 @@ func (s *spareFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 		return s.FS.Create(name, category)
 	}
 	spare := s.FS.PathJoin(s.dir, spareName(slot))
-	if err := s.FS.Rename(spare, name); err != nil {
+	if err := s.rename(spare, name); err != nil {
+		_ = f.Close()
 		_ = s.FS.Remove(spare)
 		return s.FS.Create(name, category)
 	}
-	f, err := s.FS.OpenReadWrite(name, category)
-	if err != nil {
-		// The name exists, empty: Create replaces it.
-		return s.FS.Create(name, category)
-	}
+	// The descriptor opened on the spare is the file's under its new name.
 	return f, nil
 }
 
-// take returns a ready slot, now empty (-1 if none is ready), and whether
-// the caller starts the refill (then counted in s.fills).
-func (s *spareFS) take() (slot int, refill bool) {
+// rename renames from to to: one system call on the operating system's
+// filesystem.
+func (s *spareFS) rename(from, to string) error {
+	if s.raw {
+		return rawfile.Rename(from, to)
+	}
+	return s.FS.Rename(from, to)
+}
+
+// Open implements vfs.FS: a file of the index directory opens with one
+// system call on the operating system's filesystem (the metadata save
+// opens the commit's unsynced files to sync them).
+func (s *spareFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if !s.raw || len(opts) > 0 || s.FS.PathDir(name) != s.dir {
+		return s.FS.Open(name, opts...)
+	}
+	return rawfile.Open(name)
+}
+
+// OpenDir implements vfs.FS: the index directory opens with one system
+// call on the operating system's filesystem (for its fsyncs).
+func (s *spareFS) OpenDir(name string) (vfs.File, error) {
+	if !s.raw || s.FS.PathDir(s.FS.PathJoin(name, spareName(0))) != s.dir {
+		return s.FS.OpenDir(name)
+	}
+	return rawfile.OpenDir(name)
+}
+
+// take returns a ready slot, now empty, with its open spare (-1 if none
+// is ready), and whether the caller starts the refill (then counted in
+// s.fills).
+func (s *spareFS) take() (slot int, f vfs.File, refill bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return -1, false
+		return -1, nil, false
 	}
 	slot = -1
 	for i := range s.slots {
 		if s.mu.state[i] == spareReady {
-			slot = i
-			s.mu.state[i] = spareEmpty
+			slot, f = i, s.mu.files[i]
+			s.mu.state[i], s.mu.files[i] = spareEmpty, nil
 			break
 		}
 	}
-	return slot, s.startRefillLocked()
+	return slot, f, s.startRefillLocked()
 }
 
 // startRefillLocked reports whether the caller must start the refill
@@ -187,7 +225,7 @@ func (s *spareFS) Rename(from, to string) error {
 	if s.slots == 0 || to != s.meta {
 		return s.FS.Rename(from, to)
 	}
-	err := s.FS.Rename(from, to)
+	err := s.rename(from, to)
 	s.mu.Lock()
 	if err == nil && s.mu.held != nil {
 		s.mu.release, s.mu.held = s.mu.held, nil
@@ -214,7 +252,7 @@ func (s *spareFS) swapMetadata() {
 	if !reopen {
 		return
 	}
-	f, err := s.FS.Open(s.meta)
+	f, err := s.Open(s.meta)
 	if err != nil {
 		return // the next commit's rename frees the inode itself
 	}
@@ -259,12 +297,12 @@ func (s *spareFS) refill() {
 			return
 		}
 		s.mu.Unlock()
-		err := s.create(slot)
+		f, err := s.create(slot)
 		s.mu.Lock()
 		if err != nil {
 			s.mu.state[slot] = spareBroken
 		} else {
-			s.mu.state[slot] = spareReady
+			s.mu.state[slot], s.mu.files[slot] = spareReady, f
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -273,18 +311,24 @@ func (s *spareFS) refill() {
 	}
 }
 
-// create creates slot's empty spare file.
-func (s *spareFS) create(slot int) error {
+// create creates slot's empty spare file and returns it open for writing.
+func (s *spareFS) create(slot int) (vfs.File, error) {
 	path := s.FS.PathJoin(s.dir, spareName(slot))
-	f, err := s.FS.Create(path, vfs.WriteCategoryUnspecified)
+	var f vfs.File
+	var err error
+	if s.raw {
+		if f, err = rawfile.Create(path); errors.Is(err, iofs.ErrExist) {
+			// A leftover (vfs.FS.Create replaces it too).
+			_ = s.FS.Remove(path)
+			f, err = rawfile.Create(path)
+		}
+	} else {
+		f, err = s.FS.Create(path, vfs.WriteCategoryUnspecified)
+	}
 	if err != nil {
-		return fmt.Errorf("index: create spare %s: %w", path, err)
+		return nil, fmt.Errorf("index: create spare %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		_ = s.FS.Remove(path)
-		return fmt.Errorf("index: close spare %s: %w", path, err)
-	}
-	return nil
+	return f, nil
 }
 
 // close stops the refills, waits for the running one, and removes the
@@ -304,8 +348,9 @@ func (s *spareFS) close() {
 	s.mu.held, s.mu.release = nil, nil
 	for i := range s.slots {
 		if s.mu.state[i] == spareReady {
+			_ = s.mu.files[i].Close()
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
-			s.mu.state[i] = spareEmpty
+			s.mu.state[i], s.mu.files[i] = spareEmpty, nil
 		}
 	}
 }

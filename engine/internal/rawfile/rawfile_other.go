@@ -1,0 +1,26 @@
+//go:build !linux
+
+package rawfile
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+const supported = false
+
+// errUnsupported: Supported is false here; callers use their filesystem.
+var errUnsupported = errors.New("rawfile: not supported on this system")
+
+// Open is not supported here (Supported is false).
+func Open(path string) (vfs.File, error) { return nil, errUnsupported }
+
+// OpenDir is not supported here (Supported is false).
+func OpenDir(path string) (vfs.File, error) { return nil, errUnsupported }
+
+// Create is not supported here (Supported is false).
+func Create(path string) (vfs.File, error) { return nil, errUnsupported }
+
+// Rename is not supported here (Supported is false).
+func Rename(from, to string) error { return errUnsupported }
