@@ -90,6 +90,10 @@ const (
 	spareCreating
 	// spareReady: the file exists, empty, unused.
 	spareReady
+	// spareTaken: Create is renaming the file into place; the refill
+	// leaves the slot alone until the name is free (creating the spare
+	// anew would replace the file Create returns).
+	spareTaken
 	// spareBroken: creating the file failed; the slot is not used again.
 	spareBroken
 )
@@ -138,21 +142,37 @@ func (s *spareFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	if s.slots == 0 || s.FS.PathDir(name) != s.dir {
 		return s.FS.Create(name, category)
 	}
-	slot, f, refill := s.take()
-	if refill {
-		defer s.run(s.refill)
-	}
+	slot, f := s.take()
 	if slot < 0 {
+		s.startRefill()
 		return s.FS.Create(name, category)
 	}
 	spare := s.FS.PathJoin(s.dir, spareName(slot))
-	if err := s.rename(spare, name); err != nil {
+	err := s.rename(spare, name)
+	if err != nil {
 		_ = f.Close()
 		_ = s.FS.Remove(spare)
+	}
+	s.mu.Lock()
+	s.mu.state[slot] = spareEmpty // the name is free for the refill
+	s.mu.Unlock()
+	s.startRefill()
+	if err != nil {
 		return s.FS.Create(name, category)
 	}
 	// The descriptor opened on the spare is the file's under its new name.
 	return f, nil
+}
+
+// startRefill starts the refill unless it runs or the filesystem is
+// closed.
+func (s *spareFS) startRefill() {
+	s.mu.Lock()
+	refill := s.startRefillLocked()
+	s.mu.Unlock()
+	if refill {
+		s.run(s.refill)
+	}
 }
 
 // rename renames from to to: one system call on the operating system's
@@ -183,24 +203,22 @@ func (s *spareFS) OpenDir(name string) (vfs.File, error) {
 	return rawfile.OpenDir(name)
 }
 
-// take returns a ready slot, now empty, with its open spare (-1 if none
-// is ready), and whether the caller starts the refill (then counted in
-// s.fills).
-func (s *spareFS) take() (slot int, f vfs.File, refill bool) {
+// take returns a ready slot, now taken, with its open spare (-1 if none
+// is ready).
+func (s *spareFS) take() (slot int, f vfs.File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return -1, nil, false
+		return -1, nil
 	}
-	slot = -1
 	for i := range s.slots {
 		if s.mu.state[i] == spareReady {
-			slot, f = i, s.mu.files[i]
-			s.mu.state[i], s.mu.files[i] = spareEmpty, nil
-			break
+			f = s.mu.files[i]
+			s.mu.state[i], s.mu.files[i] = spareTaken, nil
+			return i, f
 		}
 	}
-	return slot, f, s.startRefillLocked()
+	return -1, nil
 }
 
 // startRefillLocked reports whether the caller must start the refill

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +224,73 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 		in.Close()
 		out.Close()
+	}
+}
+
+// refillDuringRename runs the spares' refill, as its goroutine would,
+// just before each rename of a spare into place.
+type refillDuringRename struct {
+	vfs.FS
+	spares func() *spareFS
+}
+
+func (r *refillDuringRename) Rename(from, to string) error {
+	if s := r.spares(); s != nil && strings.HasPrefix(filepath.Base(from), "spare.") {
+		s.mu.Lock()
+		start := s.startRefillLocked()
+		s.mu.Unlock()
+		if start {
+			s.refill()
+		}
+	}
+	return r.FS.Rename(from, to)
+}
+
+// TestSpareFiles_RefillLeavesTakenSpare: a refill running while a commit
+// renames a spare into place does not create that slot's spare anew (which
+// would replace the file the commit writes through its held descriptor,
+// leaving the renamed name empty): every commit's files hold their bytes
+// and the documents are visible, in this index and reopened.
+func TestSpareFiles_RefillLeavesTakenSpare(t *testing.T) {
+	var idx *Index
+	fs := &refillDuringRename{FS: vfs.NewMem(), spares: func() *spareFS {
+		if idx == nil {
+			return nil
+		}
+		return idx.spares
+	}}
+	opts := testOptions()
+	opts.SpareFiles = spareSlots
+	opts.Hooks.SpareRefill = func(refill func()) { refill() }
+	var err error
+	if idx, err = Create(fs, testDir, testSchema, opts); err != nil {
+		t.Fatal(err)
+	}
+	steps := []step{{adds: docs(t, 0, 20, 1)}}
+	for v := 2; v < 6; v++ {
+		steps = append(steps, step{adds: docs(t, v, v+1, v)})
+	}
+	for _, s := range steps {
+		if err := idx.Add(s.adds); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	want := expectedStates(steps)[len(steps)-1]
+	if got := visible(t, idx); !maps.Equal(got, want) {
+		t.Fatalf("visible documents: %d, want %d", len(got), len(want))
+	}
+	mustClose(t, idx)
+	idx = nil
+	re, err := Open(fs.FS, testDir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, re)
+	if st := re.Status(); len(st.Quarantined) > 0 {
+		t.Fatalf("a committed file is empty or broken: %+v", st.Quarantined)
+	}
+	if got := visible(t, re); !maps.Equal(got, want) {
+		t.Fatalf("reopened: %d documents, want %d", len(got), len(want))
 	}
 }
