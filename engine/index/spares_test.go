@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"io"
 	"maps"
 	"os"
@@ -293,4 +294,65 @@ func TestSpareFiles_RefillLeavesTakenSpare(t *testing.T) {
 	if got := visible(t, re); !maps.Equal(got, want) {
 		t.Fatalf("reopened: %d documents, want %d", len(got), len(want))
 	}
+}
+
+// TestSpareFiles_MergeHoldsItsMetadata: a merge publishes through the
+// commit path's filesystem too: afterwards the file held open is the
+// merge's metadata.json (so the next commit's rename does not free an
+// inode inside its critical path), and the merge's metadata.json.tmp was
+// a spare.
+func TestSpareFiles_MergeHoldsItsMetadata(t *testing.T) {
+	mem := vfs.NewMem()
+	counter := &createCounter{FS: mem}
+	opts := testOptions()
+	opts.SpareFiles = spareSlots
+	opts.Hooks.SpareRefill = func(refill func()) { refill() }
+	idx, err := Create(counter, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	for v := range 3 {
+		if err := idx.Add(docs(t, 10*v, 10*v+10, 1)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	renamed := counter.renamedSpares
+	if _, err := idx.ForceMerge(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(idx.Metadata().Segments); n != 1 {
+		t.Fatalf("%d segments after the merge", n)
+	}
+	if counter.renamedSpares == renamed {
+		t.Fatal("the merge's metadata.json.tmp was created, not renamed from a spare")
+	}
+	idx.spares.mu.Lock()
+	held := idx.spares.mu.held
+	idx.spares.mu.Unlock()
+	if held == nil {
+		t.Fatal("no metadata.json held open after the merge")
+	}
+	want := readAllFile(t, mem, mem.PathJoin(testDir, metadata.FileName))
+	got := make([]byte, len(want)+1)
+	n, _ := held.ReadAt(got, 0)
+	if string(got[:n]) != string(want) {
+		t.Fatalf("the held file is not the merge's metadata.json (%d bytes, want %d)", n, len(want))
+	}
+}
+
+// readAllFile reads a file of fs whole.
+func readAllFile(t *testing.T, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
