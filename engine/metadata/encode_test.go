@@ -247,3 +247,22 @@ func BenchmarkEncode(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 	})
 }
+
+// BenchmarkValidate validates a generation of 36 compound segments with
+// masks, as every commit's save does before encoding it.
+func BenchmarkValidate(b *testing.B) {
+	m := fullSample()
+	m.Segments = m.Segments[:0]
+	for i := range 36 {
+		s := fullSample().Segments[1]
+		s.ID, s.Seismic, s.IVF = segid.ID(2*i+1), nil, nil
+		s.Deletes = &Mask{ID: segid.ID(2*i + 2), Deleted: 1, Size: 62}
+		m.Segments = append(m.Segments, s)
+	}
+	m.NextID = 100
+	for b.Loop() {
+		if err := m.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
