@@ -13,11 +13,12 @@ import (
 	"github.com/summadev/summa/engine/metadata"
 )
 
-// spareSlots is the number of spare files a writer keeps ready: one
-// one-document upsert commit creates three files (its segment, the new
-// deletion mask of the segment holding the replaced document, and
-// metadata.json.tmp), a commit of two workers four.
-const spareSlots = 4
+// spareSlots is the number of spare slots of a writer: one one-document
+// upsert commit creates three files (its segment, the new deletion mask of
+// the segment holding the replaced document, and metadata.json.tmp), a
+// commit of two workers four, and on the raw filesystem one more slot
+// holds the published metadata.json's link (recycle.go).
+const spareSlots = 5
 
 // spareName is the name of spare slot i in the index directory. It is not
 // a segment file name (seg_<ID>.*), so the orphan sweep never sees it;
@@ -77,6 +78,11 @@ type spareFS struct {
 		reopen bool
 		// closed stops refills and the use of spares.
 		closed bool
+		// linkSlot is the slot in the recycling cycle (being linked,
+		// linked, stale or being recycled), -1 for none.
+		linkSlot int
+		// noLink is set after a link failed: spares are created only.
+		noLink bool
 	}
 }
 
@@ -96,6 +102,12 @@ const (
 	spareTaken
 	// spareBroken: creating the file failed; the slot is not used again.
 	spareBroken
+	// spareLinked: the slot's name is a hard link to the published
+	// metadata.json (recycle.go).
+	spareLinked
+	// spareStale: the linked generation was replaced; the refill empties
+	// the file into a ready spare (recycle.go).
+	spareStale
 )
 
 // newSpareFS returns the spare-aware filesystem of a writer of dir with
@@ -106,8 +118,10 @@ func newSpareFS(fs vfs.FS, dir string, slots int, log logr.Logger, run func(refi
 	}
 	// dir as PathDir returns it for the files in it.
 	dir = fs.PathDir(fs.PathJoin(dir, spareName(0)))
-	return &spareFS{FS: fs, dir: dir, meta: fs.PathJoin(dir, metadata.FileName),
+	s := &spareFS{FS: fs, dir: dir, meta: fs.PathJoin(dir, metadata.FileName),
 		slots: min(max(slots, 0), spareSlots), raw: rawfile.Supported(fs), log: log, run: run}
+	s.mu.linkSlot = -1
+	return s
 }
 
 // spareCount is the number of spare slots of a writer: opts.SpareFiles,
@@ -248,6 +262,10 @@ func (s *spareFS) Rename(from, to string) error {
 	if err == nil && s.mu.held != nil {
 		s.mu.release, s.mu.held = s.mu.held, nil
 	}
+	if k := s.mu.linkSlot; err == nil && k >= 0 && s.mu.state[k] == spareLinked {
+		// The linked file is now the replaced generation's.
+		s.mu.state[k] = spareStale
+	}
 	s.mu.reopen = s.mu.held == nil
 	refill := s.startRefillLocked()
 	s.mu.Unlock()
@@ -284,23 +302,46 @@ func (s *spareFS) swapMetadata() {
 	}
 }
 
-// refill creates a file in every empty slot, one at a time, until none is
-// empty or the filesystem is closed.
+// The refill's jobs on one slot.
+const (
+	jobCreate = iota
+	jobLink
+	jobRecycle
+)
+
+// nextJobLocked picks the refill's next job and marks its slot
+// spareCreating: a stale file to recycle, else (raw filesystem) an empty
+// slot to link to metadata.json when none is in the recycling cycle, else
+// an empty slot to create; slot -1 for none. REQUIRES: s.mu.
+func (s *spareFS) nextJobLocked() (slot, job int) {
+	if s.mu.closed {
+		return -1, 0
+	}
+	if k := s.mu.linkSlot; k >= 0 && s.mu.state[k] == spareStale {
+		s.mu.state[k] = spareCreating
+		return k, jobRecycle
+	}
+	for i := range s.slots {
+		if s.mu.state[i] == spareEmpty {
+			s.mu.state[i] = spareCreating
+			if s.raw && !s.mu.noLink && s.mu.linkSlot < 0 && s.slots > 1 {
+				s.mu.linkSlot = i
+				return i, jobLink
+			}
+			return i, jobCreate
+		}
+	}
+	return -1, 0
+}
+
+// refill fills every empty or stale slot, one at a time, until none is
+// left or the filesystem is closed.
 func (s *spareFS) refill() {
 	defer s.fills.Done()
 	s.swapMetadata()
 	for {
 		s.mu.Lock()
-		slot := -1
-		if !s.mu.closed {
-			for i := range s.slots {
-				if s.mu.state[i] == spareEmpty {
-					slot = i
-					s.mu.state[i] = spareCreating
-					break
-				}
-			}
-		}
+		slot, job := s.nextJobLocked()
 		if slot < 0 {
 			again := (s.mu.reopen || s.mu.release != nil) && !s.mu.closed
 			if !again {
@@ -315,16 +356,47 @@ func (s *spareFS) refill() {
 			return
 		}
 		s.mu.Unlock()
-		f, err := s.create(slot)
-		s.mu.Lock()
-		if err != nil {
-			s.mu.state[slot] = spareBroken
-		} else {
-			s.mu.state[slot], s.mu.files[slot] = spareReady, f
-		}
-		s.mu.Unlock()
-		if err != nil {
-			s.log.Error(err, "Creating a spare file failed; commits create their files instead", "slot", slot)
+		switch job {
+		case jobLink:
+			err := s.linkMetadata(slot)
+			s.mu.Lock()
+			if err != nil {
+				s.mu.state[slot], s.mu.linkSlot, s.mu.noLink = spareEmpty, -1, true
+			} else {
+				s.mu.state[slot] = spareLinked
+			}
+			s.mu.Unlock()
+			if err != nil {
+				s.log.Error(err, "Linking metadata.json to a spare failed; spares are created instead", "slot", slot)
+			}
+		case jobRecycle:
+			f, err := s.recycle(slot)
+			s.mu.Lock()
+			switch {
+			case err == nil:
+				s.mu.state[slot], s.mu.files[slot], s.mu.linkSlot = spareReady, f, -1
+			case errors.Is(err, errLive):
+				s.mu.state[slot] = spareLinked
+			default:
+				_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(slot)))
+				s.mu.state[slot], s.mu.linkSlot = spareEmpty, -1
+			}
+			s.mu.Unlock()
+			if err != nil && !errors.Is(err, errLive) {
+				s.log.Error(err, "Recycling a replaced metadata.json failed; spares are created instead", "slot", slot)
+			}
+		default:
+			f, err := s.create(slot)
+			s.mu.Lock()
+			if err != nil {
+				s.mu.state[slot] = spareBroken
+			} else {
+				s.mu.state[slot], s.mu.files[slot] = spareReady, f
+			}
+			s.mu.Unlock()
+			if err != nil {
+				s.log.Error(err, "Creating a spare file failed; commits create their files instead", "slot", slot)
+			}
 		}
 	}
 }
@@ -365,12 +437,19 @@ func (s *spareFS) close() {
 	}
 	s.mu.held, s.mu.release = nil, nil
 	for i := range s.slots {
-		if s.mu.state[i] == spareReady {
+		switch s.mu.state[i] {
+		case spareReady:
 			_ = s.mu.files[i].Close()
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
-			s.mu.state[i], s.mu.files[i] = spareEmpty, nil
+		case spareLinked, spareStale:
+			// Only a name of a metadata.json (current or replaced).
+			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
+		default:
+			continue
 		}
+		s.mu.state[i], s.mu.files[i] = spareEmpty, nil
 	}
+	s.mu.linkSlot = -1
 }
 
 // ready returns the number of ready spares (tests).

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/internal/rawfile"
 	"github.com/summadev/summa/engine/metadata"
 )
 
@@ -355,4 +357,110 @@ func readAllFile(t *testing.T, fs vfs.FS, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// settledSpares waits until the refill left no slot empty, being filled
+// or stale, and returns the slot states.
+func settledSpares(t *testing.T, s *spareFS) [spareSlots]spareState {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		states, busy := s.mu.state, s.mu.filling
+		s.mu.Unlock()
+		if !busy {
+			return states
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refill did not settle: %v", states)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// inode returns the inode number of path.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestSpareFiles_RecycleReplacedMetadata (a real disk): the refill links
+// an empty slot to the published metadata.json; the commit point leaves
+// the replaced generation's inode under that name, and the refill empties
+// it into a ready spare (no inode freed, one fewer created). No ready
+// spare is ever the published metadata.json, which stays whole, and the
+// index reopens with every document, from the live directory and from a
+// kill's image.
+func TestSpareFiles_RecycleReplacedMetadata(t *testing.T) {
+	if !rawfile.Supported(vfs.Default) {
+		t.Skip("no raw filesystem here: spares are created only")
+	}
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live")
+	idx, err := Create(vfs.Default, live, testSchema, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []step{{adds: docs(t, 0, 20, 1)}}
+	if err := idx.Add(steps[0].adds); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	meta := filepath.Join(live, metadata.FileName)
+	recycled := 0
+	for v := 2; v < 8; v++ {
+		settledSpares(t, idx.spares)
+		old := inode(t, meta)
+		s := step{adds: docs(t, v, v+1, v)}
+		steps = append(steps, s)
+		if err := idx.Add(s.adds); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+		settledSpares(t, idx.spares)
+		if inode(t, meta) == old {
+			t.Fatal("the commit did not replace metadata.json")
+		}
+		// The replaced generation's inode is a ready spare now; no ready
+		// spare is the published metadata.json.
+		for i := range spareSlots {
+			idx.spares.mu.Lock()
+			ready := idx.spares.mu.state[i] == spareReady
+			idx.spares.mu.Unlock()
+			if ready && inode(t, filepath.Join(live, spareName(i))) == inode(t, meta) {
+				t.Fatalf("commit %d: ready spare %d is the published metadata.json", v, i)
+			}
+			if ready && inode(t, filepath.Join(live, spareName(i))) == old {
+				recycled++
+				if st, _ := os.Stat(filepath.Join(live, spareName(i))); st.Size() != 0 {
+					t.Fatalf("recycled spare of %d bytes", st.Size())
+				}
+			}
+		}
+		if _, err := metadata.Load(vfs.Default, live); err != nil {
+			t.Fatalf("commit %d: metadata.json: %v", v, err)
+		}
+	}
+	t.Logf("%d of 6 replaced generations recycled", recycled)
+	if recycled < 3 {
+		t.Fatalf("%d of 6 replaced metadata.json recycled into a spare", recycled)
+	}
+	want := expectedStates(steps)[len(steps)-1]
+	image := filepath.Join(dir, "image")
+	copyDir(t, live, image)
+	mustClose(t, idx)
+	for _, d := range []string{live, image} {
+		re, err := Open(vfs.Default, d, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := visible(t, re); !maps.Equal(got, want) {
+			t.Fatalf("%s reopened: %d documents, want %d", d, len(got), len(want))
+		}
+		mustClose(t, re)
+	}
 }

@@ -3,6 +3,7 @@
 package rawfile
 
 import (
+	"errors"
 	"io"
 	"os"
 
@@ -194,3 +195,51 @@ func (f *File) Prefetch(offset, length int64) error { return nil }
 
 // Fd returns the descriptor.
 func (f *File) Fd() uintptr { return uintptr(f.fd) }
+
+// Link makes to a new name of the file from names (link(2)).
+func Link(from, to string) error {
+	for {
+		err := unix.Link(from, to)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.LinkError{Op: "link", Old: from, New: to, Err: err}
+		}
+		return nil
+	}
+}
+
+// ErrSameFile is returned by Reuse when path is live's file.
+var ErrSameFile = errors.New("rawfile: the file to reuse is the live file")
+
+// Reuse opens path for reading and writing and truncates it to zero
+// bytes, unless path names the same file (inode) as live, or live cannot
+// be stat'ed: then it changes nothing and returns ErrSameFile (or the
+// error). A caller that recycles an old generation's file through a hard
+// link this way can never empty the live one.
+func Reuse(path, live string) (vfs.File, error) {
+	var lst unix.Stat_t
+	if err := unix.Stat(live, &lst); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: live, Err: err}
+	}
+	f, err := open(path, unix.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	fd := int(f.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Ino == lst.Ino && st.Dev == lst.Dev {
+		f.Close()
+		return nil, ErrSameFile
+	}
+	if err := unix.Ftruncate(fd, 0); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "truncate", Path: path, Err: err}
+	}
+	return f, nil
+}

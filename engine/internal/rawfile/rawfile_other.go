@@ -24,3 +24,12 @@ func Create(path string) (vfs.File, error) { return nil, errUnsupported }
 
 // Rename is not supported here (Supported is false).
 func Rename(from, to string) error { return errUnsupported }
+
+// Link is not supported here (Supported is false).
+func Link(from, to string) error { return errUnsupported }
+
+// ErrSameFile is returned by Reuse when path is live's file.
+var ErrSameFile = errors.New("rawfile: the file to reuse is the live file")
+
+// Reuse is not supported here (Supported is false).
+func Reuse(path, live string) (vfs.File, error) { return nil, errUnsupported }

@@ -87,3 +87,59 @@ func TestFileOnDisk(t *testing.T) {
 		t.Fatalf("rename of a missing file: %v", err)
 	}
 }
+
+// TestReuseNeverEmptiesTheLiveFile: a hard link to the live file is not
+// truncated; once the live name is renamed over (the linked file is an
+// old generation), the link is reused, emptied and writable.
+func TestReuseNeverEmptiesTheLiveFile(t *testing.T) {
+	if !Supported(vfs.Default) {
+		t.Skip("rawfile is not supported on this system")
+	}
+	dir := t.TempDir()
+	live, spare, tmp := filepath.Join(dir, "live"), filepath.Join(dir, "spare"), filepath.Join(dir, "tmp")
+	gen1, gen2 := []byte("generation 1"), []byte("generation 2")
+	if err := os.WriteFile(live, gen1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Link(live, spare); err != nil {
+		t.Fatal(err)
+	}
+	if err := Link(live, spare); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("link over an existing name: %v", err)
+	}
+	if f, err := Reuse(spare, live); err != ErrSameFile {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("Reuse of a link to the live file: %v", err)
+	}
+	if got, _ := os.ReadFile(live); string(got) != string(gen1) {
+		t.Fatalf("the live file holds %q after a refused Reuse", got)
+	}
+	if err := os.WriteFile(tmp, gen2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename(tmp, live); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Reuse(spare, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != 0 {
+		t.Fatalf("reused file: %v, %v", st, err)
+	}
+	if _, err := f.Write([]byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got, _ := os.ReadFile(live); string(got) != string(gen2) {
+		t.Fatalf("the live file holds %q after Reuse of the old one", got)
+	}
+	if got, _ := os.ReadFile(spare); string(got) != "next" {
+		t.Fatalf("the reused file holds %q", got)
+	}
+	if _, err := Reuse(spare, filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("Reuse with a live file that cannot be stat'ed")
+	}
+}
