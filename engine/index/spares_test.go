@@ -162,10 +162,7 @@ func TestSpareFiles_KillAfterCommit(t *testing.T) {
 		}
 		mustCommit(t, idx)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for idx.spares.ready() != spareSlots && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	settledSpares(t, idx.spares)
 	// The image a kill leaves: the files as they are (the page cache
 	// survives a process kill), without the lock.
 	image := filepath.Join(dir, "image")
