@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
@@ -151,8 +152,15 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 // Preallocate does nothing (allowed by vfs.File).
 func (f *File) Preallocate(offset, length int64) error { return nil }
 
-// Stat stats the path the file was opened under.
-func (f *File) Stat() (vfs.FileInfo, error) { return vfs.Default.Stat(f.path) }
+// Stat stats the file through its descriptor (/proc/self/fd, which
+// follows the file across renames: a spare is renamed after it is opened),
+// or the path it was opened under where /proc is not mounted.
+func (f *File) Stat() (vfs.FileInfo, error) {
+	if fi, err := vfs.Default.Stat("/proc/self/fd/" + strconv.Itoa(f.fd)); err == nil {
+		return fi, nil
+	}
+	return vfs.Default.Stat(f.path)
+}
 
 // Sync is fsync(2).
 func (f *File) Sync() error {

@@ -37,6 +37,16 @@ func TestFileOnDisk(t *testing.T) {
 	if n, err := f.Write(text); n != len(text) || err != nil {
 		t.Fatalf("write: %d, %v", n, err)
 	}
+	// Stat follows the descriptor, not the name it was opened under.
+	if err := os.WriteFile(a, []byte("another file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != int64(len(text)) {
+		t.Fatalf("Stat of the renamed file: %v, %v", st, err)
+	}
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.WriteAt([]byte("L"), 0); err != nil {
 		t.Fatal(err)
 	}
