@@ -30,19 +30,22 @@ func (o *orienter) localSwaps() (int, error) {
 	swaps := 0
 	for range swapSweeps {
 		before := swaps
+		copy(o.cursor, o.tOff[:len(o.cursor)])
 		for p := 0; p+1 < n; p++ {
 			q, err := o.bestSwap(p, min(swapWindow, n-1-p), deltaD[:])
 			if err != nil {
 				return swaps, err
 			}
-			if q < 0 {
-				continue
+			if q >= 0 {
+				d, e := o.order[p], o.order[q]
+				o.movePositions(d, uint32(p), uint32(q))
+				o.movePositions(e, uint32(q), uint32(p))
+				o.order[p], o.order[q] = e, d
+				swaps++
 			}
-			d, e := o.order[p], o.order[q]
-			o.movePositions(d, uint32(p), uint32(q))
-			o.movePositions(e, uint32(q), uint32(p))
-			o.order[p], o.order[q] = e, d
-			swaps++
+			for _, t := range o.g.docTerms(o.order[p]) {
+				o.cursor[t]++
+			}
 		}
 		if swaps == before {
 			break
@@ -51,61 +54,63 @@ func (o *orienter) localSwaps() (int, error) {
 	return swaps, nil
 }
 
+// The sweep keeps cursor[t] ("the cursors at p") at the index in tPos of t's first position
+// at or after the current position p, so the index of a position in
+// p..p+swapWindow is found by a short scan (index), not a search.
+
 // bestSwap returns the position among p+1..p+w whose document, exchanged
 // with p's, lowers LogGapCost the most, or -1 when none lowers it by more
-// than flipEpsilon. deltaD is scratch of at least w+1 entries.
-func (o *orienter) bestSwap(p, w int, deltaD []float64) (int, error) {
-	dTerms := o.g.docTerms(o.order[p])
-	clear(deltaD[:w+1])
-	for _, t := range dTerms {
-		i := o.index(t, uint32(p))
-		for k := 1; k <= w; k++ {
-			deltaD[k] += o.moveDelta(t, i, p+k)
-		}
-	}
+// than flipEpsilon. deltas is scratch of at least w+1 entries.
+// REQUIRES: the cursors at p.
+func (o *orienter) bestSwap(p, w int, deltas []float64) (int, error) {
+	work := o.swapDeltas(p, w, deltas)
 	best, bestQ := -flipEpsilon, -1
-	work := len(dTerms) * w
 	for k := 1; k <= w; k++ {
-		q := p + k
-		sum := deltaD[k]
-		eTerms := o.g.docTerms(o.order[q])
-		for _, t := range eTerms {
-			sum += o.moveDelta(t, o.index(t, uint32(q)), p)
-		}
-		work += len(eTerms)
-		if sum < best {
-			best, bestQ = sum, q
+		if deltas[k] < best {
+			best, bestQ = deltas[k], p+k
 		}
 	}
 	return bestQ, o.tick(work)
 }
 
-// index returns the index in tPos of position p in t's list.
-// REQUIRES: t's list holds p.
-func (o *orienter) index(t, p uint32) uint64 {
-	lo, hi := o.tOff[t], o.tOff[t+1]
-	for lo < hi {
-		m := lo + (hi-lo)/2
-		if o.tPos[m] < p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+// swapDeltas sets deltas[k], for 1 <= k <= w, to the change of
+// LogGapCost if the documents at p and p+k traded places, and returns the
+// postings read. REQUIRES: the cursors at p.
+func (o *orienter) swapDeltas(p, w int, deltas []float64) int {
+	dTerms := o.g.docTerms(o.order[p])
+	clear(deltas[:w+1])
+	for _, t := range dTerms {
+		o.addRightMoves(t, o.cursor[t], w, deltas)
 	}
-	return lo
+	work := len(dTerms) * w
+	for k := 1; k <= w; k++ {
+		q := p + k
+		eTerms := o.g.docTerms(o.order[q])
+		for _, t := range eTerms {
+			deltas[k] += o.leftMove(t, q, p)
+		}
+		work += len(eTerms)
+	}
+	return work
 }
 
-// moveDelta returns the change of t's cost if its posting at position a =
-// tPos[i] moved to position b: 0 when t's list already holds b (the other
-// document of an exchange holds t too, which leaves t's list as it is).
-// The posting leaves the gap between its neighbours pa and na, and splits
-// the one between b's neighbours pb and nb (-1 before the first, none
-// after the last). It walks the list from i to b, so it is meant for b
-// near a.
-func (o *orienter) moveDelta(t uint32, i uint64, b int) float64 {
+// index returns the index in tPos of position p in t's list, scanning
+// from cursor[t]. REQUIRES: t's list holds p, at or after cursor[t].
+func (o *orienter) index(t, p uint32) uint64 {
+	i := o.cursor[t]
+	for o.tPos[i] < p {
+		i++
+	}
+	return i
+}
+
+// addRightMoves adds to out[k], for 1 <= k <= w, the change of t's cost
+// if its posting at position a = tPos[i] moved to a+k (0 when t's list
+// holds a+k: the document at a+k holds t too), walking t's list once.
+func (o *orienter) addRightMoves(t uint32, i uint64, w int, out []float64) {
 	logs := o.logs
 	start, end := o.tOff[t], o.tOff[t+1]
-	a, bb := int64(o.tPos[i]), int64(b)
+	a := int64(o.tPos[i])
 	pa, na := int64(-1), int64(-1)
 	if i > start {
 		pa = int64(o.tPos[i-1])
@@ -113,44 +118,65 @@ func (o *orienter) moveDelta(t uint32, i uint64, b int) float64 {
 	if i+1 < end {
 		na = int64(o.tPos[i+1])
 	}
-	pb, nb := pa, na
-	if bb > a {
-		j := i + 1
-		for j < end && int64(o.tPos[j]) < bb {
+	// Leaving a: the gap pa..na replaces pa..a and a..na.
+	leave := -logs[a-pa]
+	if na >= 0 {
+		leave += logs[na-pa] - logs[na-a]
+	}
+	pb, j := pa, i+1 // pb: t's last position before b other than a; j: index of the next
+	for k := 1; k <= w; k++ {
+		b := a + int64(k)
+		for j < end && int64(o.tPos[j]) < b {
+			pb = int64(o.tPos[j])
 			j++
 		}
-		if j < end && int64(o.tPos[j]) == bb {
-			return 0
+		if j < end && int64(o.tPos[j]) == b {
+			continue
 		}
-		if j-1 != i {
-			pb = int64(o.tPos[j-1])
-		}
-		nb = -1
+		delta := leave + logs[b-pb]
 		if j < end {
-			nb = int64(o.tPos[j])
+			nb := int64(o.tPos[j])
+			delta += logs[nb-b] - logs[nb-pb]
 		}
-	} else {
-		j := i // b goes before tPos[j], after tPos[j-1]
-		for j > start && int64(o.tPos[j-1]) > bb {
-			j--
-		}
-		if j > start && int64(o.tPos[j-1]) == bb {
-			return 0
-		}
-		pb = -1
-		if j > start {
-			pb = int64(o.tPos[j-1])
-		}
-		if j != i {
-			nb = int64(o.tPos[j])
-		}
+		out[k] += delta
 	}
-	delta := logs[bb-pb] - logs[a-pa]
+}
+
+// leftMove returns the change of t's cost if its posting at position q
+// moved to the current position p < q of the sweep, read from the
+// cursor; 0 when t's list holds p.
+func (o *orienter) leftMove(t uint32, q, p int) float64 {
+	logs := o.logs
+	start, end := o.tOff[t], o.tOff[t+1]
+	c := o.cursor[t] // t's first position >= p: p itself, or the new neighbour after p
+	if int(o.tPos[c]) == p {
+		return 0
+	}
+	i := c
+	for int(o.tPos[i]) < q {
+		i++
+	}
+	a, b := int64(q), int64(p)
+	pa, na := int64(-1), int64(-1)
+	if i > start {
+		pa = int64(o.tPos[i-1])
+	}
+	if i+1 < end {
+		na = int64(o.tPos[i+1])
+	}
+	pb, nb := int64(-1), na
+	if c > start {
+		pb = int64(o.tPos[c-1])
+	}
+	if c != i {
+		nb = int64(o.tPos[c])
+	}
+	delta := logs[b-pb] - logs[a-pa]
 	if na >= 0 {
 		delta += logs[na-pa] - logs[na-a]
 	}
 	if nb >= 0 {
-		delta += logs[nb-bb] - logs[nb-pb]
+		delta += logs[nb-b] - logs[nb-pb]
 	}
 	return delta
 }
