@@ -1,15 +1,15 @@
 package bp
 
 // swapWindow is how far apart two documents may be for localSwaps to
-// exchange them. On the linux-doc sections (24,650, path order) one sweep
-// took the doc-id bytes after BP from 1,783,865 to 1,774,892 with a
-// window of 16 and to 1,775,015 with 64 (four times the CPU); 8 with
-// three sweeps gave 1,772,634.
-const swapWindow = 16
+// exchange them. On the linux-doc sections (24,650, path order), doc-id
+// bytes after BP (1,783,865 without the swaps): window 8 with three
+// sweeps 1,772,634; window 16: one sweep 1,774,892, three 1,770,740, five
+// 1,770,033; window 64, one sweep, 1,775,015; window 4, five sweeps,
+// 1,774,479. The CPU grows with window x sweeps.
+const swapWindow = 8
 
 // swapSweeps bounds the sweeps of localSwaps; a sweep without exchange
-// ends it earlier. Linux-doc sections, window 16: one sweep 1,774,892
-// doc-id bytes, three 1,770,740, five 1,770,033.
+// ends it earlier.
 const swapSweeps = 3
 
 // localSwaps sweeps the order left to right and, at each position p,
