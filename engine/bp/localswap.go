@@ -1,5 +1,7 @@
 package bp
 
+import "slices"
+
 // swapWindow is how far apart two documents may be for localSwaps to
 // exchange them. On the linux-doc sections (24,650, path order), doc-id
 // bytes after BP (1,783,865 without the swaps): window 8 with three
@@ -27,16 +29,24 @@ const swapSweeps = 3
 func (o *orienter) localSwaps() (int, error) {
 	n := len(o.order)
 	var deltaD [swapWindow + 1]float64
+	// changed[pos] is 1 + the last sweep that exchanged the document at
+	// pos (0: none).
+	changed := make([]int32, n)
 	swaps := 0
-	for range swapSweeps {
+	for sweep := range int32(swapSweeps) {
 		before := swaps
 		copy(o.cursor, o.tOff[:len(o.cursor)])
 		for p := 0; p+1 < n; p++ {
-			q, err := o.bestSwap(p, min(swapWindow, n-1-p), deltaD[:])
-			if err != nil {
-				return swaps, err
+			w := min(swapWindow, n-1-p)
+			q := -1
+			if sweep == 0 || slices.Max(changed[p:p+w+1]) >= sweep {
+				var err error
+				if q, err = o.bestSwap(p, w, deltaD[:]); err != nil {
+					return swaps, err
+				}
 			}
 			if q >= 0 {
+				changed[p], changed[q] = sweep+1, sweep+1
 				d, e := o.order[p], o.order[q]
 				o.movePositions(d, uint32(p), uint32(q))
 				o.movePositions(e, uint32(q), uint32(p))
