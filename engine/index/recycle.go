@@ -21,7 +21,11 @@ import (
 // (spareStale), and the refill empties it into a ready spare instead of
 // creating one: no inode freed, one fewer created per commit.
 //
-// The live metadata.json is never emptied: rawfile.Reuse refuses to
+// The replaced generation is emptied only after a directory fsync that
+// began after the commit point's rename succeeded (syncedDir): before
+// that, a crash of the machine could keep the old directory entry, so
+// metadata.json would name the inode again, and emptying it then would
+// lose the index. The live metadata.json is never emptied: rawfile.Reuse refuses to
 // truncate a file that is (same inode) metadata.json, whatever the slot
 // states say. On disk a linked slot is only one more name of a
 // metadata.json (current or replaced); writer open and Close remove
@@ -53,3 +57,41 @@ func (s *spareFS) recycle(slot int) (vfs.File, error) {
 
 // errLive: a slot's linked file is the published metadata.json.
 var errLive = errors.New("index: the linked spare is the published metadata.json")
+
+// syncedDir is the index directory opened on the raw filesystem. A
+// successful Sync that began after the last rename over metadata.json
+// made that rename durable, so the replaced generation's file may be
+// emptied: the slot linked to it becomes spareStale.
+type syncedDir struct {
+	vfs.File
+	s *spareFS
+}
+
+// Sync implements vfs.File.
+func (d syncedDir) Sync() error {
+	d.s.mu.Lock()
+	renames := d.s.mu.renames
+	d.s.mu.Unlock()
+	if err := d.File.Sync(); err != nil {
+		return err
+	}
+	d.s.renameDurable(renames)
+	return nil
+}
+
+// renameDurable records that the renames over metadata.json counted up
+// to renames are durable, and starts the refill when that makes the
+// linked slot's file recyclable.
+func (s *spareFS) renameDurable(renames uint64) {
+	s.mu.Lock()
+	k := s.mu.linkSlot
+	stale := k >= 0 && s.mu.state[k] == spareReplaced && s.mu.replacedAt <= renames
+	if stale {
+		s.mu.state[k] = spareStale
+	}
+	refill := stale && s.startRefillLocked()
+	s.mu.Unlock()
+	if refill {
+		s.run(s.refill)
+	}
+}

@@ -83,6 +83,9 @@ type spareFS struct {
 		linkSlot int
 		// noLink is set after a link failed: spares are created only.
 		noLink bool
+		// renames counts the renames over metadata.json; replacedAt is the
+		// count at the one that made the linked slot spareReplaced.
+		renames, replacedAt uint64
 	}
 }
 
@@ -105,8 +108,12 @@ const (
 	// spareLinked: the slot's name is a hard link to the published
 	// metadata.json (recycle.go).
 	spareLinked
-	// spareStale: the linked generation was replaced; the refill empties
-	// the file into a ready spare (recycle.go).
+	// spareReplaced: the linked generation was replaced by a rename that
+	// is not durable yet; the slot waits for the directory's fsync
+	// (recycle.go).
+	spareReplaced
+	// spareStale: the linked generation was replaced durably; the refill
+	// empties the file into a ready spare (recycle.go).
 	spareStale
 )
 
@@ -214,7 +221,11 @@ func (s *spareFS) OpenDir(name string) (vfs.File, error) {
 	if !s.raw || s.FS.PathDir(s.FS.PathJoin(name, spareName(0))) != s.dir {
 		return s.FS.OpenDir(name)
 	}
-	return rawfile.OpenDir(name)
+	d, err := rawfile.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return syncedDir{File: d, s: s}, nil
 }
 
 // take returns a ready slot, now taken, with its open spare (-1 if none
@@ -262,9 +273,13 @@ func (s *spareFS) Rename(from, to string) error {
 	if err == nil && s.mu.held != nil {
 		s.mu.release, s.mu.held = s.mu.held, nil
 	}
-	if k := s.mu.linkSlot; err == nil && k >= 0 && s.mu.state[k] == spareLinked {
-		// The linked file is now the replaced generation's.
-		s.mu.state[k] = spareStale
+	if err == nil {
+		s.mu.renames++
+	}
+	if k := s.mu.linkSlot; err == nil && k >= 0 && (s.mu.state[k] == spareLinked || s.mu.state[k] == spareReplaced) {
+		// The linked file is now the replaced generation's; it is emptied
+		// only once a directory fsync made this rename durable.
+		s.mu.state[k], s.mu.replacedAt = spareReplaced, s.mu.renames
 	}
 	s.mu.reopen = s.mu.held == nil
 	refill := s.startRefillLocked()
@@ -441,7 +456,7 @@ func (s *spareFS) close() {
 		case spareReady:
 			_ = s.mu.files[i].Close()
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
-		case spareLinked, spareStale:
+		case spareLinked, spareReplaced, spareStale:
 			// Only a name of a metadata.json (current or replaced).
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
 		default:

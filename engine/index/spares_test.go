@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
 	"github.com/summadev/summa/engine/internal/rawfile"
 	"github.com/summadev/summa/engine/metadata"
 )
@@ -459,5 +460,65 @@ func TestSpareFiles_RecycleReplacedMetadata(t *testing.T) {
 			t.Fatalf("%s reopened: %d documents, want %d", d, len(got), len(want))
 		}
 		mustClose(t, re)
+	}
+}
+
+// TestSpareFiles_RecycleWaitsForDirectorySync: the replaced generation of
+// metadata.json is emptied into a spare only after a directory fsync that
+// began after the rename over it. Emptied before, a crash of the machine
+// that lost the rename's directory entry would leave metadata.json naming
+// an empty file: the index lost.
+func TestSpareFiles_RecycleWaitsForDirectorySync(t *testing.T) {
+	if !rawfile.Supported(vfs.Default) {
+		t.Skip("no raw filesystem here: spares are created only")
+	}
+	dir := t.TempDir()
+	meta := filepath.Join(dir, metadata.FileName)
+	tmp := filepath.Join(dir, metadata.TempFileName)
+	if err := os.WriteFile(meta, []byte("generation one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newSpareFS(vfs.Default, dir, spareSlots, logr.Discard(), func(refill func()) { refill() })
+	defer s.close()
+	s.startRefill()
+	k := s.mu.linkSlot
+	if k < 0 || s.mu.state[k] != spareLinked {
+		t.Fatalf("no slot linked to metadata.json (slot %d)", k)
+	}
+	linked := filepath.Join(dir, spareName(k))
+	if err := os.WriteFile(tmp, []byte("generation two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A directory fsync that began before the rename does not cover it.
+	s.mu.Lock()
+	before := s.mu.renames
+	s.mu.Unlock()
+	if err := s.Rename(tmp, meta); err != nil {
+		t.Fatal(err)
+	}
+	s.renameDurable(before)
+	if got, err := os.ReadFile(linked); err != nil || string(got) != "generation one\n" {
+		t.Fatalf("replaced generation before the directory fsync: %q, %v (want it kept)", got, err)
+	}
+	if st := s.mu.state[k]; st != spareReplaced {
+		t.Fatalf("slot %d state %d before the directory fsync, want spareReplaced", k, st)
+	}
+	d, err := s.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 0 || s.mu.state[k] != spareReady {
+		t.Fatalf("after the directory fsync: spare of %d bytes, state %d; want an empty ready spare", st.Size(), s.mu.state[k])
+	}
+	if got, err := os.ReadFile(meta); err != nil || string(got) != "generation two\n" {
+		t.Fatalf("metadata.json %q, %v", got, err)
 	}
 }
