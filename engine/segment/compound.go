@@ -48,13 +48,23 @@ func (i *Info) PartSizes() []FileInfo { return append([]FileInfo(nil), i.parts()
 
 // compoundWriter writes the parts of one segment into a single file: each
 // part is a fileWriter sharing the file, written and sealed one after the
-// other.
+// other. Small writes of the parts are gathered into one buffer, so that a
+// small segment (a one-document commit's) is one write call instead of one
+// per part; writes of compoundDirectWrite bytes or more (large parts) go to
+// the file without a copy.
 type compoundWriter struct {
 	f    vfs.File
 	path string
 	id   segid.ID
 	size int64
+	// pending holds the gathered bytes not yet written (a writeBuffers
+	// buffer; nil once recycled).
+	pending *[]byte
 }
+
+// compoundDirectWrite is the size from which a part's write skips the
+// gathering buffer.
+const compoundDirectWrite = 64 << 10
 
 // createCompound creates dir/seg_<id>.cmp.
 func createCompound(fs vfs.FS, dir string, id segid.ID) (*compoundWriter, error) {
@@ -63,7 +73,9 @@ func createCompound(fs vfs.FS, dir string, id segid.ID) (*compoundWriter, error)
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", path, err)
 	}
-	return &compoundWriter{f: f, path: path, id: id}, nil
+	pending := writeBuffers.Get().(*[]byte)
+	*pending = (*pending)[:0]
+	return &compoundWriter{f: f, path: path, id: id, pending: pending}, nil
 }
 
 // part starts the next part, of kind suffix, at the end of the file.
@@ -72,8 +84,46 @@ func (c *compoundWriter) part(suffix string) (*fileWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.shared = true
+	w.compound = c
 	return w, nil
+}
+
+// write writes p, a part's bytes, at the end of the file: gathered when
+// small, else after the gathered bytes. p may be reused once it returns.
+func (c *compoundWriter) write(p []byte) error {
+	buf := *c.pending
+	if len(p) < compoundDirectWrite && len(buf)+len(p) <= cap(buf) {
+		*c.pending = append(buf, p...)
+		return nil
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	if len(p) < compoundDirectWrite {
+		*c.pending = append(*c.pending, p...)
+		return nil
+	}
+	_, err := c.f.Write(p)
+	return err
+}
+
+// flush writes the gathered bytes.
+func (c *compoundWriter) flush() error {
+	if len(*c.pending) == 0 {
+		return nil
+	}
+	_, err := c.f.Write(*c.pending)
+	*c.pending = (*c.pending)[:0]
+	return err
+}
+
+// recycle returns the gathering buffer to the pool.
+func (c *compoundWriter) recycle() {
+	if c.pending != nil {
+		*c.pending = (*c.pending)[:0]
+		writeBuffers.Put(c.pending)
+		c.pending = nil
+	}
 }
 
 // sealed records a sealed part's size.
@@ -83,6 +133,12 @@ func (c *compoundWriter) sealed(fi FileInfo) { c.size += fi.Size }
 // FileInfo. On error the file is left in place for the caller's
 // owner-based cleanup.
 func (c *compoundWriter) finish(sync bool) (FileInfo, error) {
+	err := c.flush()
+	c.recycle()
+	if err != nil {
+		_ = c.f.Close()
+		return FileInfo{}, fmt.Errorf("segment: write %s: %w", c.path, err)
+	}
 	if sync {
 		// Sync before the index may reference this file from
 		// metadata.json: without it a power loss after the metadata commit
@@ -99,7 +155,10 @@ func (c *compoundWriter) finish(sync bool) (FileInfo, error) {
 }
 
 // abort closes the file after an error, leaving it for cleanup.
-func (c *compoundWriter) abort() { _ = c.f.Close() }
+func (c *compoundWriter) abort() {
+	c.recycle()
+	_ = c.f.Close()
+}
 
 // checkCompound checks a compound segment's Info: Files is the one
 // compound file, whose size is the sum of the parts', and no part is

@@ -75,9 +75,10 @@ type fileWriter struct {
 	dirOff uint64 // payload offset of the directory (see beginDirectory)
 	err    error
 	tmp    [binary.MaxVarintLen64]byte
-	// shared is set for a part of a compound file: closing the part
-	// leaves the file open for the next part (see compoundWriter).
-	shared bool
+	// compound is set for a part of a compound file: the part's bytes go
+	// through it, and closing the part leaves the file open for the next
+	// part (see compoundWriter).
+	compound *compoundWriter
 }
 
 // writeBuffers recycles fileWriter buffers: a segment has ten parts, and
@@ -92,7 +93,7 @@ var writeBuffers = sync.Pool{New: func() any {
 // afterwards.
 func (w *fileWriter) closeFile() error {
 	var err error
-	if !w.shared {
+	if w.compound == nil {
 		err = w.f.Close()
 	}
 	if w.buf != nil {
@@ -193,7 +194,13 @@ func (w *fileWriter) flush() {
 	if w.err != nil || len(w.buf) == 0 {
 		return
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
+	var err error
+	if w.compound != nil {
+		err = w.compound.write(w.buf)
+	} else {
+		_, err = w.f.Write(w.buf)
+	}
+	if err != nil {
 		w.err = fmt.Errorf("segment: write %s: %w", segid.FileName(w.id, w.suffix), err)
 	}
 	w.buf = w.buf[:0]
