@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/segid"
@@ -28,7 +29,23 @@ const (
 	// first query 3.3 -> 2.3 ms at 8 x readLimit -> 2 x readLimit, one of
 	// 1,000 one-document segments unchanged).
 	compoundReadLimit = 2 * readLimit
+	// compoundBufferSize is the buffer the parts of a compound file share,
+	// written out only when full and at the end: a segment smaller than
+	// it is one write, a larger one is written in chunks at multiples of
+	// it. The page cache keeps what one large aligned write brings in
+	// large folios (on Linux file systems that have them), and mapping a
+	// large folio costs one fault and one accounting step where 4 KiB
+	// pages cost one per page: small writes at a part's unaligned offset
+	// leave small folios behind. The size is the x86-64 huge page size,
+	// so a large segment's chunks can even be mapped whole.
+	compoundBufferSize = 2 << 20
 )
+
+// compoundBuffers recycles compound writers' buffers.
+var compoundBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, compoundBufferSize)
+	return &b
+}}
 
 // parts returns the segment's parts: Parts for a compound segment, Files
 // for one written as separate files.
@@ -47,13 +64,17 @@ func (i *Info) Compound() bool { return len(i.Parts) > 0 }
 func (i *Info) PartSizes() []FileInfo { return append([]FileInfo(nil), i.parts()...) }
 
 // compoundWriter writes the parts of one segment into a single file: each
-// part is a fileWriter sharing the file, written and sealed one after the
-// other.
+// part is a fileWriter sharing the file and the buffer, written and sealed
+// one after the other.
 type compoundWriter struct {
 	f    vfs.File
 	path string
 	id   segid.ID
 	size int64
+	// buf holds the bytes not yet written, between parts (a part's
+	// fileWriter holds it while the part is written).
+	// INVARIANT: the file offset of buf[0] is a multiple of cap(buf).
+	buf []byte
 }
 
 // createCompound creates dir/seg_<id>.cmp.
@@ -63,12 +84,13 @@ func createCompound(fs vfs.FS, dir string, id segid.ID) (*compoundWriter, error)
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", path, err)
 	}
-	return &compoundWriter{f: f, path: path, id: id}, nil
+	return &compoundWriter{f: f, path: path, id: id, buf: (*compoundBuffers.Get().(*[]byte))[:0]}, nil
 }
 
-// part starts the next part, of kind suffix, at the end of the file.
+// part starts the next part, of kind suffix, at the end of the file; the
+// part writes into the shared buffer until sealed.
 func (c *compoundWriter) part(suffix string) (*fileWriter, error) {
-	w, err := newFileWriter(c.f, c.id, suffix)
+	w, err := newFileWriter(c.f, c.id, suffix, c.buf)
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +98,24 @@ func (c *compoundWriter) part(suffix string) (*fileWriter, error) {
 	return w, nil
 }
 
-// sealed records a sealed part's size.
-func (c *compoundWriter) sealed(fi FileInfo) { c.size += fi.Size }
+// sealed takes back the shared buffer from sealed part w and records the
+// part's size.
+func (c *compoundWriter) sealed(w *fileWriter, fi FileInfo) {
+	c.buf = w.buf
+	c.size += fi.Size
+}
 
 // finish syncs (when sync is set) and closes the file, and returns its
 // FileInfo. On error the file is left in place for the caller's
 // owner-based cleanup.
 func (c *compoundWriter) finish(sync bool) (FileInfo, error) {
+	if len(c.buf) > 0 {
+		if _, err := c.f.Write(c.buf); err != nil {
+			c.abort()
+			return FileInfo{}, fmt.Errorf("segment: write %s: %w", c.path, err)
+		}
+	}
+	c.recycle()
 	if sync {
 		// Sync before the index may reference this file from
 		// metadata.json: without it a power loss after the metadata commit
@@ -99,7 +132,19 @@ func (c *compoundWriter) finish(sync bool) (FileInfo, error) {
 }
 
 // abort closes the file after an error, leaving it for cleanup.
-func (c *compoundWriter) abort() { _ = c.f.Close() }
+func (c *compoundWriter) abort() {
+	c.recycle()
+	_ = c.f.Close()
+}
+
+// recycle returns the shared buffer to the pool (once).
+func (c *compoundWriter) recycle() {
+	if c.buf != nil {
+		b := c.buf[:0]
+		compoundBuffers.Put(&b)
+		c.buf = nil
+	}
+}
 
 // checkCompound checks a compound segment's Info: Files is the one
 // compound file, whose size is the sum of the parts', and no part is
