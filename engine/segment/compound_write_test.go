@@ -47,7 +47,7 @@ func TestCompoundWritesAlignedChunks(t *testing.T) {
 		n    int // documents: the paragraphs in order, again and again
 	}{
 		{"small", 150},
-		{"large", 6 * len(ps)},
+		{"large", len(ps)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &writeLogFS{FS: vfs.NewMem(), writes: map[string][]int{}}
