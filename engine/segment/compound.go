@@ -105,11 +105,9 @@ func (c *compoundWriter) sealed(w *fileWriter, fi FileInfo) {
 // FileInfo. On error the file is left in place for the caller's
 // owner-based cleanup.
 func (c *compoundWriter) finish(sync bool) (FileInfo, error) {
-	if len(c.buf) > 0 {
-		if _, err := c.f.Write(c.buf); err != nil {
-			c.abort()
-			return FileInfo{}, fmt.Errorf("segment: write %s: %w", c.path, err)
-		}
+	if err := c.flush(); err != nil {
+		c.abort()
+		return FileInfo{}, err
 	}
 	c.recycle()
 	if sync {
@@ -125,6 +123,20 @@ func (c *compoundWriter) finish(sync bool) (FileInfo, error) {
 		return FileInfo{}, fmt.Errorf("segment: close %s: %w", c.path, err)
 	}
 	return FileInfo{Suffix: SuffixCompound, Size: c.size}, nil
+}
+
+// flush writes the buffered bytes (the buffer is empty afterwards, also
+// on error).
+func (c *compoundWriter) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.f.Write(c.buf)
+	c.buf = c.buf[:0]
+	if err != nil {
+		return fmt.Errorf("segment: write %s: %w", c.path, err)
+	}
+	return nil
 }
 
 // abort closes the file after an error, leaving it for cleanup.
