@@ -83,8 +83,9 @@ func (b Budget) normalize() (params, error) {
 // Bytes per unit held during refinement, used by EstimateMemory.
 const (
 	// bytesPerDoc: offset (8), order (4), key (8), selection slot (4),
-	// move flag (1), log2 and delta table entries (16).
-	bytesPerDoc = 8 + 4 + 8 + 4 + 1 + 16
+	// move flag (1), log2 and delta table entries (16), the local swaps'
+	// change mark (4).
+	bytesPerDoc = 8 + 4 + 8 + 4 + 1 + 16 + 4
 	// bytesPerEdge: one term id in the CSR, one position in the
 	// orientation's position lists.
 	bytesPerEdge = 4 + 4

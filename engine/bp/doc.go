@@ -34,6 +34,16 @@
 // first document). On the linux-doc sections it takes another 4-4.5%
 // off LogGapCost after bisection.
 //
+// Last, local swaps sweep the order left to right and exchange the
+// document at each position with the one of the next 8 whose exchange
+// lowers LogGapCost the most, when one does (exact: a term held by one of
+// the two moves one posting, costed from its neighbours in the position
+// lists; up to three sweeps, the later ones only where the previous one
+// exchanged something). They move single documents across the
+// boundaries of bisection's leaves and of the parts orientation placed
+// side by side: on the linux-doc sections the doc-id bytes after BP drop
+// by another 0.6% (1,783,865 -> 1,772,678).
+//
 // Levels are processed breadth first, the partitions of a level in
 // parallel on Budget.Workers goroutines, so the result does not depend on
 // the number of workers, and a deadline leaves the whole order refined to

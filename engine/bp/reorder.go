@@ -128,6 +128,9 @@ func refineAll(st *stopper, g *Graph, order []uint32, p params, logs []float64) 
 	if err == nil {
 		_, err = o.orient()
 	}
+	if err == nil {
+		_, err = o.localSwaps()
+	}
 	if errors.Is(err, errDeadline) {
 		return outcome{depth: out.depth, truncated: true}, trimmed, nil
 	}

@@ -82,10 +82,12 @@ func TestMeasureBPLinuxDoc(t *testing.T) {
 	if dump != "" {
 		dumpPostings(t, idx, dump+".before")
 	}
+	start = time.Now()
 	res, err := idx.Reorder(ctx, index.ReorderOptions{})
 	if err != nil || len(res) != 1 {
 		t.Fatalf("reorder: %v (%d results)", err, len(res))
 	}
+	t.Logf("Index.Reorder of the merged segment: %s", time.Since(start))
 	after := docStats(t, idx)
 	if dump != "" {
 		dumpPostings(t, idx, dump+".after")

@@ -301,6 +301,10 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	}
 	next.NextID = idx.mgr.NextID()
 	// L04: metadata(output) + tracker(retired sources), then release active.
+	// Through the commit path's filesystem, as a flush's publication: the
+	// rename over metadata.json finds the published file held open (the
+	// inode is freed off the commit's path) and holds the new one for the
+	// next commit.
 	var old *Snapshot
 	saveErr, err := commitPoint{
 		caller: commitByRewrite,
@@ -319,7 +323,7 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 			}
 			r.Close()
 		},
-	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
+	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
 	if err != nil {
 		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, err)
 	}

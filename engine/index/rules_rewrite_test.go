@@ -277,9 +277,9 @@ func (f *failNthWrite) String() string { return "failNthWrite" }
 // from the source reader (docs/engine.md), so no optional part can be
 // silently skipped. The nearest behaviour: the output has exactly the
 // source's files and parts, and a storage error on any one of its writes
-// (the parts share the compound file's buffered writes, so every part's
-// bytes go through one of them) fails the output: nothing published, no
-// output file left, the source intact.
+// (together they carry every part: the parts share the compound file's
+// buffered writes, so there are fewer writes than parts) fails the
+// output: nothing published, no output file left, the source intact.
 func TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput(t *testing.T) {
 	inj := &failNthWrite{}
 	mem := vfs.NewMem()
@@ -305,7 +305,8 @@ func TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput(t *testing
 	}
 	writes := inj.disarm()
 	if writes < 2 {
-		t.Fatalf("a reorder output of %d parts took %d writes, want its create and at least one write", len(src.PartSizes()), writes)
+		// The create and at least one write of the parts.
+		t.Fatalf("a reorder output of %d parts took %d creates and writes", len(src.PartSizes()), writes)
 	}
 	src = idx.Metadata().Segments[0]
 	before := segFiles(t, mem)

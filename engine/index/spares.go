@@ -1,20 +1,24 @@
 package index
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"runtime"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/internal/rawfile"
 	"github.com/summadev/summa/engine/metadata"
 )
 
-// spareSlots is the number of spare files a writer keeps ready: one
-// one-document upsert commit creates three files (its segment, the new
-// deletion mask of the segment holding the replaced document, and
-// metadata.json.tmp), a commit of two workers four.
-const spareSlots = 4
+// spareSlots is the number of spare slots of a writer: one one-document
+// upsert commit creates three files (its segment, the new deletion mask of
+// the segment holding the replaced document, and metadata.json.tmp), a
+// commit of two workers four, and on the raw filesystem one more slot
+// holds the published metadata.json's link (recycle.go).
+const spareSlots = 5
 
 // spareName is the name of spare slot i in the index directory. It is not
 // a segment file name (seg_<ID>.*), so the orphan sweep never sees it;
@@ -33,7 +37,11 @@ func spareName(i int) string { return fmt.Sprintf("spare.%d", i) }
 // directory fsync before the metadata rename makes the new entry durable
 // as it does for a created file (C02). Consumed slots are refilled by one
 // background goroutine, which Close drains (D01 step 6) before removing
-// the unused spares. Without ready spares, Create creates.
+// the unused spares. Without ready spares, Create creates. A ready spare
+// is held open, so that Create is one rename and the file it returns is
+// that descriptor. On the operating system's filesystem (Linux) the
+// commit path's opens, renames and the spares' creation are single
+// system calls (package rawfile) instead of pebble's os.File wrappers.
 type spareFS struct {
 	vfs.FS
 	// dir is the index directory; only files created in it use spares.
@@ -42,6 +50,9 @@ type spareFS struct {
 	meta string
 	// slots is the number of slots in use (at most spareSlots).
 	slots int
+	// raw is set on the operating system's filesystem where rawfile opens
+	// and renames.
+	raw bool
 	// log receives refill failures.
 	log logr.Logger
 	// run starts the refill (Hooks.SpareRefill; default: a goroutine).
@@ -53,6 +64,8 @@ type spareFS struct {
 		sync.Mutex
 		// state is each slot's state.
 		state [spareSlots]spareState
+		// files holds each ready slot's spare, open for writing.
+		files [spareSlots]vfs.File
 		// filling is set while the refill goroutine runs.
 		filling bool
 		// held is metadata.json of the published generation, held open so
@@ -65,6 +78,14 @@ type spareFS struct {
 		reopen bool
 		// closed stops refills and the use of spares.
 		closed bool
+		// linkSlot is the slot in the recycling cycle (being linked,
+		// linked, stale or being recycled), -1 for none.
+		linkSlot int
+		// noLink is set after a link failed: spares are created only.
+		noLink bool
+		// renames counts the renames over metadata.json; replacedAt is the
+		// count at the one that made the linked slot spareReplaced.
+		renames, replacedAt uint64
 	}
 }
 
@@ -78,8 +99,22 @@ const (
 	spareCreating
 	// spareReady: the file exists, empty, unused.
 	spareReady
+	// spareTaken: Create is renaming the file into place; the refill
+	// leaves the slot alone until the name is free (creating the spare
+	// anew would replace the file Create returns).
+	spareTaken
 	// spareBroken: creating the file failed; the slot is not used again.
 	spareBroken
+	// spareLinked: the slot's name is a hard link to the published
+	// metadata.json (recycle.go).
+	spareLinked
+	// spareReplaced: the linked generation was replaced by a rename that
+	// is not durable yet; the slot waits for the directory's fsync
+	// (recycle.go).
+	spareReplaced
+	// spareStale: the linked generation was replaced durably; the refill
+	// empties the file into a ready spare (recycle.go).
+	spareStale
 )
 
 // newSpareFS returns the spare-aware filesystem of a writer of dir with
@@ -90,8 +125,10 @@ func newSpareFS(fs vfs.FS, dir string, slots int, log logr.Logger, run func(refi
 	}
 	// dir as PathDir returns it for the files in it.
 	dir = fs.PathDir(fs.PathJoin(dir, spareName(0)))
-	return &spareFS{FS: fs, dir: dir, meta: fs.PathJoin(dir, metadata.FileName),
-		slots: min(max(slots, 0), spareSlots), log: log, run: run}
+	s := &spareFS{FS: fs, dir: dir, meta: fs.PathJoin(dir, metadata.FileName),
+		slots: min(max(slots, 0), spareSlots), raw: rawfile.Supported(fs), log: log, run: run}
+	s.mu.linkSlot = -1
+	return s
 }
 
 // spareCount is the number of spare slots of a writer: opts.SpareFiles,
@@ -126,43 +163,87 @@ func (s *spareFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	if s.slots == 0 || s.FS.PathDir(name) != s.dir {
 		return s.FS.Create(name, category)
 	}
-	slot, refill := s.take()
-	if refill {
-		defer s.run(s.refill)
-	}
+	slot, f := s.take()
 	if slot < 0 {
+		s.startRefill()
 		return s.FS.Create(name, category)
 	}
 	spare := s.FS.PathJoin(s.dir, spareName(slot))
-	if err := s.FS.Rename(spare, name); err != nil {
-		_ = s.FS.Remove(spare)
-		return s.FS.Create(name, category)
-	}
-	f, err := s.FS.OpenReadWrite(name, category)
+	err := s.rename(spare, name)
 	if err != nil {
-		// The name exists, empty: Create replaces it.
+		_ = f.Close()
+		_ = s.FS.Remove(spare)
+	}
+	s.mu.Lock()
+	s.mu.state[slot] = spareEmpty // the name is free for the refill
+	s.mu.Unlock()
+	s.startRefill()
+	if err != nil {
 		return s.FS.Create(name, category)
 	}
+	// The descriptor opened on the spare is the file's under its new name.
 	return f, nil
 }
 
-// take returns a ready slot, now empty (-1 if none is ready), and whether
-// the caller starts the refill (then counted in s.fills).
-func (s *spareFS) take() (slot int, refill bool) {
+// startRefill starts the refill unless it runs or the filesystem is
+// closed.
+func (s *spareFS) startRefill() {
+	s.mu.Lock()
+	refill := s.startRefillLocked()
+	s.mu.Unlock()
+	if refill {
+		s.run(s.refill)
+	}
+}
+
+// rename renames from to to: one system call on the operating system's
+// filesystem.
+func (s *spareFS) rename(from, to string) error {
+	if s.raw {
+		return rawfile.Rename(from, to)
+	}
+	return s.FS.Rename(from, to)
+}
+
+// Open implements vfs.FS: a file of the index directory opens with one
+// system call on the operating system's filesystem (the metadata save
+// opens the commit's unsynced files to sync them).
+func (s *spareFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if !s.raw || len(opts) > 0 || s.FS.PathDir(name) != s.dir {
+		return s.FS.Open(name, opts...)
+	}
+	return rawfile.Open(name)
+}
+
+// OpenDir implements vfs.FS: the index directory opens with one system
+// call on the operating system's filesystem (for its fsyncs).
+func (s *spareFS) OpenDir(name string) (vfs.File, error) {
+	if !s.raw || s.FS.PathDir(s.FS.PathJoin(name, spareName(0))) != s.dir {
+		return s.FS.OpenDir(name)
+	}
+	d, err := rawfile.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return syncedDir{File: d, s: s}, nil
+}
+
+// take returns a ready slot, now taken, with its open spare (-1 if none
+// is ready).
+func (s *spareFS) take() (slot int, f vfs.File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return -1, false
+		return -1, nil
 	}
-	slot = -1
 	for i := range s.slots {
 		if s.mu.state[i] == spareReady {
-			slot = i
-			s.mu.state[i] = spareEmpty
-			break
+			f = s.mu.files[i]
+			s.mu.state[i], s.mu.files[i] = spareTaken, nil
+			return i, f
 		}
 	}
-	return slot, s.startRefillLocked()
+	return -1, nil
 }
 
 // startRefillLocked reports whether the caller must start the refill
@@ -187,10 +268,18 @@ func (s *spareFS) Rename(from, to string) error {
 	if s.slots == 0 || to != s.meta {
 		return s.FS.Rename(from, to)
 	}
-	err := s.FS.Rename(from, to)
+	err := s.rename(from, to)
 	s.mu.Lock()
 	if err == nil && s.mu.held != nil {
 		s.mu.release, s.mu.held = s.mu.held, nil
+	}
+	if err == nil {
+		s.mu.renames++
+	}
+	if k := s.mu.linkSlot; err == nil && k >= 0 && (s.mu.state[k] == spareLinked || s.mu.state[k] == spareReplaced) {
+		// The linked file is now the replaced generation's; it is emptied
+		// only once a directory fsync made this rename durable.
+		s.mu.state[k], s.mu.replacedAt = spareReplaced, s.mu.renames
 	}
 	s.mu.reopen = s.mu.held == nil
 	refill := s.startRefillLocked()
@@ -214,7 +303,7 @@ func (s *spareFS) swapMetadata() {
 	if !reopen {
 		return
 	}
-	f, err := s.FS.Open(s.meta)
+	f, err := s.Open(s.meta)
 	if err != nil {
 		return // the next commit's rename frees the inode itself
 	}
@@ -228,23 +317,46 @@ func (s *spareFS) swapMetadata() {
 	}
 }
 
-// refill creates a file in every empty slot, one at a time, until none is
-// empty or the filesystem is closed.
+// The refill's jobs on one slot.
+const (
+	jobCreate = iota
+	jobLink
+	jobRecycle
+)
+
+// nextJobLocked picks the refill's next job and marks its slot
+// spareCreating: a stale file to recycle, else (raw filesystem) an empty
+// slot to link to metadata.json when none is in the recycling cycle, else
+// an empty slot to create; slot -1 for none. REQUIRES: s.mu.
+func (s *spareFS) nextJobLocked() (slot, job int) {
+	if s.mu.closed {
+		return -1, 0
+	}
+	if k := s.mu.linkSlot; k >= 0 && s.mu.state[k] == spareStale {
+		s.mu.state[k] = spareCreating
+		return k, jobRecycle
+	}
+	for i := range s.slots {
+		if s.mu.state[i] == spareEmpty {
+			s.mu.state[i] = spareCreating
+			if s.raw && !s.mu.noLink && s.mu.linkSlot < 0 && s.slots > 1 {
+				s.mu.linkSlot = i
+				return i, jobLink
+			}
+			return i, jobCreate
+		}
+	}
+	return -1, 0
+}
+
+// refill fills every empty or stale slot, one at a time, until none is
+// left or the filesystem is closed.
 func (s *spareFS) refill() {
 	defer s.fills.Done()
 	s.swapMetadata()
 	for {
 		s.mu.Lock()
-		slot := -1
-		if !s.mu.closed {
-			for i := range s.slots {
-				if s.mu.state[i] == spareEmpty {
-					slot = i
-					s.mu.state[i] = spareCreating
-					break
-				}
-			}
-		}
+		slot, job := s.nextJobLocked()
 		if slot < 0 {
 			again := (s.mu.reopen || s.mu.release != nil) && !s.mu.closed
 			if !again {
@@ -259,32 +371,69 @@ func (s *spareFS) refill() {
 			return
 		}
 		s.mu.Unlock()
-		err := s.create(slot)
-		s.mu.Lock()
-		if err != nil {
-			s.mu.state[slot] = spareBroken
-		} else {
-			s.mu.state[slot] = spareReady
-		}
-		s.mu.Unlock()
-		if err != nil {
-			s.log.Error(err, "Creating a spare file failed; commits create their files instead", "slot", slot)
+		switch job {
+		case jobLink:
+			err := s.linkMetadata(slot)
+			s.mu.Lock()
+			if err != nil {
+				s.mu.state[slot], s.mu.linkSlot, s.mu.noLink = spareEmpty, -1, true
+			} else {
+				s.mu.state[slot] = spareLinked
+			}
+			s.mu.Unlock()
+			if err != nil {
+				s.log.Error(err, "Linking metadata.json to a spare failed; spares are created instead", "slot", slot)
+			}
+		case jobRecycle:
+			f, err := s.recycle(slot)
+			s.mu.Lock()
+			switch {
+			case err == nil:
+				s.mu.state[slot], s.mu.files[slot], s.mu.linkSlot = spareReady, f, -1
+			case errors.Is(err, errLive):
+				s.mu.state[slot] = spareLinked
+			default:
+				_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(slot)))
+				s.mu.state[slot], s.mu.linkSlot = spareEmpty, -1
+			}
+			s.mu.Unlock()
+			if err != nil && !errors.Is(err, errLive) {
+				s.log.Error(err, "Recycling a replaced metadata.json failed; spares are created instead", "slot", slot)
+			}
+		default:
+			f, err := s.create(slot)
+			s.mu.Lock()
+			if err != nil {
+				s.mu.state[slot] = spareBroken
+			} else {
+				s.mu.state[slot], s.mu.files[slot] = spareReady, f
+			}
+			s.mu.Unlock()
+			if err != nil {
+				s.log.Error(err, "Creating a spare file failed; commits create their files instead", "slot", slot)
+			}
 		}
 	}
 }
 
-// create creates slot's empty spare file.
-func (s *spareFS) create(slot int) error {
+// create creates slot's empty spare file and returns it open for writing.
+func (s *spareFS) create(slot int) (vfs.File, error) {
 	path := s.FS.PathJoin(s.dir, spareName(slot))
-	f, err := s.FS.Create(path, vfs.WriteCategoryUnspecified)
+	var f vfs.File
+	var err error
+	if s.raw {
+		if f, err = rawfile.Create(path); errors.Is(err, iofs.ErrExist) {
+			// A leftover (vfs.FS.Create replaces it too).
+			_ = s.FS.Remove(path)
+			f, err = rawfile.Create(path)
+		}
+	} else {
+		f, err = s.FS.Create(path, vfs.WriteCategoryUnspecified)
+	}
 	if err != nil {
-		return fmt.Errorf("index: create spare %s: %w", path, err)
+		return nil, fmt.Errorf("index: create spare %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		_ = s.FS.Remove(path)
-		return fmt.Errorf("index: close spare %s: %w", path, err)
-	}
-	return nil
+	return f, nil
 }
 
 // close stops the refills, waits for the running one, and removes the
@@ -303,11 +452,19 @@ func (s *spareFS) close() {
 	}
 	s.mu.held, s.mu.release = nil, nil
 	for i := range s.slots {
-		if s.mu.state[i] == spareReady {
+		switch s.mu.state[i] {
+		case spareReady:
+			_ = s.mu.files[i].Close()
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
-			s.mu.state[i] = spareEmpty
+		case spareLinked, spareReplaced, spareStale:
+			// Only a name of a metadata.json (current or replaced).
+			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
+		default:
+			continue
 		}
+		s.mu.state[i], s.mu.files[i] = spareEmpty, nil
 	}
+	s.mu.linkSlot = -1
 }
 
 // ready returns the number of ready spares (tests).

@@ -1,14 +1,19 @@
 package index
 
 import (
+	"context"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/internal/rawfile"
 	"github.com/summadev/summa/engine/metadata"
 )
 
@@ -158,10 +163,7 @@ func TestSpareFiles_KillAfterCommit(t *testing.T) {
 		}
 		mustCommit(t, idx)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for idx.spares.ready() != spareSlots && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	settledSpares(t, idx.spares)
 	// The image a kill leaves: the files as they are (the page cache
 	// survives a process kill), without the lock.
 	image := filepath.Join(dir, "image")
@@ -223,5 +225,300 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 		in.Close()
 		out.Close()
+	}
+}
+
+// refillDuringRename runs the spares' refill, as its goroutine would,
+// just before each rename of a spare into place.
+type refillDuringRename struct {
+	vfs.FS
+	spares func() *spareFS
+}
+
+func (r *refillDuringRename) Rename(from, to string) error {
+	if s := r.spares(); s != nil && strings.HasPrefix(filepath.Base(from), "spare.") {
+		s.mu.Lock()
+		start := s.startRefillLocked()
+		s.mu.Unlock()
+		if start {
+			s.refill()
+		}
+	}
+	return r.FS.Rename(from, to)
+}
+
+// TestSpareFiles_RefillLeavesTakenSpare: a refill running while a commit
+// renames a spare into place does not create that slot's spare anew (which
+// would replace the file the commit writes through its held descriptor,
+// leaving the renamed name empty): every commit's files hold their bytes
+// and the documents are visible, in this index and reopened.
+func TestSpareFiles_RefillLeavesTakenSpare(t *testing.T) {
+	var idx *Index
+	fs := &refillDuringRename{FS: vfs.NewMem(), spares: func() *spareFS {
+		if idx == nil {
+			return nil
+		}
+		return idx.spares
+	}}
+	opts := testOptions()
+	opts.SpareFiles = spareSlots
+	opts.Hooks.SpareRefill = func(refill func()) { refill() }
+	var err error
+	if idx, err = Create(fs, testDir, testSchema, opts); err != nil {
+		t.Fatal(err)
+	}
+	steps := []step{{adds: docs(t, 0, 20, 1)}}
+	for v := 2; v < 6; v++ {
+		steps = append(steps, step{adds: docs(t, v, v+1, v)})
+	}
+	for _, s := range steps {
+		if err := idx.Add(s.adds); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	want := expectedStates(steps)[len(steps)-1]
+	if got := visible(t, idx); !maps.Equal(got, want) {
+		t.Fatalf("visible documents: %d, want %d", len(got), len(want))
+	}
+	mustClose(t, idx)
+	idx = nil
+	re, err := Open(fs.FS, testDir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, re)
+	if st := re.Status(); len(st.Quarantined) > 0 {
+		t.Fatalf("a committed file is empty or broken: %+v", st.Quarantined)
+	}
+	if got := visible(t, re); !maps.Equal(got, want) {
+		t.Fatalf("reopened: %d documents, want %d", len(got), len(want))
+	}
+}
+
+// TestSpareFiles_MergeHoldsItsMetadata: a merge publishes through the
+// commit path's filesystem too: afterwards the file held open is the
+// merge's metadata.json (so the next commit's rename does not free an
+// inode inside its critical path), and the merge's metadata.json.tmp was
+// a spare.
+func TestSpareFiles_MergeHoldsItsMetadata(t *testing.T) {
+	mem := vfs.NewMem()
+	counter := &createCounter{FS: mem}
+	opts := testOptions()
+	opts.SpareFiles = spareSlots
+	opts.Hooks.SpareRefill = func(refill func()) { refill() }
+	idx, err := Create(counter, testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	for v := range 3 {
+		if err := idx.Add(docs(t, 10*v, 10*v+10, 1)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+	}
+	renamed := counter.renamedSpares
+	if _, err := idx.ForceMerge(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(idx.Metadata().Segments); n != 1 {
+		t.Fatalf("%d segments after the merge", n)
+	}
+	if counter.renamedSpares == renamed {
+		t.Fatal("the merge's metadata.json.tmp was created, not renamed from a spare")
+	}
+	idx.spares.mu.Lock()
+	held := idx.spares.mu.held
+	idx.spares.mu.Unlock()
+	if held == nil {
+		t.Fatal("no metadata.json held open after the merge")
+	}
+	want := readAllFile(t, mem, mem.PathJoin(testDir, metadata.FileName))
+	got := make([]byte, len(want)+1)
+	n, _ := held.ReadAt(got, 0)
+	if string(got[:n]) != string(want) {
+		t.Fatalf("the held file is not the merge's metadata.json (%d bytes, want %d)", n, len(want))
+	}
+}
+
+// readAllFile reads a file of fs whole.
+func readAllFile(t *testing.T, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// settledSpares waits until the refill left no slot empty, being filled
+// or stale, and returns the slot states.
+func settledSpares(t *testing.T, s *spareFS) [spareSlots]spareState {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		states, busy := s.mu.state, s.mu.filling
+		s.mu.Unlock()
+		if !busy {
+			return states
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refill did not settle: %v", states)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// inode returns the inode number of path.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestSpareFiles_RecycleReplacedMetadata (a real disk): the refill links
+// an empty slot to the published metadata.json; the commit point leaves
+// the replaced generation's inode under that name, and the refill empties
+// it into a ready spare (no inode freed, one fewer created). No ready
+// spare is ever the published metadata.json, which stays whole, and the
+// index reopens with every document, from the live directory and from a
+// kill's image.
+func TestSpareFiles_RecycleReplacedMetadata(t *testing.T) {
+	if !rawfile.Supported(vfs.Default) {
+		t.Skip("no raw filesystem here: spares are created only")
+	}
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live")
+	idx, err := Create(vfs.Default, live, testSchema, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []step{{adds: docs(t, 0, 20, 1)}}
+	if err := idx.Add(steps[0].adds); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	meta := filepath.Join(live, metadata.FileName)
+	recycled := 0
+	for v := 2; v < 8; v++ {
+		settledSpares(t, idx.spares)
+		old := inode(t, meta)
+		s := step{adds: docs(t, v, v+1, v)}
+		steps = append(steps, s)
+		if err := idx.Add(s.adds); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, idx)
+		settledSpares(t, idx.spares)
+		if inode(t, meta) == old {
+			t.Fatal("the commit did not replace metadata.json")
+		}
+		// The replaced generation's inode is a ready spare now; no ready
+		// spare is the published metadata.json.
+		for i := range spareSlots {
+			idx.spares.mu.Lock()
+			ready := idx.spares.mu.state[i] == spareReady
+			idx.spares.mu.Unlock()
+			if ready && inode(t, filepath.Join(live, spareName(i))) == inode(t, meta) {
+				t.Fatalf("commit %d: ready spare %d is the published metadata.json", v, i)
+			}
+			if ready && inode(t, filepath.Join(live, spareName(i))) == old {
+				recycled++
+				if st, _ := os.Stat(filepath.Join(live, spareName(i))); st.Size() != 0 {
+					t.Fatalf("recycled spare of %d bytes", st.Size())
+				}
+			}
+		}
+		if _, err := metadata.Load(vfs.Default, live); err != nil {
+			t.Fatalf("commit %d: metadata.json: %v", v, err)
+		}
+	}
+	t.Logf("%d of 6 replaced generations recycled", recycled)
+	if recycled < 3 {
+		t.Fatalf("%d of 6 replaced metadata.json recycled into a spare", recycled)
+	}
+	want := expectedStates(steps)[len(steps)-1]
+	image := filepath.Join(dir, "image")
+	copyDir(t, live, image)
+	mustClose(t, idx)
+	for _, d := range []string{live, image} {
+		re, err := Open(vfs.Default, d, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := visible(t, re); !maps.Equal(got, want) {
+			t.Fatalf("%s reopened: %d documents, want %d", d, len(got), len(want))
+		}
+		mustClose(t, re)
+	}
+}
+
+// TestSpareFiles_RecycleWaitsForDirectorySync: the replaced generation of
+// metadata.json is emptied into a spare only after a directory fsync that
+// began after the rename over it. Emptied before, a crash of the machine
+// that lost the rename's directory entry would leave metadata.json naming
+// an empty file: the index lost.
+func TestSpareFiles_RecycleWaitsForDirectorySync(t *testing.T) {
+	if !rawfile.Supported(vfs.Default) {
+		t.Skip("no raw filesystem here: spares are created only")
+	}
+	dir := t.TempDir()
+	meta := filepath.Join(dir, metadata.FileName)
+	tmp := filepath.Join(dir, metadata.TempFileName)
+	if err := os.WriteFile(meta, []byte("generation one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newSpareFS(vfs.Default, dir, spareSlots, logr.Discard(), func(refill func()) { refill() })
+	defer s.close()
+	s.startRefill()
+	k := s.mu.linkSlot
+	if k < 0 || s.mu.state[k] != spareLinked {
+		t.Fatalf("no slot linked to metadata.json (slot %d)", k)
+	}
+	linked := filepath.Join(dir, spareName(k))
+	if err := os.WriteFile(tmp, []byte("generation two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A directory fsync that began before the rename does not cover it.
+	s.mu.Lock()
+	before := s.mu.renames
+	s.mu.Unlock()
+	if err := s.Rename(tmp, meta); err != nil {
+		t.Fatal(err)
+	}
+	s.renameDurable(before)
+	if got, err := os.ReadFile(linked); err != nil || string(got) != "generation one\n" {
+		t.Fatalf("replaced generation before the directory fsync: %q, %v (want it kept)", got, err)
+	}
+	if st := s.mu.state[k]; st != spareReplaced {
+		t.Fatalf("slot %d state %d before the directory fsync, want spareReplaced", k, st)
+	}
+	d, err := s.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 0 || s.mu.state[k] != spareReady {
+		t.Fatalf("after the directory fsync: spare of %d bytes, state %d; want an empty ready spare", st.Size(), s.mu.state[k])
+	}
+	if got, err := os.ReadFile(meta); err != nil || string(got) != "generation two\n" {
+		t.Fatalf("metadata.json %q, %v", got, err)
 	}
 }

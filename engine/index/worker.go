@@ -93,6 +93,7 @@ func (w *worker) add(ctx context.Context, t task) {
 			return
 		}
 		t.gen.addPrepared(p)
+		w.reset(t.gen)
 	}
 }
 
@@ -111,9 +112,17 @@ func (w *worker) addDocs(t task) (err error) {
 }
 
 // flush writes the buffered documents of the job's generation and reports
-// into the job's slot.
+// into the job's slot. The builder for the next documents is made after
+// the report, off the commit's critical path.
 func (w *worker) flush(ctx context.Context, job *flushJob) {
-	defer close(job.done[w.id])
+	reported := false
+	report := func() {
+		if !reported {
+			reported = true
+			close(job.done[w.id])
+		}
+	}
+	defer report()
 	if w.gen != job.gen {
 		w.reset(job.gen)
 	}
@@ -129,6 +138,10 @@ func (w *worker) flush(ctx context.Context, job *flushJob) {
 	job.mu.Lock()
 	job.results[w.id] = p
 	job.mu.Unlock()
+	report()
+	if p != nil {
+		w.reset(w.gen)
+	}
 }
 
 // hookedWrite runs the test hook and writes the buffer, turning a panic of
@@ -151,6 +164,7 @@ func (w *worker) hookedWrite(ctx context.Context) (p *prepared, err error) {
 
 // writeSegment claims an output ID before the first file is written (L07),
 // writes and opens the segment, and returns it still owned by the claim.
+// The caller resets the builder once it handed the output on.
 // On error or panic the claim is abandoned through tracked cleanup (L05,
 // L06).
 func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
@@ -178,7 +192,6 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 		return nil, fmt.Errorf("index: open written segment %s: %w", claim.ID, err)
 	}
 	p = &prepared{claim: claim, info: info, reader: r, opstamps: w.opstamps, pks: w.pks, unsynced: true}
-	w.reset(w.gen)
 	return p, nil
 }
 

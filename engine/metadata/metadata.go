@@ -125,18 +125,32 @@ func (m *Metadata) Validate() error {
 	if m.NextID == 0 {
 		return fmt.Errorf("metadata: nextId is 0; IDs start at 1")
 	}
-	seen := make(map[segid.ID]bool)
-	for _, id := range m.IDs() {
-		if seen[id] {
+	// Every ID once (m.IDs(), without building its list: this runs on
+	// every commit's critical path).
+	seen := make(map[segid.ID]struct{}, 2*len(m.Segments))
+	check := func(id segid.ID) error {
+		if _, ok := seen[id]; ok {
 			return fmt.Errorf("metadata: id %s referenced twice", id)
 		}
-		seen[id] = true
+		seen[id] = struct{}{}
 		if id >= m.NextID {
 			return fmt.Errorf("metadata: id %s is not below nextId %s", id, m.NextID)
 		}
+		return nil
 	}
-	for _, s := range m.Segments {
-		if err := s.validate(); err != nil {
+	for i := range m.Segments {
+		s := &m.Segments[i]
+		if err := check(s.ID); err != nil {
+			return err
+		}
+		if s.Deletes != nil {
+			if err := check(s.Deletes.ID); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range m.Segments {
+		if err := m.Segments[i].validate(); err != nil {
 			return err
 		}
 	}

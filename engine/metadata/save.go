@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,14 +85,19 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 		closeAll(files)
 	}
 	// Compact: half the bytes of an indented file, so less to encode, write
-	// and decode on every commit and open (jq pretty-prints it).
-	data, err := json.Marshal(m)
+	// and decode on every commit and open (jq pretty-prints it). The bytes
+	// of json.Marshal, written by the one-pass encoder into a reused buffer.
+	buf := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(buf)
+	data, err := m.appendJSON((*buf)[:0])
 	if err != nil {
 		abandon()
 		return fmt.Errorf("metadata: encode: %w", err)
 	}
 	tmp := fs.PathJoin(dir, TempFileName)
-	f, err := writeFile(fs, tmp, append(data, '\n'))
+	data = append(data, '\n')
+	*buf = data
+	f, err := writeFile(fs, tmp, data)
 	if err != nil {
 		abandon()
 		_ = fs.Remove(tmp)

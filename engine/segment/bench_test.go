@@ -128,3 +128,19 @@ func BenchmarkPostingsDecodeAll(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/posting")
 }
+
+// BenchmarkBuilderWriteOneDoc builds and writes a one-document segment,
+// the worker's share of a one-document commit.
+func BenchmarkBuilderWriteOneDoc(b *testing.B) {
+	s := testSchema()
+	docs := opticksDocs(b, s, 1)
+	fs := vfs.NewMem()
+	b.ReportAllocs()
+	for b.Loop() {
+		bd := NewBuilder(s)
+		bd.Add(docs[0])
+		if _, err := bd.WriteUnsynced(context.Background(), fs, "", 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

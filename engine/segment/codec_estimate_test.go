@@ -24,7 +24,11 @@ import (
 // "interp" one interpolative code of the whole list, "gamma" and "delta"
 // the first doc at a fixed width then Elias gamma or delta gaps, "best"
 // the shortest of the three per list (these four unpadded bits / 8), and
-// "loggap" the sum of log2(gap) / 8 that BP minimises. The last line is
+// "loggap" the sum of log2(gap) / 8 that BP minimises, "blocks min4" the
+// current format with every full block coded by the shortest of packed
+// gaps, interpolation, gamma gaps (a byte of header) and a bitmap over the
+// block's range (four bytes of header): the per-block choice of a code
+// that would let BP's dense runs show. The last line is
 // the current format with each term in whichever order codes it shorter:
 // a bound no single order reaches.
 func TestEstimateDocIDCodecs(t *testing.T) {
@@ -32,7 +36,7 @@ func TestEstimateDocIDCodecs(t *testing.T) {
 	if base == "" {
 		t.Skip("set SUMMA_BP_DUMP to the path given to TestMeasureBPLinuxDoc")
 	}
-	names := []string{"current", "blocks min", "interp", "gamma", "delta", "best", "loggap"}
+	names := []string{"current", "blocks min", "interp", "gamma", "delta", "best", "loggap", "blocks min4"}
 	classes := []uint32{1, 2, 4, 16, 128, 1024}
 	class := func(df int) int {
 		c := 0
@@ -94,6 +98,7 @@ func estimateDocIDCodecs(e *docsEncoder, numDocs uint32, docs, freqs []uint32) [
 	cur := float64(p.IDs())
 	// Full blocks at the shorter of their two codes.
 	blocks := float64(p.Skip + p.Tail)
+	blocks4 := blocks
 	last := int64(-1)
 	var gaps [pforBlock]uint32
 	for k := 0; k+pforBlock <= len(docs); k += pforBlock {
@@ -104,6 +109,12 @@ func estimateDocIDCodecs(e *docsEncoder, numDocs uint32, docs, freqs []uint32) [
 		packed := len(appendPFor(nil, gaps[:]))
 		interp := len(appendInterpBlock(nil, docs[k:k+pforBlock], last))
 		blocks += float64(min(packed, interp))
+		gammaBits := 0
+		for _, g := range gaps {
+			gammaBits += 2*bits.Len32(g+1) - 1
+		}
+		bitmap := 4 + (int(prev-last)+7)/8
+		blocks4 += float64(min(packed, interp, 1+(gammaBits+7)/8, bitmap))
 		last = prev
 	}
 	var w bitWriter
@@ -118,7 +129,7 @@ func estimateDocIDCodecs(e *docsEncoder, numDocs uint32, docs, freqs []uint32) [
 		delta += float64(l - 1 + 2*bits.Len(uint(l)) - 1)
 		logGap += math.Log2(float64(g))
 	}
-	return []float64{cur, blocks, interp / 8, gamma / 8, delta / 8, min(interp, gamma, delta) / 8, logGap / 8}
+	return []float64{cur, blocks, interp / 8, gamma / 8, delta / 8, min(interp, gamma, delta) / 8, logGap / 8, blocks4}
 }
 
 type dumpedTerm struct{ docs, freqs []uint32 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 )
@@ -202,5 +204,61 @@ func TestCompoundOnDisk(t *testing.T) {
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// countWrites counts the write calls to files whose name contains name.
+type countWrites struct {
+	name   string
+	writes int
+}
+
+func (c *countWrites) MaybeError(op errorfs.Op) error {
+	if op.Kind == errorfs.OpFileWrite && strings.Contains(op.Path, c.name) {
+		c.writes++
+	}
+	return nil
+}
+
+func (c *countWrites) String() string { return "countWrites" }
+
+// TestCompoundSmallSegmentOneWrite: a small segment's parts are gathered
+// into one write call (a one-document commit wrote one per part); a large
+// one's parts still reach the file whole, and both read back to what the
+// documents give (TestCompoundWritesAlignedChunks checks the chunks).
+func TestCompoundSmallSegmentOneWrite(t *testing.T) {
+	for _, n := range []int{1, 3, 700} {
+		mem := vfs.NewMem()
+		count := &countWrites{name: "." + SuffixCompound}
+		fs := errorfs.Wrap(mem, count)
+		s := testSchema()
+		b := NewBuilder(s)
+		docs := opticksDocs(t, s, n)
+		for _, d := range docs {
+			b.Add(d)
+		}
+		info, err := b.WriteUnsynced(context.Background(), fs, "", corruptID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := info.Files[0].Size
+		if size <= compoundBufferSize && count.writes != 1 {
+			t.Fatalf("%d documents: a compound file of %d bytes took %d writes, want 1", n, size, count.writes)
+		}
+		t.Logf("%d documents: %d bytes in %d writes", len(docs), size, count.writes)
+		if size > 2*writeBufferSize && count.writes < 2 {
+			t.Fatalf("%d documents: a compound file of %d bytes in %d writes", n, size, count.writes)
+		}
+		r, err := Open(mem, "", s, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Validate(context.Background()); err != nil {
+			t.Fatalf("%d documents (%d writes): %v", n, count.writes, err)
+		}
+		if got := r.NumDocs(); got != uint32(len(docs)) {
+			t.Fatalf("%d documents read back as %d", len(docs), got)
+		}
+		r.Close()
 	}
 }
