@@ -277,9 +277,9 @@ func (f *failNthWrite) String() string { return "failNthWrite" }
 // from the source reader (docs/engine.md), so no optional part can be
 // silently skipped. The nearest behaviour: the output has exactly the
 // source's files and parts, and a storage error on any one of its writes
-// (together they carry every part: small parts are gathered into shared
-// writes, so there are fewer writes than parts) fails the output: nothing
-// published, no output file left, the source intact.
+// (together they carry every part: the parts share the compound file's
+// buffered writes, so there are fewer writes than parts) fails the
+// output: nothing published, no output file left, the source intact.
 func TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput(t *testing.T) {
 	inj := &failNthWrite{}
 	mem := vfs.NewMem()

@@ -75,10 +75,11 @@ type fileWriter struct {
 	dirOff uint64 // payload offset of the directory (see beginDirectory)
 	err    error
 	tmp    [binary.MaxVarintLen64]byte
-	// compound is set for a part of a compound file: the part's bytes go
-	// through it, and closing the part leaves the file open for the next
-	// part (see compoundWriter).
-	compound *compoundWriter
+	// shared is set for a part of a compound file: closing the part
+	// leaves the file open for the next part, and buf is the compound
+	// writer's buffer, which seal leaves unflushed and the compound
+	// writer recycles (see compoundWriter).
+	shared bool
 }
 
 // writeBuffers recycles fileWriter buffers: a segment has ten parts, and
@@ -90,12 +91,13 @@ var writeBuffers = sync.Pool{New: func() any {
 }}
 
 // closeFile closes the file and recycles the buffer; the writer is unusable
-// afterwards.
+// afterwards. A part of a compound file leaves both to the compound writer.
 func (w *fileWriter) closeFile() error {
-	var err error
-	if w.compound == nil {
-		err = w.f.Close()
+	if w.shared {
+		w.buf = nil
+		return nil
 	}
+	err := w.f.Close()
 	if w.buf != nil {
 		b := w.buf[:0]
 		writeBuffers.Put(&b)
@@ -114,24 +116,25 @@ func createFile(fs vfs.FS, dir string, id segid.ID, suffix string) (*fileWriter,
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", path, err)
 	}
-	return newFileWriter(f, id, suffix)
+	return newFileWriter(f, id, suffix, (*writeBuffers.Get().(*[]byte))[:0])
 }
 
-// newFileWriter starts a framed file of kind suffix at f's current end
-// and writes its header.
-func newFileWriter(f vfs.File, id segid.ID, suffix string) (*fileWriter, error) {
+// newFileWriter starts a framed file of kind suffix at f's current end,
+// buffering in buf (bytes already in it go to the file first), and writes
+// its header.
+func newFileWriter(f vfs.File, id segid.ID, suffix string, buf []byte) (*fileWriter, error) {
 	kind, ok := fileKinds[suffix]
 	if !ok {
 		return nil, fmt.Errorf("segment: unknown file suffix %q", suffix)
 	}
-	w := &fileWriter{f: f, id: id, suffix: suffix, buf: (*writeBuffers.Get().(*[]byte))[:0]}
+	w := &fileWriter{f: f, id: id, suffix: suffix, buf: buf}
 	var h [headerSize]byte
 	copy(h[0:8], headerMagic[:])
 	copy(h[8:12], kind[:])
 	binary.LittleEndian.PutUint32(h[12:16], kindVersion(suffix))
 	binary.LittleEndian.PutUint64(h[16:24], uint64(id))
 	w.crc = crc32.Update(0, crcTable, h[:])
-	w.buf = append(w.buf, h[:]...)
+	w.copyOut(h[:])
 	return w, nil
 }
 
@@ -194,13 +197,7 @@ func (w *fileWriter) flush() {
 	if w.err != nil || len(w.buf) == 0 {
 		return
 	}
-	var err error
-	if w.compound != nil {
-		err = w.compound.write(w.buf)
-	} else {
-		_, err = w.f.Write(w.buf)
-	}
-	if err != nil {
+	if _, err := w.f.Write(w.buf); err != nil {
 		w.err = fmt.Errorf("segment: write %s: %w", segid.FileName(w.id, w.suffix), err)
 	}
 	w.buf = w.buf[:0]
@@ -225,8 +222,9 @@ func (w *fileWriter) finish() (FileInfo, error) {
 	return fi, nil
 }
 
-// seal writes the directory offset and the footer and flushes the buffer,
-// leaving the file open and unsynced.
+// seal writes the directory offset and the footer and flushes the buffer
+// (a compound part leaves it to the compound writer), leaving the file
+// open and unsynced.
 func (w *fileWriter) seal() (FileInfo, error) {
 	w.u64(w.dirOff)
 	payloadLen := w.n
@@ -236,7 +234,9 @@ func (w *fileWriter) seal() (FileInfo, error) {
 	copy(ft[12:20], footerMagic[:])
 	// The footer is not covered by the CRC.
 	w.copyOut(ft[:])
-	w.flush()
+	if !w.shared {
+		w.flush()
+	}
 	if w.err != nil {
 		return FileInfo{}, w.err
 	}

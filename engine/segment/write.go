@@ -125,12 +125,12 @@ func (b *Builder) write(ctx context.Context, fs vfs.FS, dir string, id segid.ID,
 			return Info{}, err
 		}
 		fi, err := w.seal()
-		w.abort() // recycles the buffer; the file stays open
 		if err != nil {
+			w.abort()
 			c.abort()
 			return Info{}, err
 		}
-		c.sealed(fi)
+		c.sealed(w, fi)
 		info.Parts = append(info.Parts, fi)
 	}
 	fi, err := c.finish(sync)

@@ -511,18 +511,30 @@ var mutations = []Mutation{
 		// takes the careless "make the forward file optional" change whole.
 		Rule: "Q11", Desc: "the forward part becomes optional: a reorder output whose fwd part cannot be written is published without it",
 		Edits: []Edit{
+			// The parts share buffered writes: the careless change writes
+			// the forward part on its own and leaves it out when that
+			// write fails.
+			{File: "engine/segment/write.go",
+				From: `w, err := c.part(suffix)`,
+				To: `
+					if suffix == SuffixForward {
+						if err := c.flush(); err != nil {
+							c.abort()
+							return Info{}, err
+						}
+					}
+					w, err := c.part(suffix)`},
 			{File: "engine/segment/write.go",
 				From: `
-					fi, err := w.seal()
-					w.abort() // recycles the buffer; the file stays open
-					if err != nil {`,
+					c.sealed(w, fi)
+					info.Parts = append(info.Parts, fi)`,
 				To: `
-					fi, err := w.seal()
-					w.abort() // recycles the buffer; the file stays open
-					if err != nil && suffix == SuffixForward {
+					c.sealed(w, fi)
+					if suffix == SuffixForward && c.flush() != nil {
+						c.size -= fi.Size
 						continue
 					}
-					if err != nil {`},
+					info.Parts = append(info.Parts, fi)`},
 			{File: "engine/segment/reader.go",
 				From: `if !listed(suffix, parts) && suffix != SuffixSeismic && suffix != SuffixBlockMax {`,
 				To:   `if !listed(suffix, parts) && suffix != SuffixSeismic && suffix != SuffixBlockMax && suffix != SuffixForward {`},
