@@ -30,31 +30,38 @@ func Create(path string) (vfs.File, error) {
 // retrying on EINTR. Errors are the system's (an *os.PathError wrapping
 // an Errno, so errors.Is(err, fs.ErrNotExist) holds for a missing file).
 func open(path string, flags int, perm uint32) (vfs.File, error) {
+	fd, err := ignoringEINTRN(func() (int, error) { return unix.Open(path, flags|unix.O_CLOEXEC, perm) })
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return &File{fd: fd, path: path}, nil
+}
+
+// ignoringEINTR calls call again while it fails with EINTR.
+func ignoringEINTR(call func() error) error {
 	for {
-		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, perm)
-		if err == unix.EINTR {
-			continue
+		if err := call(); err != unix.EINTR {
+			return err
 		}
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+}
+
+// ignoringEINTRN is ignoringEINTR for calls that return a count.
+func ignoringEINTRN(call func() (int, error)) (int, error) {
+	for {
+		if n, err := call(); err != unix.EINTR {
+			return n, err
 		}
-		return &File{fd: fd, path: path}, nil
 	}
 }
 
 // Rename renames from to to with one rename(2) (os.Rename first stats
 // to, to refuse replacing a directory; the callers rename files only).
 func Rename(from, to string) error {
-	for {
-		err := unix.Rename(from, to)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
-		}
-		return nil
+	if err := ignoringEINTR(func() error { return unix.Rename(from, to) }); err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
+	return nil
 }
 
 // File is a vfs.File over a descriptor: reads and writes are system calls
@@ -81,68 +88,45 @@ func (f *File) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	for {
-		n, err := unix.Read(f.fd, p)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, &os.PathError{Op: "read", Path: f.path, Err: err}
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, nil
+	n, err := ignoringEINTRN(func() (int, error) { return unix.Read(f.fd, p) })
+	switch {
+	case err != nil:
+		return 0, &os.PathError{Op: "read", Path: f.path, Err: err}
+	case n == 0:
+		return 0, io.EOF
 	}
+	return n, nil
 }
 
 // ReadAt reads len(p) bytes at off, or fewer and io.EOF at the end.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		k, err := unix.Pread(f.fd, p[n:], off+int64(n))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return n, &os.PathError{Op: "read", Path: f.path, Err: err}
-		case k == 0:
-			return n, io.EOF
-		}
-		n += k
-	}
-	return n, nil
+	return f.whole("read", p, func(b []byte, at int) (int, error) { return unix.Pread(f.fd, b, off+int64(at)) })
 }
 
 // Write writes p whole at the file's offset.
 func (f *File) Write(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		k, err := unix.Write(f.fd, p[n:])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return n, &os.PathError{Op: "write", Path: f.path, Err: err}
-		case k == 0:
-			return n, &os.PathError{Op: "write", Path: f.path, Err: io.ErrShortWrite}
-		}
-		n += k
-	}
-	return n, nil
+	return f.whole("write", p, func(b []byte, _ int) (int, error) { return unix.Write(f.fd, b) })
 }
 
 // WriteAt writes p whole at off.
 func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	return f.whole("write", p, func(b []byte, at int) (int, error) { return unix.Pwrite(f.fd, b, off+int64(at)) })
+}
+
+// whole calls call(p[n:], n) until all of p is read or written (op), n
+// the bytes done so far. A call that does nothing ends it: io.EOF for a
+// read, io.ErrShortWrite for a write.
+func (f *File) whole(op string, p []byte, call func(b []byte, at int) (int, error)) (int, error) {
 	n := 0
 	for n < len(p) {
-		k, err := unix.Pwrite(f.fd, p[n:], off+int64(n))
+		k, err := ignoringEINTRN(func() (int, error) { return call(p[n:], n) })
 		switch {
-		case err == unix.EINTR:
-			continue
 		case err != nil:
-			return n, &os.PathError{Op: "write", Path: f.path, Err: err}
+			return n, &os.PathError{Op: op, Path: f.path, Err: err}
+		case k == 0 && op == "read":
+			return n, io.EOF
 		case k == 0:
-			return n, &os.PathError{Op: "write", Path: f.path, Err: io.ErrShortWrite}
+			return n, &os.PathError{Op: op, Path: f.path, Err: io.ErrShortWrite}
 		}
 		n += k
 	}
@@ -164,16 +148,10 @@ func (f *File) Stat() (vfs.FileInfo, error) {
 
 // Sync is fsync(2).
 func (f *File) Sync() error {
-	for {
-		err := unix.Fsync(f.fd)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &os.PathError{Op: "fsync", Path: f.path, Err: err}
-		}
-		return nil
+	if err := ignoringEINTR(func() error { return unix.Fsync(f.fd) }); err != nil {
+		return &os.PathError{Op: "fsync", Path: f.path, Err: err}
 	}
+	return nil
 }
 
 // SyncTo syncs the whole file's data (fdatasync): always a full sync.
@@ -186,16 +164,10 @@ func (f *File) SyncTo(length int64) (fullSync bool, err error) {
 
 // SyncData is fdatasync(2).
 func (f *File) SyncData() error {
-	for {
-		err := unix.Fdatasync(f.fd)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &os.PathError{Op: "fdatasync", Path: f.path, Err: err}
-		}
-		return nil
+	if err := ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }); err != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.path, Err: err}
 	}
+	return nil
 }
 
 // Prefetch does nothing (allowed by vfs.File).
@@ -206,16 +178,10 @@ func (f *File) Fd() uintptr { return uintptr(f.fd) }
 
 // Link makes to a new name of the file from names (link(2)).
 func Link(from, to string) error {
-	for {
-		err := unix.Link(from, to)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &os.LinkError{Op: "link", Old: from, New: to, Err: err}
-		}
-		return nil
+	if err := ignoringEINTR(func() error { return unix.Link(from, to) }); err != nil {
+		return &os.LinkError{Op: "link", Old: from, New: to, Err: err}
 	}
+	return nil
 }
 
 // ErrSameFile is returned by Reuse when path is live's file.
