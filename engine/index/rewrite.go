@@ -205,19 +205,18 @@ func (rw *rewrite) readers() []*segment.Reader {
 
 // writeOutput writes, validates and opens the output segment.
 func (rw *rewrite) writeOutput(ctx context.Context, order []segment.DocRef) (segment.Info, *segment.Reader, error) {
+	// Written without its fsync: OpenValidated syncs the output while it
+	// validates it.
 	info, err := segment.MergeWith(ctx, rw.idx.fs, rw.idx.dir, rw.out.ID, rw.idx.schema, rw.readers(), order,
-		segment.MergeOptions{ReencodeIVF: rw.freshIVF, SeismicBudget: rw.seismicBudget})
+		segment.MergeOptions{ReencodeIVF: rw.freshIVF, SeismicBudget: rw.seismicBudget, Unsynced: true})
 	if err != nil {
 		return segment.Info{}, nil, fmt.Errorf("index: %s: write %s: %w", rw.kind, rw.out.ID, err)
 	}
-	// Q12: the complete output is validated, document count included,
-	// before metadata can point at it.
-	if err := segment.Validate(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info); err != nil {
-		return segment.Info{}, nil, fmt.Errorf("index: %s: validate output %s: %w", rw.kind, rw.out.ID, err)
-	}
-	r, err := segment.Open(rw.idx.fs, rw.idx.dir, rw.idx.schema, info)
+	// Q12: the complete output is synced and validated, document count
+	// included, before metadata can point at it.
+	r, err := segment.OpenValidated(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info)
 	if err != nil {
-		return segment.Info{}, nil, fmt.Errorf("index: %s: open output %s: %w", rw.kind, rw.out.ID, err)
+		return segment.Info{}, nil, fmt.Errorf("index: %s: validate output %s: %w", rw.kind, rw.out.ID, err)
 	}
 	return info, r, nil
 }

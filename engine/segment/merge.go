@@ -108,7 +108,7 @@ func (m *merger) run(fs vfs.FS, dir string, id segid.ID) (Info, error) {
 		}
 		return nil
 	}
-	info, err := m.b.Write(ctx, fs, dir, id)
+	info, err := m.b.write(ctx, fs, dir, id, !m.opts.Unsynced)
 	<-done // the builder is the write lane's until it ends
 	m.b.awaitPart = nil
 	if lateErr != nil {

@@ -17,6 +17,10 @@ type MergeOptions struct {
 	// SeismicBudget is MergeSeismic's budget (-1: place nothing new; 0:
 	// no bound).
 	SeismicBudget int64
+	// Unsynced writes the output without its fsync (WriteUnsynced): the
+	// caller must sync its files before any metadata references them, as
+	// OpenValidated does while it validates them.
+	Unsynced bool
 }
 
 // MergeWith is Merge with options.

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/internal/par"
 	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
 )
 
 // Validate fully validates a segment: the cheap checks of Open, every
@@ -27,13 +28,81 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 	return r.Validate(ctx)
 }
 
+// OpenValidated fsyncs, fully validates and opens a segment written
+// without its fsync (MergeOptions.Unsynced), making every check Validate
+// makes; it returns the segment open, or the first failure in Validate's
+// order after a sync failure. The structure checks read the files while
+// they are synced (on another goroutine: the sync waits for the disk, the
+// checks for the CPU). The segment is then opened again and the checksums
+// computed on the bytes as they are once the sync returned: the footers'
+// CRCs were computed from the bytes the writer wrote, so bytes changed
+// after the write, even during the sync after a structure check read them,
+// fail here; the reader returned is that second one.
+func OpenValidated(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
+	pre, err := Open(fs, dir, s, info)
+	if err != nil {
+		return nil, err
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- syncFiles(fs, dir, info) }()
+	structErr := pre.validate(ctx, false, true)
+	syncErr := <-synced
+	pre.Close()
+	if syncErr != nil {
+		return nil, syncErr
+	}
+	r, err := Open(fs, dir, s, info)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.validate(ctx, true, false); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if structErr != nil {
+		r.Close()
+		return nil, structErr
+	}
+	return r, nil
+}
+
+// syncFiles fsyncs the files of a segment written unsynced. Without it a
+// power loss after a metadata commit that references the segment could
+// leave a published segment whose file is empty or torn.
+func syncFiles(fs vfs.FS, dir string, info Info) error {
+	for _, fi := range info.Files {
+		path := fs.PathJoin(dir, segid.FileName(info.ID, fi.Suffix))
+		f, err := fs.Open(path)
+		if err != nil {
+			return fmt.Errorf("segment: sync %s: %w", path, err)
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("segment: sync %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
 // Validate runs Validate's checks on an open segment. The checks are
 // independent and run concurrently (GOMAXPROCS at most); when several
 // fail, the error reported is the one the checks' fixed order puts first
 // (checksums, then structures, then block maxima), whatever finished first.
 func (r *Reader) Validate(ctx context.Context) error {
+	return r.validate(ctx, true, true)
+}
+
+// validate runs the checksum checks (crc) and the structure checks
+// (structure) of Validate.
+func (r *Reader) validate(ctx context.Context, crc, structure bool) error {
 	var checks []func() error
 	for _, fi := range r.info.parts() {
+		if !crc {
+			break
+		}
 		checks = append(checks, func() error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("segment: validate %s: %w", r.id, err)
@@ -42,23 +111,9 @@ func (r *Reader) Validate(ctx context.Context) error {
 		})
 	}
 	var termsBM, vectorsBM error
-	checks = append(checks, func() (err error) { err, termsBM = r.validateTerms(ctx); return err })
-	// The store's blocks are checked in ranges, concurrently for a large
-	// store; the first failing range reports its first failing block.
-	blocks := r.store.numBlocks
-	n := uint32(1)
-	if procs := runtime.GOMAXPROCS(0); procs > 1 {
-		n = uint32(min(max(len(r.store.payload)/chunkBytes, 1), 4*procs))
+	if structure {
+		checks = r.structureChecks(ctx, checks, &termsBM, &vectorsBM)
 	}
-	for k := uint32(0); k < n; k++ {
-		lo, hi := uint32(uint64(blocks)*uint64(k)/uint64(n)), uint32(uint64(blocks)*uint64(k+1)/uint64(n))
-		checks = append(checks, func() error { return r.validateStore(ctx, lo, hi) })
-	}
-	checks = append(checks,
-		func() error { return r.validateColumns(ctx) },
-		func() (err error) { err, vectorsBM = r.validateVectors(ctx); return err },
-		func() error { return r.validateIVF(ctx) },
-		func() error { return r.validateSeismic(ctx) })
 	errs := make([]error, len(checks))
 	par.Do(len(checks), func(i int) { errs[i] = checks[i]() })
 	for _, err := range append(errs, termsBM, vectorsBM) {
@@ -70,6 +125,29 @@ func (r *Reader) Validate(ctx context.Context) error {
 		return fmt.Errorf("segment: validate %s: %w", r.id, err)
 	}
 	return nil
+}
+
+// structureChecks appends Validate's structure checks to checks, in
+// their reporting order; the block-max disagreements they find go to
+// termsBM and vectorsBM, reported after every other check's error.
+func (r *Reader) structureChecks(ctx context.Context, checks []func() error, termsBM, vectorsBM *error) []func() error {
+	checks = append(checks, func() (err error) { err, *termsBM = r.validateTerms(ctx); return err })
+	// The store's blocks are checked in ranges, concurrently for a large
+	// store; the first failing range reports its first failing block.
+	blocks := r.store.numBlocks
+	n := uint32(1)
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		n = uint32(min(max(len(r.store.payload)/chunkBytes, 1), 4*procs))
+	}
+	for k := uint32(0); k < n; k++ {
+		lo, hi := uint32(uint64(blocks)*uint64(k)/uint64(n)), uint32(uint64(blocks)*uint64(k+1)/uint64(n))
+		checks = append(checks, func() error { return r.validateStore(ctx, lo, hi) })
+	}
+	return append(checks,
+		func() error { return r.validateColumns(ctx) },
+		func() (err error) { err, *vectorsBM = r.validateVectors(ctx); return err },
+		func() error { return r.validateIVF(ctx) },
+		func() error { return r.validateSeismic(ctx) })
 }
 
 // validateForward checks a reorder field's term lists: bounds, increasing

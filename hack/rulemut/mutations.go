@@ -555,13 +555,18 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestQ11_",
 	},
 	{
-		Rule: "Q12", Desc: "a rewrite output is opened but not fully validated before publication",
-		Edits: []Edit{{File: "engine/index/rewrite.go",
+		Rule: "Q12", Desc: "a rewrite output is synced and opened but its validation's failures are ignored",
+		Edits: []Edit{{File: "engine/segment/validate.go",
 			From: `
-				if err := segment.Validate(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info); err != nil {
-					return segment.Info{}, nil, fmt.Errorf("index: %s: validate output %s: %w", rw.kind, rw.out.ID, err)
+				if err := r.validate(ctx, true, false); err != nil {
+					r.Close()
+					return nil, err
+				}
+				if structErr != nil {
+					r.Close()
+					return nil, structErr
 				}`,
-			To: ``}},
+			To: `_ = structErr`}},
 		Pkg: "./engine/index", Run: "^TestQ12_",
 	},
 	{
