@@ -29,7 +29,8 @@ var chunkBytes = 256 << 10
 type termChunk struct {
 	field int
 	// only is set when the range is its field's only one: it adds to the
-	// field's lengths without atomics.
+	// field's lengths without atomics (others add to a private slot's, or
+	// atomically when the field has no slots).
 	only  bool
 	rng   dictRange
 	names []string
@@ -59,9 +60,13 @@ type chunkTerm struct {
 // fieldMerge is the state mergeTerms shares between the chunks of a field.
 type fieldMerge struct {
 	ix *indexBuilder
-	// lengths is per output document the sum of its frequencies, added
-	// atomically by the chunks.
+	// lengths is per output document the sum of its frequencies: added
+	// to by a field's only chunk, folded from the slots' once the chunks
+	// are done, or added to atomically by the chunks when slots is nil.
 	lengths []uint32
+	// slots lend the chunks of a field cut in several private lengths
+	// (nil: one chunk, or atomics; see newDocSlots).
+	slots *docSlots
 	// norms are the output's field lengths read from the sources' norms
 	// (tokenized fields), used by the chunks' block-max records; nil when
 	// a source has none, and Write then rebuilds the records.
@@ -122,6 +127,7 @@ func (m *merger) mergeTerms() error {
 			n = min(max(size/chunkBytes, 1), 8*procs)
 		}
 		keys := splitDicts(dicts, n)
+		fm.slots = newDocSlots(m.b.numDocs, len(keys)+1, 1)
 		// A range's share of the postings, and of the terms (sources
 		// share many: half their sum is a guess), sizes its buffers: the
 		// block-max records hold every posting's doc offset and frequency
@@ -166,6 +172,13 @@ func (m *merger) mergeTerms() error {
 	for _, c := range chunks {
 		if c.err != nil {
 			return c.err
+		}
+	}
+	for f, fm := range fields {
+		if fm != nil && fm.slots != nil {
+			if doc, ok := fm.slots.fold(fm.lengths); !ok {
+				return fmt.Errorf("field %d doc %d: frequencies overflow", f, doc)
+			}
 		}
 	}
 	// Size the fields' lists once: they take every chunk's.
@@ -234,14 +247,20 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		count        int
 	)
 	p := new(Postings)
+	lengths, atomically := fm.lengths, !c.only
+	if fm.slots != nil {
+		slot := fm.slots.get()
+		defer fm.slots.put(slot)
+		lengths, atomically = slot.counts[0], false
+	}
 	// count1 adds a posting's frequency to its document's field length.
 	count1 := func(nd, freq uint32) error {
 		var sum uint32
-		if c.only {
-			fm.lengths[nd] += freq
-			sum = fm.lengths[nd]
+		if !atomically {
+			lengths[nd] += freq
+			sum = lengths[nd]
 		} else {
-			sum = atomic.AddUint32(&fm.lengths[nd], freq)
+			sum = atomic.AddUint32(&lengths[nd], freq)
 		}
 		if sum < freq {
 			return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)

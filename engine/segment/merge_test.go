@@ -79,6 +79,11 @@ func TestMergeEqualsReindexInChunks(t *testing.T) {
 	defer func(b int) { chunkBytes = b }(chunkBytes)
 	chunkBytes = 1
 	checkMergeEqualsReindex(t)
+	// Ranges adding atomically to the shared lengths (a field too large
+	// for private slots) write the same output.
+	defer func(m uint64) { privateCountsMax = m }(privateCountsMax)
+	privateCountsMax = 0
+	checkMergeEqualsReindex(t)
 }
 
 func checkMergeEqualsReindex(t *testing.T) {

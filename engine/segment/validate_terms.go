@@ -17,7 +17,8 @@ type termsCheck struct {
 	field  int
 	lo, hi []byte // the range [lo, hi); nil bounds are open
 	// only is set when the range is its field's only one: it adds to the
-	// field's per-document counts without atomics.
+	// field's per-document counts without atomics (others add to a
+	// private slot's, or atomically when the field has no slots).
 	only bool
 	// Results: the ordinals covered, the terms and postings counted, the
 	// first failure and the first block-max disagreement.
@@ -27,11 +28,15 @@ type termsCheck struct {
 	err, bmErr error
 }
 
-// termsField is the per-document state the ranges of a field share,
-// added to atomically.
+// termsField is the per-document state the ranges of a field share:
+// added to by a field's only range, folded from the slots' once the
+// ranges are done, or added to atomically when slots is nil.
 type termsField struct {
 	lengths  []uint32 // per doc: sum of frequencies
 	distinct []uint32 // per doc: number of terms
+	// slots lend the ranges of a field cut in several private lengths and
+	// distinct counts (nil: one range, or atomics; see newDocSlots).
+	slots *docSlots
 }
 
 // validateTerms decodes every dictionary and postings list, and checks them
@@ -54,6 +59,7 @@ func (r *Reader) validateTerms(ctx context.Context) (err, bmErr error) {
 			n = min(max(len(d.post)/chunkBytes, 1), 4*procs)
 		}
 		keys := splitDicts([]*dict{d}, n)
+		fields[field].slots = newDocSlots(r.numDocs, len(keys)+1, 2)
 		for k := 0; k <= len(keys); k++ {
 			c := &termsCheck{field: field, only: len(keys) == 0}
 			if k > 0 {
@@ -93,6 +99,11 @@ func (r *Reader) validateTerms(ctx context.Context) (err, bmErr error) {
 		if count != d.numTerms || sumDF != d.sumDocFreq {
 			return corruptf(r.id, SuffixTerms, "field %d: iterated %d terms and %d postings, dictionary says %d and %d", field, count, sumDF, d.numTerms, d.sumDocFreq), nil
 		}
+		if tf := fields[field]; tf.slots != nil {
+			if doc, ok := tf.slots.fold(tf.lengths, tf.distinct); !ok {
+				return corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc), nil
+			}
+		}
 		if err := r.checkFieldLengths(ctx, field, d, fields[field]); err != nil {
 			return err, nil
 		}
@@ -108,6 +119,12 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 	var bm bmChecker
 	bf := bm.field(r, field)
 	p := new(Postings)
+	lengths, distinct, atomically := tf.lengths, tf.distinct, !c.only
+	if tf.slots != nil {
+		slot := tf.slots.get()
+		defer tf.slots.put(slot)
+		lengths, distinct, atomically = slot.counts[0], slot.counts[1], false
+	}
 	it := &TermIterator{d: d}
 	var ok bool
 	if c.lo == nil {
@@ -145,13 +162,13 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 			for k, doc := range docs {
 				freq := freqs[k]
 				var sum uint32
-				if c.only {
-					tf.lengths[doc] += freq
-					tf.distinct[doc]++
-					sum = tf.lengths[doc]
+				if !atomically {
+					lengths[doc] += freq
+					distinct[doc]++
+					sum = lengths[doc]
 				} else {
-					sum = atomic.AddUint32(&tf.lengths[doc], freq)
-					atomic.AddUint32(&tf.distinct[doc], 1)
+					sum = atomic.AddUint32(&lengths[doc], freq)
+					atomic.AddUint32(&distinct[doc], 1)
 				}
 				if sum < freq {
 					fail(corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc))

@@ -14,8 +14,16 @@ import (
 // checks can tell) and checks that validating with every field cut into as
 // many term ranges as allowed, checked concurrently, detects exactly the
 // damage one walk of the terms detects (the first failure met may differ:
-// a range's seek can meet it first).
+// a range's seek can meet it first). The ranges count in private slots,
+// then (a field too large for them) atomically in the shared counts.
 func TestChunkedValidateAgreesWithSequential(t *testing.T) {
+	t.Run("slots", checkChunkedValidateAgreesWithSequential)
+	defer func(m uint64) { privateCountsMax = m }(privateCountsMax)
+	privateCountsMax = 0
+	t.Run("atomic", checkChunkedValidateAgreesWithSequential)
+}
+
+func checkChunkedValidateAgreesWithSequential(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	defer func(b int) { chunkBytes = b }(chunkBytes)
 	fs, s, info := smallSegment(t, 300)
