@@ -14,9 +14,17 @@ type dictHit struct {
 	// e is the term's entry in the source's dictionary (the iterator
 	// itself may have moved on by the time the hit is handed out).
 	e termEntry
+}
+
+// heapItem is one source's iterator in a dictHeap: small, since the heap
+// moves items at every level of a sift (the term's entry is read from the
+// iterator when the source is taken).
+type heapItem struct {
 	// key is the big-endian value of the term's first 8 bytes (zero
 	// padded): keys that differ order their terms as bytes.Compare does.
 	key uint64
+	src int
+	it  *TermIterator
 }
 
 // termKey returns the key of term (see dictHit).
@@ -52,6 +60,7 @@ type dictRange struct {
 // a logarithm of the number of sources, not a scan of them all.
 func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []dictHit) error) error {
 	var h dictHeap
+	hiKey := termKey(r.hi)
 	for i, d := range dicts {
 		if d == nil {
 			continue
@@ -70,7 +79,7 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 		if ok {
 			start = it.Ordinal()
 			if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
-				h = append(h, dictHit{src: i, it: it, key: termKey(it.TermBytes())})
+				h = append(h, heapItem{src: i, it: it, key: termKey(it.TermBytes())})
 			}
 		}
 		if r.ords != nil {
@@ -87,10 +96,8 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 		key := h[0].key
 		hits = hits[:0]
 		for {
-			hit := h[0]
-			hit.e = hit.it.c.e
-			hits = append(hits, hit)
-			if !h.advanceRoot(dicts, r) {
+			hits = append(hits, dictHit{src: h[0].src, it: h[0].it, e: h[0].it.c.e})
+			if !h.advanceRoot(dicts, r, hiKey) {
 				if err := h[0].it.Err(); err != nil {
 					return err
 				}
@@ -108,19 +115,21 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 }
 
 // dictHeap is a binary min-heap of iterators by (term, source).
-type dictHeap []dictHit
+type dictHeap []heapItem
 
 // advanceRoot moves the root's iterator to its next term within r and
 // restores the heap order; at the end of the iterator or of r it records
 // the source's end ordinal and returns false, leaving the root for the
-// caller to pop (after checking the iterator's error).
-func (h dictHeap) advanceRoot(dicts []*dict, r dictRange) bool {
+// caller to pop (after checking the iterator's error). hiKey is
+// termKey(r.hi).
+func (h dictHeap) advanceRoot(dicts []*dict, r dictRange, hiKey uint64) bool {
 	hit := &h[0]
 	it := hit.it
 	end := dicts[hit.src].numTerms // the first term at or past hi
 	if it.Next() {
-		if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
-			hit.key = termKey(it.TermBytes())
+		key := termKey(it.TermBytes())
+		if r.hi == nil || key < hiKey || (key == hiKey && bytes.Compare(it.TermBytes(), r.hi) < 0) {
+			hit.key = key
 			h.siftRoot()
 			return true
 		}
@@ -134,8 +143,8 @@ func (h dictHeap) advanceRoot(dicts []*dict, r dictRange) bool {
 
 func (h dictHeap) less(i, j int) bool { return hitLess(&h[i], &h[j]) }
 
-// hitLess orders hits by (term, source).
-func hitLess(a, b *dictHit) bool {
+// hitLess orders heap items by (term, source).
+func hitLess(a, b *heapItem) bool {
 	if a.key != b.key {
 		return a.key < b.key
 	}
@@ -182,7 +191,7 @@ func (h dictHeap) init() {
 	}
 }
 
-func (h *dictHeap) pop() dictHit {
+func (h *dictHeap) pop() heapItem {
 	s := *h
 	top := s[0]
 	n := len(s) - 1
