@@ -33,6 +33,10 @@
 // Open performs the cheap check (sizes, headers, footers, directories) of
 // every part, so that a damaged segment is quarantined as soon as its
 // index opens; Validate recomputes every CRC and decodes every structure.
+// OpenValidated does the same for a segment written without its fsync
+// (a rewrite's output): it syncs the file while it checks the structures,
+// then opens the segment again and recomputes the CRCs on the bytes the
+// sync made durable.
 //
 // # terms (kind "term")
 //
