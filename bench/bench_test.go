@@ -40,6 +40,7 @@ func TestPipeline(t *testing.T) {
 		HeadingRounds: 1,
 		ManyCommits:   20,
 		SmallCommits:  2,
+		OpenRounds:    2,
 		Reps:          1,
 		FloorSeqMB:    4,
 		FloorSyncs:    3,

@@ -96,24 +96,12 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 	if err := e.Close(ctx); err != nil {
 		return nil, err
 	}
-	settle()
-	stop = startProfile(cfg, rep, e, "open")
-	t := time.Now()
-	err = e.Open(dir)
-	open := opTime(e, time.Since(t))
-	if err == nil {
-		t = time.Now()
-		_, err = e.Search(ctx, qs[fixed/2])
-		open += opTime(e, time.Since(t))
+	if run.Open, err = openRounds(ctx, cfg, e, dir, qs[fixed/2], rep); err != nil {
+		return nil, err
 	}
-	stop()
-	if err != nil {
-		return nil, fmt.Errorf("open and first search: %w", err)
-	}
-	run.Open = open
 	run.OpenSegments = e.Segments()
 	stop = startProfile(cfg, rep, e, "merge")
-	t = time.Now()
+	t := time.Now()
 	cpu0 = engineCPU(e)
 	err = e.ForceMerge(ctx)
 	merged := opTime(e, time.Since(t))
@@ -284,4 +272,38 @@ func searchBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Qu
 		return err
 	}
 	return nil
+}
+
+// openRounds times OpenRounds cycles of Open plus the first answered
+// query of the closed index in dir (each after the previous cycle's
+// Close) and returns their median; the index is left open. Only the first
+// cycle is profiled.
+func openRounds(ctx context.Context, cfg *Config, e Engine, dir string, q Query, rep int) (time.Duration, error) {
+	var times []time.Duration
+	for round := 0; round < max(1, cfg.OpenRounds); round++ {
+		if round > 0 {
+			if err := e.Close(ctx); err != nil {
+				return 0, err
+			}
+		}
+		settle()
+		stop := func() {}
+		if round == 0 {
+			stop = startProfile(cfg, rep, e, "open")
+		}
+		t := time.Now()
+		err := e.Open(dir)
+		open := opTime(e, time.Since(t))
+		if err == nil {
+			t = time.Now()
+			_, err = e.Search(ctx, q)
+			open += opTime(e, time.Since(t))
+		}
+		stop()
+		if err != nil {
+			return 0, fmt.Errorf("open and first search: %w", err)
+		}
+		times = append(times, open)
+	}
+	return NewDist(times).P50, nil
 }

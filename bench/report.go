@@ -199,8 +199,8 @@ func (res *Result) Text(command string) string {
 	}
 	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
 		res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files, len(res.Corpus.HeldOut))
-	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of the %d fixed queries, %d of the %d heading queries; %d one-document commits; open at many segments: %d one-document commits\n",
-		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, res.Fixed, cfg.HeadingRounds, len(res.Queries)-res.Fixed, cfg.SmallCommits, cfg.ManyCommits)
+	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of the %d fixed queries, %d of the %d heading queries; %d one-document commits; %d open cycles; open at many segments: %d one-document commits\n",
+		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, res.Fixed, cfg.HeadingRounds, len(res.Queries)-res.Fixed, cfg.SmallCommits, max(1, cfg.OpenRounds), cfg.ManyCommits)
 	fmt.Fprintf(&b, "disk: %s\n", cfg.WorkDir)
 	fmt.Fprintf(&b, "\nvalues: median (min–max) over the repetitions\n\n")
 
@@ -458,8 +458,10 @@ peers" names it.
   merge, and per query of the sequential search rounds (for Xapian, this
   process's plus the driver's).
 - **open_ms**: a new index built with the many-segment cadence (40
-  commits) is closed; open_ms = Open plus the first answered query (warm
-  page cache). For Xapian the many-segment index is that commit-heavy
+  commits) is closed; one cycle is Open plus the first answered query
+  (warm page cache), and open_ms is the median of the cycles of a
+  repetition (5; 3 with -quick), each after Close of the previous: one
+  open of a few milliseconds is too short to measure once. For Xapian the many-segment index is that commit-heavy
   database (40 commits into one glass database), opened as a
   WritableDatabase. **open_ms at N segments**: ours only, an index of
   1,000 one-document commits (no merging), built once per run; Open alone,

@@ -107,6 +107,9 @@ type Config struct {
 	ManyCommits int
 	// SmallCommits is the number of one-document commits timed.
 	SmallCommits int
+	// OpenRounds is the number of timed Open-plus-first-query cycles of
+	// the many-segment index per repetition (their median is open_ms).
+	OpenRounds int
 	// Reps repeats every measurement.
 	Reps int
 	// FloorSeqMB and FloorSyncs size the floor measurement.

@@ -23,6 +23,10 @@ type run struct {
 	keys []float64
 	// sel holds the partition-relative positions being selected.
 	sel []uint32
+	// plainHalves turns keyOrder off (tests compare against it).
+	plainHalves bool
+	// tmp[pos] holds documents while a partition is permuted (keyOrder).
+	tmp []uint32
 	// moved[pos] flags the document at pos to change half this round.
 	moved []bool
 	// logs[i] = log2(i), for 0 < i <= len(order)+2.
@@ -55,6 +59,7 @@ func newRun(g *Graph, order []uint32, p params, st *stopper, logs []float64) *ru
 		keys:    make([]float64, n),
 		sel:     make([]uint32, n),
 		moved:   make([]bool, n),
+		tmp:     make([]uint32, n),
 		scratch: make([]*scratch, p.workers),
 		delta:   deltaTable(logs, n+2),
 	}

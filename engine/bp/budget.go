@@ -84,8 +84,8 @@ func (b Budget) normalize() (params, error) {
 const (
 	// bytesPerDoc: offset (8), order (4), key (8), selection slot (4),
 	// move flag (1), log2 and delta table entries (16), the local swaps'
-	// change mark (4).
-	bytesPerDoc = 8 + 4 + 8 + 4 + 1 + 16 + 4
+	// change mark (4), keyOrder's permutation buffer (4).
+	bytesPerDoc = 8 + 4 + 8 + 4 + 1 + 16 + 4 + 4
 	// bytesPerEdge: one term id in the CSR, one position in the
 	// orientation's position lists.
 	bytesPerEdge = 4 + 4

@@ -1,5 +1,10 @@
 package bp
 
+import (
+	"cmp"
+	"slices"
+)
+
 // scratch is one worker's per-term state, reused partition after
 // partition. INVARIANT: between partitions every deg entry is 0 and
 // touched is empty.
@@ -33,6 +38,7 @@ func (r *run) refine(s *scratch, lo, hi int) error {
 		return err
 	}
 	defer s.clear()
+	fresh := false // keys[lo:hi] are those of the current halves
 	for round := range r.p.iterations {
 		if err := r.termGains(s, n1, len(docs)-n1); err != nil {
 			return err
@@ -41,13 +47,55 @@ func (r *run) refine(s *scratch, lo, hi int) error {
 			return err
 		}
 		moves, err := r.selectMoves(lo, hi, n1)
-		if err != nil || moves == 0 {
+		if err != nil {
 			return err
+		}
+		if moves == 0 {
+			fresh = true
+			break
 		}
 		if err := r.swap(s, lo, hi, n1, uint64(round)); err != nil {
 			return err
 		}
 	}
+	return r.keyOrder(s, lo, hi, n1, fresh)
+}
+
+// keyOrder sorts each half of the refined partition order[lo:hi] by its
+// documents' "belongs right" keys, increasing (ties keep their order),
+// so that the documents that lean most to the other half sit next to the
+// cut and those that lean least at the partition's ends. The halves keep
+// their documents; what changes is where the next level cuts each half
+// (its first half-size documents by key against the rest, a better start
+// than an arbitrary split) and, below the last level, the order inside
+// the leaves, which follows the keys as a one-dimensional embedding. When
+// fresh is false the keys are recomputed for the final halves first.
+func (r *run) keyOrder(s *scratch, lo, hi, n1 int, fresh bool) error {
+	if r.plainHalves {
+		return nil
+	}
+	if !fresh {
+		if err := r.termGains(s, n1, hi-lo-n1); err != nil {
+			return err
+		}
+		if err := r.docKeys(s, lo, hi, n1); err != nil {
+			return err
+		}
+	}
+	if err := r.stop.check(); err != nil {
+		return err
+	}
+	keys, sel, docs, tmp := r.keys[lo:hi], r.sel[lo:hi], r.order[lo:hi], r.tmp[lo:hi]
+	for i := range sel {
+		sel[i] = uint32(i)
+	}
+	byKey := func(a, b uint32) int { return cmp.Compare(keys[a], keys[b]) }
+	slices.SortStableFunc(sel[:n1], byKey)
+	slices.SortStableFunc(sel[n1:], byKey)
+	for i, j := range sel {
+		tmp[i] = docs[j]
+	}
+	copy(docs, tmp)
 	return nil
 }
 

@@ -52,7 +52,8 @@ func main() {
 		SearchRounds:  100,
 		HeadingRounds: 3,
 		ManyCommits:   *manyCommits,
-		SmallCommits:  20,
+		SmallCommits:  50,
+		OpenRounds:    5,
 		Reps:          max(1, *reps),
 		FloorSeqMB:    256,
 		FloorSyncs:    50,
@@ -63,7 +64,7 @@ func main() {
 	}
 	maxDocs := *docs
 	if *quick {
-		cfg.CommitEvery, cfg.SearchRounds, cfg.SmallCommits, cfg.HeadingRounds = 500, 30, 10, 1
+		cfg.CommitEvery, cfg.SearchRounds, cfg.SmallCommits, cfg.HeadingRounds, cfg.OpenRounds = 500, 30, 20, 1, 3
 		cfg.FloorSeqMB, cfg.FloorSyncs = 64, 20
 		if maxDocs == 0 {
 			maxDocs = 5000
