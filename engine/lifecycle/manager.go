@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/internal/par"
 	"github.com/summadev/summa/engine/segid"
 )
 
@@ -257,8 +258,14 @@ func (m *Manager) deleteIfUnowned(ids ...segid.ID) {
 	}
 }
 
+// parallelRemoveMin is the number of files from which removeFiles
+// removes them concurrently: an unlink frees the file's cached pages in
+// the caller, so the sources of a large merge (80 segments at once) took
+// tens of milliseconds one after the other; a few files go in order.
+const parallelRemoveMin = 8
+
 // removeFiles deletes every file of each id, whatever its suffix (Q02),
-// and returns per id the first failure.
+// and returns per id the first failure (in listing order).
 func (m *Manager) removeFiles(ids []segid.ID) []error {
 	errs := make([]error, len(ids))
 	names, err := m.fs.List(m.dir)
@@ -272,17 +279,36 @@ func (m *Manager) removeFiles(ids []segid.ID) []error {
 	for i, id := range ids {
 		index[id] = i
 	}
+	type target struct {
+		i    int // the file's id, an index into ids
+		name string
+	}
+	var targets []target
 	for _, name := range names {
 		fid, _, ok := segid.ParseFileName(name)
 		if !ok {
 			continue
 		}
-		i, want := index[fid]
-		if !want {
-			continue
+		if i, want := index[fid]; want {
+			targets = append(targets, target{i: i, name: name})
 		}
-		if err := m.fs.Remove(m.fs.PathJoin(m.dir, name)); err != nil && !isNotExist(err) && errs[i] == nil {
-			errs[i] = fmt.Errorf("lifecycle: remove %s: %w", name, err)
+	}
+	fails := make([]error, len(targets))
+	remove := func(k int) {
+		if err := m.fs.Remove(m.fs.PathJoin(m.dir, targets[k].name)); err != nil && !isNotExist(err) {
+			fails[k] = fmt.Errorf("lifecycle: remove %s: %w", targets[k].name, err)
+		}
+	}
+	if len(targets) >= parallelRemoveMin {
+		par.Do(len(targets), remove)
+	} else {
+		for k := range targets {
+			remove(k)
+		}
+	}
+	for k, t := range targets {
+		if fails[k] != nil && errs[t.i] == nil {
+			errs[t.i] = fails[k]
 		}
 	}
 	return errs
