@@ -86,7 +86,7 @@ func TestBackupOfflineCopy(t *testing.T) {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshotDir(t, dir)
+	before := settledSnapshot(t, dir)
 	rep, stdout, stderr, code := runBackup(t, dir, dst)
 	if code != 2 || rep.Error == "" || !lockMessage.Match(stderr) {
 		t.Fatalf("backup beside a running server: exit %d (want 2)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)

@@ -223,6 +223,28 @@ func snapshotDir(t testing.TB, dir string) map[string]fileEntry {
 	return out
 }
 
+// settledSnapshot is snapshotDir once the running server has stopped
+// changing dir: its background work after a commit (refilling spare
+// files, recycling the replaced metadata.json) ends on its own, and a
+// test comparing the directory before and after a refused process must
+// not count it. It waits until two snapshots 100 ms apart agree (at most
+// 20 s).
+func settledSnapshot(t testing.TB, dir string) map[string]fileEntry {
+	t.Helper()
+	prev := snapshotDir(t, dir)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		time.Sleep(100 * time.Millisecond)
+		cur := snapshotDir(t, dir)
+		if len(diffSnapshots(prev, cur)) == 0 {
+			return cur
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the data directory %s is still changing after 20s:\n%v", dir, diffSnapshots(prev, cur))
+		}
+		prev = cur
+	}
+}
+
 // diffSnapshots describes the differences between two snapshots.
 func diffSnapshots(before, after map[string]fileEntry) []string {
 	var out []string

@@ -36,7 +36,7 @@ func TestSecondServerFailsFast(t *testing.T) {
 	if err := os.WriteFile(orphan, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshotDir(t, dir)
+	before := settledSnapshot(t, dir)
 
 	// A second server.
 	second := spawn(t, dir)
