@@ -182,6 +182,10 @@ func (r *SummaIndexReconciler) failDoctor(ctx context.Context, x *summav1.SummaI
 	d := x.Status.Doctor
 	r.endDoctor(ctx, x, summav1.DoctorPhaseFailed, msg)
 	r.event(x, nil, corev1.EventTypeWarning, ReasonDoctorFailed, "doctor run %s failed: %s", d.RequestID, msg)
+	// The status written now shows the failure in Degraded as well, not
+	// only at the end of the pass: a client that sees the run Failed
+	// sees why the index is degraded in the same object.
+	setDegraded(x, degradedCauses(x, nil))
 	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
 }
 
