@@ -168,18 +168,7 @@ func BenchmarkMerge(b *testing.B) {
 	s := testSchema()
 	fs := vfs.Default
 	dir := b.TempDir()
-	docs := opticksDocs(b, s, 0)
-	var srcs []*Reader
-	const parts = 40
-	for i := 0; i < parts; i++ {
-		info := buildSegment(b, fs, dir, s, segid.ID(1+i), docs[i*len(docs)/parts:(i+1)*len(docs)/parts])
-		r, err := Open(fs, dir, s, info)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		srcs = append(srcs, r)
-	}
+	srcs := opticksSources(b, fs, dir, s, 40)
 	order := Concat(srcs, nil)
 	next := segid.ID(1000)
 	run := func(b *testing.B, write func(id segid.ID) Info) {
@@ -277,4 +266,22 @@ func TestMergeReportsDamagedForwardLists(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("no damaged forward list failed the merge")
 	}
+}
+
+// opticksSources writes the Opticks paragraphs (every field kind) as
+// parts segments in dir and opens them (closed when b ends).
+func opticksSources(b *testing.B, fs vfs.FS, dir string, s *schema.Schema, parts int) []*Reader {
+	b.Helper()
+	docs := opticksDocs(b, s, 0)
+	var srcs []*Reader
+	for i := 0; i < parts; i++ {
+		info := buildSegment(b, fs, dir, s, segid.ID(1+i), docs[i*len(docs)/parts:(i+1)*len(docs)/parts])
+		r, err := Open(fs, dir, s, info)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		srcs = append(srcs, r)
+	}
+	return srcs
 }

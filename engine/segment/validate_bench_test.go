@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/summadev/summa/engine/segid"
 )
 
 // BenchmarkValidateMerged fully validates (Reader.Validate) the segment
@@ -16,18 +15,7 @@ func BenchmarkValidateMerged(b *testing.B) {
 	s := testSchema()
 	fs := vfs.Default
 	dir := b.TempDir()
-	docs := opticksDocs(b, s, 0)
-	var srcs []*Reader
-	const parts = 40
-	for i := 0; i < parts; i++ {
-		info := buildSegment(b, fs, dir, s, segid.ID(1+i), docs[i*len(docs)/parts:(i+1)*len(docs)/parts])
-		r, err := Open(fs, dir, s, info)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		srcs = append(srcs, r)
-	}
+	srcs := opticksSources(b, fs, dir, s, 40)
 	ctx := context.Background()
 	info, err := Merge(ctx, fs, dir, 1000, s, srcs, Concat(srcs, nil))
 	if err != nil {
