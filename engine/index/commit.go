@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -38,10 +39,19 @@ func (idx *Index) Commit(ctx context.Context) (CommitResult, error) {
 	}
 	done := make(chan outcome, 1)
 	// The task owns the writer guard and releases it when it ends (C07).
+	// The snapshot the publication held goes last, after the guard and
+	// the answer: dropping it deletes the files the commit retired (the
+	// replaced deletion mask of an upsert), which no longer delays the
+	// caller or the next commit. Close still waits for it (open
+	// snapshots are drained before shutdown goes on).
 	go func() {
-		defer func() { <-w.guard }()
-		res, err := w.runCommit()
+		res, release, err := w.runCommit()
+		<-w.guard
 		done <- outcome{res, err}
+		// The caller, readied by the send, waits in this P's next slot:
+		// yield so that it runs before the release.
+		runtime.Gosched()
+		release()
 	}()
 	select {
 	case o := <-done:
@@ -52,9 +62,18 @@ func (idx *Index) Commit(ctx context.Context) (CommitResult, error) {
 }
 
 // runCommit seals the generation (or resumes the sealed one), waits for the
-// workers' flush within the timeout, and runs the finalizer.
+// workers' flush within the timeout, and runs the finalizer. release
+// drops the snapshot a publication held (never nil); the caller runs it
+// once the guard is released.
 // REQUIRES: the writer guard is held.
-func (w *writer) runCommit() (CommitResult, error) {
+func (w *writer) runCommit() (res CommitResult, release func(), err error) {
+	release = func() {}
+	res, err = w.commitJob(&release)
+	return res, release, err
+}
+
+// commitJob is runCommit; a publication sets *release.
+func (w *writer) commitJob(release *func()) (CommitResult, error) {
 	job, err := w.sealOrResume()
 	if err != nil {
 		return CommitResult{}, err
@@ -86,7 +105,10 @@ func (w *writer) runCommit() (CommitResult, error) {
 		w.resume()
 		return w.idx.currentResult(), nil
 	}
-	res, err := w.idx.publish(job)
+	res, held, err := w.idx.publish(job)
+	if held != nil {
+		*release = held.Close
+	}
 	if errors.Is(err, errOutputSync) {
 		// Like a failed generation (C05): the outputs are given up and the
 		// operations rebuilt by the next commit.

@@ -203,8 +203,9 @@ func (w *writer) retryHeld() {
 	// section that changes the held state, so Status never shows one
 	// without the other.
 	w.background = true
-	res, err := w.runCommit()
+	res, release, err := w.runCommit()
 	w.background = false
+	release()
 	if err == nil {
 		w.idx.log.Info("Held publication published by the background retry",
 			"generation", res.Generation, "documents", res.Documents)

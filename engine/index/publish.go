@@ -28,8 +28,9 @@ type maskWrite struct {
 // visibility, writes new mask generations, saves metadata (the commit
 // point), installs the metadata owner and the new snapshot, and only then
 // releases the active claims (L03). It runs in the owned commit task, so a
-// cancelled request does not interrupt it (C03).
-func (idx *Index) publish(job *flushJob) (CommitResult, error) {
+// cancelled request does not interrupt it (C03). On success it returns
+// held, the snapshot it read, still referenced: the caller closes it.
+func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err error) {
 	idx.metaMu.Lock() // C01
 	defer idx.metaMu.Unlock()
 
@@ -39,19 +40,23 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	cur := idx.mu.current
 	cur.refs.Add(1)
 	idx.mu.Unlock()
-	defer cur.Close()
+	defer func() {
+		if held == nil {
+			cur.Close()
+		}
+	}()
 
 	// S04: the primary-key and visibility scans run here, in the commit
 	// task, never on the BP pool.
 	oldMasks, newMasks, err := planVisibility(cur, job.gen.pending, outputs)
 	if err != nil {
-		return CommitResult{}, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
+		return CommitResult{}, nil, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
 	}
 	var claims []*lifecycle.Claim
 	var unsynced []string
 	if err := idx.writeMasks(oldMasks, newMasks, &claims, &unsynced); err != nil {
 		lifecycle.AbandonAll(claims)
-		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
+		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	next, published := buildNext(meta, oldMasks, newMasks, outputs)
 	for _, p := range outputs {
@@ -65,7 +70,7 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	if h := idx.opts.Hooks.BeforePublish; h != nil {
 		if err := h(); err != nil {
 			lifecycle.AbandonAll(claims)
-			return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
+			return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 		}
 	}
 	var old *Snapshot
@@ -96,9 +101,9 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 			// An output's fsync failed: its data may be lost whatever a
 			// later fsync says, so it is never published; the generation
 			// is rebuilt from its operations (C05, runCommit).
-			return CommitResult{}, fmt.Errorf("%w: %w", errOutputSync, err)
+			return CommitResult{}, nil, fmt.Errorf("%w: %w", errOutputSync, err)
 		}
-		return CommitResult{}, fmt.Errorf("%w: %v", ErrPublication, err)
+		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	for _, p := range outputs {
 		p.unsynced = false
@@ -111,14 +116,16 @@ func (idx *Index) publish(job *flushJob) (CommitResult, error) {
 	if old != nil {
 		old.Close()
 	}
-	res := CommitResult{Generation: next.Generation, DurabilityDegraded: saveErr != nil}
+	res = CommitResult{Generation: next.Generation, DurabilityDegraded: saveErr != nil}
 	for _, s := range next.Segments {
 		res.Documents += uint64(s.LiveDocuments())
 	}
 	if saveErr != nil {
 		idx.log.Error(saveErr, "Commit durable only after the next directory sync", "generation", next.Generation)
 	}
-	return res, nil
+	// The caller drops cur once it answered (runCommit): that may delete
+	// the files this generation retired.
+	return res, cur, nil
 }
 
 // outputSyncFailed reports whether err (a tree of joined and wrapped
