@@ -36,6 +36,9 @@ type commitPoint struct {
 	// that were written without an fsync: the save syncs them with the
 	// metadata file, before the rename.
 	unsynced []string
+	// started are fsyncs of such files that their writers started; the
+	// save waits for them before the rename. They stay the caller's.
+	started []*metadata.FileSync
 	// install makes next current (step 3), given the degraded-durability
 	// error or nil; nil where no index is open (the doctor).
 	install func(degraded error)
@@ -53,7 +56,7 @@ func (cp commitPoint) run(fs vfs.FS, dir string, mgr *lifecycle.Manager, hooks H
 	if h := hooks.CommitPoint; h != nil {
 		h(cp.caller)
 	}
-	saveErr := metadata.SaveSyncing(fs, dir, cp.next, cp.unsynced)
+	saveErr := metadata.SaveSyncing(fs, dir, cp.next, cp.unsynced, cp.started)
 	if saveErr != nil && !metadata.IsDurabilityError(saveErr) {
 		if cp.abandon != nil {
 			cp.abandon()

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/summadev/summa/engine/lifecycle"
+	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segment"
 )
 
@@ -92,11 +93,19 @@ type prepared struct {
 	// unsynced says the files were written without fsync: the commit that
 	// publishes them syncs them before its commit point.
 	unsynced bool
+	// syncs are the fsyncs of the files its worker started as it
+	// finished them (flushes for a commit), which the publishing save
+	// waits for; nil when none was started.
+	syncs []*metadata.FileSync
 }
 
 // abandon closes the reader and gives the output up through tracked
 // cleanup (L05).
 func (p *prepared) abandon() {
+	for _, s := range p.syncs {
+		s.Release() // closes the file before the claim deletes it
+	}
+	p.syncs = nil
 	if p.reader != nil {
 		_ = p.reader.Close()
 		p.reader = nil

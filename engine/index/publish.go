@@ -22,6 +22,9 @@ type maskWrite struct {
 	claim *lifecycle.Claim
 	// mask is the written mask's metadata entry.
 	mask *metadata.Mask
+	// sync is the mask file's fsync, started as it was written; the save
+	// waits for it (C02).
+	sync *metadata.FileSync
 }
 
 // publish is the commit finalizer (C09): it computes upsert and delete
@@ -53,14 +56,26 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 		return CommitResult{}, nil, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
 	}
 	var claims []*lifecycle.Claim
-	var unsynced []string
-	if err := idx.writeMasks(oldMasks, newMasks, &claims, &unsynced); err != nil {
+	var started []*metadata.FileSync
+	// Before the rename nothing is committed: the masks are dropped (their
+	// fsyncs given up first), the prepared segments kept owned for a
+	// lossless retry (C11).
+	abandonMasks := func() {
+		releaseMaskSyncs(oldMasks, newMasks)
 		lifecycle.AbandonAll(claims)
+	}
+	if err := idx.writeMasks(oldMasks, newMasks, &claims, &started); err != nil {
+		abandonMasks()
 		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	next, published := buildNext(meta, oldMasks, newMasks, outputs)
+	var unsynced []string
 	for _, p := range outputs {
-		if p.unsynced && published[p.info.ID] {
+		switch {
+		case !p.unsynced || !published[p.info.ID]:
+		case p.syncs != nil:
+			started = append(started, p.syncs...)
+		default:
 			for _, f := range p.info.Files {
 				unsynced = append(unsynced, segid.FileName(p.info.ID, f.Suffix))
 			}
@@ -69,7 +84,7 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 	next.NextID = idx.mgr.NextID()
 	if h := idx.opts.Hooks.BeforePublish; h != nil {
 		if err := h(); err != nil {
-			lifecycle.AbandonAll(claims)
+			abandonMasks()
 			return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 		}
 	}
@@ -78,6 +93,7 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 		caller:   commitByFlush,
 		next:     next,
 		unsynced: unsynced,
+		started:  started,
 		install: func(degraded error) {
 			readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
 			old = idx.install(next, readers, masks, degraded)
@@ -92,9 +108,7 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 				}
 			}
 		},
-		// Before the rename nothing is committed: drop the masks, keep the
-		// prepared segments owned for a lossless retry (C11).
-		abandon: func() { lifecycle.AbandonAll(claims) },
+		abandon: abandonMasks,
 	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
 	if err != nil {
 		if outputSyncFailed(err) {
@@ -106,7 +120,7 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
 	for _, p := range outputs {
-		p.unsynced = false
+		p.unsynced, p.syncs = false, nil
 	}
 	// The rename happened: from here on nothing may turn the commit into an
 	// apparent abort (C04, C12).
@@ -245,9 +259,10 @@ func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prep
 
 // writeMasks claims an ID for each new mask generation before writing its
 // file (L07) and records the claims for the caller to release or abandon.
-// Masks are written unsynced; their names go to unsynced, for the
-// metadata save to sync before the rename.
-func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim, unsynced *[]string) error {
+// Masks are written unsynced, and each one's fsync starts as it is
+// written; the syncs go to started, for the metadata save to wait for
+// before the rename.
+func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite, claims *[]*lifecycle.Claim, started *[]*metadata.FileSync) error {
 	write := func(m *maskWrite) error {
 		if m.deleted.GetCardinality() == uint64(m.numDocs) {
 			// Every row is gone: the segment is dropped, no mask needed.
@@ -264,7 +279,8 @@ func (idx *Index) writeMasks(oldMasks map[segid.ID]*maskWrite, newMasks map[int]
 		if err != nil {
 			return fmt.Errorf("write deletion mask %s: %w", c.ID, err)
 		}
-		*unsynced = append(*unsynced, segid.FileName(c.ID, segment.MaskSuffix))
+		m.sync = metadata.StartFileSync(idx.commitFS(), idx.dir, segid.FileName(c.ID, segment.MaskSuffix))
+		*started = append(*started, m.sync)
 		m.claim = c
 		m.mask = &metadata.Mask{ID: c.ID, Deleted: uint32(m.deleted.GetCardinality()), Size: fi.Size}
 		return nil
@@ -316,4 +332,19 @@ func buildNext(meta *metadata.Metadata, oldMasks map[segid.ID]*maskWrite, newMas
 		published[p.info.ID] = true
 	}
 	return next, published
+}
+
+// releaseMaskSyncs gives up the started fsyncs of masks that will not be
+// published (their files are abandoned next).
+func releaseMaskSyncs(oldMasks map[segid.ID]*maskWrite, newMasks map[int]*maskWrite) {
+	for _, m := range oldMasks {
+		if m.sync != nil {
+			m.sync.Release()
+		}
+	}
+	for _, m := range newMasks {
+		if m.sync != nil {
+			m.sync.Release()
+		}
+	}
 }

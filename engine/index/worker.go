@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/engine/segment"
 )
 
@@ -87,7 +89,7 @@ func (w *worker) add(ctx context.Context, t task) {
 		return
 	}
 	if w.builder.MemBytes() >= w.idx.opts.WorkerBufferBytes {
-		p, err := w.writeSegment(ctx)
+		p, err := w.writeSegment(ctx, false)
 		if err != nil {
 			t.gen.fail(err)
 			return
@@ -159,15 +161,20 @@ func (w *worker) hookedWrite(ctx context.Context) (p *prepared, err error) {
 	if w.builder.NumDocs() == 0 {
 		return nil, nil
 	}
-	return w.writeSegment(ctx)
+	return w.writeSegment(ctx, true)
 }
 
 // writeSegment claims an output ID before the first file is written (L07),
 // writes and opens the segment, and returns it still owned by the claim.
+// With syncNow (a flush for a commit, which publishes the output next) the
+// file's fsync starts as soon as it is written, so that it runs while the
+// commit plans its masks and writes its metadata; the outputs of a full
+// buffer, published by a later commit, are synced by that commit's save
+// (holding an asynchronous fsync until then would hold its context).
 // The caller resets the builder once it handed the output on.
 // On error or panic the claim is abandoned through tracked cleanup (L05,
 // L06).
-func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
+func (w *worker) writeSegment(ctx context.Context, syncNow bool) (p *prepared, err error) {
 	claim, err := w.idx.mgr.Claim("indexing")
 	if err != nil {
 		return nil, fmt.Errorf("index: claim flush output: %w", err)
@@ -192,6 +199,13 @@ func (w *worker) writeSegment(ctx context.Context) (p *prepared, err error) {
 		return nil, fmt.Errorf("index: open written segment %s: %w", claim.ID, err)
 	}
 	p = &prepared{claim: claim, info: info, reader: r, opstamps: w.opstamps, pks: w.pks, unsynced: true}
+	if syncNow {
+		// The files are written: their fsyncs may start (C02 needs them
+		// done before the metadata rename, which waits for them).
+		for _, f := range info.Files {
+			p.syncs = append(p.syncs, metadata.StartFileSync(w.idx.commitFS(), w.idx.dir, segid.FileName(claim.ID, f.Suffix)))
+		}
+	}
 	return p, nil
 }
 

@@ -41,9 +41,11 @@ const (
 	// aioEvents is the capacity of one context: the most fsyncs one
 	// batch holds.
 	aioEvents = 64
-	// aioContexts bounds the contexts kept (batches running at once, one
-	// per index committing); past it a batch is not set up.
-	aioContexts = 8
+	// aioContexts bounds the contexts kept (batches running at once: per
+	// index committing, the save's and one per FileSync in flight, the
+	// commit's flushed segments and masks); past it a batch is not set up
+	// and the caller syncs another way.
+	aioContexts = 32
 )
 
 // aioPool holds the free AIO contexts and counts the ones created.

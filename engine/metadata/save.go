@@ -53,19 +53,22 @@ func IsDurabilityError(err error) bool {
 // (C01). Errors before the rename mean nothing was committed; a
 // *DurabilityError means the rename happened and the commit stands.
 func Save(fs vfs.FS, dir string, m *Metadata) error {
-	return SaveSyncing(fs, dir, m, nil)
+	return SaveSyncing(fs, dir, m, nil, nil)
 }
 
 // SaveSyncing is Save that also fsyncs the files of dir named in unsynced
 // (written and closed, never synced: the segments and deletion masks of
-// the commit) before
-// the rename. The metadata file, those files and the directory (whose
-// entries for every referenced file exist by then) are synced in one round
-// of concurrent fsyncs, so that a commit costs two sequential fsync
-// latencies (that round, then the directory after the rename) instead of
-// one per file. Any failure of that round commits nothing; the failure of
-// an unsynced file's fsync is a *SyncError.
-func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
+// the commit) before the rename, and waits there for the fsyncs started
+// (files whose fsync their writer started as it finished them). The
+// metadata file, those files and the directory (whose entries for every
+// referenced file exist by then) are synced in one round of concurrent
+// fsyncs, so that a commit costs two sequential fsync latencies (that
+// round, then the directory after the rename) instead of one per file.
+// Any failure of that round commits nothing; the failure of an unsynced
+// or started file's fsync is a *SyncError. started stays the caller's: a
+// FileSync waited for here keeps its outcome for a retried save, and one
+// the save did not reach is the caller's to wait for or release.
+func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string, started []*FileSync) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -115,8 +118,11 @@ func SaveSyncing(fs vfs.FS, dir string, m *Metadata, unsynced []string) error {
 		d = early.dir
 		defer d.Close()
 		err = early.finish(f, files)
+		// The started fsyncs ran concurrently with these since they
+		// started; wait for them here, before the rename.
+		err = errors.Join(append([]error{err}, waitAll(started)...)...)
 	} else {
-		err = syncBeforeRename(fs, dir, f, files)
+		err = syncBeforeRename(fs, dir, f, files, started)
 	}
 	if err != nil {
 		_ = fs.Remove(tmp)
@@ -280,12 +286,12 @@ func writeFile(fs vfs.FS, path string, data []byte) (vfs.File, error) {
 	return f, nil
 }
 
-// syncBeforeRename fsyncs and closes tmp and the unsynced files, and
-// fsyncs dir, where startEarlySyncs did not: concurrently on a real disk
-// (files with descriptors, one goroutine each), in order elsewhere (the
-// in-memory test filesystem, where the order keeps crash tests
-// deterministic).
-func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile) error {
+// syncBeforeRename fsyncs and closes tmp and the unsynced files, waits
+// for the started ones, and fsyncs dir, where startEarlySyncs did not:
+// concurrently on a real disk (files with descriptors, one goroutine
+// each), in order elsewhere (the in-memory test filesystem, where the
+// order keeps crash tests deterministic).
+func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile, started []*FileSync) error {
 	jobs := []func() error{func() error {
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
@@ -307,6 +313,9 @@ func syncBeforeRename(fs vfs.FS, dir string, tmp vfs.File, files []unsyncedFile)
 			}
 			return nil
 		})
+	}
+	for _, s := range started {
+		jobs = append(jobs, s.Wait)
 	}
 	jobs = append(jobs, func() error {
 		if err := SyncDir(fs, dir); err != nil {
