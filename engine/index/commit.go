@@ -78,6 +78,12 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, err
 	}
+	// While the workers flush: the committed segments' new masks (their
+	// operations are final once sealed); publish takes the plan over.
+	plan := w.idx.planMasks(job.gen)
+	if h := w.idx.opts.Hooks.AfterMaskPlan; h != nil {
+		h()
+	}
 	timer := time.NewTimer(w.idx.opts.CommitFlushTimeout)
 	defer timer.Stop()
 	for _, d := range job.done {
@@ -86,10 +92,12 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 		case <-timer.C:
 			// C06: stay paused on this generation; the late worker can only
 			// report into this job, which the retried Commit picks up.
+			plan.drop()
 			return CommitResult{}, ErrCommitFlushTimeout
 		}
 	}
 	if err := job.gen.failure(); err != nil {
+		plan.drop()
 		// C05: abandon every sibling output and the generation's earlier
 		// flushes through tracked cleanup; nothing is published. The
 		// accepted operations are kept: the next commit retries them.
@@ -101,11 +109,11 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
 	}
 	if len(job.outputs()) == 0 && len(job.gen.pending) == 0 {
-		// Nothing was admitted: no new generation, no fsync.
+		// Nothing was admitted: no new generation, no fsync (and no plan).
 		w.resume()
 		return w.idx.currentResult(), nil
 	}
-	res, held, err := w.idx.publish(job)
+	res, held, err := w.idx.publish(job, plan)
 	if held != nil {
 		*release = held.Close
 	}

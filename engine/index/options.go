@@ -65,6 +65,10 @@ type Hooks struct {
 	BeforeWorkerFlush func(worker int)
 	// BeforePublish runs in the commit finalizer before the metadata save.
 	BeforePublish func() error
+	// AfterMaskPlan runs in the commit task once the committed segments'
+	// masks were planned ahead (maskplan.go), before it waits for the
+	// workers' flush.
+	AfterMaskPlan func()
 	// DuringPrimaryKeyLookup runs in Delete while it looks a key up in
 	// the committed segments; it may block.
 	DuringPrimaryKeyLookup func(pk string)

@@ -28,12 +28,14 @@ type maskWrite struct {
 }
 
 // publish is the commit finalizer (C09): it computes upsert and delete
-// visibility, writes new mask generations, saves metadata (the commit
+// visibility, writes new mask generations (taking over plan's, made while
+// the workers flushed, when it still applies), saves metadata (the commit
 // point), installs the metadata owner and the new snapshot, and only then
 // releases the active claims (L03). It runs in the owned commit task, so a
-// cancelled request does not interrupt it (C03). On success it returns
-// held, the snapshot it read, still referenced: the caller closes it.
-func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err error) {
+// cancelled request does not interrupt it (C03). plan (nil for none) is
+// publish's to use or drop. On success it returns held, the snapshot it
+// read, still referenced: the caller closes it.
+func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held *Snapshot, err error) {
 	idx.metaMu.Lock() // C01
 	defer idx.metaMu.Unlock()
 
@@ -49,14 +51,10 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 		}
 	}()
 
-	// S04: the primary-key and visibility scans run here, in the commit
-	// task, never on the BP pool.
-	oldMasks, newMasks, err := planVisibility(cur, job.gen.pending, outputs)
-	if err != nil {
-		return CommitResult{}, nil, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
-	}
 	var claims []*lifecycle.Claim
 	var started []*metadata.FileSync
+	var oldMasks map[segid.ID]*maskWrite
+	var newMasks map[int]*maskWrite
 	// Before the rename nothing is committed: the masks are dropped (their
 	// fsyncs given up first), the prepared segments kept owned for a
 	// lossless retry (C11).
@@ -64,7 +62,14 @@ func (idx *Index) publish(job *flushJob) (res CommitResult, held *Snapshot, err 
 		releaseMaskSyncs(oldMasks, newMasks)
 		lifecycle.AbandonAll(claims)
 	}
-	if err := idx.writeMasks(oldMasks, newMasks, &claims, &started); err != nil {
+	// S04: the primary-key and visibility scans run here (or in
+	// planMasks), in the commit task, never on the BP pool.
+	if oldMasks, err = idx.committedMasks(plan, cur, job.gen.pending, &claims, &started); err != nil {
+		abandonMasks()
+		return CommitResult{}, nil, err
+	}
+	newMasks = planOutputs(job.gen.pending, outputs)
+	if err := idx.writeMasks(nil, newMasks, &claims, &started); err != nil {
 		abandonMasks()
 		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
@@ -211,18 +216,16 @@ func commitCaches(outputs []*prepared, published map[segid.ID]bool, oldMasks map
 	return readers, masks
 }
 
-// planVisibility computes the rows that the generation's upserts and
-// deletes hide: in committed segments, every live row whose primary key the
-// generation touched; in the new outputs, every row superseded by a later
-// operation on its key. Masks are keyed by segment ID (committed) and by
-// output position (new).
-func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prepared) (map[segid.ID]*maskWrite, map[int]*maskWrite, error) {
+// planCommitted computes the rows of committed segments that the
+// generation's upserts and deletes hide: every live row whose primary key
+// the generation touched. Masks are keyed by segment ID.
+func planCommitted(cur *Snapshot, pending map[string]pendingOp) (map[segid.ID]*maskWrite, error) {
 	oldMasks := make(map[segid.ID]*maskWrite)
 	for pk := range pending {
 		for i, seg := range cur.Segments {
 			docs, err := seg.Reader.PrimaryKeyDocs(pk)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			for _, d := range docs {
 				if !cur.isLive(i, d) {
@@ -240,6 +243,12 @@ func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prep
 			}
 		}
 	}
+	return oldMasks, nil
+}
+
+// planOutputs computes the rows of the new outputs that a later operation
+// on their key superseded. Masks are keyed by output position.
+func planOutputs(pending map[string]pendingOp, outputs []*prepared) map[int]*maskWrite {
 	newMasks := make(map[int]*maskWrite)
 	for i, p := range outputs {
 		for doc, pk := range p.pks {
@@ -254,7 +263,7 @@ func planVisibility(cur *Snapshot, pending map[string]pendingOp, outputs []*prep
 			m.deleted.Add(uint32(doc))
 		}
 	}
-	return oldMasks, newMasks, nil
+	return newMasks
 }
 
 // writeMasks claims an ID for each new mask generation before writing its

@@ -240,10 +240,10 @@ var mutations = []Mutation{
 					return res, nil`,
 				To: `return res, nil`},
 			{File: "engine/index/commit.go",
-				From: `res, err := w.idx.publish(job)`,
+				From: `res, err := w.idx.publish(job, plan)`,
 				To: `
 					w.resume()
-					res, err := w.idx.publish(job)`},
+					res, err := w.idx.publish(job, plan)`},
 		},
 		Pkg: "./engine/index", Run: "^TestC09_",
 	},
