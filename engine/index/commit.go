@@ -80,6 +80,11 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 	}
 	// While the workers flush: the committed segments' new masks (their
 	// operations are final once sealed); publish takes the plan over.
+	// The flush requests just made the workers runnable on this goroutine's
+	// processor, next in line after it: yield first, so that a worker's
+	// flush, the longer path, starts now rather than after the plan
+	// (with one free processor the two run in turn as before).
+	runtime.Gosched()
 	plan := w.idx.planMasks(job.gen)
 	if h := w.idx.opts.Hooks.AfterMaskPlan; h != nil {
 		h()
