@@ -44,7 +44,9 @@ func (idx *Index) Commit(ctx context.Context) (CommitResult, error) {
 	// replaced deletion mask of an upsert), which no longer delays the
 	// caller or the next commit. Close still waits for it (open
 	// snapshots are drained before shutdown goes on).
+	w.releases.Add(1)
 	go func() {
+		defer w.releases.Done()
 		res, release, err := w.runCommit()
 		<-w.guard
 		done <- outcome{res, err}

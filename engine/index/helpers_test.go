@@ -88,6 +88,10 @@ func mustCommit(t testing.TB, idx *Index) CommitResult {
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
+	// The files the commit retired are deleted after it answered.
+	if idx.w != nil {
+		idx.w.releases.Wait()
+	}
 	return res
 }
 

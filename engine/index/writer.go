@@ -36,6 +36,10 @@ type writer struct {
 	// INVARIANT: Add happens under mu after admitLocked succeeded, so no
 	// Add can start once a job is sealed or the writer is closed.
 	sends sync.WaitGroup
+	// releases counts commit tasks that answered and still drop their
+	// publication's snapshot (Commit); tests wait for it before they look
+	// for the files a commit retired.
+	releases sync.WaitGroup
 	// background is true while the retrier's attempt runs. Guarded by the
 	// writer guard (only its holder reads or writes it).
 	background bool
