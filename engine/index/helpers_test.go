@@ -154,6 +154,10 @@ func segFiles(t testing.TB, fs vfs.FS) map[segid.ID][]string {
 // checkOwned fails when a seg_ file has no owner.
 func checkOwned(t testing.TB, fs vfs.FS, idx *Index) {
 	t.Helper()
+	// A commit deletes the files it retired after it answered.
+	if idx.w != nil {
+		idx.w.releases.Wait()
+	}
 	for id, sufs := range segFiles(t, fs) {
 		if !idx.Manager().OwnersOf(id).Owned() {
 			t.Fatalf("files %v of segment %s have no owner", sufs, id)

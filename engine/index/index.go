@@ -190,6 +190,9 @@ func openLocked(fs vfs.FS, dir string, lock io.Closer, meta *metadata.Metadata, 
 	}
 	idx.loadSegments(meta)
 	idx.spares = newSpareFS(fs, dir, spareCount(fs, opts), idx.log, opts.Hooks.SpareRefill)
+	if idx.spares.slots > 0 {
+		idx.mgr.SetRecycler(idx.spares.Adopt)
+	}
 	idx.w = newWriter(idx)
 	return idx, nil
 }

@@ -3,9 +3,11 @@ package index
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/internal/rawfile"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // Recycling the replaced generation's inode (raw filesystem only): every
@@ -80,18 +82,74 @@ func (d syncedDir) Sync() error {
 }
 
 // renameDurable records that the renames over metadata.json counted up
-// to renames are durable, and starts the refill when that makes the
-// linked slot's file recyclable.
+// to renames are durable, and starts the refill when that makes a slot's
+// file (the linked generation's, an adopted retired file) recyclable.
 func (s *spareFS) renameDurable(renames uint64) {
 	s.mu.Lock()
-	k := s.mu.linkSlot
-	stale := k >= 0 && s.mu.state[k] == spareReplaced && s.mu.replacedAt <= renames
-	if stale {
-		s.mu.state[k] = spareStale
+	stale := false
+	for i := range s.slots {
+		if s.mu.state[i] == spareReplaced && s.mu.replacedAt[i] <= renames {
+			s.mu.state[i], stale = spareStale, true
+		}
 	}
 	refill := stale && s.startRefillLocked()
 	s.mu.Unlock()
 	if refill {
 		s.run(s.refill)
 	}
+}
+
+// Adopting retired deletion masks (raw filesystem only). An upsert commit
+// writes a new mask generation of the segment holding the replaced
+// document and retires the previous one: one more inode created and one
+// freed per commit, with the cost above. When the tracker deletes a
+// retired mask (no owner holds its ID, L02), Adopt renames the file to an
+// empty slot's name instead: from then on no seg_ name refers to it, which
+// is what the deletion means to the sweep and every owner. The slot waits
+// as spareReplaced until a directory fsync that began after the last
+// rename over metadata.json completes: the generation that retired the
+// mask may not be durable before it (a failed directory fsync degrades a
+// commit, C04), and a crash could bring back a generation that names the
+// mask, so the file is emptied only after that fsync, like a replaced
+// metadata.json. A crash before it leaves a spare name (removed at writer
+// open) or the old seg_ name (an orphan the sweep removes), with the
+// mask's bytes intact either way. Only masks are adopted: they are read
+// whole and closed when loaded, so no reader holds one open.
+
+// Adopt takes the retired file name (in the index directory) into an
+// empty slot; false when it is not a deletion mask, no slot is empty, the
+// filesystem is closed or the rename failed: the caller removes the file.
+func (s *spareFS) Adopt(name string) bool {
+	if !s.raw || s.slots == 0 || !strings.HasSuffix(name, "."+segment.MaskSuffix) {
+		return false
+	}
+	s.mu.Lock()
+	slot := -1
+	for i := range s.slots {
+		if s.mu.state[i] == spareEmpty && i != s.mu.linkSlot && !s.mu.closed {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		s.mu.Unlock()
+		return false
+	}
+	s.mu.state[slot] = spareAdopting
+	s.mu.Unlock()
+	err := s.rename(s.FS.PathJoin(s.dir, name), s.FS.PathJoin(s.dir, spareName(slot)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.mu.state[slot] = spareEmpty
+		return false
+	case s.mu.closed:
+		// Close passed this slot: the file goes as it would have.
+		_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(slot)))
+		s.mu.state[slot] = spareEmpty
+		return true
+	}
+	s.mu.state[slot], s.mu.replacedAt[slot] = spareReplaced, s.mu.renames
+	return true
 }

@@ -17,8 +17,9 @@ import (
 // upsert commit creates three files (its segment, the new deletion mask of
 // the segment holding the replaced document, and metadata.json.tmp), a
 // commit of two workers four, and on the raw filesystem one more slot
-// holds the published metadata.json's link (recycle.go).
-const spareSlots = 5
+// holds the published metadata.json's link and one stays empty for a
+// retired deletion mask to be adopted into (recycle.go).
+const spareSlots = 6
 
 // spareName is the name of spare slot i in the index directory. It is not
 // a segment file name (seg_<ID>.*), so the orphan sweep never sees it;
@@ -83,9 +84,14 @@ type spareFS struct {
 		linkSlot int
 		// noLink is set after a link failed: spares are created only.
 		noLink bool
-		// renames counts the renames over metadata.json; replacedAt is the
-		// count at the one that made the linked slot spareReplaced.
-		renames, replacedAt uint64
+		// renames counts the renames over metadata.json.
+		renames uint64
+		// replacedAt is, for a spareReplaced slot, the rename count a
+		// directory fsync must have begun at (or after) to make the slot's
+		// file free to empty: the rename that replaced the linked
+		// generation, or the last rename before a retired file was
+		// adopted (recycle.go).
+		replacedAt [spareSlots]uint64
 	}
 }
 
@@ -112,9 +118,13 @@ const (
 	// is not durable yet; the slot waits for the directory's fsync
 	// (recycle.go).
 	spareReplaced
-	// spareStale: the linked generation was replaced durably; the refill
+	// spareStale: the linked generation was replaced durably, or the
+	// adopted retired file is named by no durable generation; the refill
 	// empties the file into a ready spare (recycle.go).
 	spareStale
+	// spareAdopting: a retired deletion mask is being renamed to the
+	// slot's name (Adopt, recycle.go); it then waits as spareReplaced.
+	spareAdopting
 )
 
 // newSpareFS returns the spare-aware filesystem of a writer of dir with
@@ -279,7 +289,7 @@ func (s *spareFS) Rename(from, to string) error {
 	if k := s.mu.linkSlot; err == nil && k >= 0 && (s.mu.state[k] == spareLinked || s.mu.state[k] == spareReplaced) {
 		// The linked file is now the replaced generation's; it is emptied
 		// only once a directory fsync made this rename durable.
-		s.mu.state[k], s.mu.replacedAt = spareReplaced, s.mu.renames
+		s.mu.state[k], s.mu.replacedAt[k] = spareReplaced, s.mu.renames
 	}
 	s.mu.reopen = s.mu.held == nil
 	refill := s.startRefillLocked()
@@ -327,23 +337,33 @@ const (
 // nextJobLocked picks the refill's next job and marks its slot
 // spareCreating: a stale file to recycle, else (raw filesystem) an empty
 // slot to link to metadata.json when none is in the recycling cycle, else
-// an empty slot to create; slot -1 for none. REQUIRES: s.mu.
+// an empty slot to create, on the raw filesystem with every slot in use
+// only while another one stays empty (for Adopt); slot -1 for none.
+// REQUIRES: s.mu.
 func (s *spareFS) nextJobLocked() (slot, job int) {
 	if s.mu.closed {
 		return -1, 0
 	}
-	if k := s.mu.linkSlot; k >= 0 && s.mu.state[k] == spareStale {
-		s.mu.state[k] = spareCreating
-		return k, jobRecycle
+	for i := range s.slots {
+		if s.mu.state[i] == spareStale {
+			s.mu.state[i] = spareCreating
+			return i, jobRecycle
+		}
 	}
+	empty := -1
 	for i := range s.slots {
 		if s.mu.state[i] == spareEmpty {
-			s.mu.state[i] = spareCreating
 			if s.raw && !s.mu.noLink && s.mu.linkSlot < 0 && s.slots > 1 {
-				s.mu.linkSlot = i
+				s.mu.state[i], s.mu.linkSlot = spareCreating, i
 				return i, jobLink
 			}
-			return i, jobCreate
+			if empty >= 0 || !s.raw || s.slots < spareSlots {
+				s.mu.state[i] = spareCreating
+				return i, jobCreate
+			}
+			// On the raw filesystem the first empty slot is kept for Adopt
+			// while it is the only one.
+			empty = i
 		}
 	}
 	return -1, 0
@@ -387,18 +407,22 @@ func (s *spareFS) refill() {
 		case jobRecycle:
 			f, err := s.recycle(slot)
 			s.mu.Lock()
+			linked := slot == s.mu.linkSlot
 			switch {
 			case err == nil:
-				s.mu.state[slot], s.mu.files[slot], s.mu.linkSlot = spareReady, f, -1
-			case errors.Is(err, errLive):
+				s.mu.state[slot], s.mu.files[slot] = spareReady, f
+			case errors.Is(err, errLive) && linked:
 				s.mu.state[slot] = spareLinked
 			default:
 				_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(slot)))
-				s.mu.state[slot], s.mu.linkSlot = spareEmpty, -1
+				s.mu.state[slot] = spareEmpty
+			}
+			if linked && s.mu.state[slot] != spareLinked {
+				s.mu.linkSlot = -1
 			}
 			s.mu.Unlock()
-			if err != nil && !errors.Is(err, errLive) {
-				s.log.Error(err, "Recycling a replaced metadata.json failed; spares are created instead", "slot", slot)
+			if err != nil && !(errors.Is(err, errLive) && linked) {
+				s.log.Error(err, "Recycling a replaced file failed; spares are created instead", "slot", slot)
 			}
 		default:
 			f, err := s.create(slot)
@@ -457,7 +481,8 @@ func (s *spareFS) close() {
 			_ = s.mu.files[i].Close()
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
 		case spareLinked, spareReplaced, spareStale:
-			// Only a name of a metadata.json (current or replaced).
+			// Only a name of a metadata.json (current or replaced), or an
+			// adopted retired file that no generation names any more.
 			_ = s.FS.Remove(s.FS.PathJoin(s.dir, spareName(i)))
 		default:
 			continue

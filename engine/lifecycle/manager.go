@@ -53,7 +53,19 @@ type Manager struct {
 		deleting map[segid.ID]struct{}
 		// closed stops new claims.
 		closed bool
+		// recycle, when set, may take a file instead of its removal.
+		recycle func(name string) bool
 	}
+}
+
+// SetRecycler makes file removal offer each file (its name in the
+// directory) to recycle first: a file it takes (true) is no longer under
+// its segment name, which is what removing it means to every owner and to
+// the sweep; the rest are removed.
+func (m *Manager) SetRecycler(recycle func(name string) bool) {
+	m.mu.Lock()
+	m.mu.recycle = recycle
+	m.mu.Unlock()
 }
 
 // Options configures a Manager.
@@ -294,7 +306,13 @@ func (m *Manager) removeFiles(ids []segid.ID) []error {
 		}
 	}
 	fails := make([]error, len(targets))
+	m.mu.Lock()
+	recycle := m.mu.recycle
+	m.mu.Unlock()
 	remove := func(k int) {
+		if recycle != nil && recycle(targets[k].name) {
+			return
+		}
 		if err := m.fs.Remove(m.fs.PathJoin(m.dir, targets[k].name)); err != nil && !isNotExist(err) {
 			fails[k] = fmt.Errorf("lifecycle: remove %s: %w", targets[k].name, err)
 		}
