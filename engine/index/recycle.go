@@ -151,5 +151,6 @@ func (s *spareFS) Adopt(name string) bool {
 		return true
 	}
 	s.mu.state[slot], s.mu.replacedAt[slot] = spareReplaced, s.mu.renames
+	s.mu.adopted++
 	return true
 }

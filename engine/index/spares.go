@@ -86,6 +86,8 @@ type spareFS struct {
 		noLink bool
 		// renames counts the renames over metadata.json.
 		renames uint64
+		// adopted counts the retired masks taken by Adopt.
+		adopted int
 		// replacedAt is, for a spareReplaced slot, the rename count a
 		// directory fsync must have begun at (or after) to make the slot's
 		// file free to empty: the rename that replaced the linked

@@ -164,6 +164,12 @@ func TestSpareFiles_KillAfterCommit(t *testing.T) {
 		mustCommit(t, idx)
 	}
 	settledSpares(t, idx.spares)
+	idx.spares.mu.Lock()
+	adopted := idx.spares.mu.adopted
+	idx.spares.mu.Unlock()
+	if adopted == 0 {
+		t.Fatal("no upsert's retired mask was adopted into a spare slot")
+	}
 	// The image a kill leaves: the files as they are (the page cache
 	// survives a process kill), without the lock.
 	image := filepath.Join(dir, "image")
@@ -520,5 +526,98 @@ func TestSpareFiles_RecycleWaitsForDirectorySync(t *testing.T) {
 	}
 	if got, err := os.ReadFile(meta); err != nil || string(got) != "generation two\n" {
 		t.Fatalf("metadata.json %q, %v", got, err)
+	}
+}
+
+// TestSpareFiles_AdoptRetiredMask: a retired deletion mask is renamed into
+// the slot the refill keeps empty, and emptied only after a directory
+// fsync that began after the last rename over metadata.json: until then a
+// crash could bring back a generation that names the mask, so its bytes
+// stay. Files other than masks, a second mask with no empty slot, and any
+// file after close are left to the caller's removal.
+func TestSpareFiles_AdoptRetiredMask(t *testing.T) {
+	if !rawfile.Supported(vfs.Default) {
+		t.Skip("no raw filesystem here: nothing is adopted")
+	}
+	dir := t.TempDir()
+	meta := filepath.Join(dir, metadata.FileName)
+	tmp := filepath.Join(dir, metadata.TempFileName)
+	if err := os.WriteFile(meta, []byte("generation one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newSpareFS(vfs.Default, dir, spareSlots, logr.Discard(), func(refill func()) { refill() })
+	defer s.close()
+	s.startRefill()
+	empty := 0
+	for i := range s.slots {
+		if s.mu.state[i] == spareEmpty {
+			empty++
+		}
+	}
+	if empty != 1 || s.ready() != spareSlots-2 {
+		t.Fatalf("after the refill: %d empty slots and %d ready, want 1 kept empty and %d ready", empty, s.ready(), spareSlots-2)
+	}
+	// The generation that retired the mask is renamed in first.
+	if err := os.WriteFile(tmp, []byte("generation two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename(tmp, meta); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	before := s.mu.renames - 1 // a directory fsync begun before that rename
+	s.mu.Unlock()
+	for _, name := range []string{"seg_7.del", "seg_8.cmp", "seg_9.del"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("bytes of "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Adopt("seg_8.cmp") {
+		t.Fatal("a segment's data file was adopted")
+	}
+	if !s.Adopt("seg_7.del") {
+		t.Fatal("the retired mask was not adopted into the empty slot")
+	}
+	if s.Adopt("seg_9.del") {
+		t.Fatal("a second mask was adopted with no empty slot")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seg_7.del")); !os.IsNotExist(err) {
+		t.Fatalf("the adopted mask still has its segment name: %v", err)
+	}
+	k := -1
+	for i := range s.slots {
+		if s.mu.state[i] == spareReplaced && i != s.mu.linkSlot {
+			k = i
+		}
+	}
+	if k < 0 {
+		t.Fatal("no slot holds the adopted mask")
+	}
+	adopted := filepath.Join(dir, spareName(k))
+	s.renameDurable(before)
+	if got, err := os.ReadFile(adopted); err != nil || string(got) != "bytes of seg_7.del" || s.mu.state[k] != spareReplaced {
+		t.Fatalf("before a directory fsync that covers the rename: %q, %v, state %d (want the mask's bytes kept)", got, err, s.mu.state[k])
+	}
+	d, err := s.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(adopted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 0 || s.mu.state[k] != spareReady {
+		t.Fatalf("after the directory fsync: spare of %d bytes, state %d; want an empty ready spare", st.Size(), s.mu.state[k])
+	}
+	s.close()
+	if s.Adopt("seg_9.del") {
+		t.Fatal("a mask was adopted after close")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seg_9.del")); err != nil {
+		t.Fatalf("a refused mask was touched: %v", err)
 	}
 }
