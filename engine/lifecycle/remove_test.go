@@ -81,3 +81,42 @@ func TestRemoveFilesEveryFileFirstFailurePerID(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveFilesOffersEachFileToTheRecycler: with a recycler set, every
+// file of a removed ID is offered to it first; the files it takes are
+// left to it (here: renamed away), the others removed, and no name of the
+// ID remains either way.
+func TestRemoveFilesOffersEachFileToTheRecycler(t *testing.T) {
+	mem := vfs.NewMem()
+	if err := mem.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(mem, dir, nil, 1000, Options{})
+	id := segid.ID(5)
+	writeFiles(t, mem, id, "cmp", "del")
+	var offered []string
+	m.SetRecycler(func(name string) bool {
+		offered = append(offered, name)
+		if !strings.HasSuffix(name, ".del") {
+			return false
+		}
+		if err := mem.Rename(mem.PathJoin(dir, name), mem.PathJoin(dir, "taken")); err != nil {
+			t.Error(err)
+			return false
+		}
+		return true
+	})
+	if errs := m.removeFiles([]segid.ID{id}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if len(offered) != 2 {
+		t.Fatalf("offered %v, want both files of the ID", offered)
+	}
+	names, err := mem.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0] != "taken" {
+		t.Fatalf("directory after removal: %v, want only the recycled file", names)
+	}
+}
