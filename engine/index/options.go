@@ -47,12 +47,12 @@ type Options struct {
 	// blocks (default DefaultSeismicBudget, negative: none); dimensions
 	// past it stay pending, persisted as Seismic debt for maintenance.
 	SeismicBudget int64
-	// SpareFiles is the number of spare slots (at most 5): empty files a
+	// SpareFiles is the number of spare slots (at most 6): empty files a
 	// writer keeps ready in the index directory, created in the background
-	// (or, on vfs.Default on Linux, one slot recycling the replaced
-	// metadata.json), so that a commit renames them into place instead of
-	// creating its files (default: 5 on vfs.Default on Linux, none on
-	// other filesystems; negative: none).
+	// (or, on vfs.Default on Linux, recycling the replaced metadata.json
+	// and adopted retired deletion masks), so that a commit renames them
+	// into place instead of creating its files (default: 6 on vfs.Default
+	// on Linux, none on other filesystems; negative: none).
 	SpareFiles int
 	// Hooks are test-only fault points.
 	Hooks Hooks
