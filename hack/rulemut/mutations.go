@@ -224,10 +224,13 @@ var mutations = []Mutation{
 					}`,
 				To: ``},
 			{File: "engine/index/commit.go",
-				From: `defer func() { <-w.guard }()`,
+				From: `
+					res, release, err := w.runCommit()
+					<-w.guard`,
 				To: `
 					w.guard <- struct{}{}
-					defer func() { <-w.guard }()`},
+					res, release, err := w.runCommit()
+					<-w.guard`},
 		},
 		Pkg: "./engine/index", Run: "^TestC08_",
 	},
@@ -240,10 +243,10 @@ var mutations = []Mutation{
 					return res, nil`,
 				To: `return res, nil`},
 			{File: "engine/index/commit.go",
-				From: `res, err := w.idx.publish(job, plan)`,
+				From: `res, held, err := w.idx.publish(job, plan)`,
 				To: `
 					w.resume()
-					res, err := w.idx.publish(job, plan)`},
+					res, held, err := w.idx.publish(job, plan)`},
 		},
 		Pkg: "./engine/index", Run: "^TestC09_",
 	},
