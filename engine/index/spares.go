@@ -448,10 +448,12 @@ func (s *spareFS) create(slot int) (vfs.File, error) {
 	var f vfs.File
 	var err error
 	if s.raw {
-		if f, err = rawfile.Create(path); errors.Is(err, iofs.ErrExist) {
+		// The inode is allocated off the directory's lock, so that the
+		// commit's renames do not wait for it (rawfile.CreateLinked).
+		if f, err = rawfile.CreateLinked(path); errors.Is(err, iofs.ErrExist) {
 			// A leftover (vfs.FS.Create replaces it too).
 			_ = s.FS.Remove(path)
-			f, err = rawfile.Create(path)
+			f, err = rawfile.CreateLinked(path)
 		}
 	} else {
 		f, err = s.FS.Create(path, vfs.WriteCategoryUnspecified)

@@ -22,6 +22,9 @@ func OpenDir(path string) (vfs.File, error) { return nil, errUnsupported }
 // Create is not supported here (Supported is false).
 func Create(path string) (vfs.File, error) { return nil, errUnsupported }
 
+// CreateLinked is unsupported here.
+func CreateLinked(path string) (vfs.File, error) { return nil, errUnsupported }
+
 // Rename is not supported here (Supported is false).
 func Rename(from, to string) error { return errUnsupported }
 

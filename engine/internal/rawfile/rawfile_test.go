@@ -153,3 +153,45 @@ func TestReuseNeverEmptiesTheLiveFile(t *testing.T) {
 		t.Fatal("Reuse with a live file that cannot be stat'ed")
 	}
 }
+
+// TestCreateLinked: the linked file is an ordinary file under its name
+// (empty, writable, the bytes readable through the name), an existing
+// name is fs.ErrExist and is left as it was, and no other name appears in
+// the directory.
+func TestCreateLinked(t *testing.T) {
+	if !Supported(vfs.Default) {
+		t.Skip("rawfile is not supported on this system")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "spare.0")
+	f, err := CreateLinked(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := []byte("a file linked from an unnamed inode")
+	if n, err := f.Write(text); n != len(text) || err != nil {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != string(text) {
+		t.Fatalf("read back through the name: %q, %v", got, err)
+	}
+	if _, err := CreateLinked(p); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("linked create over an existing file: %v", err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != string(text) {
+		t.Fatalf("the existing file changed: %q, %v", got, err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 {
+		t.Fatalf("directory holds %d names, want only the created file", len(names))
+	}
+}
