@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -68,7 +69,9 @@ func TestMeasureMerge40(t *testing.T) {
 // committed in 40 batches (80 segments with two indexing workers). It
 // returns the directory and the number of documents.
 func buildLinuxDoc40(b *testing.B) (string, int) {
-	c, err := bench.PrepareCorpus(bench.CorpusOptions{NoInstall: true})
+	// SUMMA_MERGE_DOCS=5000 builds the corpus of make bench-quick.
+	maxDocs, _ := strconv.Atoi(os.Getenv("SUMMA_MERGE_DOCS"))
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{NoInstall: true, MaxDocs: maxDocs})
 	if err != nil {
 		b.Skip(err)
 	}
