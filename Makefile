@@ -33,13 +33,17 @@ build: ## Build every package and command into bin/.
 	@mkdir -p bin
 	@if [ -d cmd ]; then $(GO) build -o bin/ ./cmd/...; fi
 
+.PHONY: check-tracked-files
+check-tracked-files: ## Fail if git tracks an ELF binary or a file over 1 MiB not on hack/tracked-large-files.txt.
+	hack/check-tracked-files.sh
+
 .PHONY: vet
 vet: ## go vet and gofmt check.
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: vet envtest helm check-monitoring ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, Helm chart against config/, a short fuzz run, then the e2e specs on the local cluster).
+test: check-tracked-files vet envtest helm check-monitoring ## Run every test (unit, rule, crash/fault harness, black-box binary, envtest operator suite, Helm chart against config/, a short fuzz run, then the e2e specs on the local cluster).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) SUMMA_REQUIRE_ENVTEST=1 HELM=$(HELM) SUMMA_REQUIRE_HELM=1 $(GO) test -count=1 ./...
 	@cat bin/hostile-figures.txt
 	$(GO) test -count=1 -race -short ./engine/lifecycle/ ./engine/index/ ./engine/registry/ ./engine/optimizer/
