@@ -9,15 +9,17 @@
 //   - pods: it creates and deletes the engine pod itself (no StatefulSet),
 //     patches it (grace and labels) and watches it;
 //   - persistentvolumeclaims: the data volume and the doctor's backup copy;
-//     update and patch to grow the volume and to drop the owner reference of
-//     a retained one;
+//     update and patch to grow the volume and to keep its owner reference
+//     in line with the reclaim policy;
 //   - services: the Service in front of the engine;
 //   - jobs: the doctor and volume-copy Jobs;
 //   - secrets: the generated credentials and the TLS Secret (create, and
-//     update to fill in a missing token or renew the certificate; watched
+//     update to fill in a missing token or renew the certificate; delete to
+//     replace one orphaned by a deleted index of the same name; watched
 //     with a label selector), and reading the Secrets spec.access names;
 //   - networkpolicies: the engine's and the Jobs' NetworkPolicies (delete
-//     when spec.access.networkPolicy is Disabled);
+//     when spec.access.networkPolicy is Disabled, patch to adopt one
+//     orphaned by a deleted index of the same name);
 //   - events: one for every lifecycle step;
 //   - tokenreviews and subjectaccessreviews (create): the secure metrics
 //     endpoint authenticates and authorizes each scrape with them.
@@ -33,8 +35,8 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch

@@ -100,11 +100,13 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: testScheme})
 	Expect(err).NotTo(HaveOccurred())
 
+	startGarbageCollector()
 	startKubeletAndOperator()
 })
 
 var _ = AfterSuite(func() {
 	stopKubeletAndOperator()
+	stopGarbageCollector()
 	if cancel != nil {
 		cancel()
 	}

@@ -218,7 +218,7 @@ func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, x *summav1
 	if err != nil {
 		return r.createCredentials(ctx, x)
 	}
-	if err := r.checkOwned(x, s, "spec.access.credentialsSecret"); err != nil {
+	if err := r.checkOwned(ctx, x, s, "spec.access.credentialsSecret"); err != nil {
 		return nil, err
 	}
 	missing := missingTokens(s)
@@ -275,13 +275,20 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, x *summav1
 
 // checkOwned refuses an object of a generated name that x does not
 // control; one still controlled by a deleted SummaIndex of the same name
-// is waited for (the garbage collector removes it).
-func (r *SummaIndexReconciler) checkOwned(x *summav1.SummaIndex, obj client.Object, field string) error {
+// is waited for (the garbage collector removes it), and one orphaned by
+// such an index is adopted, or replaced if it is a Secret
+// (summaindex_orphans.go).
+func (r *SummaIndexReconciler) checkOwned(ctx context.Context, x *summav1.SummaIndex, obj client.Object, field string) error {
 	if metav1.IsControlledBy(obj, x) {
 		return nil
 	}
-	kind := fmt.Sprintf("%T", obj)
-	kind = kind[strings.LastIndexByte(kind, '.')+1:]
+	kind := kindOf(obj)
+	if isOrphanOf(x, obj) {
+		if _, ok := obj.(*corev1.Secret); ok {
+			return r.replaceOrphanSecret(ctx, x, obj)
+		}
+		return r.adoptOrphan(ctx, x, obj)
+	}
 	if owner := metav1.GetControllerOf(obj); owner != nil && owner.Kind == "SummaIndex" && owner.Name == x.Name {
 		return &accessError{reason: ReasonWaitingForGarbageCollection, msg: fmt.Sprintf(
 			"%s %s still belongs to a deleted SummaIndex %s; waiting for the garbage collector", kind, obj.GetName(), x.Name)}

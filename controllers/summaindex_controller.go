@@ -292,8 +292,19 @@ func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIn
 	if err != nil {
 		return nil, fmt.Errorf("get engine pod: %w", err)
 	}
-	if !metav1.IsControlledBy(pod, x) {
+	if metav1.IsControlledBy(pod, x) {
+		return pod, nil
+	}
+	if !isOrphanOf(x, pod) {
 		return nil, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s", pod.Name, x.Name)
+	}
+	// An engine pod left by a SummaIndex of this name deleted with orphan
+	// propagation (or orphaned while x itself is deleted that way): x stops
+	// it when deleting, and adopts it otherwise.
+	if x.DeletionTimestamp == nil {
+		if err := r.adoptOrphan(ctx, x, pod); err != nil {
+			return nil, err
+		}
 	}
 	return pod, nil
 }

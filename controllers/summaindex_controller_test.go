@@ -140,7 +140,8 @@ var _ = Describe("The SummaIndex reconciler", func() {
 
 		pvc := &corev1.PersistentVolumeClaim{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "basic-data"}, pvc)).To(Succeed())
-		Expect(metav1.IsControlledBy(pvc, x)).To(BeTrue())
+		Expect(pvc.OwnerReferences).To(BeEmpty(), "reclaimPolicy Retain: no owner reference, so no deletion can collect it")
+		Expect(pvc.Annotations).To(HaveKeyWithValue(AnnotationIndexUID, string(x.UID)))
 		Expect(pvc.Labels).To(HaveKeyWithValue(summav1.LabelManagedBy, summav1.ManagedByValue))
 		Expect(pvc.Labels).To(HaveKeyWithValue(summav1.LabelIndex, "basic"))
 		Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
@@ -505,7 +506,8 @@ var _ = Describe("The SummaIndex reconciler", func() {
 
 		x := createReady("kept", nil)
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "kept-data"}, pvc)).To(Succeed())
-		Expect(metav1.IsControlledBy(pvc, x)).To(BeTrue())
+		Expect(pvc.OwnerReferences).To(BeEmpty())
+		Expect(pvc.Annotations).To(HaveKeyWithValue(AnnotationIndexUID, string(x.UID)))
 		Expect(engineDocuments("kept")).To(BeEquivalentTo(150))
 		Expect(eventReasons("kept")).To(ContainElement("VolumeAdopted"))
 	})

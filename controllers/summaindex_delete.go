@@ -22,9 +22,11 @@ import (
 // no longer has it, delete the pod, delete the volume and its backups, drop
 // the finalizer.
 //
-// Retain: drain, stop the pod, drop the owner reference of the volume and
-// its backups (they stay, labelled, for a new SummaIndex of the same name
-// to adopt), drop the finalizer.
+// Retain: drop any owner reference of the volume and its backups first (a
+// volume made by an earlier version still has one, and a foreground
+// deletion's garbage collector would take it), drain, stop the pod, drop the
+// finalizer. The volumes stay, labelled, for a new SummaIndex of the same
+// name to adopt.
 func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
 		return reconcile.Result{}, nil
@@ -34,6 +36,17 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 		r.event(x, nil, corev1.EventTypeNormal, "Deleting", "deleting (reclaimPolicy %s)", policy)
 	}
 	notReady(x, summav1.PhaseDeleting, "Deleting", "the SummaIndex is being deleted (reclaimPolicy "+string(policy)+")", true)
+	claims, err := r.ownedClaims(ctx, x)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if policy != summav1.ReclaimDelete {
+		for _, name := range claims {
+			if err := r.releaseClaim(ctx, x, name); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
 	pod, err := r.enginePod(ctx, x)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -53,18 +66,11 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 		}
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
-	claims, err := r.ownedClaims(ctx, x)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	for _, name := range claims {
-		if policy == summav1.ReclaimDelete {
-			err = r.deleteClaim(ctx, x, name)
-		} else {
-			err = r.releaseClaim(ctx, x, name)
-		}
-		if err != nil {
-			return reconcile.Result{}, err
+	if policy == summav1.ReclaimDelete {
+		for _, name := range claims {
+			if err := r.deleteClaim(ctx, x, name); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 	}
 	// Status is written before the finalizer goes: afterwards the object
@@ -112,19 +118,17 @@ func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, x *summav1
 	return false, nil
 }
 
-// ownedClaims lists the volumes of x (data and backups) by label.
+// ownedClaims lists the volumes of x (data and backups): labelled for x,
+// and x's by owner reference or AnnotationIndexUID (ownsClaim).
 func (r *SummaIndexReconciler) ownedClaims(ctx context.Context, x *summav1.SummaIndex) ([]string, error) {
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(x.Labels())); err != nil {
 		return nil, fmt.Errorf("list volumes: %w", err)
 	}
 	var names []string
-	for _, pvc := range list.Items {
-		for _, o := range pvc.OwnerReferences {
-			if o.UID == x.UID {
-				names = append(names, pvc.Name)
-				break
-			}
+	for i := range list.Items {
+		if pvc := &list.Items[i]; ownsClaim(x, pvc) || hasOwnerUID(pvc, x) {
+			names = append(names, pvc.Name)
 		}
 	}
 	return names, nil

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	summav1 "github.com/summadev/summa/api/v1"
 )
@@ -108,13 +107,14 @@ type errBackupClaimTaken struct{ msg string }
 func (e *errBackupClaimTaken) Error() string { return e.msg }
 
 // ensureBackupClaim creates the backup volume, as large as the data volume.
-// An existing volume of that name is this run's only if this SummaIndex
-// controls it and it carries this index's label.
+// An existing volume of that name is this run's only if it is this
+// SummaIndex's (ownsClaim) and carries this index's label. Like the data
+// volume, it is owned as spec.storage.reclaimPolicy asks.
 func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
 	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
 	if err == nil {
-		if !metav1.IsControlledBy(cur, x) || cur.Labels[summav1.LabelIndex] != x.Name {
+		if !ownsClaim(x, cur) || cur.Labels[summav1.LabelIndex] != x.Name {
 			return &errBackupClaimTaken{msg: fmt.Sprintf("a volume named %s exists and is not this index's backup "+
 				"(labelled for %q); set spec.doctor.requestId to another value", name, cur.Labels[summav1.LabelIndex])}
 		}
@@ -123,11 +123,11 @@ func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get backup volume %s: %w", name, err)
 	}
-	pvc := claim(x, name, x.Spec.Storage.Size)
-	pvc.Labels[LabelComponent] = backupContainer
-	if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
-		return fmt.Errorf("owner reference on backup volume: %w", err)
+	pvc, err := r.newClaim(x, name, x.Spec.Storage.Size)
+	if err != nil {
+		return err
 	}
+	pvc.Labels[LabelComponent] = backupContainer
 	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create backup volume %s: %w", name, err)
 	}
@@ -300,7 +300,7 @@ func podWaitingReason(p *corev1.Pod) (string, bool) {
 
 // pruneBackups deletes x's backup volumes beyond spec.doctor.keepBackups,
 // oldest first; the backup of the current (just ended) run is never
-// deleted. Only volumes x controls and named as its backups are counted.
+// deleted. Only x's volumes (ownsClaim) named as its backups are counted.
 func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, x *summav1.SummaIndex) error {
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels{summav1.LabelIndex: x.Name}); err != nil {
@@ -312,7 +312,7 @@ func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, x *summav1.Summ
 	}
 	var backups []corev1.PersistentVolumeClaim
 	for _, pvc := range list.Items {
-		if metav1.IsControlledBy(&pvc, x) && pvc.DeletionTimestamp == nil && pvc.Name != x.DataClaimName() &&
+		if ownsClaim(x, &pvc) && pvc.DeletionTimestamp == nil && pvc.Name != x.DataClaimName() &&
 			strings.HasPrefix(pvc.Name, x.Name+"-backup-") {
 			backups = append(backups, pvc)
 		}

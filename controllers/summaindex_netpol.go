@@ -127,7 +127,7 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summa
 	if err != nil {
 		return fmt.Errorf("get network policy %s: %w", name, err)
 	}
-	if err := r.checkOwned(x, cur, ""); err != nil {
+	if err := r.checkOwned(ctx, x, cur, ""); err != nil {
 		return err
 	}
 	if equality.Semantic.DeepEqual(cur.Spec, spec) {

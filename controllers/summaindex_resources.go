@@ -32,15 +32,17 @@ func claim(x *summav1.SummaIndex, name string, size resource.Quantity) *corev1.P
 }
 
 // ensureDataClaim creates the data volume, adopts a retained one of the
-// same name (a SummaIndex deleted with reclaimPolicy Retain), and grows it
-// when spec.storage.size grows. Its errors carry their Degraded reason.
+// same name (a SummaIndex deleted with reclaimPolicy Retain), keeps its
+// ownership in line with the reclaim policy (summaindex_claims.go), and
+// grows it when spec.storage.size grows. Its errors carry their Degraded
+// reason.
 func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.SummaIndex) error {
 	cur := &corev1.PersistentVolumeClaim{}
 	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, cur)
 	if apierrors.IsNotFound(err) {
-		pvc := claim(x, x.DataClaimName(), x.Spec.Storage.Size)
-		if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
-			return failed(ReasonVolumeFailed, fmt.Errorf("owner reference on volume: %w", err))
+		pvc, err := r.newClaim(x, x.DataClaimName(), x.Spec.Storage.Size)
+		if err != nil {
+			return failed(ReasonVolumeFailed, err)
 		}
 		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return failed(ReasonVolumeFailed, fmt.Errorf("create volume %s: %w", pvc.Name, err))
@@ -55,10 +57,8 @@ func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.S
 	if cur.DeletionTimestamp != nil {
 		return failed(ReasonVolumeFailed, fmt.Errorf("volume %s is being deleted; waiting for it to go before creating a new one", cur.Name))
 	}
-	if !metav1.IsControlledBy(cur, x) {
-		if err := r.adoptClaim(ctx, x, cur); err != nil {
-			return failed(ReasonVolumeFailed, err)
-		}
+	if _, err := r.syncClaimOwnership(ctx, x, cur); err != nil {
+		return failed(ReasonVolumeFailed, err)
 	}
 	err = r.expandClaim(ctx, x, cur)
 	if failureReason(err) == ReasonVolumeExpansionRefused {
@@ -67,25 +67,6 @@ func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.S
 		recordVolume(x, cur, nil)
 	}
 	return err
-}
-
-// adoptClaim takes a retained volume of this index's name as x's own.
-func (r *SummaIndexReconciler) adoptClaim(ctx context.Context, x *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) error {
-	if owner := metav1.GetControllerOf(cur); owner != nil {
-		return fmt.Errorf("volume %s is controlled by %s %s, not by this SummaIndex", cur.Name, owner.Kind, owner.Name)
-	}
-	if cur.Labels[summav1.LabelIndex] != x.Name {
-		return fmt.Errorf("volume %s exists and does not carry %s=%s: refusing to adopt it", cur.Name, summav1.LabelIndex, x.Name)
-	}
-	patch := client.MergeFrom(cur.DeepCopy())
-	if err := controllerutil.SetControllerReference(x, cur, r.Scheme); err != nil {
-		return fmt.Errorf("owner reference on volume: %w", err)
-	}
-	if err := r.Patch(ctx, cur, patch); err != nil {
-		return fmt.Errorf("adopt volume %s: %w", cur.Name, err)
-	}
-	r.event(x, cur, corev1.EventTypeNormal, "VolumeAdopted", "retained data volume %s adopted", cur.Name)
-	return nil
 }
 
 // expandClaim asks for the volume to grow to spec.storage.size. A storage
@@ -156,7 +137,12 @@ func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.Sum
 		return fmt.Errorf("get service %s: %w", x.ServiceName(), err)
 	}
 	if !metav1.IsControlledBy(cur, x) {
-		return fmt.Errorf("service %s exists and is not controlled by this SummaIndex", cur.Name)
+		if !isOrphanOf(x, cur) {
+			return fmt.Errorf("service %s exists and is not controlled by this SummaIndex", cur.Name)
+		}
+		if err := r.adoptOrphan(ctx, x, cur); err != nil {
+			return err
+		}
 	}
 	if servicePortsMatch(cur.Spec, want) {
 		return nil
@@ -191,8 +177,8 @@ func servicePortsMatch(have, want corev1.ServiceSpec) bool {
 }
 
 // releaseClaim drops x's owner reference from a volume so that it outlives
-// x (reclaimPolicy Retain); the labels stay, so a new SummaIndex of the
-// same name adopts it.
+// x (reclaimPolicy Retain); the labels and AnnotationIndexUID stay, so a
+// new SummaIndex of the same name adopts it.
 func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
@@ -202,17 +188,11 @@ func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, x *summav1.Summ
 	if err != nil {
 		return fmt.Errorf("get volume %s: %w", name, err)
 	}
-	var kept []metav1.OwnerReference
-	for _, o := range cur.OwnerReferences {
-		if o.UID != x.UID {
-			kept = append(kept, o)
-		}
-	}
-	if len(kept) == len(cur.OwnerReferences) {
+	if !hasOwnerUID(cur, x) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	cur.OwnerReferences = kept
+	cur.OwnerReferences = withoutOwner(cur.OwnerReferences, x)
 	if err := r.Patch(ctx, cur, patch); err != nil {
 		return fmt.Errorf("release volume %s: %w", name, err)
 	}

@@ -129,7 +129,7 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 		}
 		r.event(x, s, corev1.EventTypeNormal, "CertificateIssued", "secret %s created with a CA and the engine's certificate", name)
 	} else {
-		if err := r.checkOwned(x, s, "spec.access.tls.secretName"); err != nil {
+		if err := r.checkOwned(ctx, x, s, "spec.access.tls.secretName"); err != nil {
 			return nil, certInfo{}, err
 		}
 		data, what, err := maintainIssuedTLS(s.Data, req, now)

@@ -27,7 +27,8 @@
 #                  the k8s.io/* v0.X.Y libraries in go.mod)
 #   CLUSTER_DIR    output directory (default <repo>/bin/cluster)
 #   KUBE_BINARIES  which binaries (default: all six above)
-#   ENVTEST_DIR    when set, also hard-link (or copy) kube-apiserver and etcd
+#   ENVTEST_DIR    when set, also hard-link (or copy) kube-apiserver, etcd and
+#                  kube-controller-manager
 #                  there and write its VERSION in envtest's format
 #   GO             go command (default go)
 set -euo pipefail
@@ -139,18 +140,19 @@ smoke() {
 	done
 }
 
-# link_envtest places kube-apiserver and etcd into ENVTEST_DIR with the stamp
+# link_envtest places kube-apiserver, etcd and kube-controller-manager (the
+# operator specs run its garbage collector) into ENVTEST_DIR with the stamp
 # hack/envtest/build.sh checks.
 link_envtest() {
 	local stamp="$1" b
 	mkdir -p "$ENVTEST_DIR"
 	rm -f "$ENVTEST_DIR/VERSION"
-	for b in kube-apiserver etcd; do
+	for b in kube-apiserver etcd kube-controller-manager; do
 		rm -f "$ENVTEST_DIR/$b"
 		ln "$CLUSTER_DIR/$b" "$ENVTEST_DIR/$b" 2>/dev/null || cp "$CLUSTER_DIR/$b" "$ENVTEST_DIR/$b"
 	done
 	echo "$stamp" >"$ENVTEST_DIR/VERSION"
-	log "linked kube-apiserver and etcd into $ENVTEST_DIR"
+	log "linked kube-apiserver, etcd and kube-controller-manager into $ENVTEST_DIR"
 }
 
 main() {
@@ -164,8 +166,8 @@ main() {
 	etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "$gomod")"
 	[ -n "$etcd_version" ] || die "k8s.io/kubernetes@$KUBE_VERSION does not pin go.etcd.io/etcd/server/v3"
 	stamp="kubernetes $KUBE_VERSION etcd $etcd_version"
-	envtest_stamp="kube-apiserver $KUBE_VERSION etcd $etcd_version"
-	if [ -n "$ENVTEST_DIR" ] && [ -x "$ENVTEST_DIR/kube-apiserver" ] && [ -x "$ENVTEST_DIR/etcd" ] &&
+	envtest_stamp="kube-apiserver $KUBE_VERSION etcd $etcd_version kube-controller-manager"
+	if [ -n "$ENVTEST_DIR" ] && [ -x "$ENVTEST_DIR/kube-apiserver" ] && [ -x "$ENVTEST_DIR/etcd" ] && [ -x "$ENVTEST_DIR/kube-controller-manager" ] &&
 		[ "$(cat "$ENVTEST_DIR/VERSION" 2>/dev/null)" = "$envtest_stamp" ]; then
 		log "up to date in $ENVTEST_DIR ($envtest_stamp)"
 		return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the envtest control plane (kube-apiserver and etcd) from the Go
-# module proxy into bin/envtest/, for KUBEBUILDER_ASSETS.
+# Builds the envtest control plane (kube-apiserver and etcd, and the
+# kube-controller-manager whose garbage collector the operator specs run) from
+# the Go module proxy into bin/envtest/, for KUBEBUILDER_ASSETS.
 #
 # Prebuilt envtest binaries cannot be downloaded on this project's machines,
 # but both programs build from published Go modules. The build itself is
@@ -28,9 +29,10 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 ENVTEST_DIR="${ENVTEST_DIR:-$root/bin/envtest}"
 start=$(date +%s)
 
-KUBE_BINARIES="kube-apiserver etcd" ENVTEST_DIR="$ENVTEST_DIR" "$root/hack/cluster/build.sh"
+KUBE_BINARIES="kube-apiserver etcd kube-controller-manager" ENVTEST_DIR="$ENVTEST_DIR" "$root/hack/cluster/build.sh"
 
 # Smoke test; sed reads all of etcd's output, so pipefail sees no SIGPIPE.
 "$ENVTEST_DIR/kube-apiserver" --version >&2
 "$ENVTEST_DIR/etcd" --version | sed -n 1p >&2
+"$ENVTEST_DIR/kube-controller-manager" --version >&2
 printf 'envtest: done in %ss: KUBEBUILDER_ASSETS=%s\n' "$(($(date +%s) - start))" "$ENVTEST_DIR" >&2

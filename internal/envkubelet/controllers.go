@@ -86,7 +86,9 @@ func (k *Kubelet) syncAPI(ctx context.Context) {
 	for i := range policies.Items {
 		objs = append(objs, &policies.Items[i])
 	}
-	k.collectGarbage(ctx, objs)
+	if !k.opts.NoGarbageCollector {
+		k.collectGarbage(ctx, objs)
+	}
 }
 
 // list lists all objects of a kind and reports whether it worked.

@@ -97,7 +97,8 @@
 //     the background; owners being deleted with the foregroundDeletion or
 //     orphan finalizer have these dependents deleted (in the background) or
 //     orphaned and then lose the finalizer. Other kinds of dependents are
-//     not collected.
+//     not collected. Options.NoGarbageCollector turns it off where the
+//     real one runs.
 //
 // Process output goes to Root/logs/<namespace>_<pod>_<container>.log,
 // appended across restarts. The package is meant for Linux test machines.
@@ -161,6 +162,9 @@ type Options struct {
 	// pod's annotations refreshes them at once. Default
 	// DefaultSecretSyncPeriod (one minute).
 	SecretSyncPeriod time.Duration
+	// NoGarbageCollector turns the minimal garbage collector off, for a
+	// test environment that runs the real one (kube-controller-manager).
+	NoGarbageCollector bool
 }
 
 // EventType tells what happened to a container.

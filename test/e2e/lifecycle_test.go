@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -283,6 +284,40 @@ var _ = Describe("SummaIndex on a real kubelet", func() {
 		Expect(pvc.OwnerReferences).To(BeEmpty())
 		createReady("e2e-retain", nil)
 		expectAll("e2e-retain", 0, 250)
+	})
+
+	It("7c. with reclaimPolicy Retain keeps the volume under a foreground deletion, also with the operator stopped", func() {
+		createReady("e2e-fg", nil)
+		ingest("e2e-fg", 0, 200)
+		commit("e2e-fg")
+		By("a foreground deletion: the garbage collector deletes the dependents before the index")
+		Expect(k8s.Delete(ctx, getIndex("e2e-fg"), client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		Eventually(func() bool { return gone(&summav1.SummaIndex{}, "e2e-fg") }).
+			WithTimeout(readyTimeout).WithPolling(poll).Should(BeTrue())
+		pvc := &corev1.PersistentVolumeClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: "e2e-fg-data"}, pvc)).To(Succeed())
+		Expect(pvc.DeletionTimestamp).To(BeNil())
+		createReady("e2e-fg", nil)
+		expectAll("e2e-fg", 0, 200)
+
+		By("the same with the operator stopped while the deletion is asked for")
+		kubectl("-n", "summa-system", "scale", "deployment/summa-operator", "--replicas=0")
+		Eventually(func() string {
+			return kubectl("-n", "summa-system", "get", "pods", "-l", "app.kubernetes.io/name=summa-operator", "-o", "name")
+		}).WithTimeout(2 * time.Minute).WithPolling(poll).Should(BeEmpty())
+		Expect(k8s.Delete(ctx, getIndex("e2e-fg"), client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		Eventually(func() bool { return gone(&corev1.Pod{}, "e2e-fg-engine") }).
+			WithTimeout(readyTimeout).WithPolling(poll).Should(BeTrue(), "the garbage collector deletes the engine pod")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: "e2e-fg-data"}, pvc)).To(Succeed())
+		Expect(pvc.DeletionTimestamp).To(BeNil())
+		kubectl("-n", "summa-system", "scale", "deployment/summa-operator", "--replicas=1")
+		kubectl("-n", "summa-system", "rollout", "status", "deployment/summa-operator", "--timeout=180s")
+		Eventually(func() bool { return gone(&summav1.SummaIndex{}, "e2e-fg") }).
+			WithTimeout(readyTimeout).WithPolling(poll).Should(BeTrue())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: "e2e-fg-data"}, pvc)).To(Succeed())
+		Expect(pvc.DeletionTimestamp).To(BeNil())
+		createReady("e2e-fg", nil)
+		expectAll("e2e-fg", 0, 200)
 	})
 
 	It("8. suspends and resumes on the same volume", func() {
