@@ -91,7 +91,7 @@ mutate: $(GREMLINS) ## Mutation testing of the crash-critical code (lifecycle, m
 	GO=$(GO) GREMLINS=$(GREMLINS) MUTATE_SCOPE="$(MUTATE_SCOPE)" MUTATE_WORKERS=$(MUTATE_WORKERS) hack/mutate/mutate.sh
 
 # Rule mutations: one realistic, hand-written mutation per rule of
-# shared/spec/rules.md (hack/rulemut/mutations.go), each applied in a scratch
+# docs/engine.md (hack/rulemut/mutations.go), each applied in a scratch
 # copy of the tree; the rule's tests must fail on it. RULES=L03,C07 runs a
 # subset.
 RULES ?=
@@ -191,7 +191,7 @@ test-operator: envtest ## Run the API and operator tests on a real kube-apiserve
 
 # Local cluster: a real single-node Kubernetes on this machine (root, Linux),
 # images built without a registry. See hack/cluster/up.sh and
-# shared/design/local-cluster.md.
+# hack/cluster/README.md.
 CLUSTER_DIR ?= $(CURDIR)/bin/cluster
 
 .PHONY: cluster-build images cluster-up cluster-down
@@ -322,11 +322,5 @@ plugin: ## Build the kubectl summa plugin into bin/kubectl-summa (put bin/ on PA
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/kubectl-summa ./cmd/kubectl-summa
 
-plugin-archives: ## Cross-build the plugin archives of plugins/krew/summa.yaml into dist/ and print their sha256.
-	@mkdir -p dist
-	@set -e; for p in linux/amd64 linux/arm64 darwin/arm64; do \
-	  os=$${p%/*}; arch=$${p#*/}; d=$$(mktemp -d); \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $$d/kubectl-summa ./cmd/kubectl-summa; \
-	  tar -C $$d -czf dist/kubectl-summa_$${os}_$${arch}.tar.gz kubectl-summa; rm -rf $$d; \
-	  sha256sum dist/kubectl-summa_$${os}_$${arch}.tar.gz; \
-	done
+plugin-archives: ## Cross-build the plugin archives of plugins/krew/summa.yaml (kubectl-summa and LICENSE) into dist/ and print their sha256.
+	GO=$(GO) hack/plugin-archives.sh

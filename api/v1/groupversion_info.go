@@ -2,8 +2,8 @@
 // resource, one search index served by one summa-server pod on its own
 // volume, reconciled by the Summa operator.
 //
-// The resource is described in shared/contracts/summaindex.md; the engine
-// schema it carries is the one of the engine contract. Validation that the
+// The resource is described in docs/api.md; the engine schema it carries is
+// the engine's (docs/server.md). Validation that the
 // API server can do itself (types, enums, bounds, immutability, relations
 // between fields) is expressed here as OpenAPI and CEL markers, so that a
 // bad spec is refused at admission and never reaches the operator.

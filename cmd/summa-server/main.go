@@ -1,5 +1,5 @@
 // Command summa-server serves the engine's HTTP API over a data directory
-// (see shared/contracts/engine.md):
+// (see docs/server.md):
 //
 //	summa-server --data-dir DIR [--listen HOST:PORT] [flags]   serve
 //	summa-server --data-dir DIR --doctor [--report-file PATH]  offline repair

@@ -40,8 +40,8 @@ type Options struct {
 	// PublicationRetryLimit bounds the background retries of one held
 	// publication (default 120: about two hours at the maximum delay).
 	// Past it the generation stays held, owned and lossless, and only a
-	// commit or a drain retries it: failures are not retried
-	// indefinitely (segment-lifecycle.txt).
+	// commit or a drain retries it: publication failures are not
+	// retried indefinitely (docs/engine.md, C07 and C11).
 	PublicationRetryLimit int
 	// SeismicBudget bounds the postings one flush clusters into Seismic
 	// blocks (default DefaultSeismicBudget, negative: none); dimensions

@@ -1,5 +1,5 @@
-// Package lifecycle keeps the segment ownership protocol of
-// shared/spec/segment-lifecycle.txt: every seg_<ID>.* file set has at least
+// Package lifecycle keeps the segment ownership protocol (docs/engine.md,
+// rules L01 to L11): every seg_<ID>.* file set has at least
 // one owner, and files are deleted only when no owner holds their ID.
 //
 // The three owners are:

@@ -1,7 +1,6 @@
-// Package server is the HTTP API of the engine contract
-// (shared/contracts/engine.md) over a registry: index management,
-// NDJSON ingestion, commits, search, drain and lifecycle, health probes and
-// Prometheus metrics. Every error is answered as
+// Package server is the engine's HTTP API (docs/server.md) over a
+// registry: index management, NDJSON ingestion, commits, search, drain and
+// lifecycle, health probes and Prometheus metrics. Every error is answered as
 // {"error":{"code","message","retryable"}} with a fitting status, and every
 // 503 carries Retry-After.
 package server

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Configuration files of containerd, CNI and the kubelet (sourced by up.sh).
 # The settings marked "blocker" are the ones without which nothing ran on
-# this project's machine kind (see shared/design/local-cluster.md).
+# this project's machine kind (see hack/cluster/README.md).
 
 # write_containerd_config: config version 2, every path private.
 write_containerd_config() {

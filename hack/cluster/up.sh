@@ -9,7 +9,7 @@
 #   hack/cluster/down.sh      (make cluster-down: stops it, restores the host)
 #
 # The parts and the settings that made them work on this project's machine
-# kind are in shared/design/local-cluster.md. In short:
+# kind are in hack/cluster/README.md. In short:
 #   - binaries built from the Go module proxy (hack/cluster/build.sh, cached);
 #   - containerd, runc, CNI plugins, iptables from Debian (installed if missing);
 #   - images summa-server:latest, summa-operator:latest and the pause image

@@ -1,5 +1,5 @@
 // Command rulemut proves, rule by rule, that each rule of
-// shared/spec/rules.md has a test that fails when the rule breaks: for every
+// docs/engine.md has a test that fails when the rule breaks: for every
 // entry of mutations (one realistic mutation of the production code per
 // rule) it applies the mutation in a scratch copy of the tree, checks that
 // the mutated packages still build (and vet, with -vet), runs that rule's
@@ -36,7 +36,7 @@ import (
 // Mutation is one realistic way to break one rule, and the tests that must
 // catch it.
 type Mutation struct {
-	// Rule is the rule ID of shared/spec/rules.md (docs/engine.md's table).
+	// Rule is a rule ID of docs/engine.md ("Rules and where they are kept").
 	Rule string
 	// Desc says in one line what the careless change does.
 	Desc string

@@ -2,7 +2,7 @@ package main
 
 import "time"
 
-// mutations lists, per rule of shared/spec/rules.md, one realistic way a
+// mutations lists, per rule of docs/engine.md, one realistic way a
 // careless change would break it, and the tests that must catch it.
 var mutations = []Mutation{
 	// Ownership (L).

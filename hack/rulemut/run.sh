@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rule mutations: one realistic mutation of the production code per rule of
-# shared/spec/rules.md (hack/rulemut/mutations.go), each applied in a scratch
+# docs/engine.md (hack/rulemut/mutations.go), each applied in a scratch
 # copy of the tree; the rule's tests must fail on it. Prints
 # `RULE killed|SURVIVED|BROKEN description` per rule and
 # `rule mutations killed: K/N`. Arguments go to the runner (-only L03,C07).

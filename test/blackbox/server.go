@@ -1,6 +1,6 @@
 // Package blackbox tests the real summa-server binary from the outside:
 // through its command line, its HTTP API and its data directory, exactly as
-// the engine contract (shared/contracts/engine.md) describes them. It uses
+// docs/server.md describes them. It uses
 // nothing but net/http, encoding/json and the shared harness of
 // internal/testserver, so it needs only the binary.
 //

@@ -8,7 +8,7 @@
 // endless clients, connection floods, concurrent drain and deletion,
 // wrong tokens and scopes, TLS mistakes and cross-origin posts.
 //
-// The engine contract (shared/contracts/engine.md) is the judge. After
+// The engine's documented outside (docs/server.md) is the judge. After
 // every class the suite checks that the answer was the contract's (status
 // and error code; 503 with Retry-After; 401 with WWW-Authenticate), that
 // the server is still healthy (/healthz and an authorized search), that
