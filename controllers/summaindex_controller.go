@@ -227,10 +227,8 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 		return r.reconcileDelete(ctx, x, sw)
 	}
 	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
-		patch := client.MergeFrom(x.DeepCopy())
-		controllerutil.AddFinalizer(x, summav1.Finalizer)
-		if err := r.Patch(ctx, x, patch); err != nil {
-			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
+		if err := addFinalizer(ctx, r.Client, x); err != nil {
+			return reconcile.Result{}, err
 		}
 		sw.last = *x.Status.DeepCopy()
 	}

@@ -78,10 +78,8 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 	if err := sw.write(ctx, x); err != nil {
 		return reconcile.Result{}, err
 	}
-	patch := client.MergeFrom(x.DeepCopy())
-	controllerutil.RemoveFinalizer(x, summav1.Finalizer)
-	if err := r.Patch(ctx, x, patch); err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	if err := removeFinalizer(ctx, r.Client, x); err != nil {
+		return reconcile.Result{}, err
 	}
 	r.event(x, nil, corev1.EventTypeNormal, "Deleted", "finalizer removed (reclaimPolicy %s)", policy)
 	return reconcile.Result{}, nil
