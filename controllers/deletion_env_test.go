@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -155,6 +156,25 @@ var _ = Describe("Deleting a SummaIndex with reclaimPolicy Delete", func() {
 			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "fgdoomed-data"}, &corev1.PersistentVolumeClaim{})
 			return apierrors.IsNotFound(err)
 		}).WithTimeout(time.Minute).WithPolling(poll).Should(BeTrue())
+	})
+})
+
+var _ = Describe("A deletion whose engine cannot be reached", func() {
+	It("completes after spec.lifecycle.deletionTimeoutSeconds with reclaimPolicy Delete, with a Warning event", func() {
+		x := createReady("wedged", func(x *summav1.SummaIndex) {
+			x.Spec.Storage.ReclaimPolicy = summav1.ReclaimDelete
+			x.Spec.Lifecycle.DeletionTimeoutSeconds = 5
+			x.Spec.Lifecycle.TerminationGracePeriod = summav1.GracePeriodBounds{MinSeconds: 2, MaxSeconds: 5}
+		})
+		By("wedging the engine: stopped, it accepts connections and answers nothing")
+		Expect(kubelet.KillContainer(specNamespace, x.EnginePodName(), EngineContainerName, syscall.SIGSTOP)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, x)).To(Succeed())
+		waitGone("wedged")
+		Eventually(func() bool {
+			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "wedged-data"}, &corev1.PersistentVolumeClaim{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(time.Minute).WithPolling(poll).Should(BeTrue())
+		Expect(eventReasons("wedged")).To(ContainElement("DeletionTimedOut"))
 	})
 })
 

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -549,7 +550,9 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&summav1.SummaIndex{}).
 		Owns(&corev1.Pod{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
+		// A volume of reclaimPolicy Retain has no owner reference
+		// (summaindex_claims.go): volumes map to their index by label.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Service{}).
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Secret{}).
@@ -559,6 +562,16 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// indexOfLabelled maps an object the operator made to the SummaIndex its
+// summa.dev/index label names, in its namespace.
+func indexOfLabelled(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[summav1.LabelIndex]
+	if name == "" || obj.GetLabels()[summav1.LabelManagedBy] != summav1.ManagedByValue {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // CacheByObject are the manager's cache options for what the operator

@@ -55,6 +55,9 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 		if pod.DeletionTimestamp != nil {
 			return reconcile.Result{RequeueAfter: pollInterval}, nil
 		}
+		if r.deletionTimedOut(x) {
+			return reconcile.Result{RequeueAfter: pollInterval}, r.stopUnasked(ctx, x, pod, policy)
+		}
 		if policy == summav1.ReclaimDelete && engineRunning(pod) {
 			gone, err := r.deleteEngineIndex(ctx, x, pod)
 			if err != nil || !gone {
@@ -83,6 +86,25 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 	}
 	r.event(x, nil, corev1.EventTypeNormal, "Deleted", "finalizer removed (reclaimPolicy %s)", policy)
 	return reconcile.Result{}, nil
+}
+
+// deletionTimedOut reports whether x has been deleting for longer than
+// spec.lifecycle.deletionTimeoutSeconds.
+func (r *SummaIndexReconciler) deletionTimedOut(x *summav1.SummaIndex) bool {
+	return x.DeletionTimestamp != nil && r.Options.Now().Sub(x.DeletionTimestamp.Time) > x.Spec.Lifecycle.DeletionTimeout()
+}
+
+// stopUnasked deletes the engine pod of a deletion that timed out without
+// asking the engine anything more: that is what the deletion asked for, and
+// the engine still drains in its SIGTERM handler within its grace. With
+// reclaimPolicy Delete the engine never deleted the index; the volume is
+// deleted next all the same.
+func (r *SummaIndexReconciler) stopUnasked(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, policy summav1.ReclaimPolicy) error {
+	x.Status.DrainStartTime = nil
+	r.event(x, pod, corev1.EventTypeWarning, "DeletionTimedOut",
+		"the engine of %s did not complete the deletion within spec.lifecycle.deletionTimeoutSeconds (%s); it was not asked again: "+
+			"its pod is deleted (reclaimPolicy %s)", pod.Name, x.Spec.Lifecycle.DeletionTimeout(), policy)
+	return r.deletePod(ctx, x, pod, purposeDelete, "the deletion timed out")
 }
 
 // deleteEngineIndex asks the engine to delete x's index and reports whether

@@ -34,6 +34,8 @@ const (
 	DefaultMaxGraceSeconds int32 = 1800
 	// DefaultDrainTimeoutSeconds is spec.lifecycle.drainTimeoutSeconds.
 	DefaultDrainTimeoutSeconds int32 = 600
+	// DefaultDeletionTimeoutSeconds is spec.lifecycle.deletionTimeoutSeconds.
+	DefaultDeletionTimeoutSeconds int32 = 300
 )
 
 // maxJobNameLength bounds a Job's name (it becomes a label value).
@@ -209,6 +211,15 @@ func (l *LifecycleSpec) DrainTimeout() time.Duration {
 	s := l.DrainTimeoutSeconds
 	if s <= 0 {
 		s = DefaultDrainTimeoutSeconds
+	}
+	return time.Duration(s) * time.Second
+}
+
+// DeletionTimeout is the deletion timeout, with the default when unset.
+func (l *LifecycleSpec) DeletionTimeout() time.Duration {
+	s := l.DeletionTimeoutSeconds
+	if s <= 0 {
+		s = DefaultDeletionTimeoutSeconds
 	}
 	return time.Duration(s) * time.Second
 }

@@ -266,6 +266,18 @@ type LifecycleSpec struct {
 	// +kubebuilder:validation:Maximum=86400
 	DrainTimeoutSeconds int32 `json:"drainTimeoutSeconds,omitempty"`
 
+	// DeletionTimeoutSeconds bounds how long a deletion waits for the
+	// engine (to delete the index with reclaimPolicy Delete, and to drain).
+	// Past it, an engine that cannot be reached (wedged, a wrong token or
+	// CA, a NetworkPolicy that shuts the operator out) is not asked: its pod
+	// is deleted anyway (the engine still drains in its SIGTERM handler),
+	// then the volumes as reclaimPolicy says, with a Warning event.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	DeletionTimeoutSeconds int32 `json:"deletionTimeoutSeconds,omitempty"`
+
 	// AppShutdownSeconds is the time the app containers of spec.podTemplate
 	// may take to stop (their preStop hooks and their exit after SIGTERM).
 	// With app containers the engine is a native sidecar: the kubelet
