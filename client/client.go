@@ -176,7 +176,7 @@ func (c *Client) do(ctx context.Context, req request) (int, error) {
 // IndexExists error.
 func (c *Client) CreateIndex(ctx context.Context, name string, schema json.RawMessage) (created bool, err error) {
 	status, err := c.do(ctx, request{method: http.MethodPut, path: indexPath(name),
-		jsonBody: map[string]json.RawMessage{"schema": schema}})
+		jsonBody: CreateIndexRequest{Schema: schema}})
 	return status == http.StatusCreated, err
 }
 
@@ -191,9 +191,7 @@ func (c *Client) GetIndex(ctx context.Context, name string) (*IndexStatus, error
 
 // ListIndexes returns the STATUS of every index, sorted by name.
 func (c *Client) ListIndexes(ctx context.Context) ([]IndexStatus, error) {
-	var out struct {
-		Indexes []IndexStatus `json:"indexes"`
-	}
+	var out IndexList
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/indexes", out: &out}); err != nil {
 		return nil, err
 	}
