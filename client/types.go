@@ -5,11 +5,19 @@ import (
 	"time"
 )
 
+// Index states of a STATUS.
+const (
+	// StateOpen: the index serves.
+	StateOpen = "open"
+	// StateDeleting: the ordered deletion is running.
+	StateDeleting = "deleting"
+)
+
 // IndexStatus is the STATUS of an index.
 type IndexStatus struct {
 	// Name is the index name.
 	Name string `json:"name"`
-	// State is "open" or "deleting".
+	// State is StateOpen or StateDeleting.
 	State string `json:"state"`
 	// Generation is the published metadata generation.
 	Generation uint64 `json:"generation"`

@@ -26,9 +26,9 @@ type QuarantinedSegment = client.QuarantinedSegment
 // Index states of a STATUS.
 const (
 	// StateOpen: the index serves.
-	StateOpen = "open"
+	StateOpen = client.StateOpen
 	// StateDeleting: the ordered deletion is running.
-	StateDeleting = "deleting"
+	StateDeleting = client.StateDeleting
 )
 
 // toIndexStatus converts a registry status to the contract's STATUS.

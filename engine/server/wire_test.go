@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -301,24 +302,10 @@ func TestWireErrorBody(t *testing.T) {
 // serveStarting returns the body StartingHandler answers for path.
 func serveStarting(t *testing.T, path string) []byte {
 	t.Helper()
-	req, err := http.NewRequest("GET", path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &bodyRecorder{header: http.Header{}}
-	server.StartingHandler().ServeHTTP(rec, req)
-	return rec.body.Bytes()
+	rec := httptest.NewRecorder()
+	server.StartingHandler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	return rec.Body.Bytes()
 }
-
-// bodyRecorder is the least http.ResponseWriter.
-type bodyRecorder struct {
-	header http.Header
-	body   bytes.Buffer
-}
-
-func (r *bodyRecorder) Header() http.Header         { return r.header }
-func (r *bodyRecorder) Write(b []byte) (int, error) { return r.body.Write(b) }
-func (r *bodyRecorder) WriteHeader(int)             {}
 
 // wireCall sends body (a string is sent as is, anything else as its JSON)
 // to the server, requires the status and a JSON answer, decodes it into
