@@ -1,6 +1,11 @@
 // Package client is a typed Go client of the summa-server HTTP API (the
 // engine contract). Every method returns an *APIError for an error answer;
 // use IsCode to branch on its code.
+//
+// Its types are the one definition of the API's JSON: the server encodes
+// its answers with them (engine/server translates the engine's plain
+// structs), and a test decodes every route's answer into them with
+// unknown members refused. The package imports nothing of the engine.
 package client
 
 import (

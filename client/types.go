@@ -209,12 +209,23 @@ type DenseQuery struct {
 	Exact bool `json:"exact,omitempty"`
 }
 
-// SparseQuery is {"field":F,"vector":{"dim":weight}}.
+// SparseQuery is {"field":F,"vector":{"dim":weight}} and its options.
 type SparseQuery struct {
 	// Field is a sparse_vector field.
 	Field string `json:"field"`
 	// Vector maps dimension names to weights.
 	Vector map[string]float32 `json:"vector"`
+	// K is the number of best documents the Seismic search keeps (0: the
+	// server's default).
+	K int `json:"k,omitempty"`
+	// Cut is the number of query dimensions whose lists Seismic visits
+	// (0: the server's default).
+	Cut int `json:"cut,omitempty"`
+	// HeapFactor divides the heap minimum a block summary must beat (0:
+	// the server's default).
+	HeapFactor float64 `json:"heap_factor,omitempty"`
+	// Exact asks for the exhaustive dot product instead of Seismic.
+	Exact bool `json:"exact,omitempty"`
 }
 
 // SearchResult is the answer of a search.

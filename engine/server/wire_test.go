@@ -109,6 +109,12 @@ func TestWireRoundTrip(t *testing.T) {
 			if len(exact.Hits) != 4 || exact.TotalHitsRelation != "" {
 				t.Fatalf("dense search: %+v", exact)
 			}
+			var sparse client.SearchResult
+			wireCall(t, e, "POST", ix+"/search", client.SearchRequest{Query: client.VectorQuery{Sparse: &client.SparseQuery{
+				Field: "terms", Vector: map[string]float32{"t1": 1}, K: 5, Cut: 3, HeapFactor: 1.5, Exact: true}}, Limit: 1000}, 200, &sparse)
+			if sparse.TotalHits != len(docs)/5 || len(sparse.Hits) != len(docs)/5 { // "t1": every fifth document
+				t.Fatalf("sparse search: %d hits, %d total", len(sparse.Hits), sparse.TotalHits)
+			}
 		}},
 		{"DELETE /v1/indexes/{index}/documents/{primaryKey}", func(t *testing.T, e *env) {
 			var res client.DeleteDocumentResult
