@@ -98,7 +98,7 @@ type Estimate struct {
 	CommitsInFlight int
 	// HeldPublications lists, by index name, the generations whose
 	// publication failed before the commit point and is being retried
-	// (C11); omitted when none is held.
+	// (C11); nil when none is held.
 	HeldPublications []HeldPublication
 }
 
