@@ -1,6 +1,11 @@
 // Package client is a typed Go client of the summa-server HTTP API (the
 // engine contract). Every method returns an *APIError for an error answer;
 // use IsCode to branch on its code.
+//
+// Its types are the one definition of the API's JSON: the server encodes
+// its answers with them (engine/server translates the engine's plain
+// structs), and a test decodes every route's answer into them with
+// unknown members refused. The package imports nothing of the engine.
 package client
 
 import (
@@ -176,7 +181,7 @@ func (c *Client) do(ctx context.Context, req request) (int, error) {
 // IndexExists error.
 func (c *Client) CreateIndex(ctx context.Context, name string, schema json.RawMessage) (created bool, err error) {
 	status, err := c.do(ctx, request{method: http.MethodPut, path: indexPath(name),
-		jsonBody: map[string]json.RawMessage{"schema": schema}})
+		jsonBody: CreateIndexRequest{Schema: schema}})
 	return status == http.StatusCreated, err
 }
 
@@ -191,9 +196,7 @@ func (c *Client) GetIndex(ctx context.Context, name string) (*IndexStatus, error
 
 // ListIndexes returns the STATUS of every index, sorted by name.
 func (c *Client) ListIndexes(ctx context.Context) ([]IndexStatus, error) {
-	var out struct {
-		Indexes []IndexStatus `json:"indexes"`
-	}
+	var out IndexList
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/indexes", out: &out}); err != nil {
 		return nil, err
 	}

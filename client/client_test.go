@@ -121,7 +121,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	if _, err := c.Merge(ctx, "books", client.MergeOptions{MaxSegments: 1}); err != nil {
+	if _, err := c.Merge(ctx, "books", client.MergeDownTo(1)); err != nil {
 		t.Fatalf("merge: %v", err)
 	}
 	if _, err := c.Compact(ctx, "books"); err != nil {

@@ -40,9 +40,7 @@ func (c *Client) AddDocuments(ctx context.Context, name string, docs ...any) (in
 // AddNDJSON streams an NDJSON body (one JSON document per line), all or
 // nothing, and returns the number accepted.
 func (c *Client) AddNDJSON(ctx context.Context, name string, body io.Reader) (int, error) {
-	var out struct {
-		Accepted int `json:"accepted"`
-	}
+	var out AddDocumentsResult
 	_, err := c.do(ctx, request{method: http.MethodPost, path: indexPath(name, "documents"),
 		body: body, contentType: "application/x-ndjson", out: &out})
 	return out.Accepted, err
@@ -51,9 +49,7 @@ func (c *Client) AddNDJSON(ctx context.Context, name string, body io.Reader) (in
 // DeleteDocument deletes a document by primary key at the next commit; it
 // reports whether such a document existed.
 func (c *Client) DeleteDocument(ctx context.Context, name, primaryKey string) (bool, error) {
-	var out struct {
-		Deleted int `json:"deleted"`
-	}
+	var out DeleteDocumentResult
 	_, err := c.do(ctx, request{method: http.MethodDelete,
 		path: indexPath(name, "documents", url.PathEscape(primaryKey)), out: &out})
 	return out.Deleted == 1, err

@@ -115,15 +115,7 @@ const maxErrorBody = 1 << 20
 func readAPIError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &APIError{StatusCode: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
-	var body struct {
-		Error *struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			Retryable bool   `json:"retryable"`
-			Line      int    `json:"line"`
-			Field     string `json:"field"`
-		} `json:"error"`
-	}
+	var body ErrorBody
 	if json.Unmarshal(data, &body) == nil && body.Error != nil {
 		e.Code, e.Message, e.Retryable = body.Error.Code, body.Error.Message, body.Error.Retryable
 		e.Line, e.Field = body.Error.Line, body.Error.Field

@@ -5,11 +5,19 @@ import (
 	"time"
 )
 
+// Index states of a STATUS.
+const (
+	// StateOpen: the index serves.
+	StateOpen = "open"
+	// StateDeleting: the ordered deletion is running.
+	StateDeleting = "deleting"
+)
+
 // IndexStatus is the STATUS of an index.
 type IndexStatus struct {
 	// Name is the index name.
 	Name string `json:"name"`
-	// State is "open" or "deleting".
+	// State is StateOpen or StateDeleting.
 	State string `json:"state"`
 	// Generation is the published metadata generation.
 	Generation uint64 `json:"generation"`
@@ -100,6 +108,66 @@ type CommitResult struct {
 	DurabilityDegraded bool `json:"durabilityDegraded"`
 }
 
+// CreateIndexRequest is the body of PUT /v1/indexes/{index}. (The server
+// also accepts the bare schema as the body.)
+type CreateIndexRequest struct {
+	// Schema is the index's schema, {"fields":[...]}.
+	Schema json.RawMessage `json:"schema"`
+}
+
+// IndexList is the answer of GET /v1/indexes.
+type IndexList struct {
+	// Indexes has the STATUS of every index, sorted by name.
+	Indexes []IndexStatus `json:"indexes"`
+}
+
+// DeleteIndexResult is the answer (202) of DELETE /v1/indexes/{index}.
+type DeleteIndexResult struct {
+	// Name is the index name.
+	Name string `json:"name"`
+	// State is "deleting".
+	State string `json:"state"`
+}
+
+// AddDocumentsResult is the answer of POST .../documents.
+type AddDocumentsResult struct {
+	// Accepted is the number of documents admitted (all of the request's).
+	Accepted int `json:"accepted"`
+}
+
+// DeleteDocumentResult is the answer of DELETE .../documents/{primaryKey}.
+type DeleteDocumentResult struct {
+	// Deleted is 1 when a document of that key existed, 0 otherwise.
+	Deleted int `json:"deleted"`
+}
+
+// Health is the answer (200) of /healthz ("ok") and /readyz ("ready").
+type Health struct {
+	// Status is "ok" or "ready".
+	Status string `json:"status"`
+}
+
+// ErrorBody is the body of every error answer; APIError is its Go form.
+type ErrorBody struct {
+	// Error is the error object (nil only in a body that is not the API's).
+	Error *ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the "error" member of an error answer.
+type ErrorDetail struct {
+	// Code is the API error code (see the Code constants).
+	Code string `json:"code"`
+	// Message explains the error to a human.
+	Message string `json:"message"`
+	// Retryable tells that the same request may succeed later.
+	Retryable bool `json:"retryable"`
+	// Line is the 1-based NDJSON line of an invalid document (absent
+	// otherwise).
+	Line int `json:"line,omitempty"`
+	// Field is the offending field of an invalid document, if known.
+	Field string `json:"field,omitempty"`
+}
+
 // SearchRequest is one search. Query is a string in the query language,
 // a DenseQuery or SparseQuery (wrapped by VectorQuery), or any value that
 // marshals to the query's JSON (json.RawMessage included).
@@ -141,12 +209,23 @@ type DenseQuery struct {
 	Exact bool `json:"exact,omitempty"`
 }
 
-// SparseQuery is {"field":F,"vector":{"dim":weight}}.
+// SparseQuery is {"field":F,"vector":{"dim":weight}} and its options.
 type SparseQuery struct {
 	// Field is a sparse_vector field.
 	Field string `json:"field"`
 	// Vector maps dimension names to weights.
 	Vector map[string]float32 `json:"vector"`
+	// K is the number of best documents the Seismic search keeps (0: the
+	// server's default).
+	K int `json:"k,omitempty"`
+	// Cut is the number of query dimensions whose lists Seismic visits
+	// (0: the server's default).
+	Cut int `json:"cut,omitempty"`
+	// HeapFactor divides the heap minimum a block summary must beat (0:
+	// the server's default).
+	HeapFactor float64 `json:"heap_factor,omitempty"`
+	// Exact asks for the exhaustive dot product instead of Seismic.
+	Exact bool `json:"exact,omitempty"`
 }
 
 // SearchResult is the answer of a search.
@@ -168,12 +247,17 @@ type Hit struct {
 	Fields json.RawMessage `json:"fields"`
 }
 
-// MergeOptions are the options of a force merge.
+// MergeOptions are the options of a force merge (the body of POST
+// .../merge).
 type MergeOptions struct {
-	// MaxSegments is the segment count to merge down to (0: the server's
-	// default, 1).
-	MaxSegments int `json:"maxSegments,omitempty"`
+	// MaxSegments is the segment count to merge down to, at least 1; nil
+	// (absent) means 1. A pointer, so that the server tells an explicit 0,
+	// which it refuses, from the default (see MergeDownTo).
+	MaxSegments *int `json:"maxSegments,omitempty"`
 }
+
+// MergeDownTo returns the MergeOptions of a merge down to n segments.
+func MergeDownTo(n int) MergeOptions { return MergeOptions{MaxSegments: &n} }
 
 // MaintenanceResult is the answer of merge, reorder and compact.
 type MaintenanceResult struct {
@@ -184,13 +268,21 @@ type MaintenanceResult struct {
 	Published bool `json:"published"`
 	// Sources are the replaced segments (lowercase hex).
 	Sources []string `json:"sources"`
-	// Output is the new segment, when published.
-	Output string `json:"output"`
+	// Output is the new segment, when published (absent otherwise).
+	Output string `json:"output,omitempty"`
 	// Documents is the index's live document count afterwards.
 	Documents uint64 `json:"documents"`
 	// DurabilityDegraded is set when the result stands but crash
 	// durability is degraded.
 	DurabilityDegraded bool `json:"durabilityDegraded"`
+	// PostingsBytesBefore and PostingsBytesAfter measure a published
+	// reorder: the whole postings files of the reordered segments (absent
+	// otherwise).
+	PostingsBytesBefore int64 `json:"postingsBytesBefore,omitempty"`
+	PostingsBytesAfter  int64 `json:"postingsBytesAfter,omitempty"`
+	// BPConverged is set by a published reorder: false when a pass was
+	// cut by its budget (absent otherwise).
+	BPConverged *bool `json:"bpConverged,omitempty"`
 	// Raw is the whole answer.
 	Raw json.RawMessage `json:"-"`
 }

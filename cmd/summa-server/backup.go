@@ -73,13 +73,6 @@ func parseBackupFlags(args []string, getenv func(string) string, stderr io.Write
 	return cfg, nil
 }
 
-// backupOutput is the backup's JSON report.
-type backupOutput struct {
-	backup.Report
-	// Error is set when the backup did not complete.
-	Error string `json:"error,omitempty"`
-}
-
 // runBackup copies the data directory offline and prints one JSON report
 // on stdout (and to --report-file). It exits 0 when the copy is complete;
 // 2, touching nothing, when another process holds the data directory, the
@@ -98,10 +91,11 @@ func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writ
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	out := backupOutput{Report: backup.Report{Indexes: []backup.IndexReport{}}}
+	var rep backup.Report
+	var errText string
 	code := exitOK
 	fail := func(c int, err error, hint string) {
-		code, out.Error = c, err.Error()
+		code, errText = c, err.Error()
 		fmt.Fprintf(stderr, "summa-server: %v%s\n", err, hint)
 	}
 	const untouched = " (nothing was touched)"
@@ -116,8 +110,8 @@ func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writ
 	} else if err := probeLock(cfg.DataDir); err != nil {
 		fail(backupExitCode(err), fmt.Errorf("backup: %w", err), "; stop the server first"+untouched)
 	} else {
-		rep, err := backup.Run(ctx, vfs.Default, cfg.DataDir, cfg.To, backup.Options{Logger: log.WithName("backup")})
-		out.Report = rep
+		var err error
+		rep, err = backup.Run(ctx, vfs.Default, cfg.DataDir, cfg.To, backup.Options{Logger: log.WithName("backup")})
 		if err != nil {
 			hint := ""
 			if backupExitCode(err) == exitUsage {
@@ -126,7 +120,7 @@ func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writ
 			fail(backupExitCode(err), err, hint)
 		}
 	}
-	return writeBackupReport(out, code, cfg.ReportFile, log, stdout, stderr)
+	return writeBackupReport(newBackupOutput(rep, errText), code, cfg.ReportFile, log, stdout, stderr)
 }
 
 // backupExitCode is 2 for the refusals that touch nothing, 1 otherwise.

@@ -12,17 +12,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/server"
 )
-
-// doctorOutput is the doctor's JSON report.
-type doctorOutput struct {
-	// Indexes has one entry per index, sorted by name.
-	Indexes []registry.IndexDoctorReport `json:"indexes"`
-	// Error is set when the doctor could not run or finish.
-	Error string `json:"error,omitempty"`
-}
 
 // runDoctor repairs the data directory offline and prints one JSON report
 // on stdout (and to --report-file). With --report-id the report is also
@@ -33,13 +27,14 @@ type doctorOutput struct {
 func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	out := doctorOutput{Indexes: []registry.IndexDoctorReport{}}
+	var rep registry.DoctorReport
+	var errText string
 	code := exitOK
 	ran := false
 	if _, err := os.Stat(cfg.DataDir); errors.Is(err, os.ErrNotExist) {
 		log.Info("Data directory does not exist; nothing to repair", "dataDir", cfg.DataDir)
 	} else if err := probeLock(cfg.DataDir); err != nil {
-		out.Error = err.Error()
+		errText = err.Error()
 		fmt.Fprintf(stderr, "summa-server: doctor: %v; stop the server first (nothing was touched)\n", err)
 		if errors.Is(err, registry.ErrDataDirLocked) {
 			code = exitUsage
@@ -47,19 +42,17 @@ func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 			code = exitFailure
 		}
 	} else {
-		rep, err := registry.Doctor(ctx, vfs.Default, cfg.DataDir, registry.Options{
+		var err error
+		rep, err = registry.Doctor(ctx, vfs.Default, cfg.DataDir, registry.Options{
 			Logger: log.WithName("doctor"), Index: index.Options{Logger: log.WithName("doctor")},
 		})
-		if rep.Indexes != nil {
-			out.Indexes = rep.Indexes
-		}
 		switch {
 		case errors.Is(err, registry.ErrDataDirLocked):
-			out.Error = err.Error()
+			errText = err.Error()
 			fmt.Fprintf(stderr, "summa-server: doctor: %v; stop the server first (nothing was touched)\n", err)
 			code = exitUsage
 		case err != nil:
-			out.Error = err.Error()
+			errText = err.Error()
 			fmt.Fprintf(stderr, "summa-server: doctor: %v\n", err)
 			code = exitFailure
 			ran = true
@@ -67,6 +60,7 @@ func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 			ran = true
 		}
 	}
+	out := server.DoctorReport(rep, errText)
 	data, err := json.Marshal(out)
 	if err != nil {
 		fmt.Fprintf(stderr, "summa-server: doctor: encode the report: %v\n", err)
@@ -92,7 +86,7 @@ func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
 // under --report-id (only when the doctor ran: a refused doctor touches
 // nothing) and writes the summary to --summary-file. A write that fails
 // turns a success into exit 1.
-func writeDoctorReports(cfg Config, out doctorOutput, data []byte, ran bool, code int, stderr io.Writer) int {
+func writeDoctorReports(cfg Config, out client.DoctorReport, data []byte, ran bool, code int, stderr io.Writer) int {
 	fail := func(what string, err error) {
 		fmt.Fprintf(stderr, "summa-server: doctor: %s: %v\n", what, err)
 		if code == exitOK {

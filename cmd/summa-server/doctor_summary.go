@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/client"
 )
 
 // The doctor's summary is its report in a form that always fits a
@@ -44,20 +44,20 @@ type indexSummary struct {
 	// Name is the index name.
 	Name string `json:"name"`
 	// CheckedSegments counts the segments validated.
-	CheckedSegments int `json:"checkedSegments"`
+	CheckedSegments int64 `json:"checkedSegments"`
 	// RemovedSegmentCount is the exact number of segments removed.
 	RemovedSegmentCount int `json:"removedSegmentCount"`
 	// RemovedSegments are the first of them (all when not Truncated).
-	RemovedSegments []segid.ID `json:"removedSegments"`
+	RemovedSegments []string `json:"removedSegments"`
 	// RemovedDocuments counts the documents lost with them.
-	RemovedDocuments uint64 `json:"removedDocuments"`
+	RemovedDocuments int64 `json:"removedDocuments"`
 	// Error is set when the index could not be repaired.
 	Error string `json:"error,omitempty"`
 }
 
 // summarize returns the summary of out, newline-terminated, at most
 // maxSummaryBytes long. reportID is named only when the report was kept.
-func summarize(out doctorOutput, reportID string, kept bool) []byte {
+func summarize(out client.DoctorReport, reportID string, kept bool) []byte {
 	s := doctorSummary{Summary: true, Indexes: []indexSummary{}, Error: out.Error}
 	if kept {
 		s.ReportID = reportID
@@ -65,7 +65,7 @@ func summarize(out doctorOutput, reportID string, kept bool) []byte {
 	for _, ir := range out.Indexes {
 		ids := ir.RemovedSegments
 		if ids == nil {
-			ids = []segid.ID{}
+			ids = []string{}
 		}
 		s.Indexes = append(s.Indexes, indexSummary{
 			Name: ir.Name, CheckedSegments: ir.CheckedSegments, RemovedSegmentCount: len(ir.RemovedSegments),

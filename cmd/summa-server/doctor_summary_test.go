@@ -10,23 +10,21 @@ import (
 	"testing"
 
 	"github.com/summadev/summa/client"
-	"github.com/summadev/summa/engine/index"
-	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/segid"
 )
 
 // bigDoctorOutput is a report of n removed segments in index "big" (with a
 // reason each) and one clean index.
-func bigDoctorOutput(n int) doctorOutput {
-	ir := registry.IndexDoctorReport{Name: "big", DoctorReport: index.DoctorReport{
-		CheckedSegments: n + 3, RemovedDocuments: uint64(n * 7), Reasons: map[string]string{}}}
+func bigDoctorOutput(n int) client.DoctorReport {
+	ir := client.DoctorIndexReport{Name: "big", CheckedSegments: int64(n + 3), RemovedDocuments: int64(n * 7),
+		Reasons: map[string]string{}}
 	for i := 0; i < n; i++ {
-		id := segid.ID(0x1000 + i)
+		id := segid.ID(0x1000 + i).String()
 		ir.RemovedSegments = append(ir.RemovedSegments, id)
-		ir.Reasons[id.String()] = "segment: checksum mismatch in seg_" + id.String() + ".postings at offset 4096"
+		ir.Reasons[id] = "segment: checksum mismatch in seg_" + id + ".postings at offset 4096"
 	}
-	clean := registry.IndexDoctorReport{Name: "clean", DoctorReport: index.DoctorReport{CheckedSegments: 2, RemovedSegments: []segid.ID{}}}
-	return doctorOutput{Indexes: []registry.IndexDoctorReport{ir, clean}}
+	clean := client.DoctorIndexReport{Name: "clean", CheckedSegments: 2, RemovedSegments: []string{}}
+	return client.DoctorReport{Indexes: []client.DoctorIndexReport{ir, clean}}
 }
 
 // TestDoctorSummaryFitsATerminationMessage: however many segments a run
@@ -48,23 +46,23 @@ func TestDoctorSummaryFitsATerminationMessage(t *testing.T) {
 			t.Fatalf("n=%d: %s", n, data)
 		}
 		big := s.Indexes[0]
-		if big.RemovedSegmentCount != n || big.RemovedDocuments != uint64(n*7) || big.CheckedSegments != n+3 {
+		if big.RemovedSegmentCount != n || big.RemovedDocuments != int64(n*7) || big.CheckedSegments != int64(n+3) {
 			t.Errorf("n=%d: counts %+v", n, big)
 		}
 		if want := min(n, summaryMaxSegments); len(big.RemovedSegments) != want {
 			t.Errorf("n=%d: %d segments listed, want %d", n, len(big.RemovedSegments), want)
 		}
 		for i, id := range big.RemovedSegments {
-			if id != segid.ID(0x1000+i) {
+			if id != segid.ID(0x1000+i).String() {
 				t.Fatalf("n=%d: segment %d is %s", n, i, id)
 			}
 		}
 		t.Logf("n=%d: report %d bytes, summary %d bytes", n, len(full), len(data))
 	}
 	// Many indexes with long errors still fit, some of them counted only.
-	var out doctorOutput
+	var out client.DoctorReport
 	for i := 0; i < 100; i++ {
-		out.Indexes = append(out.Indexes, registry.IndexDoctorReport{Name: fmt.Sprintf("index-%03d-%s", i, strings.Repeat("x", 200)),
+		out.Indexes = append(out.Indexes, client.DoctorIndexReport{Name: fmt.Sprintf("index-%03d-%s", i, strings.Repeat("x", 200)),
 			Error: strings.Repeat("e", 5000)})
 	}
 	data := summarize(out, "r1", false)

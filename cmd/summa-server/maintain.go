@@ -95,13 +95,6 @@ func parseMaintainFlags(kind string, args []string, getenv func(string) string, 
 	return cfg, nil
 }
 
-// maintainOutput is the JSON report of an offline maintenance command.
-type maintainOutput struct {
-	registry.OfflineReport
-	// Error is set when the command did not complete.
-	Error string `json:"error,omitempty"`
-}
-
 // runMaintain runs `summa-server merge|compact|reorder`: offline
 // maintenance for a Job in a maintenance window (M07). It exits 0 when the
 // operation completed and every index was closed cleanly; 2, touching
@@ -121,30 +114,31 @@ func runMaintain(kind string, args []string, getenv func(string) string, stdout,
 	log := newLogger(stderr, cfg.LogVerbosity)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	out := maintainOutput{OfflineReport: registry.OfflineReport{Operation: kind, Indexes: []registry.OfflineIndexReport{}}}
+	rep := registry.OfflineReport{Operation: kind}
+	var errText string
 	code := exitOK
 	if st, err := os.Stat(cfg.DataDir); err != nil || !st.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a directory", cfg.DataDir)
 		}
-		code, out.Error = exitUsage, fmt.Sprintf("%s: data directory: %v", kind, err)
+		code, errText = exitUsage, fmt.Sprintf("%s: data directory: %v", kind, err)
 	} else if err := probeLock(cfg.DataDir); err != nil {
-		code, out.Error = maintainExitCode(err), fmt.Sprintf("%s: %v", kind, err)
-		fmt.Fprintf(stderr, "summa-server: %s; stop the server first (nothing was touched)\n", out.Error)
+		code, errText = maintainExitCode(err), fmt.Sprintf("%s: %v", kind, err)
+		fmt.Fprintf(stderr, "summa-server: %s; stop the server first (nothing was touched)\n", errText)
 	} else {
-		rep, err := registry.RunOffline(ctx, vfs.Default, cfg.DataDir, registry.Options{
+		var err error
+		rep, err = registry.RunOffline(ctx, vfs.Default, cfg.DataDir, registry.Options{
 			Logger: log.WithName(kind),
 			Index:  index.Options{Logger: log.WithName(kind), IndexingWorkers: cfg.IndexingWorkers},
 			Reorder: index.ReorderOptions{TimeBudget: cfg.BPTimeBudget,
 				MemoryBudgetBytes: int64(cfg.BPMemoryBudgetMB) << 20},
 		}, cfg.Op)
-		out.OfflineReport = rep
 		if err != nil {
-			code, out.Error = maintainExitCode(err), err.Error()
+			code, errText = maintainExitCode(err), err.Error()
 			fmt.Fprintf(stderr, "summa-server: %s: %v\n", kind, err)
 		}
 	}
-	return writeMaintainReport(out, code, cfg.ReportFile, stdout, stderr)
+	return writeMaintainReport(newMaintainOutput(rep, errText), code, cfg.ReportFile, stdout, stderr)
 }
 
 // maintainExitCode is 2 for a locked data directory, 1 otherwise.

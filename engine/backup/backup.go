@@ -49,21 +49,21 @@ type Options struct {
 // Report is what a backup copied.
 type Report struct {
 	// Indexes has one entry per copied index, sorted by name.
-	Indexes []IndexReport `json:"indexes"`
+	Indexes []IndexReport
 	// Bytes is the total size of the copied files.
-	Bytes int64 `json:"bytes"`
+	Bytes int64
 }
 
 // IndexReport is one copied index.
 type IndexReport struct {
 	// Name is the index name.
-	Name string `json:"name"`
+	Name string
 	// Files counts the copied files, metadata.json included.
-	Files int `json:"files"`
+	Files int
 	// Bytes is the size of the copied files.
-	Bytes int64 `json:"bytes"`
+	Bytes int64
 	// Generation is the copied metadata generation.
-	Generation uint64 `json:"generation"`
+	Generation uint64
 }
 
 // CheckDestination returns ErrDestinationNotEmpty (wrapped) when dst

@@ -15,13 +15,13 @@ import (
 // DoctorReport is what a doctor run found and removed in one index.
 type DoctorReport struct {
 	// CheckedSegments counts metadata-live segments fully validated.
-	CheckedSegments int `json:"checkedSegments"`
+	CheckedSegments int
 	// RemovedSegments lists the segments removed from metadata.
-	RemovedSegments []segid.ID `json:"removedSegments"`
+	RemovedSegments []segid.ID
 	// RemovedDocuments counts the live documents the removal dropped.
-	RemovedDocuments uint64 `json:"removedDocuments"`
+	RemovedDocuments uint64
 	// Reasons maps each removed segment to why it failed validation.
-	Reasons map[string]string `json:"reasons,omitempty"`
+	Reasons map[string]string
 }
 
 // Doctor repairs an index offline (R01): under the single-writer lock it

@@ -46,16 +46,6 @@ type HeldPublication struct {
 	NextRetry time.Time
 }
 
-// NextRetryPtr is NextRetry in UTC, or nil when the background retries
-// are exhausted (for JSON answers).
-func (h *HeldPublication) NextRetryPtr() *time.Time {
-	if h.NextRetry.IsZero() {
-		return nil
-	}
-	t := h.NextRetry.UTC()
-	return &t
-}
-
 // PublicationRetries counts the background retries of held publications
 // over the index's lifetime, by outcome.
 type PublicationRetries struct {

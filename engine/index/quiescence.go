@@ -5,16 +5,16 @@ package index
 // check it before they exit (M07).
 type Quiescence struct {
 	// Closed is set once Close started.
-	Closed bool `json:"closed"`
+	Closed bool
 	// WorkersStopped is set once the indexing workers were joined (always
 	// set for a read-only index, which has none).
-	WorkersStopped bool `json:"workersStopped"`
+	WorkersStopped bool
 	// OpenSnapshots counts snapshots not yet released.
-	OpenSnapshots int `json:"openSnapshots"`
+	OpenSnapshots int
 	// ActiveOperations counts active-operation claims (outputs, sources).
-	ActiveOperations int `json:"activeOperations"`
+	ActiveOperations int
 	// PendingDeletions counts retired IDs whose files are not deleted yet.
-	PendingDeletions int `json:"pendingDeletions"`
+	PendingDeletions int
 }
 
 // Quiet reports whether nothing runs or is held any more.

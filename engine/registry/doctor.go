@@ -10,19 +10,20 @@ import (
 	"github.com/summadev/summa/engine/index"
 )
 
-// DoctorReport is the JSON report of a doctor run over a data directory.
+// DoctorReport is the report of a doctor run over a data directory (its
+// JSON form is client.DoctorReport, written by summa-server --doctor).
 type DoctorReport struct {
 	// Indexes has one entry per index, sorted by name.
-	Indexes []IndexDoctorReport `json:"indexes"`
+	Indexes []IndexDoctorReport
 }
 
 // IndexDoctorReport is one index's part of the report.
 type IndexDoctorReport struct {
 	// Name is the index name.
-	Name string `json:"name"`
+	Name string
 	index.DoctorReport
 	// Error is set when the index could not be repaired.
-	Error string `json:"error,omitempty"`
+	Error string
 }
 
 // Doctor repairs every index of a data directory offline (R01). It takes

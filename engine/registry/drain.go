@@ -31,12 +31,12 @@ type drainState struct {
 
 // DrainStatus reports drain progress.
 type DrainStatus struct {
-	Draining             bool `json:"draining"`
-	Drained              bool `json:"drained"`
-	UncommittedDocuments int  `json:"uncommittedDocuments"`
-	ActiveOperations     int  `json:"activeOperations"`
+	Draining             bool
+	Drained              bool
+	UncommittedDocuments int
+	ActiveOperations     int
 	// LastError is the last commit failure of the drain, if any.
-	LastError string `json:"lastError,omitempty"`
+	LastError string
 }
 
 func (d *drainState) init() { d.cond = sync.NewCond(&d.mu) }

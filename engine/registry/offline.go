@@ -19,39 +19,40 @@ type OfflineOp struct {
 	MaxSegments int
 }
 
-// OfflineReport is the JSON report of an offline maintenance run.
+// OfflineReport is the report of an offline maintenance run (summa-server
+// merge|compact|reorder prints it as JSON).
 type OfflineReport struct {
 	// Operation is the op's kind.
-	Operation string `json:"operation"`
+	Operation string
 	// Indexes has one entry per index the op ran on, in name order.
-	Indexes []OfflineIndexReport `json:"indexes"`
+	Indexes []OfflineIndexReport
 }
 
 // OfflineIndexReport is one index's part of the report.
 type OfflineIndexReport struct {
 	// Name is the index name.
-	Name string `json:"name"`
+	Name string
 	// Results are the published replacements (none when nothing was due).
-	Results []OfflineResult `json:"results"`
+	Results []OfflineResult
 	// Error is set when the operation failed on this index.
-	Error string `json:"error,omitempty"`
+	Error string
 	// After is what the index still ran or held once the registry closed:
 	// workers stopped, no snapshot, claim or deferred deletion left.
-	After index.Quiescence `json:"after"`
+	After index.Quiescence
 }
 
 // OfflineResult is one published replacement.
 type OfflineResult struct {
 	// Generation is the published metadata generation.
-	Generation uint64 `json:"generation"`
+	Generation uint64
 	// Sources are the replaced segments.
-	Sources []string `json:"sources"`
+	Sources []string
 	// Output is the new segment.
-	Output string `json:"output"`
+	Output string
 	// Documents is the output's physical row count.
-	Documents uint32 `json:"documents"`
+	Documents uint32
 	// BPConverged reports whether a reorder pass converged.
-	BPConverged bool `json:"bpConverged,omitempty"`
+	BPConverged bool
 }
 
 func offlineResult(r index.RewriteResult) OfflineResult {

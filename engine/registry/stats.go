@@ -3,6 +3,8 @@ package registry
 import (
 	"sync"
 	"time"
+
+	"github.com/summadev/summa/engine/index"
 )
 
 // Defaults of the drain estimate before anything was measured.
@@ -75,45 +77,36 @@ func (s *commitStats) setFsync(d time.Duration) {
 // Estimate is the drain estimate and the inputs it came from.
 type Estimate struct {
 	// DrainEstimateSeconds is how long a drain would take now.
-	DrainEstimateSeconds float64 `json:"drainEstimateSeconds"`
+	DrainEstimateSeconds float64
 	// UncommittedDocuments counts accepted, uncommitted operations.
-	UncommittedDocuments int `json:"uncommittedDocuments"`
+	UncommittedDocuments int
 	// ActiveOperations counts IDs held by active operations plus running commits.
-	ActiveOperations int `json:"activeOperations"`
+	ActiveOperations int
 	// QuarantinedSegments counts quarantined segments over all indexes.
-	QuarantinedSegments int `json:"quarantinedSegments"`
+	QuarantinedSegments int
 	// DurabilityDegraded is true when any index's durability is degraded.
-	DurabilityDegraded bool `json:"durabilityDegraded"`
+	DurabilityDegraded bool
 	// FlushDocumentsPerSecond is the measured indexing throughput.
-	FlushDocumentsPerSecond float64 `json:"flushDocumentsPerSecond"`
+	FlushDocumentsPerSecond float64
 	// CommitOverheadSeconds is the measured fixed cost of one commit.
-	CommitOverheadSeconds float64 `json:"commitOverheadSeconds"`
+	CommitOverheadSeconds float64
 	// FsyncSeconds is the measured fsync latency of the data directory.
-	FsyncSeconds float64 `json:"fsyncSeconds"`
+	FsyncSeconds float64
 	// IndexesWithPendingWrites counts indexes a drain must commit.
-	IndexesWithPendingWrites int `json:"indexesWithPendingWrites"`
+	IndexesWithPendingWrites int
 	// CommitsInFlight counts running commit tasks.
-	CommitsInFlight int `json:"commitsInFlight"`
+	CommitsInFlight int
 	// HeldPublications lists, by index name, the generations whose
 	// publication failed before the commit point and is being retried
-	// (C11); omitted when none is held.
-	HeldPublications []HeldPublication `json:"heldPublications,omitempty"`
+	// (C11); nil when none is held.
+	HeldPublications []HeldPublication
 }
 
-// HeldPublication is one index's held publication in the lifecycle answer.
+// HeldPublication is one index's held publication in the estimate.
 type HeldPublication struct {
 	// Index is the index name.
-	Index string `json:"index"`
-	// Since is when its first publication attempt failed.
-	Since time.Time `json:"since"`
-	// Attempts counts its failed publication attempts.
-	Attempts int `json:"attempts"`
-	// LastError is the last attempt's error.
-	LastError string `json:"lastError"`
-	// NextRetry is when the engine retries it in the background; absent
-	// once its background retries are exhausted (a commit or a drain
-	// retries it then).
-	NextRetry *time.Time `json:"nextRetry,omitempty"`
+	Index string
+	index.HeldPublication
 }
 
 // Lifecycle returns the drain estimate: for every index with pending
@@ -135,8 +128,7 @@ func (r *Registry) Lifecycle() Estimate {
 		est.QuarantinedSegments += len(st.Quarantined)
 		est.DurabilityDegraded = est.DurabilityDegraded || st.DurabilityDegraded
 		if h := st.HeldPublication; h != nil {
-			est.HeldPublications = append(est.HeldPublications, HeldPublication{Index: e.name,
-				Since: h.Since.UTC(), Attempts: h.Attempts, LastError: h.LastError, NextRetry: h.NextRetryPtr()})
+			est.HeldPublications = append(est.HeldPublications, HeldPublication{Index: e.name, HeldPublication: *h})
 		}
 		if st.UncommittedDocuments > 0 {
 			est.IndexesWithPendingWrites++

@@ -14,14 +14,14 @@ import (
 func (s *Server) startDrain(w http.ResponseWriter, r *http.Request) error {
 	s.r.StartDrain()
 	s.log.Info("Drain started")
-	writeJSON(w, http.StatusAccepted, s.r.DrainStatus())
+	writeJSON(w, http.StatusAccepted, toDrainStatus(s.r.DrainStatus()))
 	return nil
 }
 
 // drainStatus answers
 // {"draining","drained","uncommittedDocuments","activeOperations"}.
 func (s *Server) drainStatus(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.r.DrainStatus())
+	writeJSON(w, http.StatusOK, toDrainStatus(s.r.DrainStatus()))
 	return nil
 }
 
@@ -33,13 +33,13 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.r.Resume()
 	s.log.Info("Writes resumed")
-	writeJSON(w, http.StatusOK, s.r.DrainStatus())
+	writeJSON(w, http.StatusOK, toDrainStatus(s.r.DrainStatus()))
 	return nil
 }
 
 // lifecycle answers the drain estimate and its inputs.
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.r.Lifecycle())
+	writeJSON(w, http.StatusOK, toLifecycle(s.r.Lifecycle()))
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
 )
@@ -62,7 +63,7 @@ func (s *Server) addDocuments(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("index %q: add %d documents: %w", name, len(docs), err)
 	}
 	s.metrics.DocumentsAccepted.WithLabelValues(name).Add(float64(len(docs)))
-	writeJSON(w, http.StatusOK, map[string]int{"accepted": len(docs)})
+	writeJSON(w, http.StatusOK, client.AddDocumentsResult{Accepted: len(docs)})
 	return nil
 }
 
@@ -117,19 +118,8 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
 		deleted = 1
 	}
 	s.metrics.DocumentsDeleted.WithLabelValues(h.Name()).Inc()
-	writeJSON(w, http.StatusOK, map[string]int{"deleted": deleted})
+	writeJSON(w, http.StatusOK, client.DeleteDocumentResult{Deleted: deleted})
 	return nil
-}
-
-// CommitAnswer is the answer of a commit.
-type CommitAnswer struct {
-	// Generation is the published metadata generation.
-	Generation uint64 `json:"generation"`
-	// Documents is the live document count after the commit.
-	Documents uint64 `json:"documents"`
-	// DurabilityDegraded is set when the directory fsync after the rename
-	// failed: the commit stands, crash durability is degraded.
-	DurabilityDegraded bool `json:"durabilityDegraded"`
 }
 
 // commit flushes and publishes one generation through the registry's
@@ -148,7 +138,7 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("index %q: commit: %w", h.Name(), err)
 	}
-	writeJSON(w, http.StatusOK, CommitAnswer{Generation: res.Generation, Documents: res.Documents,
+	writeJSON(w, http.StatusOK, client.CommitResult{Generation: res.Generation, Documents: res.Documents,
 		DurabilityDegraded: res.DurabilityDegraded})
 	return nil
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/summadev/summa/client"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
@@ -112,26 +112,6 @@ func (e *apiError) Error() string { return e.code + ": " + e.message }
 // Unwrap returns the cause.
 func (e *apiError) Unwrap() error { return e.cause }
 
-// errorBody is the JSON of an error answer.
-type errorBody struct {
-	// Error is the error object.
-	Error errorObject `json:"error"`
-}
-
-// errorObject is the "error" member of an error answer.
-type errorObject struct {
-	// Code is the API error code.
-	Code string `json:"code"`
-	// Message explains the error to a human.
-	Message string `json:"message"`
-	// Retryable tells that the same request may succeed later.
-	Retryable bool `json:"retryable"`
-	// Line is the 1-based NDJSON line of an invalid document.
-	Line int `json:"line,omitempty"`
-	// Field is the offending field of an invalid document.
-	Field string `json:"field,omitempty"`
-}
-
 // newError builds an apiError with a formatted message.
 func newError(status int, code, format string, args ...any) *apiError {
 	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
@@ -214,7 +194,7 @@ func writeError(w http.ResponseWriter, err error) *apiError {
 	if e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusRequestTimeout {
 		h.Set("Connection", "close")
 	}
-	writeJSON(w, e.status, errorBody{Error: errorObject{
+	writeJSON(w, e.status, client.ErrorBody{Error: &client.ErrorDetail{
 		Code: e.code, Message: e.message, Retryable: e.retryable, Line: e.line, Field: e.field,
 	}})
 	return e

@@ -26,9 +26,9 @@ type QuarantinedSegment = client.QuarantinedSegment
 // Index states of a STATUS.
 const (
 	// StateOpen: the index serves.
-	StateOpen = "open"
+	StateOpen = client.StateOpen
 	// StateDeleting: the ordered deletion is running.
-	StateDeleting = "deleting"
+	StateDeleting = client.StateDeleting
 )
 
 // toIndexStatus converts a registry status to the contract's STATUS.
@@ -43,8 +43,8 @@ func toIndexStatus(st registry.Status) IndexStatus {
 		out.State = StateDeleting
 	}
 	if h := st.HeldPublication; h != nil {
-		out.HeldPublication = &client.HeldPublication{Since: h.Since.UTC(), Attempts: h.Attempts,
-			LastError: h.LastError, NextRetry: h.NextRetryPtr()}
+		held := toHeldPublication(*h)
+		out.HeldPublication = &held
 	}
 	for _, s := range st.Segments {
 		ss := SegmentStatus{ID: s.ID.String(), Documents: s.Documents,
@@ -86,12 +86,6 @@ func (s *Server) acquire(r *http.Request) (*registry.Handle, error) {
 	return h, nil
 }
 
-// createBody is the body of PUT /v1/indexes/{index}.
-type createBody struct {
-	// Schema is the index's schema.
-	Schema json.RawMessage `json:"schema"`
-}
-
 // createIndex creates an index: 201 when created, 200 when it exists with
 // the same schema, 409 IndexExists with another one. It answers the STATUS.
 func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
@@ -121,8 +115,8 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 }
 
 // readSchema reads and validates the schema of a creation body. The
-// contract's form is {"schema":SCHEMA}; a bare SCHEMA ({"fields":[...]})
-// is accepted too.
+// contract's form is {"schema":SCHEMA} (client.CreateIndexRequest); a bare
+// SCHEMA ({"fields":[...]}) is accepted too, so the body is read as a map.
 func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (*schema.Schema, error) {
 	var raw map[string]json.RawMessage
 	if err := decodeBody(w, r, s.limits.MaxSchemaBytes, false, &raw); err != nil {
@@ -189,9 +183,7 @@ func (s *Server) status(name string) (IndexStatus, error) {
 
 // listIndexes answers {"indexes":[STATUS...]} sorted by name.
 func (s *Server) listIndexes(w http.ResponseWriter, r *http.Request) error {
-	out := struct {
-		Indexes []IndexStatus `json:"indexes"`
-	}{Indexes: []IndexStatus{}}
+	out := client.IndexList{Indexes: []IndexStatus{}}
 	for _, st := range s.r.Statuses() {
 		out.Indexes = append(out.Indexes, toIndexStatus(st))
 	}
@@ -211,7 +203,7 @@ func (s *Server) deleteIndex(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.forgetIndex(name)
 	s.log.Info("Index deletion started", "index", name)
-	writeJSON(w, http.StatusAccepted, map[string]string{"name": name, "state": StateDeleting})
+	writeJSON(w, http.StatusAccepted, client.DeleteIndexResult{Name: name, State: StateDeleting})
 	return nil
 }
 

@@ -7,41 +7,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
 )
-
-// MergeRequest is the optional body of POST .../merge.
-type MergeRequest struct {
-	// MaxSegments is the segment count to merge down to: at least 1;
-	// absent means 1. A pointer, so that an explicit 0 is refused instead
-	// of read as the default (null is refused by decodeBody).
-	MaxSegments *int `json:"maxSegments,omitempty"`
-}
-
-// MaintenanceAnswer is the answer of merge and compact.
-type MaintenanceAnswer struct {
-	// Generation is the published generation (the current one when there
-	// was nothing to do).
-	Generation uint64 `json:"generation"`
-	// Published is false when there was nothing to rewrite.
-	Published bool `json:"published"`
-	// Sources are the replaced segments (lowercase hex).
-	Sources []string `json:"sources"`
-	// Output is the new segment, when published.
-	Output string `json:"output,omitempty"`
-	// Documents is the index's live document count afterwards.
-	Documents uint64 `json:"documents"`
-	// DurabilityDegraded is set when the directory fsync after the rename
-	// failed: the result stands, crash durability is degraded.
-	DurabilityDegraded bool `json:"durabilityDegraded"`
-	// PostingsBytesBefore and PostingsBytesAfter measure a reorder (whole
-	// postings files of the reordered segments).
-	PostingsBytesBefore int64 `json:"postingsBytesBefore,omitempty"`
-	PostingsBytesAfter  int64 `json:"postingsBytesAfter,omitempty"`
-	// BPConverged is false when a reorder pass was budget-truncated.
-	BPConverged *bool `json:"bpConverged,omitempty"`
-}
 
 // Maintenance kinds, as metric labels.
 const (
@@ -57,7 +26,9 @@ const (
 // once the result is published; nothing to merge is 200 with
 // "published":false.
 func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
-	var body MergeRequest
+	// An explicit maxSegments 0 is refused, not read as the default;
+	// null is refused by decodeBody.
+	var body client.MergeOptions
 	return s.maintain(w, r, KindMerge, &body, func(ctx context.Context, h *registry.Handle) (index.RewriteResult, error) {
 		maxSegments := 1
 		if body.MaxSegments != nil {
@@ -141,7 +112,7 @@ func (s *Server) maintain(w http.ResponseWriter, r *http.Request, kind string, b
 		return fmt.Errorf("index %q: %s: %w", h.Name(), kind, maintenanceError(err))
 	}
 	st := h.Status()
-	out := MaintenanceAnswer{Generation: st.Generation, Published: !nothing, Sources: []string{},
+	out := client.MaintenanceResult{Generation: st.Generation, Published: !nothing, Sources: []string{},
 		Documents: st.Documents, DurabilityDegraded: res.DurabilityDegraded}
 	if !nothing {
 		out.Generation = res.Generation

@@ -21,7 +21,7 @@ func TestMergeAndCompact(t *testing.T) {
 		t.Fatalf("want several segments, got %+v", st.Segments)
 	}
 	light := e.hits("mc", "light")
-	res, err := e.c.Merge(e.ctx, "mc", client.MergeOptions{MaxSegments: 1})
+	res, err := e.c.Merge(e.ctx, "mc", client.MergeDownTo(1))
 	if err != nil {
 		t.Fatalf("merge: %v", err)
 	}

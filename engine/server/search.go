@@ -6,42 +6,21 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/search"
 )
 
-// searchBody is the body of a search request.
+// searchBody is the body of a search request, client.SearchRequest, read
+// with its query kept as raw JSON: the engine parses the query itself
+// (a string in the query language or a vector-query object). Query comes
+// first so that it, not the embedded any, takes the member "query" (in
+// encoding/json the shallower field wins; strictjson takes the first).
 type searchBody struct {
-	// Query is a JSON string in the query language or a vector-query object.
+	// Query is the "query" member as sent.
 	Query json.RawMessage `json:"query"`
-	// Limit is the page size (default 10).
-	Limit int `json:"limit"`
-	// Offset skips the best hits before the page.
-	Offset int `json:"offset"`
-	// TotalHitsThreshold lets totalHits become a lower bound once it
-	// reaches the threshold (search.Request.TotalHitsThreshold); 0 or absent
-	// keeps it exact.
-	TotalHitsThreshold int `json:"totalHitsThreshold"`
-}
-
-// SearchAnswer is the answer of a search.
-type SearchAnswer struct {
-	// TotalHits is the number of live documents that match.
-	TotalHits int `json:"totalHits"`
-	// TotalHitsRelation is "gte" when totalHits is a lower bound; absent
-	// when it is exact.
-	TotalHitsRelation string `json:"totalHitsRelation,omitempty"`
-	// Hits is the requested page, best first (never null).
-	Hits []SearchHit `json:"hits"`
-}
-
-// SearchHit is one returned document.
-type SearchHit struct {
-	// Score is BM25 for text queries, the dot product for vector queries.
-	Score float64 `json:"score"`
-	// Fields are the document's stored fields.
-	Fields json.RawMessage `json:"fields"`
+	client.SearchRequest
 }
 
 // search runs a query over the index's current snapshot. A refused query,
@@ -78,7 +57,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		}
 		return fmt.Errorf("index %q: search: %w", h.Name(), err)
 	}
-	out := SearchAnswer{TotalHits: res.TotalHits, Hits: make([]SearchHit, len(res.Hits))}
+	out := client.SearchResult{TotalHits: res.TotalHits, Hits: make([]client.Hit, len(res.Hits))}
 	if res.TotalHitsRelation == search.AtLeast {
 		out.TotalHitsRelation = res.TotalHitsRelation.String()
 	}
@@ -87,7 +66,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		if len(fields) == 0 {
 			fields = json.RawMessage(`{}`)
 		}
-		out.Hits[i] = SearchHit{Score: hit.Score, Fields: fields}
+		out.Hits[i] = client.Hit{Score: hit.Score, Fields: fields}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

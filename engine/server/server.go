@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/auth"
 	"github.com/summadev/summa/engine/registry"
 )
@@ -103,13 +104,15 @@ func (s *Server) ShuttingDown() bool { return s.shuttingDown.Load() }
 // and not shutting down.
 func (s *Server) Ready() bool { return !s.shuttingDown.Load() && !s.r.Draining() }
 
-// routes builds the router. Every path also gets a method-less pattern
-// answering 405 MethodNotAllowed with Allow, and "/" answers 404 NotFound,
-// so that no answer escapes the error format.
-func (s *Server) routes() *http.ServeMux {
+// metricsPath is the Prometheus route's path (GET), served outside the
+// route table by the metrics handler.
+const metricsPath = "/metrics"
+
+// table is the API's routes (the metrics route aside).
+func (s *Server) table() []route {
 	const ix = "/v1/indexes/{index}"
 	const open, read, write, admin = openScope, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin
-	table := []route{
+	return []route{
 		{"GET", "/healthz", open, s.healthz},
 		{"GET", "/readyz", open, s.readyz},
 		{"GET", "/v1/indexes", read, s.listIndexes},
@@ -129,6 +132,13 @@ func (s *Server) routes() *http.ServeMux {
 		{"GET", "/v1/admin/lifecycle", admin, s.lifecycle},
 		{"GET", "/v1/admin/doctor-reports/{id}", admin, s.doctorReport},
 	}
+}
+
+// routes builds the router. Every path also gets a method-less pattern
+// answering 405 MethodNotAllowed with Allow, and "/" answers 404 NotFound,
+// so that no answer escapes the error format.
+func (s *Server) routes() *http.ServeMux {
+	table := s.table()
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
 	scopes := map[string]auth.Scope{}
@@ -139,8 +149,8 @@ func (s *Server) routes() *http.ServeMux {
 			scopes[rt.path] = rt.scope
 		}
 	}
-	mux.Handle("GET /metrics", s.metrics.handler())
-	methods["/metrics"] = []string{"GET"}
+	mux.Handle("GET "+metricsPath, s.metrics.handler())
+	methods[metricsPath] = []string{"GET"}
 	for path, ms := range methods {
 		if contains(ms, "GET") {
 			ms = append(ms, "HEAD")
@@ -155,7 +165,7 @@ func (s *Server) routes() *http.ServeMux {
 				"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)
 		})))
 	}
-	mux.Handle("/", s.adapt(s.authorize(read, func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/", s.adapt(s.authorize(auth.ScopeRead, func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
 	})))
 	return mux
@@ -188,7 +198,7 @@ func (s *Server) adapt(h handlerFunc) http.Handler {
 // healthz is liveness: 200 while the process serves, also during drain
 // and long maintenance.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, client.Health{Status: "ok"})
 	return nil
 }
 
@@ -200,7 +210,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	case s.r.Draining():
 		return unavailable(CodeNotReady, retryDraining, "draining")
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, client.Health{Status: "ready"})
 	return nil
 }
 
@@ -211,7 +221,7 @@ func StartingHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
-			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			writeJSON(w, http.StatusOK, client.Health{Status: "ok"})
 		case "/readyz":
 			writeError(w, unavailable(CodeNotReady, retryDefault, "starting: opening the data directory"))
 		default:

@@ -67,7 +67,7 @@ func TestM08_StatusAndMetricsShowRunsUntilMaintenanceCoalesces(t *testing.T) {
 	if runs, frag := vecRuns(e.status("vec")); runs != 3 || frag != 0 {
 		t.Fatalf("three fresh segments: %d runs, %d fragmented", runs, frag)
 	}
-	if _, err := e.c.Merge(e.ctx, "vec", client.MergeOptions{MaxSegments: 1}); err != nil {
+	if _, err := e.c.Merge(e.ctx, "vec", client.MergeDownTo(1)); err != nil {
 		t.Fatal(err)
 	}
 	st := e.status("vec")
