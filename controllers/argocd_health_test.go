@@ -236,7 +236,7 @@ func TestArgoHealthCases(t *testing.T) {
 			cond("Reconciling", "True", ReasonRestartQueued)), "Progressing"},
 		{"stalled while ready", obj(3, false, int64(3), cond("Ready", "True", "EngineReady"),
 			cond("Stalled", "True", ReasonInvalidPodTemplate)), "Degraded"},
-		{"stalled before the pass of a new generation", obj(4, false, int64(3), cond("Stalled", "True", ReasonDrainTimeout)), "Degraded"},
+		{"stalled, then a new generation the operator did not see yet", obj(4, false, int64(3), cond("Stalled", "True", ReasonDrainTimeout)), "Progressing"},
 		{"suspending", obj(2, true, int64(2), cond("Ready", "False", "PodStopping"), cond("Reconciling", "True", "PodStopping")), "Progressing"},
 		{"suspended", obj(2, true, int64(2), cond("Ready", "False", "Suspended"), cond("Reconciling", "False", "Suspended")), "Suspended"},
 		{"suspended and stalled", obj(2, true, int64(2), cond("Stalled", "True", ReasonDrainTimeout)), "Degraded"},

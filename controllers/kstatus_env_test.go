@@ -152,6 +152,26 @@ func (s *kSampler) Since(i int) []kSample {
 	return append([]kSample(nil), s.samples[i:]...)
 }
 
+// Seen waits until a sample from index i on has the verdicts v
+// ("Current/Healthy") and returns the samples from i on.
+func (s *kSampler) Seen(i int, v string) []kSample {
+	GinkgoHelper()
+	Eventually(func() []string { return verdictsOf(s.Since(i)) }).
+		WithTimeout(30 * time.Second).WithPolling(poll).Should(ContainElement(v))
+	return s.Since(i)
+}
+
+// newer returns the samples of a generation after gen.
+func newer(samples []kSample, gen int64) []kSample {
+	var out []kSample
+	for _, k := range samples {
+		if k.x.Generation > gen {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Stop ends the sampling and checks what holds at every sample.
 func (s *kSampler) Stop() {
 	GinkgoHelper()
@@ -284,17 +304,17 @@ var _ = Describe("kstatus and the Argo CD health check", func() {
 		By("creating")
 		Expect(k8sClient.Create(ctx, specIndex(name, nil))).To(Succeed())
 		x := waitCurrent(name)
-		created := s.Since(0)
+		created := s.Seen(0, "Current/Healthy")
 		Expect(verdictsOf(created)[0]).To(Equal("InProgress/Progressing"), "the first readings: %v", verdictsOf(created))
 		Expect(verdictsOf(created)).To(ContainElement("Current/Healthy"))
 
 		By("restarting with a drain for a new engine setting")
-		oldUID := x.Status.PodUID
+		oldUID, gen := x.Status.PodUID, x.Generation
 		i := s.Step("restart")
 		updateIndex(name, func(x *summav1.SummaIndex) { x.Spec.Engine.IndexingWorkers = ptr32(1) })
 		x = waitCurrentAfter(name, func(x *summav1.SummaIndex) bool { return x.Status.PodUID != oldUID })
-		restart := s.Since(i)
-		Expect(phasesOf(restart)).To(ContainElements(summav1.PhaseDraining, summav1.PhaseRestarting))
+		restart := newer(s.Seen(i, "Current/Healthy"), gen)
+		Expect(phasesOf(restart)).To(ContainElement(BeElementOf(summav1.PhaseDraining, summav1.PhaseRestarting)))
 		for _, k := range restart {
 			if k.status == kstatus.CurrentStatus {
 				Expect(k.x.Status.PodUID).NotTo(Equal(oldUID), "Current on the old pod after the change: %s", conditionsLine(k.x))
@@ -303,11 +323,12 @@ var _ = Describe("kstatus and the Argo CD health check", func() {
 		Expect(verdictsOf(restart)).To(ContainElement("InProgress/Progressing"))
 
 		By("running the doctor")
+		gen = getIndex(name).Generation
 		i = s.Step("doctor")
 		updateIndex(name, func(x *summav1.SummaIndex) { x.Spec.Doctor.RequestID = "k1"; x.Spec.Doctor.Backup = summav1.BackupNone })
 		waitDoctor(name, "k1", summav1.DoctorPhaseSucceeded)
 		waitCurrent(name)
-		doctor := s.Since(i)
+		doctor := newer(s.Seen(i, "Current/Healthy"), gen)
 		Expect(phasesOf(doctor)).To(ContainElement(summav1.PhaseRepairing))
 		for _, k := range doctor {
 			if k.x.Status.Phase == summav1.PhaseRepairing {
@@ -316,7 +337,7 @@ var _ = Describe("kstatus and the Argo CD health check", func() {
 		}
 
 		By("refusing a pod template the API server refuses: Stalled, Failed, Degraded, while the old engine serves")
-		oldUID = getIndex(name).Status.PodUID
+		oldUID, gen = getIndex(name).Status.PodUID, getIndex(name).Generation
 		i = s.Step("refused")
 		updateIndex(name, func(x *summav1.SummaIndex) {
 			x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
@@ -339,16 +360,24 @@ var _ = Describe("kstatus and the Argo CD health check", func() {
 		x = getIndex(name)
 		Expect(x.IsReady()).To(BeTrue(), "the old engine still serves")
 		Expect(x.Status.PodUID).To(Equal(oldUID))
-		Expect(verdictsOf(s.Since(i))).NotTo(ContainElement("Current/Healthy"), "Current with the new spec refused")
+		Expect(verdictsOf(newer(s.Seen(i, "Failed/Degraded"), gen))).NotTo(ContainElement("Current/Healthy"), "Current with the new spec refused")
 
-		By("fixing it: in progress again, then Current on the new pod")
+		By("fixing it: in progress again, then Current only on the new pod")
+		gen = getIndex(name).Generation
 		i = s.Step("fixed")
-		updateIndex(name, func(x *summav1.SummaIndex) { x.Spec.PodTemplate = nil })
-		waitCurrent(name)
+		updateIndex(name, func(x *summav1.SummaIndex) { x.Spec.PodTemplate.Spec.Containers[0].Name = "app" })
+		waitCurrentAfter(name, func(x *summav1.SummaIndex) bool { return x.Status.PodUID != oldUID })
 		Expect(condition(name, summav1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
-		Expect(verdictsOf(s.Since(i))[0]).To(Equal("InProgress/Progressing"))
+		fixed := newer(s.Seen(i, "Current/Healthy"), gen)
+		Expect(verdictsOf(fixed)[0]).To(Equal("InProgress/Progressing"))
+		for _, k := range fixed {
+			if k.status == kstatus.CurrentStatus {
+				Expect(k.x.Status.PodUID).NotTo(Equal(oldUID), "Current on the old pod after the fix: %s", conditionsLine(k.x))
+			}
+		}
 
 		By("suspending: in progress while it stops, then Suspended for Argo CD and never Current")
+		gen = getIndex(name).Generation
 		i = s.Step("suspend")
 		suspendAndWait(name)
 		Eventually(func(g Gomega) {
@@ -361,13 +390,14 @@ var _ = Describe("kstatus and the Argo CD health check", func() {
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		Expect(condition(name, summav1.ConditionReconciling).Reason).To(Equal("Suspended"))
 		Expect(condition(name, summav1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
-		Expect(verdictsOf(s.Since(i))).NotTo(ContainElement("Current/Healthy"))
+		Expect(verdictsOf(newer(s.Seen(i, "InProgress/Suspended"), gen))).NotTo(ContainElement("Current/Healthy"))
 
 		By("resuming")
+		gen = getIndex(name).Generation
 		i = s.Step("resume")
 		updateIndex(name, func(x *summav1.SummaIndex) { x.Spec.Suspend = false })
 		waitCurrent(name)
-		Expect(verdictsOf(s.Since(i))[0]).To(Equal("InProgress/Progressing"))
+		Expect(verdictsOf(newer(s.Seen(i, "Current/Healthy"), gen))[0]).To(Equal("InProgress/Progressing"))
 		s.Stop()
 		deleteAndWaitGone(name)
 	})

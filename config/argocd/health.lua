@@ -1,8 +1,9 @@
 -- Argo CD health check of summa.dev/SummaIndex, read from the conditions
 -- the operator keeps (docs/api.md, "Conditions"):
+--   Progressing  the operator has not seen this generation of the spec
+--                yet (a change may be what unblocks a Stalled index)
 --   Degraded     Stalled=True: progress is blocked until a person acts
---   Progressing  the operator has not seen this generation yet, or
---                Reconciling=True (creating, draining, restarting, a
+--   Progressing  Reconciling=True (creating, draining, restarting, a
 --                doctor run, a resize, a failure it retries)
 --   Suspended    spec.suspend, once the engine is stopped
 --   Healthy      Ready=True and nothing in progress
@@ -36,13 +37,6 @@ if obj.metadata ~= nil and obj.metadata.deletionTimestamp ~= nil then
   return hs
 end
 
-local stalled = condition("Stalled")
-if stalled ~= nil and stalled.status == "True" then
-  hs.status = "Degraded"
-  hs.message = (stalled.reason or "Stalled") .. ": " .. say(stalled, "progress is blocked")
-  return hs
-end
-
 local generation = 0
 if obj.metadata ~= nil and obj.metadata.generation ~= nil then
   generation = obj.metadata.generation
@@ -54,6 +48,13 @@ end
 if observed < generation then
   hs.status = "Progressing"
   hs.message = "Waiting for the operator to reconcile generation " .. tostring(generation)
+  return hs
+end
+
+local stalled = condition("Stalled")
+if stalled ~= nil and stalled.status == "True" then
+  hs.status = "Degraded"
+  hs.message = (stalled.reason or "Stalled") .. ": " .. say(stalled, "progress is blocked")
   return hs
 end
 
