@@ -148,6 +148,13 @@ func TestArgoHealthOnRecordedStatuses(t *testing.T) {
 		if err := json.Unmarshal(b, &rec); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		// As a client decodes it: integers as int64.
+		u := &unstructured.Unstructured{}
+		raw, _ := json.Marshal(rec.Object)
+		if err := u.UnmarshalJSON(raw); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rec.Object = u.Object
 		h, err := runArgoHealth(script, rec.Object)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
