@@ -10,16 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
+
+	"github.com/summadev/summa/internal/argohealth"
 )
 
 // The Argo CD health check of config/argocd/health.lua, run as Argo CD runs
-// it: gopher-lua (the interpreter Argo CD embeds) with only the base,
-// table, string and math libraries, the resource as the global obj, the
-// table the script returns as the verdict.
+// it (internal/argohealth: gopher-lua, the interpreter Argo CD embeds).
 
 // argoHealthScript is the health check as shipped.
 const argoHealthScript = "../config/argocd/health.lua"
@@ -31,72 +30,11 @@ const argoCMPatch = "../config/argocd/argocd-cm.yaml"
 const argoHealthKey = "resource.customizations.health.summa.dev_SummaIndex"
 
 // argoHealth is a verdict of the health check.
-type argoHealth struct {
-	Status  string
-	Message string
-}
+type argoHealth = argohealth.Health
 
 // runArgoHealth runs script over obj.
 func runArgoHealth(script string, obj map[string]any) (argoHealth, error) {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
-	for _, lib := range []struct {
-		name string
-		open lua.LGFunction
-	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
-		if err := L.CallByParam(lua.P{Fn: L.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
-			return argoHealth{}, err
-		}
-	}
-	L.SetGlobal("obj", toLua(L, obj))
-	if err := L.DoString(script); err != nil {
-		return argoHealth{}, err
-	}
-	ret, ok := L.Get(-1).(*lua.LTable)
-	if !ok {
-		return argoHealth{}, fmt.Errorf("the script returned %s, not a table", L.Get(-1).Type())
-	}
-	h := argoHealth{Status: lua.LVAsString(ret.RawGetString("status")), Message: lua.LVAsString(ret.RawGetString("message"))}
-	switch h.Status {
-	case "Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown":
-		return h, nil
-	}
-	return h, fmt.Errorf("the script returned status %q, not one of Argo CD's", h.Status)
-}
-
-// toLua converts a JSON value to Lua as Argo CD does: objects and arrays
-// to tables (arrays from index 1), numbers to numbers.
-func toLua(L *lua.LState, v any) lua.LValue {
-	switch v := v.(type) {
-	case nil:
-		return lua.LNil
-	case bool:
-		return lua.LBool(v)
-	case string:
-		return lua.LString(v)
-	case int64:
-		return lua.LNumber(v)
-	case int:
-		return lua.LNumber(v)
-	case float64:
-		return lua.LNumber(v)
-	case json.Number:
-		f, _ := v.Float64()
-		return lua.LNumber(f)
-	case []any:
-		t := L.NewTable()
-		for _, e := range v {
-			t.Append(toLua(L, e))
-		}
-		return t
-	case map[string]any:
-		t := L.NewTable()
-		for k, e := range v {
-			t.RawSetString(k, toLua(L, e))
-		}
-		return t
-	}
-	panic(fmt.Sprintf("toLua: %T", v))
+	return argohealth.Run(script, obj)
 }
 
 // argoScript reads the shipped script.
