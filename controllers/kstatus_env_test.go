@@ -241,6 +241,11 @@ func (s *kSampler) record() {
 		return
 	}
 	Expect(os.MkdirAll(recordedDir, 0o755)).To(Succeed())
+	old, err := filepath.Glob(filepath.Join(recordedDir, s.name+"-*.json"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range old {
+		Expect(os.Remove(f)).To(Succeed())
+	}
 	last := ""
 	n := 0
 	for _, k := range s.samples {
