@@ -135,7 +135,8 @@ func (f *failures) add(err error) {
 // report shows this pass's failures on x: one Warning event and one Info
 // log line per failure (rate-limited), and Degraded decided from
 // everything true now (summaindex_conditions.go), cleared with a Normal
-// event when nothing holds any more.
+// event when nothing holds any more; Stalled from the same causes
+// (summaindex_kstatus.go).
 func (r *SummaIndexReconciler) report(ctx context.Context, x *summav1.SummaIndex, f failures) {
 	for _, err := range f {
 		reason := failureReason(err)
@@ -144,10 +145,12 @@ func (r *SummaIndexReconciler) report(ctx context.Context, x *summav1.SummaIndex
 			log.FromContext(ctx).Info("Reconcile step failed", "reason", reason, "error", err.Error())
 		}
 	}
-	if was := setDegraded(x, degradedCauses(x, f)); was != "" {
+	cs := degradedCauses(x, f)
+	if was := setDegraded(x, cs); was != "" {
 		r.event(x, nil, corev1.EventTypeNormal, "Recovered", "%s cleared", was)
 		r.warnings.forget(x)
 	}
+	setStalled(x, cs)
 }
 
 // clip shortens s to at most n bytes.

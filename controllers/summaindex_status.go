@@ -25,8 +25,12 @@ func newStatusWriter(c client.Client, x *summav1.SummaIndex) *statusWriter {
 	return &statusWriter{c: c, last: *x.Status.DeepCopy()}
 }
 
-// write stores x's status if it differs from the last one written.
+// write stores x's status if it differs from the last one written, with
+// kstatus' Reconciling condition decided from it first, so that no write
+// (the end of a pass or a step recorded before it acts) shows
+// Reconciling out of step with the other conditions.
 func (w *statusWriter) write(ctx context.Context, x *summav1.SummaIndex) error {
+	setReconciling(x)
 	if equality.Semantic.DeepEqual(w.last, x.Status) {
 		return nil
 	}

@@ -457,6 +457,17 @@ const (
 	// ConditionDoctorRequired is True when the engine reports quarantined
 	// segments: set spec.doctor.requestId to repair them.
 	ConditionDoctorRequired = "DoctorRequired"
+	// ConditionReconciling is kstatus' standard condition (the one Flux
+	// and every tool built on sigs.k8s.io/cli-utils read): True while the
+	// operator works toward the spec (creating, waiting for the engine,
+	// draining, restarting, suspending, resizing, a doctor run, a transient
+	// failure it retries). Never True together with Stalled.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is kstatus' standard condition: True when progress
+	// is blocked until a person acts (the Degraded causes that waiting
+	// does not clear: an invalid pod, a refused expansion, a drain timeout,
+	// a failed doctor run...). Its reason is the Degraded cause's.
+	ConditionStalled = "Stalled"
 )
 
 // QuarantinedSegment is a segment the engine could not open.
@@ -573,8 +584,12 @@ type SummaIndexStatus struct {
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
-	// ObservedGeneration is the spec generation the status reflects.
+	// ObservedGeneration is the spec generation the status reflects. It
+	// reads 0 until the operator's first pass (a default of the schema,
+	// so that an index nobody reconciled yet never reads as done to a
+	// GitOps tool: metadata.generation is at least 1).
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Message is one short line on what needs attention: the Degraded
@@ -583,7 +598,8 @@ type SummaIndexStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 
-	// Conditions: Ready, Progressing, Degraded, DoctorRequired.
+	// Conditions: Ready, Progressing, Degraded, DoctorRequired, and
+	// kstatus' Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -709,6 +725,7 @@ type SummaIndex struct {
 
 	// Status is the observed state.
 	// +optional
+	// +kubebuilder:default={}
 	Status SummaIndexStatus `json:"status,omitempty"`
 }
 
