@@ -78,7 +78,8 @@ func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
 }
 
 // checkDesiredPod checks pod, the engine pod the operator is about to
-// create: podTemplateErrors, then a dry-run creation under a generated
+// create: podTemplateErrors, the pod template policy
+// (podTemplatePolicyCheck), then a dry-run creation under a generated
 // name (the running pod holds the real one). An invalid pod, or one Pod
 // Security admission forbids, is a failure with reason InvalidPodTemplate
 // (PodInvalid without a template: then the operator made it so). Any other
@@ -88,6 +89,9 @@ func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
 func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
 	if errs := podTemplateErrors(x); len(errs) > 0 {
 		return failed(ReasonInvalidPodTemplate, fmt.Errorf("spec.podTemplate: %w", errs.ToAggregate()))
+	}
+	if err := r.podTemplatePolicyCheck(ctx, x, pod); err != nil {
+		return err
 	}
 	probe := pod.DeepCopy()
 	probe.Name, probe.GenerateName, probe.ResourceVersion = "", pod.Name+"-", ""
