@@ -272,6 +272,19 @@ func (r *SummaIndexReconciler) podTemplatePolicyCheck(ctx context.Context, x *su
 		string(r.Options.PodTemplatePolicy), errs.ToAggregate()))
 }
 
+// jobServiceAccountRefusal is why the doctor and backup Jobs, which run
+// under the template's ServiceAccount (jobScheduling), may not run, or ""
+// when they may. Checked before a doctor run stops the engine, and again
+// before each Job is created.
+func (r *SummaIndexReconciler) jobServiceAccountRefusal(ctx context.Context, x *summav1.SummaIndex) (string, error) {
+	errs, err := r.serviceAccountErrors(ctx, x)
+	if err != nil || len(errs) == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("the operator's pod template policy %q refuses the Jobs' ServiceAccount: %v",
+		string(r.Options.PodTemplatePolicy), errs.ToAggregate()), nil
+}
+
 // UnrestrictedPodTemplateWarning is logged at start under
 // --pod-template-policy=unrestricted.
 const UnrestrictedPodTemplateWarning = "--pod-template-policy=unrestricted: whoever may create or edit a SummaIndex may run " +

@@ -158,6 +158,33 @@ var _ = Describe("The pod template policy", func() {
 		deleteAndWaitGone("psa-held")
 	})
 
+	It("fails a doctor run whose Jobs would run under a ServiceAccount not allowed, before the engine stops", func() {
+		createReady("psa-doctor", nil)
+		old := podUID("psa-doctor")
+		updateIndex("psa-doctor", func(x *summav1.SummaIndex) {
+			x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: "builder"}}
+			x.Spec.Doctor = summav1.DoctorSpec{RequestID: "sa", Backup: summav1.BackupNone}
+		})
+		Eventually(func(g Gomega) {
+			d := getIndex("psa-doctor").Status.Doctor
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.RequestID).To(Equal("sa"))
+			g.Expect(d.Phase).To(Equal(summav1.DoctorPhaseFailed))
+			g.Expect(d.Message).To(ContainSubstring("spec.podTemplate.spec.serviceAccountName: Forbidden"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(eventReasons("psa-doctor")).NotTo(ContainElement("Draining"))
+		Expect(eventReasons("psa-doctor")).NotTo(ContainElement("JobCreated"))
+		// The engine pod of the new spec is refused too: the running one
+		// is kept.
+		Eventually(func(g Gomega) {
+			c := condition("psa-doctor", summav1.ConditionDegraded)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(ContainSubstring("ServiceAccount builder is not allowed"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(podUID("psa-doctor")).To(Equal(old))
+		deleteAndWaitGone("psa-doctor")
+	})
+
 	It("with --pod-template-policy=restricted, refuses an app container that restricted forbids and runs a hardened one", func() {
 		withPodTemplatePolicy(PodTemplatePolicyRestricted)
 		Expect(k8sClient.Create(ctx, specIndex("psa-restricted", func(x *summav1.SummaIndex) {
