@@ -19,10 +19,13 @@ import (
 // does not replace) never met them, and the rules cannot see everything
 // the API server checks on a pod. So before it creates the engine pod, or
 // drains the running one to replace it, the operator checks the desired
-// pod: its own reserved names first, for a clear message, then a dry-run
-// creation that runs all of the API server's validation and admission
-// (Pod Security included). A refused pod is shown as Degraded with reason
-// InvalidPodTemplate; a running engine keeps running meanwhile.
+// pod: its own reserved names first, for a clear message, then the pod
+// template policy (summaindex_podsecurity.go: Pod Security baseline by
+// default, whatever the namespace enforces, and an allowed ServiceAccount),
+// then a dry-run creation that runs all of the API server's validation and
+// admission (the namespace's Pod Security included). A refused pod is
+// shown as Degraded with reason InvalidPodTemplate; a running engine keeps
+// running meanwhile.
 
 // ReasonInvalidPodTemplate: spec.podTemplate uses a name the operator
 // reserves, or makes an engine pod the API server refuses.
