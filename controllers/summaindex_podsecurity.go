@@ -103,10 +103,10 @@ func evaluatePodSecurity(level psaapi.Level, meta *metav1.ObjectMeta, spec *core
 	return podSecurityEvaluator().EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, meta, spec)
 }
 
-// forbiddenBeyond lists the failed checks of got that base does not fail
-// in the same way: what the part added to base brings in.
-func forbiddenBeyond(base, got []policy.CheckResult) []policy.CheckResult {
-	var out []policy.CheckResult
+// forbiddenBeyond lists the indexes of the failed checks of got that base
+// does not fail in the same way: what the part added to base brings in.
+func forbiddenBeyond(base, got []policy.CheckResult) []int {
+	var out []int
 	for i, g := range got {
 		if g.Allowed {
 			continue
@@ -114,7 +114,7 @@ func forbiddenBeyond(base, got []policy.CheckResult) []policy.CheckResult {
 		if i < len(base) && !base[i].Allowed && base[i].ForbiddenDetail == g.ForbiddenDetail {
 			continue
 		}
-		out = append(out, g)
+		out = append(out, i)
 	}
 	return out
 }
@@ -136,17 +136,24 @@ func podSecurityErrors(p PodTemplatePolicy, x *summav1.SummaIndex, pod *corev1.P
 	}
 	full := pod.Spec.DeepCopy()
 	full.InitContainers = without(full.InitContainers, volumePermissionsName)
-	whole := policy.AggregateCheckResults(evaluatePodSecurity(level, &pod.ObjectMeta, full))
-	if whole.Allowed {
+	whole := evaluatePodSecurity(level, &pod.ObjectMeta, full)
+	if policy.AggregateCheckResults(whole).Allowed {
 		return nil
 	}
-	forbid := func(path *field.Path, rs []policy.CheckResult) field.ErrorList {
-		if len(rs) == 0 {
-			return nil
+	var errs field.ErrorList
+	named := map[int]bool{} // the checks of whole some part was named for
+	forbid := func(path *field.Path, got []policy.CheckResult, failed []int) {
+		if len(failed) == 0 {
+			return
+		}
+		var rs []policy.CheckResult
+		for _, i := range failed {
+			rs = append(rs, got[i])
+			named[i] = true
 		}
 		agg := policy.AggregateCheckResults(rs)
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s: Pod Security %q forbids it (the operator's --pod-template-policy)",
-			agg.ForbiddenDetail(), string(level)))}
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf("%s: Pod Security %q forbids it (the operator's --pod-template-policy)",
+			agg.ForbiddenDetail(), string(level))))
 	}
 	root := field.NewPath("spec", "podTemplate")
 	specPath := root.Child("spec")
@@ -160,10 +167,9 @@ func podSecurityErrors(p PodTemplatePolicy, x *summav1.SummaIndex, pod *corev1.P
 	fields := evaluatePodSecurity(level, bare, noSecurityContext)
 	withSC := evaluatePodSecurity(level, bare, podLevel)
 	base := evaluatePodSecurity(level, &pod.ObjectMeta, podLevel)
-	var errs field.ErrorList
-	errs = append(errs, forbid(specPath, forbiddenBeyond(nil, fields))...)
-	errs = append(errs, forbid(specPath.Child("securityContext"), forbiddenBeyond(fields, withSC))...)
-	errs = append(errs, forbid(root.Child("metadata", "annotations"), forbiddenBeyond(withSC, base))...)
+	forbid(specPath, fields, forbiddenBeyond(nil, fields))
+	forbid(specPath.Child("securityContext"), withSC, forbiddenBeyond(fields, withSC))
+	forbid(root.Child("metadata", "annotations"), base, forbiddenBeyond(withSC, base))
 
 	for _, l := range []struct {
 		name string
@@ -175,19 +181,25 @@ func podSecurityErrors(p PodTemplatePolicy, x *summav1.SummaIndex, pod *corev1.P
 				c = *built // as the operator completes it
 			}
 			one.Containers = []corev1.Container{c}
-			errs = append(errs, forbid(specPath.Child(l.name).Index(i), forbiddenBeyond(base, evaluatePodSecurity(level, &pod.ObjectMeta, one)))...)
+			got := evaluatePodSecurity(level, &pod.ObjectMeta, one)
+			forbid(specPath.Child(l.name).Index(i), got, forbiddenBeyond(base, got))
 		}
 	}
 	for i, v := range t.Spec.Volumes {
 		one := podLevel.DeepCopy()
 		one.Volumes = []corev1.Volume{v}
-		errs = append(errs, forbid(specPath.Child("volumes").Index(i), forbiddenBeyond(base, evaluatePodSecurity(level, &pod.ObjectMeta, one)))...)
+		got := evaluatePodSecurity(level, &pod.ObjectMeta, one)
+		forbid(specPath.Child("volumes").Index(i), got, forbiddenBeyond(base, got))
 	}
-	if len(errs) == 0 {
-		// Only the parts together fail: named as a whole.
-		errs = field.ErrorList{field.Forbidden(root, fmt.Sprintf("%s: Pod Security %q forbids it (the operator's --pod-template-policy)",
-			whole.ForbiddenDetail(), string(level)))}
+	// A failure of the whole pod that no part brings in alone (the parts
+	// only fail together) is named by the template as a whole.
+	var rest []int
+	for i, r := range whole {
+		if !r.Allowed && !named[i] {
+			rest = append(rest, i)
+		}
 	}
+	forbid(root, whole, rest)
 	return errs
 }
 

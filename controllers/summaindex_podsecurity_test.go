@@ -284,3 +284,31 @@ func TestPolicyCheckIsAnInvalidPodTemplateFailure(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryFailureIsNamedOnce(t *testing.T) {
+	x := podTestIndex()
+	x.Spec.PodTemplate = appTemplate(func(s *corev1.PodSpec) {
+		s.HostNetwork = true
+		s.Containers = append(s.Containers, corev1.Container{Name: "agent", Image: "agent:1",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+			Ports:           []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}})
+		s.Volumes = []corev1.Volume{{Name: "proc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc"}}}}
+	})
+	errs := podSecurityErrors(PodTemplatePolicyBaseline, x, policyTestPod(x, true))
+	got := errs.ToAggregate().Error()
+	if len(errs) != 3 {
+		t.Errorf("%d errors, want 3 (spec, containers[1], volumes[0]):\n%s", len(errs), got)
+	}
+	for _, want := range []string{
+		"spec.podTemplate.spec: Forbidden: host namespaces (hostNetwork=true)",
+		`spec.podTemplate.spec.containers[1]: Forbidden: hostPort (container "agent" uses hostPort 9100), privileged (container "agent" must not set securityContext.privileged=true)`,
+		`spec.podTemplate.spec.volumes[0]: Forbidden: hostPath volumes (volume "proc")`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "containers[0]") {
+		t.Errorf("the clean app container is blamed:\n%s", got)
+	}
+}
