@@ -56,6 +56,9 @@ var (
 	// operatorVersion is the version the next started operator records on
 	// its pods.
 	operatorVersion = "v-specs"
+	// podTemplatePolicy is the pod template policy of the next started
+	// operator (empty: the default).
+	podTemplatePolicy PodTemplatePolicy
 	// engineCallHook, when set, runs in the operator after each engine
 	// call that changes the engine, before it is recorded.
 	engineCallHook func(ctx context.Context, call string)
@@ -147,6 +150,7 @@ func startOperator() {
 			CertificateValidity:   certificateValidity,
 			OperatorVersion:       operatorVersion,
 			MaxConcurrentRestarts: maxConcurrentRestarts,
+			PodTemplatePolicy:     podTemplatePolicy,
 			afterEngineCall: func(ctx context.Context, call string) {
 				hookMu.Lock()
 				h := engineCallHook

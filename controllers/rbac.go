@@ -20,6 +20,9 @@
 //   - networkpolicies: the engine's and the Jobs' NetworkPolicies (delete
 //     when spec.access.networkPolicy is Disabled, patch to adopt one
 //     orphaned by a deleted index of the same name);
+//   - serviceaccounts (get): whether the ServiceAccount spec.podTemplate
+//     names is allowed for pod templates (read from the API server, not
+//     watched);
 //   - events: one for every lifecycle step;
 //   - tokenreviews and subjectaccessreviews (create): the secure metrics
 //     endpoint authenticates and authorizes each scrape with them.
@@ -37,6 +40,7 @@ package controllers
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch

@@ -92,6 +92,10 @@ type Options struct {
 	// so that one slow engine does not hold up the others; zero means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// PodTemplatePolicy is what spec.podTemplate may ask of the engine
+	// pod (summaindex_podsecurity.go); empty means
+	// DefaultPodTemplatePolicy.
+	PodTemplatePolicy PodTemplatePolicy
 }
 
 // DefaultMaxConcurrentReconciles is the default of
@@ -159,6 +163,9 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.PodTemplatePolicy == "" {
+		o.PodTemplatePolicy = DefaultPodTemplatePolicy
 	}
 	if o.MaxConcurrentRestarts <= 0 {
 		o.MaxConcurrentRestarts = DefaultMaxConcurrentRestarts

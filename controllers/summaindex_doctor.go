@@ -83,6 +83,12 @@ func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.S
 	}
 	switch d.Phase {
 	case summav1.DoctorPhasePending:
+		if why, err := r.jobServiceAccountRefusal(ctx, x); err != nil || why != "" {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return r.failDoctor(ctx, x, why, sw) // before the engine stops
+		}
 		d.Phase = summav1.DoctorPhaseDraining
 		return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
 	case summav1.DoctorPhaseDraining:
@@ -236,6 +242,12 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	if apierrors.IsNotFound(err) {
 		if current, err := r.doctorStepPersisted(ctx, x); err != nil || !current {
 			return reconcile.Result{RequeueAfter: pollInterval}, err
+		}
+		if why, err := r.jobServiceAccountRefusal(ctx, x); err != nil || why != "" {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return r.failDoctor(ctx, x, why, sw)
 		}
 		if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
 			return reconcile.Result{}, fmt.Errorf("owner reference on job: %w", err)

@@ -19,10 +19,13 @@ import (
 // does not replace) never met them, and the rules cannot see everything
 // the API server checks on a pod. So before it creates the engine pod, or
 // drains the running one to replace it, the operator checks the desired
-// pod: its own reserved names first, for a clear message, then a dry-run
-// creation that runs all of the API server's validation and admission
-// (Pod Security included). A refused pod is shown as Degraded with reason
-// InvalidPodTemplate; a running engine keeps running meanwhile.
+// pod: its own reserved names first, for a clear message, then the pod
+// template policy (summaindex_podsecurity.go: Pod Security baseline by
+// default, whatever the namespace enforces, and an allowed ServiceAccount),
+// then a dry-run creation that runs all of the API server's validation and
+// admission (the namespace's Pod Security included). A refused pod is
+// shown as Degraded with reason InvalidPodTemplate; a running engine keeps
+// running meanwhile.
 
 // ReasonInvalidPodTemplate: spec.podTemplate uses a name the operator
 // reserves, or makes an engine pod the API server refuses.
@@ -78,7 +81,8 @@ func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
 }
 
 // checkDesiredPod checks pod, the engine pod the operator is about to
-// create: podTemplateErrors, then a dry-run creation under a generated
+// create: podTemplateErrors, the pod template policy
+// (podTemplatePolicyCheck), then a dry-run creation under a generated
 // name (the running pod holds the real one). An invalid pod, or one Pod
 // Security admission forbids, is a failure with reason InvalidPodTemplate
 // (PodInvalid without a template: then the operator made it so). Any other
@@ -88,6 +92,9 @@ func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
 func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
 	if errs := podTemplateErrors(x); len(errs) > 0 {
 		return failed(ReasonInvalidPodTemplate, fmt.Errorf("spec.podTemplate: %w", errs.ToAggregate()))
+	}
+	if err := r.podTemplatePolicyCheck(ctx, x, pod); err != nil {
+		return err
 	}
 	probe := pod.DeepCopy()
 	probe.Name, probe.GenerateName, probe.ResourceVersion = "", pod.Name+"-", ""

@@ -395,7 +395,12 @@ type SummaIndexSpec struct {
 	// other than Always, and the label keys summa.dev/index,
 	// summa.dev/component and app.kubernetes.io/managed-by. The operator also checks the whole pod
 	// (with a dry run) before it creates or replaces the engine pod, and
-	// shows a refusal as Degraded with reason InvalidPodTemplate.
+	// shows a refusal as Degraded with reason InvalidPodTemplate. By default
+	// (--pod-template-policy=baseline) it refuses what Pod Security baseline
+	// forbids (privileged, host namespaces, hostPath, added capabilities,
+	// host ports, unsafe sysctls, ...) and a serviceAccountName other than
+	// default unless that ServiceAccount is annotated
+	// summa.dev/allowed-for-podtemplate: "true".
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !(c.name in ['engine', 'volume-permissions']))",fieldPath=".spec.containers",message="the container names engine and volume-permissions are reserved for the operator's containers"
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !(c.name in ['engine', 'volume-permissions']))",fieldPath=".spec.initContainers",message="the container names engine and volume-permissions are reserved for the operator's containers"

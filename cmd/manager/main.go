@@ -95,6 +95,7 @@ func run(args []string) error {
 		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
 		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
 		watchNS       = fs.String("watch-namespaces", os.Getenv("WATCH_NAMESPACES"), "comma-separated namespaces whose SummaIndexes this operator reconciles, with Roles there instead of cluster-wide rights (default: every namespace; env WATCH_NAMESPACES)")
+		podPolicy     = fs.String("pod-template-policy", envOr("SUMMA_POD_TEMPLATE_POLICY", string(controllers.DefaultPodTemplatePolicy)), "what spec.podTemplate may ask of the engine pod: baseline (the Pod Security baseline level, and the namespace's default ServiceAccount or one annotated "+controllers.AnnotationAllowedForPodTemplate+": \"true\"), restricted (the same at the restricted level), or unrestricted (whatever the namespace admits) (env SUMMA_POD_TEMPLATE_POLICY)")
 		volumePerms   = fs.Bool("volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
 	)
 	zopts := zap.Options{}
@@ -104,6 +105,10 @@ func run(args []string) error {
 	}
 	if *resync <= 0 || *engineTimeout <= 0 || *certValidity <= 0 || *restarts <= 0 {
 		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity and --max-concurrent-restarts must be positive")
+	}
+	policy, err := controllers.ParsePodTemplatePolicy(*podPolicy)
+	if err != nil {
+		return fmt.Errorf("--pod-template-policy: %w", err)
 	}
 	cacheOpts, err := cacheOptions(*watchNS)
 	if err != nil {
@@ -151,6 +156,7 @@ func run(args []string) error {
 			OperatorNamespace:       *operatorNS,
 			ClusterDomain:           *clusterDomain,
 			CertificateValidity:     *certValidity,
+			PodTemplatePolicy:       policy,
 		},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -165,9 +171,12 @@ func run(args []string) error {
 	if *operatorNS == "" {
 		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
 	}
+	if policy == controllers.PodTemplatePolicyUnrestricted {
+		lg.Info("WARNING: " + controllers.UnrestrictedPodTemplateWarning)
+	}
 	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
 		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS, "metricsSecure", *metricsSecure,
-		"watchNamespaces", *watchNS)
+		"watchNamespaces", *watchNS, "podTemplatePolicy", policy)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

@@ -85,3 +85,14 @@ func TestCacheOptionsWatchNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestPodTemplatePolicyFlag checks that a mistyped --pod-template-policy
+// stops the operator before it starts, rather than fall back on a policy.
+func TestPodTemplatePolicyFlag(t *testing.T) {
+	for _, bad := range []string{"none", "Baseline", ""} {
+		err := run([]string{"--pod-template-policy=" + bad})
+		if err == nil || !strings.Contains(err.Error(), "--pod-template-policy") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -46,6 +46,18 @@ func eventReasons(name string) []string {
 	return out
 }
 
+// setOperatorEnv sets, or with an empty value removes, an environment variable of the
+// operator's Deployment and waits for the rollout.
+func setOperatorEnv(name, value string) {
+	GinkgoHelper()
+	arg := name + "=" + value
+	if value == "" {
+		arg = name + "-"
+	}
+	kubectl("-n", "summa-system", "set", "env", "deployment/summa-operator", "--containers=manager", arg)
+	kubectl("-n", "summa-system", "rollout", "status", "deployment/summa-operator", "--timeout=180s")
+}
+
 var _ = Describe("Operator hardening on a real kubelet", func() {
 	It("11a. an operator upgrade (new operator image, same spec) restarts no engine", func() {
 		next := os.Getenv("SUMMA_E2E_NEXT_OPERATOR_IMG")
@@ -193,5 +205,42 @@ var _ = Describe("Operator hardening on a real kubelet", func() {
 		waitReady("e2e-cramped")
 		expectAll("e2e-cramped", 0, 30)
 		Expect(k8s.Delete(ctx, getIndex("e2e-cramped"))).To(Succeed())
+	})
+
+	It("12. refuses a privileged app container by default, and runs it with --pod-template-policy=unrestricted", func() {
+		// The test namespace enforces no Pod Security level: only the
+		// operator's own policy stands between the template and the node.
+		privileged := func(x *summav1.SummaIndex) {
+			x.Spec.Storage.ReclaimPolicy = summav1.ReclaimDelete
+			x.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app", Image: "summa.dev/pause:1", ImagePullPolicy: corev1.PullIfNotPresent,
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+			}}}}
+		}
+		Expect(k8s.Create(ctx, newIndex("e2e-privileged", privileged))).To(Succeed())
+		Eventually(func(g Gomega) {
+			x := getIndex("e2e-privileged")
+			var degraded *metav1.Condition
+			for i := range x.Status.Conditions {
+				if x.Status.Conditions[i].Type == summav1.ConditionDegraded {
+					degraded = &x.Status.Conditions[i]
+				}
+			}
+			g.Expect(degraded).NotTo(BeNil())
+			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(degraded.Reason).To(Equal("InvalidPodTemplate"))
+			g.Expect(degraded.Message).To(ContainSubstring("spec.podTemplate.spec.containers[0]"))
+			g.Expect(degraded.Message).To(ContainSubstring("securityContext.privileged=true"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(gone(&corev1.Pod{}, "e2e-privileged-engine")).To(BeTrue(), "the refused pod was created")
+
+		By("running the operator with --pod-template-policy=unrestricted")
+		setOperatorEnv("SUMMA_POD_TEMPLATE_POLICY", "unrestricted")
+		DeferCleanup(func() { setOperatorEnv("SUMMA_POD_TEMPLATE_POLICY", "") })
+		waitReady("e2e-privileged")
+		pod, err := enginePod("e2e-privileged")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pod.Spec.Containers[0].SecurityContext.Privileged).To(HaveValue(BeTrue()))
+		Expect(k8s.Delete(ctx, getIndex("e2e-privileged"))).To(Succeed())
 	})
 })
