@@ -2,8 +2,9 @@ package main
 
 import "time"
 
-// mutations lists, per rule of shared/spec/rules.md, one realistic way a
-// careless change would break it, and the tests that must catch it.
+// mutations lists, per rule of the rule table in docs/engine.md, one or
+// more realistic ways a careless change would break it, and the tests that
+// must catch it.
 var mutations = []Mutation{
 	// Ownership (L).
 	{
@@ -155,6 +156,27 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC02_",
 	},
 	{
+		Rule: "C02", Desc: "the commit point leaves a worker's buffer-full outputs out of its sync round: the rename publishes unsynced segments",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `unsynced = append(unsynced, segid.FileName(p.info.ID, f.Suffix))`,
+			To:   `_ = f`}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
+		Rule: "C02", Desc: "a new deletion mask's fsync is started but not waited for before the rename",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `*started = append(*started, m.sync)`,
+			To:   ``}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
+		Rule: "C02", Desc: "a merge output is validated without its fsync before the rename that publishes it",
+		Edits: []Edit{{File: "engine/segment/validate.go",
+			From: `go func() { synced <- syncFiles(fs, dir, info) }()`,
+			To:   `go func() { synced <- nil }()`}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
 		Rule: "C03", Desc: "the commit task reports on an unbuffered channel: once the caller gave up it never ends, and shutdown cannot drain it",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `done := make(chan outcome, 1)`,
@@ -180,6 +202,35 @@ var mutations = []Mutation{
 				abandonAll(job.gen.takePrepared())
 				w.retry(job.gen)
 				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`}},
+		Pkg: "./engine/index", Run: "^TestC05_",
+	},
+	{
+		Rule: "C05", Desc: "a failing generation keeps its buffer-full outputs owned until the next commit instead of abandoning them",
+		Edits: []Edit{{File: "engine/index/generation.go",
+			From: `
+				g.mu.Unlock()
+				abandonAll(out)
+				g.mu.Lock()
+				g.mu.err = err`,
+			To: `
+				g.mu.Unlock()
+				g.mu.Lock()
+				g.mu.prepared = append(g.mu.prepared, out...)
+				g.mu.err = err`}},
+		Pkg: "./engine/index", Run: "^TestC05_",
+	},
+	{
+		Rule: "C05", Desc: "a failed output fsync abandons the commit flush's outputs but not the generation's buffer-full ones",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `
+				abandonAll(job.takeResults())
+				abandonAll(job.gen.takePrepared())
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",`,
+			To: `
+				abandonAll(job.takeResults())
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",`}},
 		Pkg: "./engine/index", Run: "^TestC05_",
 	},
 	{
@@ -347,6 +398,28 @@ var mutations = []Mutation{
 		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
 	},
 	{
+		Rule: "D01", Desc: "a manual maintenance task returns its own handle as it starts: deletion no longer waits for it",
+		Edits: []Edit{{File: "engine/registry/maintenance.go",
+			From: `
+				defer own.Release()
+				res, err := op(h.e.ctx, idx)`,
+			To: `
+				own.Release()
+				res, err := op(h.e.ctx, idx)`}},
+		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
+	},
+	{
+		Rule: "D01", Desc: "a background maintenance task releases its target (handle) as it starts, not when it ends",
+		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
+			From: `
+				defer t.Release()
+				err := t.Run(ctx, task)`,
+			To: `
+				t.Release()
+				err := t.Run(ctx, task)`}},
+		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
+	},
+	{
 		Rule: "D02", Desc: "deletion runs inside the request instead of detached",
 		Edits: []Edit{{File: "engine/registry/delete.go",
 			From: `go r.finishDelete(e) // D02: detached; it releases the lease`,
@@ -456,6 +529,26 @@ var mutations = []Mutation{
 				rw.idx.quarantine(s.Meta.ID, err.Error())
 				return fmt.Errorf("%w: %s: %v", ErrSourceQuarantined, s.Meta.ID, err)`,
 			To: `return fmt.Errorf("index: %s preflight of %s: %w", rw.kind, s.Meta.ID, err)`}},
+		Pkg: "./engine/index", Run: "^TestQ06_",
+	},
+	{
+		Rule: "Q06", Desc: "preflight quarantines a source on any validation error, a transient storage error included",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `if isDeterministic(err) {`,
+			To:   `if err != nil {`}},
+		Pkg: "./engine/index", Run: "^TestQ06_",
+	},
+	{
+		Rule: "Q06", Desc: "a failed read of a segment file is reported as corruption (error class swapped): one EIO quarantines a healthy source",
+		Edits: []Edit{{File: "engine/segment/loadraw.go",
+			From: `
+				if err != nil && err != io.EOF {
+					return nil, fmt.Errorf("segment: read %s: %w", path, err)
+				}`,
+			To: `
+				if err != nil && err != io.EOF {
+					return nil, corruptf(id, suffix, "read: %v", err)
+				}`}},
 		Pkg: "./engine/index", Run: "^TestQ06_",
 	},
 	{
