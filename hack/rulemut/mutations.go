@@ -177,6 +177,16 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC02_",
 	},
 	{
+		Rule: "C02", Desc: "the directory is not synced before the rename: the new files' entries may not survive a crash that keeps the commit",
+		Edits: []Edit{{File: "engine/metadata/save.go",
+			From: `
+				if err := SyncDir(fs, dir); err != nil {
+					return fmt.Errorf("metadata: before rename: %w", err)
+				}`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
 		Rule: "C03", Desc: "the commit task reports on an unbuffered channel: once the caller gave up it never ends, and shutdown cannot drain it",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `done := make(chan outcome, 1)`,
