@@ -491,6 +491,19 @@ var mutations = []Mutation{
 		Pkg: "./engine/lifecycle", Run: "^TestQ02_",
 	},
 	{
+		Rule: "Q02", Desc: "segment IDs are parsed by strconv alone: a malformed name (seg_1A.post, upper-case hex) is taken for an orphan and swept",
+		Edits: []Edit{{File: "engine/segid/segid.go",
+			From: `
+				for i := 0; i < len(s); i++ {
+					c := s[i]
+					if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+						return 0, false
+					}
+				}`,
+			To: ``}},
+		Pkg: "./engine/lifecycle", Run: "^TestQ02_",
+	},
+	{
 		Rule: "Q03", Desc: "read-only open sweeps orphans like the writer open",
 		Edits: []Edit{{File: "engine/index/index.go",
 			From: `
