@@ -448,6 +448,24 @@ var mutations = []Mutation{
 		Pkg: "./engine/registry", Run: "^TestD03_",
 	},
 	{
+		Rule: "D03", Desc: "startup looks for the .deleting marker in the data directory instead of the index's: a marked index is opened again",
+		Edits: []Edit{{File: "engine/registry/trash.go",
+			From: `if _, err := r.fs.Stat(r.fs.PathJoin(dir, DeletingMarker)); errors.Is(err, iofs.ErrNotExist) {`,
+			To:   `if _, err := r.fs.Stat(r.fs.PathJoin(r.dir, DeletingMarker)); errors.Is(err, iofs.ErrNotExist) {`}},
+		Pkg: "./engine/registry", Run: "^TestD03_",
+	},
+	{
+		Rule: "D03", Desc: "startup skips a marked index but leaves its directory: the interrupted deletion is never finished",
+		Edits: []Edit{{File: "engine/registry/trash.go",
+			From: `
+				if err := r.removeDir(dir); err != nil {
+					return true, err
+				}
+				return true, nil`,
+			To: `return true, nil`}},
+		Pkg: "./engine/registry", Run: "^TestD03_",
+	},
+	{
 		Rule: "D04", Desc: "Delete no longer checks the marker again after acquiring the lease",
 		Edits: []Edit{{File: "engine/registry/delete.go",
 			From: `
