@@ -737,6 +737,20 @@ var mutations = []Mutation{
 			To: ``}},
 		Pkg: "./engine/index", Run: "^TestR02_",
 	},
+	{
+		Rule: "R02", Desc: "normal writer open runs the doctor first: a segment with a missing file is dropped from metadata at startup",
+		Edits: []Edit{{File: "engine/index/index.go",
+			From: `
+				func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
+					lock, err := lockDir(fs, dir)`,
+			To: `
+				func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
+					if _, err := Doctor(context.Background(), fs, dir, opts); err != nil && !errors.Is(err, ErrNotFound) {
+						return nil, err
+					}
+					lock, err := lockDir(fs, dir)`}},
+		Pkg: "./engine/index", Run: "^TestR02_",
+	},
 
 	// Compaction and maintenance (M).
 	{
