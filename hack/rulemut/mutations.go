@@ -839,6 +839,13 @@ var mutations = []Mutation{
 		Pkg: "./engine/optimizer", Run: "^TestM10_",
 	},
 	{
+		Rule: "M10", Desc: "coalescing selection takes any segment with a binary vector field, not only one whose metadata records fragmentation",
+		Edits: []Edit{{File: "engine/optimizer/policy_ivf.go",
+			From: `if s.IVFFragmented() {`,
+			To:   `if len(s.IVF) > 0 {`}},
+		Pkg: "./engine/optimizer", Run: "^TestM10_",
+	},
+	{
 		Rule: "M11", Desc: "compaction no longer carries the source's BP flags and counters",
 		Edits: []Edit{{File: "engine/index/compact.go",
 			From: `rw.decorate = keepBPState`,
