@@ -331,6 +331,17 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC11_",
 	},
 	{
+		Rule: "C11", Desc: "a commit after a held publication seals a new job instead of resuming the held one: the held outputs are orphaned",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `
+				if w.mu.job != nil {
+					job := w.mu.job`,
+			To: `
+				if w.mu.job != nil && w.mu.held == nil {
+					job := w.mu.job`}},
+		Pkg: "./engine/index", Run: "^TestC11_", Timeout: 90 * time.Second,
+	},
+	{
 		Rule: "C12", Desc: "the commit point returns a post-rename directory-sync error as its error",
 		Edits: []Edit{{File: "engine/index/commitpoint.go",
 			From: `return saveErr, nil`,
