@@ -623,6 +623,19 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestQ08_",
 	},
 	{
+		Rule: "Q08", Desc: "finish rechecks the rewrite's start snapshot instead of the current metadata: an output published just before an error is deleted",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `
+				for _, id := range rw.idx.Metadata().IDs() {
+					live = live || id == rw.out.ID
+				}`,
+			To: `
+				for _, s := range rw.snap.Segments {
+					live = live || s.Meta.ID == rw.out.ID
+				}`}},
+		Pkg: "./engine/index", Run: "^TestQ08_",
+	},
+	{
 		Rule: "Q09", Desc: "a failed pass backs off from its start, not from its completion",
 		Edits: []Edit{
 			{File: "engine/optimizer/optimizer.go",
