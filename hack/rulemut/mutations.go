@@ -201,6 +201,13 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC04_",
 	},
 	{
+		Rule: "C04", Desc: "the commit installs its generation without recording the post-rename directory-sync failure: status never shows degraded durability",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `idx.mu.degraded = saveErr`,
+			To:   `idx.mu.degraded = nil`}},
+		Pkg: "./engine/index", Run: "^TestC04_",
+	},
+	{
 		Rule: "C05", Desc: "a failed generation abandons its earlier flushes but not its sibling workers' outputs",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `
