@@ -63,6 +63,20 @@ var mutations = []Mutation{
 		Pkg: "./engine/lifecycle", Run: "^TestL05_",
 	},
 	{
+		Rule: "L05", Desc: "Abandon tracks the aborted output but leaves its deletion to the next sweep: its files stay until a restart",
+		Edits: []Edit{{File: "engine/lifecycle/claim.go",
+			From: `
+				c.m.mu.retired[c.ID] = struct{}{}
+				delete(c.m.mu.active, c.ID)
+				c.m.mu.Unlock()
+				c.m.deleteIfUnowned(c.ID)`,
+			To: `
+				c.m.mu.retired[c.ID] = struct{}{}
+				delete(c.m.mu.active, c.ID)
+				c.m.mu.Unlock()`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL05_",
+	},
+	{
 		Rule: "L06", Desc: "a merge's deferred handler re-raises a panic before its cleanup: claims and output leak",
 		Edits: []Edit{{File: "engine/index/merge.go",
 			From: `
@@ -353,6 +367,13 @@ var mutations = []Mutation{
 		Edits: []Edit{{File: "engine/index/commitpoint.go",
 			From: `return saveErr, nil`,
 			To:   `return nil, saveErr`}},
+		Pkg: "./engine/index", Run: "^TestC12_",
+	},
+	{
+		Rule: "C12", Desc: "the commit point takes any save error, a post-rename durability error included, for a failure before the rename: it abandons what it just committed",
+		Edits: []Edit{{File: "engine/index/commitpoint.go",
+			From: `if saveErr != nil && !metadata.IsDurabilityError(saveErr) {`,
+			To:   `if saveErr != nil {`}},
 		Pkg: "./engine/index", Run: "^TestC12_",
 	},
 
