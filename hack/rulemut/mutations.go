@@ -836,6 +836,17 @@ var mutations = []Mutation{
 		Pkg: "./engine/optimizer", Run: "^TestM04_",
 	},
 	{
+		Rule: "M04", Desc: "a manual maintenance task returns its permit as it starts, not when its blocking work drains",
+		Edits: []Edit{{File: "engine/registry/maintenance.go",
+			From: `
+				defer h.r.permits.Release()
+				defer own.Release()`,
+			To: `
+				h.r.permits.Release()
+				defer own.Release()`}},
+		Pkg: "./engine/registry", Run: "^TestM06_", Timeout: 90 * time.Second,
+	},
+	{
 		Rule: "M05", Desc: "a completed automatic task records no cooldown: the next one starts at once",
 		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
 			From: `
