@@ -30,8 +30,12 @@ type generation struct {
 		// prepared are outputs already flushed by workers (buffer full),
 		// owned by their claims until publication or abandonment.
 		prepared []*prepared
-		// err is the first build error or panic of the generation (C05).
+		// err is the first build error or panic of the generation (C05),
+		// set once fail abandoned the prepared outputs.
 		err error
+		// failing is set as fail starts: outputs flushed from then on are
+		// abandoned, not kept.
+		failing bool
 	}
 }
 
@@ -47,12 +51,27 @@ func newGeneration() *generation {
 	return &generation{pending: make(map[string]pendingOp)}
 }
 
-// fail records the generation's first failure.
+// fail records the generation's first failure and abandons, through
+// tracked cleanup, the outputs its workers already flushed when their
+// buffers filled (C05): a failed generation is never published (the next
+// commit rebuilds its operations), so they are given up at once rather
+// than at the next commit or close: a generation that failed for want of
+// disk space frees what it wrote. The failure is visible (failure, and
+// so admission) only once they are gone; an output flushed after it is
+// abandoned by addPrepared.
 func (g *generation) fail(err error) {
 	g.mu.Lock()
-	if g.mu.err == nil {
-		g.mu.err = err
+	if g.mu.err != nil || g.mu.failing {
+		g.mu.Unlock()
+		return
 	}
+	g.mu.failing = true
+	out := g.mu.prepared
+	g.mu.prepared = nil
+	g.mu.Unlock()
+	abandonAll(out)
+	g.mu.Lock()
+	g.mu.err = err
 	g.mu.Unlock()
 }
 
@@ -63,8 +82,16 @@ func (g *generation) failure() error {
 	return g.mu.err
 }
 
+// addPrepared hands a buffer-full output to the generation, which owns it
+// until publication; the output of a generation that already failed is
+// abandoned at once (C05).
 func (g *generation) addPrepared(p *prepared) {
 	g.mu.Lock()
+	if g.mu.failing {
+		g.mu.Unlock()
+		p.abandon()
+		return
+	}
 	g.mu.prepared = append(g.mu.prepared, p)
 	g.mu.Unlock()
 }

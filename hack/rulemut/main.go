@@ -1,7 +1,7 @@
-// Command rulemut proves, rule by rule, that each rule of
+// Command rulemut proves, rule by rule, that each rule of the rule table in
 // docs/engine.md has a test that fails when the rule breaks: for every
-// entry of mutations (one realistic mutation of the production code per
-// rule) it applies the mutation in a scratch copy of the tree, checks that
+// entry of mutations (a realistic mutation of the production code; a rule
+// may have several) it applies the mutation in a scratch copy of the tree, checks that
 // the mutated packages still build (and vet, with -vet), runs that rule's
 // tests, and expects them to fail. The real checkout is never modified.
 //
@@ -11,7 +11,7 @@
 //	go run ./hack/rulemut -check   # every snippet applies (seconds)
 //	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
 //
-// It prints one line per rule, `RULE killed|SURVIVED|BROKEN description`,
+// It prints one line per entry, `RULE killed|SURVIVED|BROKEN description`,
 // then `rule mutations killed: K/N` and the elapsed time. BROKEN means the
 // entry itself is wrong (its snippet is missing or not unique, the mutant
 // does not build, or the unmutated tests fail or match nothing); a
@@ -200,8 +200,7 @@ func checkAll(only string) error {
 	return nil
 }
 
-// selected returns the entries of the rules named in only (all if empty),
-// checking that no rule appears twice.
+// selected returns the entries of the rules named in only (all if empty).
 func selected(only string) ([]Mutation, error) {
 	want := map[string]bool{}
 	for _, id := range strings.Split(only, ",") {
@@ -212,9 +211,8 @@ func selected(only string) ([]Mutation, error) {
 	seen := map[string]bool{}
 	var list []Mutation
 	for _, m := range mutations {
-		if seen[m.Rule] {
-			return nil, fmt.Errorf("rule %s has two entries", m.Rule)
-		}
+		// A rule may have several entries (several realistic ways to
+		// break it); each must be killed by that rule's tests.
 		seen[m.Rule] = true
 		if strings.Contains(m.Run, "/") {
 			return nil, fmt.Errorf("rule %s: -run %q contains a slash", m.Rule, m.Run)

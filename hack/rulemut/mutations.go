@@ -2,8 +2,9 @@ package main
 
 import "time"
 
-// mutations lists, per rule of docs/engine.md, one realistic way a
-// careless change would break it, and the tests that must catch it.
+// mutations lists, per rule of the rule table in docs/engine.md, one or
+// more realistic ways a careless change would break it, and the tests that
+// must catch it.
 var mutations = []Mutation{
 	// Ownership (L).
 	{
@@ -57,6 +58,20 @@ var mutations = []Mutation{
 				c.m.mu.Unlock()
 				c.m.deleteIfUnowned(c.ID)`,
 			To: `
+				delete(c.m.mu.active, c.ID)
+				c.m.mu.Unlock()`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL05_",
+	},
+	{
+		Rule: "L05", Desc: "Abandon tracks the aborted output but leaves its deletion to the next sweep: its files stay until a restart",
+		Edits: []Edit{{File: "engine/lifecycle/claim.go",
+			From: `
+				c.m.mu.retired[c.ID] = struct{}{}
+				delete(c.m.mu.active, c.ID)
+				c.m.mu.Unlock()
+				c.m.deleteIfUnowned(c.ID)`,
+			To: `
+				c.m.mu.retired[c.ID] = struct{}{}
 				delete(c.m.mu.active, c.ID)
 				c.m.mu.Unlock()`}},
 		Pkg: "./engine/lifecycle", Run: "^TestL05_",
@@ -155,6 +170,37 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC02_",
 	},
 	{
+		Rule: "C02", Desc: "the commit point leaves a worker's buffer-full outputs out of its sync round: the rename publishes unsynced segments",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `unsynced = append(unsynced, segid.FileName(p.info.ID, f.Suffix))`,
+			To:   `_ = f`}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
+		Rule: "C02", Desc: "a new deletion mask's fsync is started but not waited for before the rename",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `*started = append(*started, m.sync)`,
+			To:   ``}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
+		Rule: "C02", Desc: "a merge output is validated without its fsync before the rename that publishes it",
+		Edits: []Edit{{File: "engine/segment/validate.go",
+			From: `go func() { synced <- syncFiles(fs, dir, info) }()`,
+			To:   `go func() { synced <- nil }()`}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
+		Rule: "C02", Desc: "the directory is not synced before the rename: the new files' entries may not survive a crash that keeps the commit",
+		Edits: []Edit{{File: "engine/metadata/save.go",
+			From: `
+				if err := SyncDir(fs, dir); err != nil {
+					return fmt.Errorf("metadata: before rename: %w", err)
+				}`,
+			To: ``}},
+		Pkg: "./engine/index", Run: "^TestC02_",
+	},
+	{
 		Rule: "C03", Desc: "the commit task reports on an unbuffered channel: once the caller gave up it never ends, and shutdown cannot drain it",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `done := make(chan outcome, 1)`,
@@ -169,6 +215,13 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC04_",
 	},
 	{
+		Rule: "C04", Desc: "the commit installs its generation without recording the post-rename directory-sync failure: status never shows degraded durability",
+		Edits: []Edit{{File: "engine/index/publish.go",
+			From: `idx.mu.degraded = saveErr`,
+			To:   `idx.mu.degraded = nil`}},
+		Pkg: "./engine/index", Run: "^TestC04_",
+	},
+	{
 		Rule: "C05", Desc: "a failed generation abandons its earlier flushes but not its sibling workers' outputs",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `
@@ -180,6 +233,35 @@ var mutations = []Mutation{
 				abandonAll(job.gen.takePrepared())
 				w.retry(job.gen)
 				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`}},
+		Pkg: "./engine/index", Run: "^TestC05_",
+	},
+	{
+		Rule: "C05", Desc: "a failing generation keeps its buffer-full outputs owned until the next commit instead of abandoning them",
+		Edits: []Edit{{File: "engine/index/generation.go",
+			From: `
+				g.mu.Unlock()
+				abandonAll(out)
+				g.mu.Lock()
+				g.mu.err = err`,
+			To: `
+				g.mu.Unlock()
+				g.mu.Lock()
+				g.mu.prepared = append(g.mu.prepared, out...)
+				g.mu.err = err`}},
+		Pkg: "./engine/index", Run: "^TestC05_",
+	},
+	{
+		Rule: "C05", Desc: "a failed output fsync abandons the commit flush's outputs but not the generation's buffer-full ones",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `
+				abandonAll(job.takeResults())
+				abandonAll(job.gen.takePrepared())
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",`,
+			To: `
+				abandonAll(job.takeResults())
+				w.retry(job.gen)
+				w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",`}},
 		Pkg: "./engine/index", Run: "^TestC05_",
 	},
 	{
@@ -270,10 +352,28 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC11_",
 	},
 	{
+		Rule: "C11", Desc: "a commit after a held publication seals a new job instead of resuming the held one: the held outputs are orphaned",
+		Edits: []Edit{{File: "engine/index/commit.go",
+			From: `
+				if w.mu.job != nil {
+					job := w.mu.job`,
+			To: `
+				if w.mu.job != nil && w.mu.held == nil {
+					job := w.mu.job`}},
+		Pkg: "./engine/index", Run: "^TestC11_", Timeout: 90 * time.Second,
+	},
+	{
 		Rule: "C12", Desc: "the commit point returns a post-rename directory-sync error as its error",
 		Edits: []Edit{{File: "engine/index/commitpoint.go",
 			From: `return saveErr, nil`,
 			To:   `return nil, saveErr`}},
+		Pkg: "./engine/index", Run: "^TestC12_",
+	},
+	{
+		Rule: "C12", Desc: "the commit point takes any save error, a post-rename durability error included, for a failure before the rename: it abandons what it just committed",
+		Edits: []Edit{{File: "engine/index/commitpoint.go",
+			From: `if saveErr != nil && !metadata.IsDurabilityError(saveErr) {`,
+			To:   `if saveErr != nil {`}},
 		Pkg: "./engine/index", Run: "^TestC12_",
 	},
 
@@ -347,6 +447,28 @@ var mutations = []Mutation{
 		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
 	},
 	{
+		Rule: "D01", Desc: "a manual maintenance task returns its own handle as it starts: deletion no longer waits for it",
+		Edits: []Edit{{File: "engine/registry/maintenance.go",
+			From: `
+				defer own.Release()
+				res, err := op(h.e.ctx, idx)`,
+			To: `
+				own.Release()
+				res, err := op(h.e.ctx, idx)`}},
+		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
+	},
+	{
+		Rule: "D01", Desc: "a background maintenance task releases its target (handle) as it starts, not when it ends",
+		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
+			From: `
+				defer t.Release()
+				err := t.Run(ctx, task)`,
+			To: `
+				t.Release()
+				err := t.Run(ctx, task)`}},
+		Pkg: "./engine/registry", Run: "^TestD01_", Timeout: 90 * time.Second,
+	},
+	{
 		Rule: "D02", Desc: "deletion runs inside the request instead of detached",
 		Edits: []Edit{{File: "engine/registry/delete.go",
 			From: `go r.finishDelete(e) // D02: detached; it releases the lease`,
@@ -362,6 +484,24 @@ var mutations = []Mutation{
 					return err
 				}`,
 			To: ``}},
+		Pkg: "./engine/registry", Run: "^TestD03_",
+	},
+	{
+		Rule: "D03", Desc: "startup looks for the .deleting marker in the data directory instead of the index's: a marked index is opened again",
+		Edits: []Edit{{File: "engine/registry/trash.go",
+			From: `if _, err := r.fs.Stat(r.fs.PathJoin(dir, DeletingMarker)); errors.Is(err, iofs.ErrNotExist) {`,
+			To:   `if _, err := r.fs.Stat(r.fs.PathJoin(r.dir, DeletingMarker)); errors.Is(err, iofs.ErrNotExist) {`}},
+		Pkg: "./engine/registry", Run: "^TestD03_",
+	},
+	{
+		Rule: "D03", Desc: "startup skips a marked index but leaves its directory: the interrupted deletion is never finished",
+		Edits: []Edit{{File: "engine/registry/trash.go",
+			From: `
+				if err := r.removeDir(dir); err != nil {
+					return true, err
+				}
+				return true, nil`,
+			To: `return true, nil`}},
 		Pkg: "./engine/registry", Run: "^TestD03_",
 	},
 	{
@@ -405,6 +545,19 @@ var mutations = []Mutation{
 				if found {
 					hex, suffix = rest[:i], rest[i+1:]
 				}`}},
+		Pkg: "./engine/lifecycle", Run: "^TestQ02_",
+	},
+	{
+		Rule: "Q02", Desc: "segment IDs are parsed by strconv alone: a malformed name (seg_1A.post, upper-case hex) is taken for an orphan and swept",
+		Edits: []Edit{{File: "engine/segid/segid.go",
+			From: `
+				for i := 0; i < len(s); i++ {
+					c := s[i]
+					if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+						return 0, false
+					}
+				}`,
+			To: ``}},
 		Pkg: "./engine/lifecycle", Run: "^TestQ02_",
 	},
 	{
@@ -459,6 +612,26 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestQ06_",
 	},
 	{
+		Rule: "Q06", Desc: "preflight quarantines a source on any validation error, a transient storage error included",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `if isDeterministic(err) {`,
+			To:   `if err != nil {`}},
+		Pkg: "./engine/index", Run: "^TestQ06_",
+	},
+	{
+		Rule: "Q06", Desc: "a failed read of a segment file is reported as corruption (error class swapped): one EIO quarantines a healthy source",
+		Edits: []Edit{{File: "engine/segment/loadraw.go",
+			From: `
+				if err != nil && err != io.EOF {
+					return nil, fmt.Errorf("segment: read %s: %w", path, err)
+				}`,
+			To: `
+				if err != nil && err != io.EOF {
+					return nil, corruptf(id, suffix, "read: %v", err)
+				}`}},
+		Pkg: "./engine/index", Run: "^TestQ06_",
+	},
+	{
 		Rule: "Q07", Desc: "the backoff's 30 min clamp is dropped: the last doubling overshoots to 32 min",
 		Edits: []Edit{{File: "engine/optimizer/backoff.go",
 			From: `d = min(d, b.Max)`,
@@ -475,6 +648,19 @@ var mutations = []Mutation{
 					rw.out.Abandon()
 				}`,
 			To: `rw.out.Abandon()`}},
+		Pkg: "./engine/index", Run: "^TestQ08_",
+	},
+	{
+		Rule: "Q08", Desc: "finish rechecks the rewrite's start snapshot instead of the current metadata: an output published just before an error is deleted",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `
+				for _, id := range rw.idx.Metadata().IDs() {
+					live = live || id == rw.out.ID
+				}`,
+			To: `
+				for _, s := range rw.snap.Segments {
+					live = live || s.Meta.ID == rw.out.ID
+				}`}},
 		Pkg: "./engine/index", Run: "^TestQ08_",
 	},
 	{
@@ -603,6 +789,20 @@ var mutations = []Mutation{
 			To: ``}},
 		Pkg: "./engine/index", Run: "^TestR02_",
 	},
+	{
+		Rule: "R02", Desc: "normal writer open runs the doctor first: a segment with a missing file is dropped from metadata at startup",
+		Edits: []Edit{{File: "engine/index/index.go",
+			From: `
+				func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
+					lock, err := lockDir(fs, dir)`,
+			To: `
+				func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
+					if _, err := Doctor(context.Background(), fs, dir, opts); err != nil && !errors.Is(err, ErrNotFound) {
+						return nil, err
+					}
+					lock, err := lockDir(fs, dir)`}},
+		Pkg: "./engine/index", Run: "^TestR02_",
+	},
 
 	// Compaction and maintenance (M).
 	{
@@ -634,6 +834,17 @@ var mutations = []Mutation{
 			From: `defer o.permits.Release()`,
 			To:   `o.permits.Release()`}},
 		Pkg: "./engine/optimizer", Run: "^TestM04_",
+	},
+	{
+		Rule: "M04", Desc: "a manual maintenance task returns its permit as it starts, not when its blocking work drains",
+		Edits: []Edit{{File: "engine/registry/maintenance.go",
+			From: `
+				defer h.r.permits.Release()
+				defer own.Release()`,
+			To: `
+				h.r.permits.Release()
+				defer own.Release()`}},
+		Pkg: "./engine/registry", Run: "^TestM06_", Timeout: 90 * time.Second,
 	},
 	{
 		Rule: "M05", Desc: "a completed automatic task records no cooldown: the next one starts at once",
@@ -688,6 +899,13 @@ var mutations = []Mutation{
 		Edits: []Edit{{File: "engine/optimizer/policy.go",
 			From: `if !s.BPConverged && s.BPUnconvergedPasses < p.MaxUnconvergedPasses && s.Documents >= 2 {`,
 			To:   `if s.BPUnconvergedPasses < p.MaxUnconvergedPasses && s.Documents >= 2 {`}},
+		Pkg: "./engine/optimizer", Run: "^TestM10_",
+	},
+	{
+		Rule: "M10", Desc: "coalescing selection takes any segment with a binary vector field, not only one whose metadata records fragmentation",
+		Edits: []Edit{{File: "engine/optimizer/policy_ivf.go",
+			From: `if s.IVFFragmented() {`,
+			To:   `if len(s.IVF) > 0 {`}},
 		Pkg: "./engine/optimizer", Run: "^TestM10_",
 	},
 	{
