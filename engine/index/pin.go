@@ -79,3 +79,6 @@ func ValidateCommitted(ctx context.Context, fs vfs.FS, dir string, meta *metadat
 	}
 	return nil
 }
+
+// FS returns the filesystem of the index directory (Dir).
+func (idx *Index) FS() vfs.FS { return idx.fs }
