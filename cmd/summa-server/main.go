@@ -7,6 +7,7 @@
 //	                                                           offline copy
 //	summa-server restore --data-dir DIR --index NAME [--backup ID] --s3-...
 //	                                                           restore a backup from object storage
+//	summa-server backup prune --index NAME --keep N --s3-...   prune backups in object storage
 //	summa-server prepare-volume --data-dir DIR --uid N --gid N chown a volume
 //	summa-server merge|compact|reorder --data-dir DIR [--index NAME]
 //	                                                           offline maintenance

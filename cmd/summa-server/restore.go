@@ -155,3 +155,74 @@ func runRestore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	return code
 }
+
+// pruneUsage is the first line of the prune command's usage.
+const pruneUsage = "summa-server backup prune --index NAME --keep N --s3-endpoint URL --s3-bucket B --s3-credentials-file F [--s3-*]"
+
+// runBackupPrune keeps the newest --keep backups of an index in the
+// bucket: older manifests go first, then the file objects no remaining
+// manifest names (left for a later prune while a backup of the index
+// runs). It prints a JSON report; exit 0, 1 on a store error, 2 on bad
+// flags.
+func runBackupPrune(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var (
+		idx  string
+		keep int
+		s3   s3backup.Config
+		verb int
+	)
+	fs := flag.NewFlagSet("summa-server backup prune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  %s\n\nRemoves all but the newest N backups of an index from object storage: the older\n"+
+			"manifests first, then the objects no remaining manifest names. Safe beside a running backup.\n\nFlags:\n", pruneUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&idx, "index", "", "name of the backed-up index (required)")
+	fs.IntVar(&keep, "keep", 0, "number of newest backups to keep, at least 1 (required)")
+	addS3Flags(fs, &s3)
+	fs.Var((*logLevel)(&verb), "log-level", "log level: info, debug, trace or a verbosity")
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil {
+		err = applyEnv(fs, getenv)
+	}
+	switch {
+	case err != nil:
+	case !registry.ValidIndexName(idx):
+		err = fmt.Errorf("--index %q: %w", idx, registry.ErrInvalidIndexName)
+	case keep < 1:
+		err = errors.New("--keep must be at least 1")
+	case !s3.Configured():
+		err = errors.New("the object store flags are required (--s3-endpoint, --s3-bucket, --s3-credentials-file)")
+	}
+	var store *s3backup.Store
+	if err == nil {
+		store, err = s3backup.New(s3)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: backup prune: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	rep, err := store.Prune(ctx, idx, keep)
+	out := struct {
+		Index string `json:"index"`
+		s3backup.PruneReport
+		Error string `json:"error,omitempty"`
+	}{Index: idx, PruneReport: rep}
+	code := exitOK
+	if err != nil {
+		out.Error, code = err.Error(), exitFailure
+		fmt.Fprintf(stderr, "summa-server: backup prune: %v\n", err)
+	}
+	data, _ := json.Marshal(out)
+	_, _ = stdout.Write(append(data, '\n'))
+	return code
+}

@@ -101,6 +101,14 @@ func (s *Store) Upload(ctx context.Context, req UploadRequest) (*Manifest, error
 	if err := s.ensureBucket(ctx, cl); err != nil {
 		return nil, err
 	}
+	// The lease keeps a prune from removing an object this backup reuses
+	// (see prune.go); it is removed once the manifest is written or the
+	// backup failed.
+	release, err := s.holdBackupLease(ctx, cl, req.Index, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	metaJSON, err := json.Marshal(req.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("s3backup: encode metadata: %w", err)

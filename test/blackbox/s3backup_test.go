@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -493,4 +494,88 @@ func TestS3BackupNotConfigured(t *testing.T) {
 			t.Fatalf("%s %s: %s", r[0], r[1], resp)
 		}
 	}
+}
+
+// runPrune runs `summa-server backup prune` and returns its report.
+func runPrune(t *testing.T, st *s3test.Server, prefix, index string, keep int) (rep map[string]any, stderr string, code int) {
+	t.Helper()
+	args := append([]string{"backup", "prune", "--index", index, "--keep", fmt.Sprint(keep)}, st.Flags(prefix)...)
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("prune stdout is not JSON: %v\n%s\n%s", err, out.Bytes(), errb.Bytes())
+	}
+	return rep, errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestS3BackupPrune: prune --keep 1 removes the older manifest, then the
+// objects only it named; the kept backup still restores. A prune beside a
+// running backup removes manifests only and leaves every object.
+func TestS3BackupPrune(t *testing.T) {
+	needBinary(t)
+	st := s3test.Start(t)
+	ps := paragraphs(t)
+	const index, prefix = "pruned", "prune"
+	s := startServer(t, t.TempDir(), append(st.Flags(prefix), "--optimizer-threads", "0", "--s3-upload-bytes-per-second", "256KiB")...)
+	want := fillIndex(t, s, ps, index, 2, 200)
+	first := waitBackup(t, s, index, startBackup(t, s, index).ID, time.Minute)
+	// A merge replaces every segment: the second backup shares nothing.
+	docs := makeDocs(ps, "p", 0, 50)
+	s.Ingest(index, docs)
+	s.Commit(index)
+	for _, d := range docs {
+		want[d.ID] = true
+	}
+	s.Expect(200, "POST", "/v1/indexes/"+index+"/merge", map[string]any{"maxSegments": 1}, nil)
+	second := waitBackup(t, s, index, startBackup(t, s, index).ID, time.Minute)
+	if first.State != "completed" || second.State != "completed" {
+		t.Fatalf("backups: %+v %+v", first, second)
+	}
+	// A third backup, of a new merged segment, runs (slowly) while a
+	// prune keeps one.
+	docs = makeDocs(ps, "q", 0, 50)
+	s.Ingest(index, docs)
+	s.Commit(index)
+	for _, d := range docs {
+		want[d.ID] = true
+	}
+	s.Expect(200, "POST", "/v1/indexes/"+index+"/merge", map[string]any{"maxSegments": 1}, nil)
+	third := startBackup(t, s, index)
+	before := fileObjects(t, st, prefix, index)
+	rep, stderr, code := runPrune(t, st, prefix, index, 1)
+	if !waitBackupRunning(t, s, index, third.ID) {
+		t.Fatalf("the third backup ended before the prune did; slow it more")
+	}
+	if code != 0 || rep["objectsKeptForRunningBackup"] != true {
+		t.Fatalf("prune beside a running backup: exit %d %v\n%s", code, rep, stderr)
+	}
+	if after := fileObjects(t, st, prefix, index); len(after) < len(before) {
+		t.Fatalf("prune beside a running backup removed objects: %d -> %d", len(before), len(after))
+	}
+	if done := waitBackup(t, s, index, third.ID, 2*time.Minute); done.State != "completed" {
+		t.Fatalf("backup beside a prune: %+v", done)
+	}
+	rep, stderr, code = runPrune(t, st, prefix, index, 1)
+	if code != 0 || rep["removedObjects"].(float64) == 0 {
+		t.Fatalf("prune: exit %d %v\n%s", code, rep, stderr)
+	}
+	list := listBackups(t, s, index)
+	if len(list) != 1 || list[0].ID != third.ID {
+		t.Fatalf("after prune --keep 1: %+v", list)
+	}
+	var kept int64
+	for _, o := range fileObjects(t, st, prefix, index) {
+		kept += o.Size
+	}
+	if kept != list[0].Bytes+list[0].ReusedBytes {
+		t.Fatalf("after prune the bucket holds %d bytes of files, the kept backup %d", kept, list[0].Bytes+list[0].ReusedBytes)
+	}
+	restored := filepath.Join(t.TempDir(), "restored")
+	if rep, stderr, code := runRestore(t, st, prefix, restored, index, ""); code != 0 || rep.Backup != third.ID {
+		t.Fatalf("restore after prune: exit %d %+v\n%s", code, rep, stderr)
+	}
+	checkRestored(t, restored, index, want, "light", s.Search(index, "light", 10).TotalHits)
 }
