@@ -271,6 +271,27 @@ func TestS3BackupOnlineRestore(t *testing.T) {
 	}
 }
 
+// waitProgress waits until a running backup has done a file, and fails
+// if it ended first.
+func waitProgress(t *testing.T, s *Server, index, id string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var cur BackupStatus
+		s.Expect(200, "GET", "/v1/indexes/"+index+"/backups/"+id, nil, &cur)
+		if cur.State != "running" {
+			t.Fatalf("backup ended too soon: %+v (slow it more)", cur)
+		}
+		if cur.FilesDone >= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backup made no progress in a minute: %+v", cur)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitBackupRunning reports whether the backup still runs.
 func waitBackupRunning(t *testing.T, s *Server, index, id string) bool {
 	var b BackupStatus
@@ -412,21 +433,7 @@ func TestS3BackupKilledLeavesNoManifest(t *testing.T) {
 	s := startServer(t, dir, flags...)
 	want := fillIndex(t, s, ps, index, 3, 300)
 	b := startBackup(t, s, index)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var cur BackupStatus
-		s.Expect(200, "GET", "/v1/indexes/"+index+"/backups/"+b.ID, nil, &cur)
-		if cur.State != "running" {
-			t.Fatalf("backup ended before the kill: %+v (slow it more)", cur)
-		}
-		if cur.FilesDone >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backup made no progress in a minute: %+v", cur)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitProgress(t, s, index, b.ID)
 	s.Kill()
 	if ms := manifests(t, st, prefix, index); len(ms) != 0 {
 		t.Fatalf("a killed backup left manifests %+v", ms)
@@ -519,7 +526,7 @@ func TestS3BackupPrune(t *testing.T) {
 	st := s3test.Start(t)
 	ps := paragraphs(t)
 	const index, prefix = "pruned", "prune"
-	s := startServer(t, t.TempDir(), append(st.Flags(prefix), "--optimizer-threads", "0", "--s3-upload-bytes-per-second", "256KiB")...)
+	s := startServer(t, t.TempDir(), append(st.Flags(prefix), "--optimizer-threads", "0", "--s3-upload-bytes-per-second", "64KiB")...)
 	want := fillIndex(t, s, ps, index, 2, 200)
 	first := waitBackup(t, s, index, startBackup(t, s, index).ID, time.Minute)
 	// A merge replaces every segment: the second backup shares nothing.
@@ -544,6 +551,7 @@ func TestS3BackupPrune(t *testing.T) {
 	}
 	s.Expect(200, "POST", "/v1/indexes/"+index+"/merge", map[string]any{"maxSegments": 1}, nil)
 	third := startBackup(t, s, index)
+	waitProgress(t, s, index, third.ID)
 	before := fileObjects(t, st, prefix, index)
 	rep, stderr, code := runPrune(t, st, prefix, index, 1)
 	if !waitBackupRunning(t, s, index, third.ID) {
