@@ -551,7 +551,13 @@ func TestS3BackupPrune(t *testing.T) {
 	}
 	s.Expect(200, "POST", "/v1/indexes/"+index+"/merge", map[string]any{"maxSegments": 1}, nil)
 	third := startBackup(t, s, index)
-	waitProgress(t, s, index, third.ID)
+	// Its lease is in the bucket before it decides what to reuse.
+	for deadline := time.Now().Add(time.Minute); len(st.Objects(t, prefix+"/"+index+"/leases/backup-"+third.ID)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no lease of the running backup %s in a minute", third.ID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	before := fileObjects(t, st, prefix, index)
 	rep, stderr, code := runPrune(t, st, prefix, index, 1)
 	if !waitBackupRunning(t, s, index, third.ID) {
