@@ -8,7 +8,11 @@
 # absent, unless SUMMA_REQUIRE_S3=1.
 #
 # It is idempotent: when bin/s3/weed exists and bin/s3/VERSION matches
-# WEED_VERSION, it does nothing.
+# WEED_VERSION, it does nothing. A cold build (about 1,740 packages, a
+# 230 MB binary) took 64 minutes of wall time on a shared 2-core machine
+# under a load of 20+ (12m17s user + 3m24s sys of CPU, module downloads
+# included): about 8 minutes on 2 idle cores. With a warm Go build cache
+# it takes seconds.
 #
 # Environment:
 #   WEED_VERSION  module version of github.com/seaweedfs/seaweedfs
