@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // Drain stops the server admitting writes and starts committing everything
@@ -71,4 +72,58 @@ func (c *Client) DoctorReport(ctx context.Context, id string) (*DoctorReport, er
 		return nil, err
 	}
 	return &out, nil
+}
+
+// StartBackup starts an online backup of an index's committed generation
+// to the engine's object store; it answers at once (202) with the
+// backup's ID and generation. Without an object store configured the
+// error has CodeBackupNotConfigured.
+func (c *Client) StartBackup(ctx context.Context, index string) (*Backup, error) {
+	var out Backup
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: indexPath(index, "backups"), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetBackup returns a backup's progress or result; CodeBackupNotFound
+// when the engine does not run it and the bucket has no manifest of it.
+func (c *Client) GetBackup(ctx context.Context, index, id string) (*Backup, error) {
+	var out Backup
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: indexPath(index, "backups", url.PathEscape(id)), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListBackups returns the completed backups of an index in the bucket,
+// newest first.
+func (c *Client) ListBackups(ctx context.Context, index string) ([]Backup, error) {
+	var out BackupList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: indexPath(index, "backups"), out: &out}); err != nil {
+		return nil, err
+	}
+	return out.Backups, nil
+}
+
+// WaitBackup polls a backup every interval until it is no longer running
+// and returns it; a failed backup is returned with its Error, not as an
+// error.
+func (c *Client) WaitBackup(ctx context.Context, index, id string, interval time.Duration) (*Backup, error) {
+	for {
+		b, err := c.GetBackup(ctx, index, id)
+		if err != nil {
+			return nil, err
+		}
+		if b.State != BackupRunning {
+			return b, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return b, ctx.Err()
+		case <-t.C:
+		}
+	}
 }

@@ -66,6 +66,15 @@ const (
 	// CodeForbidden (403): a known token of too low a scope; nothing was
 	// changed.
 	CodeForbidden = "Forbidden"
+	// CodeBackupNotConfigured (409): the engine has no object store
+	// (--s3-* flags); backup routes change nothing.
+	CodeBackupNotConfigured = "BackupNotConfigured"
+	// CodeBackupNotFound (404): no backup of that ID is running in the
+	// engine or complete in the bucket.
+	CodeBackupNotFound = "BackupNotFound"
+	// CodeBackupStoreUnavailable (503, retryable): the object store could
+	// not be read.
+	CodeBackupStoreUnavailable = "BackupStoreUnavailable"
 )
 
 // APIError is an error answer of the server.

@@ -353,3 +353,50 @@ type DoctorIndexReport struct {
 	// Error is set when the index could not be repaired.
 	Error string `json:"error,omitempty"`
 }
+
+// Backup is one backup of an index to object storage (POST, GET
+// /v1/indexes/{index}/backups[/{id}]).
+type Backup struct {
+	// ID names the backup: its start time (UTC, to the millisecond) and
+	// a random suffix; IDs sort by time.
+	ID string `json:"id"`
+	// Index is the backed-up index.
+	Index string `json:"index,omitempty"`
+	// Generation is the backed-up committed generation.
+	Generation uint64 `json:"generation"`
+	// State is "running", "completed" or "failed".
+	State string `json:"state"`
+	// Documents counts the generation's live documents.
+	Documents uint64 `json:"documents"`
+	// Bytes is what the backup uploaded (so far, while running).
+	Bytes int64 `json:"bytes"`
+	// ReusedBytes is what it found in the bucket already (same file name
+	// and checksum) and did not upload again.
+	ReusedBytes int64 `json:"reusedBytes"`
+	// TotalBytes is the size of the generation's files (Bytes plus
+	// ReusedBytes once completed).
+	TotalBytes int64 `json:"totalBytes,omitempty"`
+	// Files and FilesDone count the generation's files and those done.
+	Files     int `json:"files,omitempty"`
+	FilesDone int `json:"filesDone,omitempty"`
+	// Error says why a failed backup failed.
+	Error string `json:"error,omitempty"`
+	// EngineVersion is the engine version that wrote it.
+	EngineVersion string `json:"engineVersion,omitempty"`
+	// StartedAt and CompletedAt bound it (CompletedAt also for a failure).
+	StartedAt   time.Time  `json:"startedAt"`
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+}
+
+// Backup states.
+const (
+	BackupRunning   = "running"
+	BackupCompleted = "completed"
+	BackupFailed    = "failed"
+)
+
+// BackupList is the answer of GET /v1/indexes/{index}/backups.
+type BackupList struct {
+	// Backups are the completed backups in the bucket, newest first.
+	Backups []Backup `json:"backups"`
+}

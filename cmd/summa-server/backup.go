@@ -79,6 +79,9 @@ func parseBackupFlags(args []string, getenv func(string) string, stderr io.Write
 // data directory does not exist or the destination is not empty; 1 when
 // the copy failed (what it had written is removed).
 func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "prune" {
+		return runBackupPrune(args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := parseBackupFlags(args, getenv, stderr)
 	if errors.Is(err, errHelp) {
 		return exitOK

@@ -11,6 +11,7 @@ import (
 
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/s3backup"
 )
 
 // Config is the whole command line.
@@ -59,6 +60,8 @@ type Config struct {
 	Maintenance MaintenanceConfig
 	// Access configures tokens, TLS and connection limits.
 	Access AccessConfig
+	// S3 is the object store of online backups (none when not configured).
+	S3 s3backup.Config
 }
 
 // AccessConfig is access control and the limits on connections (engine
@@ -192,6 +195,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  summa-server --data-dir DIR [--listen HOST:PORT] [flags]\n"+
 			"  summa-server --data-dir DIR --doctor [--report-file PATH] [--report-id ID] [--summary-file PATH]\n  "+backupUsage+" (see backup --help)\n"+
+			"  "+restoreUsage+" (see restore --help)\n"+
 			"  summa-server version\n\n"+
 			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -230,6 +234,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&a.WriteTimeout, "write-timeout", time.Minute, "time allowed to send an answer once it starts (a client that does not read it is cut off)")
 	fs.DurationVar(&a.IdleTimeout, "idle-timeout", time.Minute, "close kept-alive connections idle this long")
 	fs.IntVar(&a.MaxConnections, "max-connections", 1024, "most connections open at once; further ones wait (0: no cap)")
+	addS3Flags(fs, &cfg.S3)
 	fs.IntVar(&m.OptimizerThreads, "optimizer-threads", 1, "width of background maintenance; 0 turns it off"+maintenanceHelp)
 	fs.DurationVar(&m.OptimizerScanInterval, "optimizer-scan-interval", 30*time.Second, "time between optimizer scans"+maintenanceHelp)
 	fs.DurationVar(&m.OptimizerBackoffMin, "optimizer-backoff-min", 30*time.Second, "first backoff after a failed maintenance task"+maintenanceHelp)
@@ -314,7 +319,24 @@ func (c *Config) validate() error {
 	case m.BPTimeBudget <= 0:
 		return errors.New("--bp-time-budget must be positive")
 	}
+	if c.S3.Configured() {
+		if err := c.S3.Validate(); err != nil {
+			return err
+		}
+	}
 	return c.Access.validate()
+}
+
+// addS3Flags declares the object-store flags (engine contract, "Backups
+// to object storage") into c.
+func addS3Flags(fs *flag.FlagSet, c *s3backup.Config) {
+	fs.StringVar(&c.Endpoint, "s3-endpoint", "", "object store of backups: S3-compatible endpoint URL, http://HOST:PORT or https://HOST:PORT (path-style addressing)")
+	fs.StringVar(&c.Bucket, "s3-bucket", "", "bucket of backups (created if missing)")
+	fs.StringVar(&c.Prefix, "s3-prefix", "", "key prefix of backups in the bucket (may be empty)")
+	fs.StringVar(&c.Region, "s3-region", s3backup.DefaultRegion, "region of the bucket")
+	fs.StringVar(&c.CredentialsFile, "s3-credentials-file", "", "file of the object store's key: two lines (access key ID, secret access key) or AWS_ACCESS_KEY_ID= and AWS_SECRET_ACCESS_KEY= lines; read again by every backup")
+	fs.StringVar(&c.CAFile, "s3-ca-file", "", "PEM bundle that verifies the object store's certificate (default: the system's roots)")
+	fs.Var((*byteSize)(&c.UploadBytesPerSecond), "s3-upload-bytes-per-second", "bound of one backup's upload rate, e.g. 50MiB (default: none)")
 }
 
 // validate checks the access flags.

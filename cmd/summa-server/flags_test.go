@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+
+	"github.com/summadev/summa/engine/s3backup"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,9 @@ func TestFlagsFromEnv(t *testing.T) {
 		"SUMMA_READ_TIMEOUT":                     "30s",
 		"SUMMA_MAX_CONNECTIONS":                  "64",
 		"SUMMA_PUBLICATION_RETRY_MAX":            "30s",
+		"SUMMA_S3_ENDPOINT":                      "http://127.0.0.1:8333",
+		"SUMMA_S3_BUCKET":                        "backups",
+		"SUMMA_S3_CREDENTIALS_FILE":              "/secrets/s3",
 	}
 	cfg, err := parseFlags([]string{"--listen", "127.0.0.1:1234"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
@@ -42,7 +47,8 @@ func TestFlagsFromEnv(t *testing.T) {
 		Access: AccessConfig{AdminTokenFile: "/secrets/admin-token", WriteTokenFile: "/secrets/write-token",
 			ReadTokenFile: "/secrets/read-token", TLSCertFile: "/tls/tls.crt", TLSKeyFile: "/tls/tls.key",
 			ReloadInterval: time.Second, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-			WriteTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: 64}}
+			WriteTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: 64},
+		S3: s3backup.Config{Endpoint: "http://127.0.0.1:8333", Bucket: "backups", CredentialsFile: "/secrets/s3", Region: "us-east-1"}}
 	if cfg != want {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
 	}
@@ -57,6 +63,10 @@ func TestFlagErrors(t *testing.T) {
 		{nil, nil, "--data-dir"},
 		{[]string{"--data-dir", "d", "--max-request-bytes", "lots"}, nil, "invalid size"},
 		{[]string{"--data-dir", "d", "--tls-cert-file", "c"}, nil, "--tls-cert-file and --tls-key-file go together"},
+		{[]string{"--data-dir", "d", "--s3-endpoint", "http://h:1"}, nil, "--s3-bucket is required"},
+		{[]string{"--data-dir", "d", "--s3-bucket", "b"}, nil, "--s3-endpoint is required"},
+		{[]string{"--data-dir", "d", "--s3-endpoint", "http://h:1", "--s3-bucket", "b"}, nil, "--s3-credentials-file is required"},
+		{[]string{"--data-dir", "d", "--s3-endpoint", "ftp://h:1", "--s3-bucket", "b", "--s3-credentials-file", "f"}, nil, "--s3-endpoint"},
 		{[]string{"--data-dir", "d", "--tls-key-file", "k"}, nil, "--tls-cert-file and --tls-key-file go together"},
 		{[]string{"--data-dir", "d", "--max-connections", "-1"}, nil, "--max-connections"},
 		{[]string{"--data-dir", "d", "--read-header-timeout", "0s"}, nil, "--read-header-timeout"},
@@ -123,5 +133,29 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 	if _, err := loopbackOnly("no-port"); err == nil {
 		t.Error("an address without a port was accepted")
+	}
+}
+
+// TestRestoreFlags: restore needs a data directory, a valid index name,
+// a well-formed backup ID if any, and the object store.
+func TestRestoreFlags(t *testing.T) {
+	s3 := []string{"--s3-endpoint", "http://127.0.0.1:1", "--s3-bucket", "b", "--s3-credentials-file", "f"}
+	cfg, err := parseRestoreFlags(append([]string{"--data-dir", "d", "--index", "books"}, s3...), func(string) string { return "" }, io.Discard)
+	if err != nil || cfg.Backup != "" || cfg.Index != "books" || cfg.S3.Bucket != "b" {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--index", "books"}, s3...), "--data-dir"},
+		{append([]string{"--data-dir", "d"}, s3...), "--index"},
+		{append([]string{"--data-dir", "d", "--index", "Books!"}, s3...), "invalid index name"},
+		{append([]string{"--data-dir", "d", "--index", "books", "--backup", "latest"}, s3...), "invalid backup ID"},
+		{[]string{"--data-dir", "d", "--index", "books"}, "object store"},
+	} {
+		if _, err := parseRestoreFlags(tc.args, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -5,6 +5,9 @@
 //	summa-server --data-dir DIR --doctor [--report-file PATH]  offline repair
 //	summa-server backup --data-dir DIR --to DEST [--report-file PATH]
 //	                                                           offline copy
+//	summa-server restore --data-dir DIR --index NAME [--backup ID] --s3-...
+//	                                                           restore a backup from object storage
+//	summa-server backup prune --index NAME --keep N --s3-...   prune backups in object storage
 //	summa-server prepare-volume --data-dir DIR --uid N --gid N chown a volume
 //	summa-server merge|compact|reorder --data-dir DIR [--index NAME]
 //	                                                           offline maintenance
@@ -58,6 +61,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	if len(args) > 0 && args[0] == "backup" {
 		return runBackup(args[1:], getenv, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "restore" {
+		return runRestore(args[1:], getenv, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "prepare-volume" {
 		return runPrepareVolume(args[1:], stdout, stderr)

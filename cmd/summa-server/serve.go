@@ -20,6 +20,7 @@ import (
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/optimizer"
 	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/s3backup"
 	"github.com/summadev/summa/engine/server"
 )
 
@@ -38,6 +39,19 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "summa-server: %v\n", err)
 		return exitUsage
+	}
+	var store *s3backup.Store
+	if cfg.S3.Configured() {
+		if store, err = s3backup.New(cfg.S3); err != nil {
+			fmt.Fprintf(stderr, "summa-server: %v\n", err)
+			return exitUsage
+		}
+		// Fail fast on an unreadable key file; the store itself may be
+		// down now and back later (each backup reads the file again).
+		if _, _, err := s3backup.ReadCredentials(cfg.S3.CredentialsFile); err != nil {
+			fmt.Fprintf(stderr, "summa-server: %v\n", err)
+			return exitUsage
+		}
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
@@ -75,7 +89,7 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	srv := server.New(reg, server.Options{Logger: log.WithName("http"), Limits: server.Limits{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxDocumentBytes: int(cfg.MaxDocumentBytes),
 	}, Tokens: acc.tokens, Certificate: acc.cert, ReadTimeout: cfg.Access.ReadTimeout,
-		WriteTimeout: cfg.Access.WriteTimeout})
+		WriteTimeout: cfg.Access.WriteTimeout, Backups: server.BackupOptions{Store: store, EngineVersion: versionString()}})
 	metrics.Store(srv.Metrics())
 	front.set(srv)
 	autoCtx, stopAuto := context.WithCancel(context.Background())
@@ -137,6 +151,11 @@ func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *reg
 		return fmt.Errorf("stop serving HTTP: %w", err)
 	}
 	stopAutocommit()
+	// Running backups end unfinished (no manifest) and release their
+	// tracker references and handles before the registry closes.
+	if err := srv.StopBackups(ctx); err != nil {
+		return fmt.Errorf("stop backups: %w", err)
+	}
 	if err := reg.Close(ctx); err != nil {
 		return fmt.Errorf("close the registry: %w", err)
 	}

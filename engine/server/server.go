@@ -37,6 +37,8 @@ type Options struct {
 	// WriteTimeout bounds the sending of an answer from its first byte
 	// (0: none); see recorder.startAnswer.
 	WriteTimeout time.Duration
+	// Backups configure online backups to object storage.
+	Backups BackupOptions
 }
 
 // Server serves the API of one registry.
@@ -60,6 +62,8 @@ type Server struct {
 	readTimeout time.Duration
 	// writeTimeout bounds the sending of an answer.
 	writeTimeout time.Duration
+	// backups runs the online backups.
+	backups *backups
 }
 
 // handlerFunc is an API handler; a returned error is answered with the
@@ -82,6 +86,7 @@ func New(r *registry.Registry, opts Options) *Server {
 	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger, tokens: opts.Tokens,
 		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 	s.metrics = newMetrics(r, opts.Tokens, opts.Certificate)
+	s.backups = newBackups(opts.Backups, s.metrics.reg)
 	s.handler = s.instrument(s.recoverPanics(s.crossOrigin(s.bodyDeadline(s.routes()))))
 	return s
 }
@@ -126,6 +131,9 @@ func (s *Server) table() []route {
 		{"POST", ix + "/merge", admin, s.merge},
 		{"POST", ix + "/reorder", admin, s.reorder},
 		{"POST", ix + "/compact", admin, s.compact},
+		{"POST", ix + "/backups", admin, s.startBackup},
+		{"GET", ix + "/backups", admin, s.listBackups},
+		{"GET", ix + "/backups/{id}", admin, s.getBackup},
 		{"POST", "/v1/admin/drain", admin, s.startDrain},
 		{"GET", "/v1/admin/drain", admin, s.drainStatus},
 		{"POST", "/v1/admin/resume", admin, s.resume},

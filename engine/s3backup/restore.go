@@ -1,0 +1,221 @@
+package s3backup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
+	"github.com/minio/minio-go/v7"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/registry"
+)
+
+// ErrDataDirNotEmpty: restore writes only into an empty data directory.
+var ErrDataDirNotEmpty = errors.New("s3backup: restore: the data directory is not empty")
+
+// RestoreRequest is one restore.
+type RestoreRequest struct {
+	// FS and DataDir are the data directory to fill: absent or empty
+	// (the data-directory lock file aside).
+	FS      vfs.FS
+	DataDir string
+	// Index names the backed-up index; the restored one has that name.
+	Index string
+	// ID is the backup to restore; empty means the newest.
+	ID string
+	// Logger receives a line per step.
+	Logger logr.Logger
+}
+
+// Restore fills an empty data directory with one backup: it takes the
+// data-directory lock (a server or doctor on it makes it fail, touching
+// nothing), downloads every file of the manifest into DataDir/<index>,
+// checks each against the manifest's size and SHA-256 as it arrives,
+// then fully validates every segment and mask against the format (the
+// doctor's check), and only then writes metadata.json through the
+// metadata commit point (temporary file, fsync, rename, directory
+// fsync). Any failure removes the index directory: no index is left
+// behind, and a server started on the directory serves nothing of it.
+// An interrupted restore (the process killed) leaves at most an index
+// directory without metadata.json, which a server does not open.
+func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, err error) {
+	log := req.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	fs := req.FS
+	if !registry.ValidIndexName(req.Index) {
+		return nil, fmt.Errorf("s3backup: restore: %w: %q", registry.ErrInvalidIndexName, req.Index)
+	}
+	if req.ID != "" && !ValidID(req.ID) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidID, req.ID)
+	}
+	createdRoot := false
+	if _, statErr := fs.Stat(req.DataDir); errors.Is(statErr, os.ErrNotExist) {
+		createdRoot = true
+	}
+	if err := fs.MkdirAll(req.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("s3backup: restore: create the data directory: %w", err)
+	}
+	names, err := fs.List(req.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("s3backup: restore: list the data directory: %w", err)
+	}
+	lockExisted := slices.Contains(names, registry.LockFileName)
+	for _, n := range names {
+		if n != registry.LockFileName {
+			return nil, fmt.Errorf("%w: %s holds %q (restore fills an empty data directory only; nothing was touched)",
+				ErrDataDirNotEmpty, req.DataDir, n)
+		}
+	}
+	lock, err := registry.LockDataDir(fs, req.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("s3backup: restore: %w", err)
+	}
+	defer func() {
+		_ = lock.Close()
+		if err != nil && !lockExisted {
+			_ = fs.Remove(fs.PathJoin(req.DataDir, registry.LockFileName))
+			if createdRoot {
+				_ = fs.Remove(req.DataDir)
+			}
+		}
+	}()
+
+	cl, err := newClient(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		m, err = s.latest(ctx, cl, req.Index)
+	} else {
+		m, err = s.get(ctx, cl, req.Index, req.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	meta, err := metadata.Decode(m.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("s3backup: restore %s: the manifest's metadata: %w", m.ID, err)
+	}
+	if meta.Generation != m.Generation {
+		return nil, fmt.Errorf("s3backup: restore %s: the manifest says generation %d, its metadata %d", m.ID, m.Generation, meta.Generation)
+	}
+	if err := s.checkFileList(m, meta); err != nil {
+		return nil, err
+	}
+	log.Info("Restoring a backup", "index", req.Index, "backup", m.ID, "generation", m.Generation,
+		"files", len(m.Files), "bytes", m.TotalBytes(), "documents", m.Documents)
+
+	dir := fs.PathJoin(req.DataDir, req.Index)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("s3backup: restore: create %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			if rmErr := fs.RemoveAll(dir); rmErr != nil {
+				err = fmt.Errorf("%w (and removing %s failed: %v)", err, dir, rmErr)
+			}
+			_ = metadata.SyncDir(fs, req.DataDir)
+		}
+	}()
+	buf := make([]byte, 1<<20)
+	for _, f := range m.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := downloadFile(ctx, cl, s.cfg.Bucket, fs, dir, f, buf); err != nil {
+			return nil, fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, req.Index, err)
+		}
+	}
+	if err := metadata.SyncDir(fs, dir); err != nil {
+		return nil, fmt.Errorf("s3backup: restore: %w", err)
+	}
+	// The doctor's full check of every segment and mask (checksums,
+	// format, document counts), before anything is published.
+	if err := index.ValidateCommitted(ctx, fs, dir, meta); err != nil {
+		return nil, fmt.Errorf("s3backup: restore %s of index %s: validation failed: %w", m.ID, req.Index, err)
+	}
+	// The commit point, last (C02).
+	if err := metadata.Save(fs, dir, meta); err != nil {
+		return nil, fmt.Errorf("s3backup: restore: write metadata.json: %w", err)
+	}
+	if err := metadata.SyncDir(fs, req.DataDir); err != nil {
+		return nil, fmt.Errorf("s3backup: restore: %w", err)
+	}
+	got, err := metadata.Load(fs, dir)
+	if err != nil || got.Generation != meta.Generation {
+		return nil, fmt.Errorf("s3backup: restore: the written metadata.json does not load back as generation %d: %v", meta.Generation, err)
+	}
+	log.Info("Restored", "index", req.Index, "backup", m.ID, "generation", m.Generation, "documents", m.Documents)
+	return m, nil
+}
+
+// checkFileList checks that the manifest lists exactly the files the
+// metadata names, with their sizes, under the keys of this layout.
+func (s *Store) checkFileList(m *Manifest, meta *metadata.Metadata) error {
+	want := index.CommittedFiles(meta)
+	if len(want) != len(m.Files) {
+		return fmt.Errorf("s3backup: restore %s: the manifest lists %d files, its metadata names %d", m.ID, len(m.Files), len(want))
+	}
+	byName := make(map[string]File, len(m.Files))
+	for _, f := range m.Files {
+		byName[f.Name] = f
+	}
+	for _, w := range want {
+		f, ok := byName[w.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("s3backup: restore %s: the manifest does not list %s", m.ID, w.Name)
+		case f.Size != w.Size:
+			return fmt.Errorf("s3backup: restore %s: %s has %d bytes in the manifest, %d in its metadata", m.ID, w.Name, f.Size, w.Size)
+		case len(f.SHA256) != 64 || f.Key != s.layout.fileKey(m.Index, f.Name, f.SHA256):
+			return fmt.Errorf("s3backup: restore %s: %s: bad checksum %q or key %q", m.ID, w.Name, f.SHA256, f.Key)
+		}
+	}
+	return nil
+}
+
+// downloadFile writes one object as dir/f.Name, checking its size and
+// SHA-256 against the manifest, and fsyncs it.
+func downloadFile(ctx context.Context, cl *minio.Client, bucket string, fs vfs.FS, dir string, f File, buf []byte) error {
+	obj, err := cl.GetObject(ctx, bucket, f.Key, minio.GetObjectOptions{})
+	if err != nil {
+		return fmt.Errorf("object %s (file %s): %w", f.Key, f.Name, err)
+	}
+	defer obj.Close()
+	out, err := fs.Create(fs.PathJoin(dir, f.Name), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", f.Name, err)
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(h, out), io.LimitReader(obj, f.Size+1), buf)
+	if err != nil {
+		out.Close()
+		if isNoSuchKey(err) {
+			return fmt.Errorf("object %s (file %s) is missing from the bucket", f.Key, f.Name)
+		}
+		return fmt.Errorf("download %s (file %s): %w", f.Key, f.Name, err)
+	}
+	if n != f.Size {
+		out.Close()
+		return fmt.Errorf("object %s (file %s) has %d bytes, the manifest says %d: damaged", f.Key, f.Name, n, f.Size)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != f.SHA256 {
+		out.Close()
+		return fmt.Errorf("object %s (file %s) has SHA-256 %s, the manifest says %s: damaged", f.Key, f.Name, sum, f.SHA256)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return fmt.Errorf("fsync %s: %w", f.Name, err)
+	}
+	return out.Close()
+}
