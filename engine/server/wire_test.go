@@ -232,6 +232,19 @@ func TestWireRoundTrip(t *testing.T) {
 				t.Fatalf("metrics: %d %s\n%.500s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}
 		}},
+		// Without an object store the backup routes answer 409
+		// BackupNotConfigured; their success bodies are decoded into the
+		// client types by the S3 black-box tests (test/blackbox), which
+		// run against a real S3 server.
+		{"POST /v1/indexes/{index}/backups", func(t *testing.T, e *env) {
+			wireNotConfigured(t, e, "POST", ix+"/backups")
+		}},
+		{"GET /v1/indexes/{index}/backups", func(t *testing.T, e *env) {
+			wireNotConfigured(t, e, "GET", ix+"/backups")
+		}},
+		{"GET /v1/indexes/{index}/backups/{id}", func(t *testing.T, e *env) {
+			wireNotConfigured(t, e, "GET", ix+"/backups/20261205T000000.000Z-0000abcd")
+		}},
 		{"DELETE /v1/indexes/{index}", func(t *testing.T, e *env) {
 			var res client.DeleteIndexResult
 			wireCall(t, e, "DELETE", ix, nil, 202, &res)
@@ -265,6 +278,17 @@ func TestWireRoundTrip(t *testing.T) {
 		if !t.Run(c.route, func(t *testing.T) { c.run(t, e) }) {
 			t.FailNow() // the cases build on each other
 		}
+	}
+}
+
+// wireNotConfigured checks a backup route of a server without an object
+// store: 409 with code BackupNotConfigured, in client.ErrorBody.
+func wireNotConfigured(t *testing.T, e *env, method, path string) {
+	t.Helper()
+	var body client.ErrorBody
+	wireCall(t, e, method, path, nil, 409, &body)
+	if body.Error == nil || body.Error.Code != client.CodeBackupNotConfigured || body.Error.Message == "" {
+		t.Fatalf("%s %s: %+v", method, path, body.Error)
 	}
 }
 
