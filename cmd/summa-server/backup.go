@@ -52,16 +52,7 @@ func parseBackupFlags(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.To, "to", "", "backup directory to create; must not exist or be empty (required)")
 	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
 	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, errHelp
-		}
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("backup: unexpected argument %q (see backup --help)", fs.Arg(0))
-	}
-	if err := applyEnv(fs, getenv); err != nil {
+	if err := parseCommandLine(fs, args, getenv, "backup"); err != nil {
 		return cfg, err
 	}
 	switch {

@@ -242,19 +242,30 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.IntVar(&m.OptimizerMaxUnconvergedPasses, "optimizer-max-unconverged-passes", 3, "budget-truncated BP passes allowed per segment lineage"+maintenanceHelp)
 	fs.IntVar(&m.BPMemoryBudgetMB, "bp-memory-budget-mb", 256, "memory budget of one BP pass in MiB"+maintenanceHelp)
 	fs.DurationVar(&m.BPTimeBudget, "bp-time-budget", 60*time.Second, "time budget of one BP pass"+maintenanceHelp)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, errHelp
-		}
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
-	}
-	if err := applyEnv(fs, getenv); err != nil {
+	if err := parseCommandLine(fs, args, getenv, ""); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.validate()
+}
+
+// parseCommandLine parses args into fs (errHelp for --help), refuses
+// positional arguments, and sets every flag not given from its
+// environment variable. cmd names the subcommand in messages ("" for the
+// server itself).
+func parseCommandLine(fs *flag.FlagSet, args []string, getenv func(string) string, cmd string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		if cmd == "" {
+			return fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+		}
+		return fmt.Errorf("%s: unexpected argument %q (see %s --help)", cmd, fs.Arg(0), cmd)
+	}
+	return applyEnv(fs, getenv)
 }
 
 // applyEnv sets every flag not given on the command line from its

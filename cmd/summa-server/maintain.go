@@ -70,16 +70,7 @@ func parseMaintainFlags(kind string, args []string, getenv func(string) string, 
 		fs.DurationVar(&cfg.BPTimeBudget, "bp-time-budget", 60*time.Second, "wall-clock budget of each BP pass")
 		fs.IntVar(&cfg.BPMemoryBudgetMB, "bp-memory-budget-mb", 256, "memory budget of each BP pass's graph, in MiB")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, errHelp
-		}
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("%s: unexpected argument %q (see %s --help)", kind, fs.Arg(0), kind)
-	}
-	if err := applyEnv(fs, getenv); err != nil {
+	if err := parseCommandLine(fs, args, getenv, kind); err != nil {
 		return cfg, err
 	}
 	switch {

@@ -59,16 +59,7 @@ func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writ
 	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
 	addS3Flags(fs, &cfg.S3)
 	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, errHelp
-		}
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("restore: unexpected argument %q (see restore --help)", fs.Arg(0))
-	}
-	if err := applyEnv(fs, getenv); err != nil {
+	if err := parseCommandLine(fs, args, getenv, "restore"); err != nil {
 		return cfg, err
 	}
 	switch {
@@ -182,15 +173,9 @@ func runBackupPrune(args []string, getenv func(string) string, stdout, stderr io
 	fs.IntVar(&keep, "keep", 0, "number of newest backups to keep, at least 1 (required)")
 	addS3Flags(fs, &s3)
 	fs.Var((*logLevel)(&verb), "log-level", "log level: info, debug, trace or a verbosity")
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
+	err := parseCommandLine(fs, args, getenv, "backup prune")
+	if errors.Is(err, errHelp) {
 		return exitOK
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err == nil {
-		err = applyEnv(fs, getenv)
 	}
 	switch {
 	case err != nil:
