@@ -207,7 +207,7 @@ var _ = Describe("Operator hardening on a real kubelet", func() {
 		Expect(k8s.Delete(ctx, getIndex("e2e-cramped"))).To(Succeed())
 	})
 
-	It("12. refuses a privileged app container by default, and runs it with --pod-template-policy=unrestricted", func() {
+	It("13. refuses a privileged app container by default, and runs it with --pod-template-policy=unrestricted", func() {
 		// The test namespace enforces no Pod Security level: only the
 		// operator's own policy stands between the template and the node.
 		privileged := func(x *summav1.SummaIndex) {
