@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -129,23 +128,7 @@ func backupExitCode(err error) int {
 // writeBackupReport prints the report and writes it to reportFile; it
 // returns the exit code.
 func writeBackupReport(out backupOutput, code int, reportFile string, log logr.Logger, stdout, stderr io.Writer) int {
-	data, err := json.Marshal(out)
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: backup: encode the report: %v\n", err)
-		return exitFailure
-	}
-	data = append(data, '\n')
-	if _, err := stdout.Write(data); err != nil {
-		return exitFailure
-	}
-	if reportFile != "" {
-		if err := os.WriteFile(reportFile, data, 0o644); err != nil {
-			fmt.Fprintf(stderr, "summa-server: backup: write the report to %s: %v\n", reportFile, err)
-			if code == exitOK {
-				code = exitFailure
-			}
-		}
-	}
+	code = writeReport("backup", out, code, reportFile, stdout, stderr)
 	if code == exitOK {
 		log.Info("Backup complete", "indexes", len(out.Indexes), "bytes", out.Bytes)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -143,22 +142,5 @@ func maintainExitCode(err error) int {
 // writeMaintainReport prints the report and writes it to reportFile; it
 // returns the exit code.
 func writeMaintainReport(out maintainOutput, code int, reportFile string, stdout, stderr io.Writer) int {
-	data, err := json.Marshal(out)
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: %s: encode the report: %v\n", out.Operation, err)
-		return exitFailure
-	}
-	data = append(data, '\n')
-	if _, err := stdout.Write(data); err != nil {
-		return exitFailure
-	}
-	if reportFile != "" {
-		if err := os.WriteFile(reportFile, data, 0o644); err != nil {
-			fmt.Fprintf(stderr, "summa-server: %s: write the report to %s: %v\n", out.Operation, reportFile, err)
-			if code == exitOK {
-				code = exitFailure
-			}
-		}
-	}
-	return code
+	return writeReport(out.Operation, out, code, reportFile, stdout, stderr)
 }

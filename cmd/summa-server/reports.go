@@ -1,6 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
 	"github.com/summadev/summa/engine/backup"
 	"github.com/summadev/summa/engine/registry"
 )
@@ -108,4 +113,28 @@ func newBackupOutput(rep backup.Report, errText string) backupOutput {
 		out.Indexes = append(out.Indexes, backupIndexOutput(ir))
 	}
 	return out
+}
+
+// writeReport prints out, a command's JSON report, on stdout and writes it
+// to reportFile when set; it returns the exit code: code, or exitFailure
+// when the report could not be written.
+func writeReport(cmd string, out any, code int, reportFile string, stdout, stderr io.Writer) int {
+	data, err := json.Marshal(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %s: encode the report: %v\n", cmd, err)
+		return exitFailure
+	}
+	data = append(data, '\n')
+	if _, err := stdout.Write(data); err != nil {
+		return exitFailure
+	}
+	if reportFile != "" {
+		if err := os.WriteFile(reportFile, data, 0o644); err != nil {
+			fmt.Fprintf(stderr, "summa-server: %s: write the report to %s: %v\n", cmd, reportFile, err)
+			if code == exitOK {
+				code = exitFailure
+			}
+		}
+	}
+	return code
 }

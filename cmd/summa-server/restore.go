@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -128,23 +127,7 @@ func runRestore(args []string, getenv func(string) string, stdout, stderr io.Wri
 		out.Error = err.Error()
 		fmt.Fprintf(stderr, "summa-server: %v%s\n", err, hint)
 	}
-	data, jerr := json.Marshal(out)
-	if jerr != nil {
-		return exitFailure
-	}
-	data = append(data, '\n')
-	if _, werr := stdout.Write(data); werr != nil && code == exitOK {
-		code = exitFailure
-	}
-	if cfg.ReportFile != "" {
-		if werr := os.WriteFile(cfg.ReportFile, data, 0o644); werr != nil {
-			fmt.Fprintf(stderr, "summa-server: restore: write the report to %s: %v\n", cfg.ReportFile, werr)
-			if code == exitOK {
-				code = exitFailure
-			}
-		}
-	}
-	return code
+	return writeReport("restore", out, code, cfg.ReportFile, stdout, stderr)
 }
 
 // pruneUsage is the first line of the prune command's usage.
