@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,10 +72,5 @@ func (r *SummaIndexReconciler) replaceOrphanSecret(ctx context.Context, x *summa
 // kindOf names obj's Go type (Pod, Service, Secret, ...).
 func kindOf(obj client.Object) string {
 	kind := fmt.Sprintf("%T", obj)
-	for i := len(kind) - 1; i >= 0; i-- {
-		if kind[i] == '.' {
-			return kind[i+1:]
-		}
-	}
-	return kind
+	return kind[strings.LastIndexByte(kind, '.')+1:]
 }
