@@ -7,8 +7,8 @@ import (
 	"math"
 	"net"
 	"sort"
-	"unicode/utf8"
 	"strconv"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
