@@ -190,6 +190,7 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetIndexMetrics(req.Namespace, req.Name)
+			r.warnings.forgetName(req.NamespacedName)
 			r.restarts.settle(req.NamespacedName, false, false, r.Options.MaxConcurrentRestarts)
 			r.unreachable.reset(req.NamespacedName)
 		}
@@ -215,6 +216,7 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		queued != nil && queued.Status == metav1.ConditionTrue && queued.Reason == ReasonRestartQueued, r.Options.MaxConcurrentRestarts)
 	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
 		forgetIndexMetrics(x.Namespace, x.Name)
+		r.warnings.forgetName(req.NamespacedName)
 		return res, err // gone once the finalizer left
 	}
 	summarize(x)
@@ -254,6 +256,15 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	res, err := r.reconcilePod(ctx, x, acc, sw)
 	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
 		f.add(err)
+	}
+	if f.dropConflicts() {
+		// Another writer changed an object since this pass read it: normal
+		// under concurrent updates, so no event and no Degraded; the next
+		// pass, soon, reads the new version.
+		res = reconcile.Result{RequeueAfter: conflictRetry}
+		if apierrors.IsConflict(err) {
+			err = nil
+		}
 	}
 	r.report(ctx, x, f)
 	err = returned(err)
