@@ -44,6 +44,11 @@ const (
 	// notReadyPoll is the fallback requeue of a pod that is not ready yet
 	// (its readiness changing wakes a pass anyway).
 	notReadyPoll = 5 * time.Second
+	// terminatingPoll is the fallback requeue while a pod terminates: its
+	// deletion wakes a pass through the pod watch, so this only covers a
+	// pod the watch does not map to its index (one orphaned by
+	// --cascade=orphan), not a poll every second for the whole grace.
+	terminatingPoll = 5 * time.Second
 )
 
 // Options tune the SummaIndex reconciler.
@@ -340,7 +345,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 	}
 	if pod.DeletionTimestamp != nil {
 		notReady(x, summav1.PhaseRestarting, "PodTerminating", "waiting for the previous engine pod to stop", true)
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
 	if err := r.syncAccessAnnotation(ctx, x, pod, acc); err != nil {
 		return reconcile.Result{}, failed(ReasonPodFailed, err)
