@@ -533,8 +533,11 @@ func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, x *summav1.
 			return r.replacePod(ctx, x, pod, purposeSuspend)
 		}
 		notReady(x, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
+	// The engine is stopped: drains that timed out on the way are over,
+	// and Degraded=DrainTimeout with them.
+	x.Status.DrainFailures, x.Status.LastDrainFailureTime, x.Status.DrainStartTime = 0, nil, nil
 	if x.Status.Phase != summav1.PhaseSuspended {
 		r.event(x, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", x.DataClaimName())
 	}
