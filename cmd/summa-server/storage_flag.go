@@ -21,9 +21,11 @@ func (m *minFreeBytes) String() string {
 	return strconv.FormatInt(int64(*m), 10)
 }
 
-// Set parses "auto", 0 or a size.
+// Set parses "auto", 0 or a size: bytes, or with a KiB, MiB, GiB or TiB
+// suffix (also Ki, Mi, Gi, Ti as Kubernetes writes them).
 func (m *minFreeBytes) Set(s string) error {
-	switch strings.TrimSpace(s) {
+	s = strings.TrimSpace(s)
+	switch s {
 	case "auto":
 		*m = diskspace.AutoReserve
 		return nil
@@ -31,11 +33,21 @@ func (m *minFreeBytes) Set(s string) error {
 		*m = 0
 		return nil
 	}
+	if strings.HasSuffix(s, "i") {
+		s += "B" // Mi -> MiB
+	}
+	mult := int64(1)
+	for _, t := range []string{"TiB", "TB", "T"} {
+		if num, ok := strings.CutSuffix(s, t); ok {
+			s, mult = num+"GiB", 1024
+			break
+		}
+	}
 	var b byteSize
 	if err := b.Set(s); err != nil {
 		return err
 	}
-	*m = minFreeBytes(b)
+	*m = minFreeBytes(int64(b) * mult)
 	return nil
 }
 

@@ -22,6 +22,10 @@ func TestMinFreeBytesFlag(t *testing.T) {
 		{[]string{"--min-free-bytes", "auto"}, "", diskspace.AutoReserve},
 		{[]string{"--min-free-bytes", "0"}, "", 0},
 		{[]string{"--min-free-bytes", "512MiB"}, "", 512 << 20},
+		{[]string{"--min-free-bytes", "512Mi"}, "", 512 << 20},
+		{[]string{"--min-free-bytes", "2TiB"}, "", 2 << 40},
+		{[]string{"--min-free-bytes", "1Ti"}, "", 1 << 40},
+		{[]string{"--min-free-bytes", "1048576"}, "", 1 << 20},
 		{nil, "1GiB", 1 << 30},
 		{[]string{"--min-free-bytes", "16MiB"}, "1GiB", 16 << 20},
 	} {
