@@ -224,6 +224,13 @@ type EngineSpec struct {
 	// +optional
 	MaxDocumentBytes *resource.Quantity `json:"maxDocumentBytes,omitempty"`
 
+	// MinFreeBytes is the free space of the data volume below which the
+	// engine refuses ingestion and commits with 507 StorageFull
+	// (--min-free-bytes; 0: none; engine default 3% of the volume, at
+	// least 64Mi, at most half of it).
+	// +optional
+	MinFreeBytes *resource.Quantity `json:"minFreeBytes,omitempty"`
+
 	// LogLevel of the engine (--log-level).
 	// +optional
 	LogLevel LogLevel `json:"logLevel,omitempty"`
@@ -651,6 +658,11 @@ type SummaIndexStatus struct {
 	// make its data durable.
 	// +optional
 	DurabilityDegraded bool `json:"durabilityDegraded,omitempty"`
+
+	// Storage is the engine's data volume while the engine refuses writes
+	// for lack of space (Degraded=StorageFull); absent otherwise.
+	// +optional
+	Storage *EngineStorage `json:"storage,omitempty"`
 
 	// TerminationGracePeriodSeconds is the grace period given to the engine
 	// pod, sized from DrainEstimateSeconds and clamped to the spec's bounds.
