@@ -55,10 +55,10 @@ test: check-tracked-files vet envtest helm check-monitoring ## Run every test (u
 PROMTOOL ?= promtool
 
 .PHONY: check-monitoring
-check-monitoring: ## promtool: check config/prometheus/summa-rules.yaml and run its unit tests (config/prometheus/tests), and lint the live /metrics of a real summa-server and the operator's metrics exposition.
+check-monitoring: ## promtool: check config/prometheus/summa-rules.yaml and run its unit tests (test/prometheus), and lint the live /metrics of a real summa-server and the operator's metrics exposition.
 	@command -v $(PROMTOOL) >/dev/null || { echo "promtool not found: apt-get install prometheus"; exit 1; }
 	$(PROMTOOL) check rules config/prometheus/summa-rules.yaml
-	$(PROMTOOL) test rules config/prometheus/tests/summa-rules-test.yaml
+	$(PROMTOOL) test rules test/prometheus/summa-rules-test.yaml
 	@mkdir -p bin
 	$(GO) build -o bin/summa-server ./cmd/summa-server
 	PROMTOOL=$(PROMTOOL) GO=$(GO) hack/check-metrics.sh bin/summa-server
