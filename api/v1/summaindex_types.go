@@ -422,6 +422,14 @@ type SummaIndexSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Access AccessSpec `json:"access,omitempty"`
+
+	// Replicas is the number of read followers (pods <name>-r<k> on their
+	// own volumes, following the leader; see summaindex_replicas_types.go).
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // Phase is the coarse state of a SummaIndex.
@@ -714,6 +722,10 @@ type SummaIndexStatus struct {
 	// Volume is the data volume's size and any resize in progress.
 	// +optional
 	Volume *VolumeStatus `json:"volume,omitempty"`
+
+	// Replicas shows the read followers.
+	// +optional
+	Replicas *ReplicasStatus `json:"replicas,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
@@ -726,6 +738,7 @@ type SummaIndexStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
 // +kubebuilder:printcolumn:name="Segments",type=integer,JSONPath=`.status.segments`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicas.summary`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
