@@ -75,7 +75,7 @@ func (r *SummaIndexReconciler) engineCertRequest(x *summav1.SummaIndex) certRequ
 		caName = caName[:64]
 	}
 	return certRequest{
-		caName:   caName,
+		caName: caName,
 		// The leader's Service and the read Service (which selects the
 		// leader and the followers; they share the certificate).
 		dnsNames: append(append(x.ServiceDNSNames(r.Options.ClusterDomain), x.ReadServiceDNSNames(r.Options.ClusterDomain)...), "localhost"),
