@@ -208,6 +208,13 @@ var _ = Describe("Read followers", func() {
 		Expect(x.Status.Replicas.Followers[0].Name).To(Equal("reps-r1"))
 		Expect(x.Status.Replicas.Followers[0].State).To(Equal("following"))
 
+		By("kubectl summa status lists each replica with its generation and lag")
+		out, err := kubectlSumma(kubeconfigFile(), "status", "reps")
+		Expect(err).NotTo(HaveOccurred(), out)
+		for _, want := range []string{"Replicas: 2/2", "reps-engine", "leader", "reps-r1", "reps-r2", "follower", "following", "LAG"} {
+			Expect(out).To(ContainSubstring(want))
+		}
+
 		leader := podOf("reps-engine")
 		Expect(leader.Labels).To(HaveKeyWithValue(summav1.LabelRole, summav1.RoleLeader))
 		for _, k := range []string{"1", "2"} {

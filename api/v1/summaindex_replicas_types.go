@@ -101,6 +101,11 @@ func (x *SummaIndex) FollowerClaimName(k int) string { return x.FollowerPodName(
 // ReadServiceName is the Service over every ready pod of the index.
 func (x *SummaIndex) ReadServiceName() string { return x.Name + "-read" }
 
+// HasReadService reports whether the read Service's name is a valid
+// Service name (at most 63 characters): with followers the API server
+// ensures it; without, an index of a longer name has no read Service.
+func (x *SummaIndex) HasReadService() bool { return len(x.ReadServiceName()) <= 63 }
+
 // PodDisruptionBudgetName is the index's PodDisruptionBudget (with
 // followers).
 func (x *SummaIndex) PodDisruptionBudgetName() string { return x.Name }
@@ -108,6 +113,9 @@ func (x *SummaIndex) PodDisruptionBudgetName() string { return x.Name }
 // ReadServiceDNSNames are the DNS names of the read Service, shortest
 // first, for a cluster domain such as cluster.local.
 func (x *SummaIndex) ReadServiceDNSNames(clusterDomain string) []string {
+	if !x.HasReadService() {
+		return nil
+	}
 	svc := x.ReadServiceName()
 	host := svc + "." + x.Namespace + ".svc"
 	names := []string{svc, svc + "." + x.Namespace, host}

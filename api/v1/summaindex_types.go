@@ -746,6 +746,7 @@ type SummaIndexStatus struct {
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): it names the engine Service"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.replicas) || self.spec.replicas == 0 || size(self.metadata.name) <= 58",message="with spec.replicas, metadata.name has at most 58 characters: it names the read Service <name>-read"
 type SummaIndex struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
