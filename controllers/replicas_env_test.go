@@ -402,4 +402,36 @@ var _ = Describe("Read followers", func() {
 		waitReplicas("repq", 1, 1)
 		deleteAndWaitGone("repq")
 	})
+	It("leaves followers alone while paused, stops them with suspend and starts them again", func() {
+		createReady("reps2", withReplicas(2))
+		waitReplicas("reps2", 2, 2)
+		r2 := podOf("reps2-r2").UID
+
+		By("paused: scaling down changes no pod")
+		updateIndex("reps2", func(x *summav1.SummaIndex) {
+			x.Annotations = map[string]string{AnnotationReconcile: ReconcilePaused}
+			x.Spec.Replicas = ptr.To[int32](1)
+		})
+		Consistently(func() *corev1.Pod { return podOf("reps2-r2") }).WithTimeout(4 * time.Second).WithPolling(poll).
+			Should(HaveField("UID", r2))
+		updateIndex("reps2", func(x *summav1.SummaIndex) { delete(x.Annotations, AnnotationReconcile) })
+		Eventually(func() *corev1.Pod { return podOf("reps2-r2") }).WithTimeout(readyTimeout).WithPolling(poll).Should(BeNil())
+
+		By("suspend stops the followers and keeps their volumes")
+		updateIndex("reps2", func(x *summav1.SummaIndex) { x.Spec.Suspend = true })
+		Eventually(func(g Gomega) {
+			g.Expect(podOf("reps2-r1")).To(BeNil())
+			g.Expect(podOf("reps2-engine")).To(BeNil())
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(claimOf("reps2-r1-data")).NotTo(BeNil())
+		updateIndex("reps2", func(x *summav1.SummaIndex) { x.Spec.Suspend = false })
+		waitReady("reps2")
+		waitReplicas("reps2", 1, 1)
+		deleteAndWaitGone("reps2")
+		for _, c := range []string{"reps2-data", "reps2-r1-data", "reps2-r2-data"} {
+			if pvc := claimOf(c); pvc != nil {
+				Expect(k8sClient.Delete(ctx, pvc)).To(Succeed())
+			}
+		}
+	})
 })

@@ -172,22 +172,27 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1
 		return reconcile.Result{}
 	}
 	if n == 0 && len(pods) == 0 && len(claims) == 0 {
-		x.Status.Replicas = nil
+		recordReplicas(x, 0, nil)
 		return reconcile.Result{}
+	}
+	if paused(x) {
+		// No change to any pod; status is still kept current.
+		recordReplicas(x, n, r.observeFollowers(ctx, x, n, pods))
+		return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
 	}
 	left, err := r.removeFollowersAbove(ctx, x, n, pods, claims)
 	f.add(err)
-	if x.Spec.Suspend && !paused(x) {
-		_, err := r.deleteAllFollowers(ctx, x, "suspended")
+	if x.Spec.Suspend {
+		running, err := r.deleteAllFollowers(ctx, x, "suspended")
 		f.add(err)
 		recordReplicas(x, n, nil)
-		return reconcile.Result{RequeueAfter: pollInterval}
+		if running || left {
+			return reconcile.Result{RequeueAfter: pollInterval}
+		}
+		return reconcile.Result{}
 	}
 	fs := r.observeFollowers(ctx, x, n, pods)
 	recordReplicas(x, n, fs)
-	if paused(x) {
-		return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
-	}
 	res := reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
 	if left {
 		res.RequeueAfter = pollInterval
