@@ -223,9 +223,15 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1
 		// The doctor repairs the leader; the followers keep serving.
 		return res
 	}
-	if rolled, err := r.rollFollowers(ctx, x, leader, fs, rev, claims); err != nil || rolled {
-		f.add(err)
+	rolling, busy, err := r.rollFollowers(ctx, x, leader, fs, rev, claims)
+	f.add(err)
+	switch {
+	case rolling || err != nil:
 		res.RequeueAfter = pollInterval
+	case busy:
+		// A follower starting or catching up: its readiness wakes a pass;
+		// its lag is looked at again soon.
+		res = sooner(res, reconcile.Result{RequeueAfter: notReadyPoll})
 	}
 	return res
 }
@@ -234,11 +240,12 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1
 // lowest-numbered one at another revision than rev, or reporting
 // quarantined segments, once the leader is ready and every other follower
 // is settled. A follower that does not serve is replaced at once: that
-// costs no search. It reports whether a follower is in motion.
+// costs no search. It reports whether followers are still to roll, and
+// whether a pod of the index is not settled (busy).
 func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.SummaIndex, leader *corev1.Pod,
-	fs []follower, rev string, claims map[int]*corev1.PersistentVolumeClaim) (bool, error) {
+	fs []follower, rev string, claims map[int]*corev1.PersistentVolumeClaim) (rolling, busy bool, err error) {
 	var todo []follower
-	busy := leader == nil || !engineReady(leader)
+	busy = leader == nil || !engineReady(leader)
 	for _, fl := range fs {
 		quarantined := fl.st != nil && len(fl.st.Quarantined) > 0
 		switch {
@@ -249,7 +256,7 @@ func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.Sum
 		}
 	}
 	if len(todo) == 0 {
-		return busy, nil
+		return false, busy, nil
 	}
 	setCondition(x, summav1.ConditionProgressing, true, ReasonRollingFollowers,
 		fmt.Sprintf("followers restart one at a time to revision %s before the leader (%d to go)", rev, len(todo)))
@@ -258,18 +265,17 @@ func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.Sum
 		if serving && busy {
 			continue
 		}
-		var err error
 		if fl.st != nil && len(fl.st.Quarantined) > 0 {
 			err = r.rebuildFollower(ctx, x, fl, claims[fl.k])
 		} else {
 			err = r.deleteFollowerPod(ctx, x, fl.pod, "restart to revision "+rev)
 		}
 		if err != nil {
-			return true, err
+			return true, busy, err
 		}
 		busy = busy || serving
 	}
-	return true, nil
+	return true, busy, nil
 }
 
 // rebuildFollower deletes a quarantined follower's volume, then its pod;
