@@ -434,4 +434,21 @@ var _ = Describe("Read followers", func() {
 			}
 		}
 	})
+	It("runs the doctor on the leader while the followers keep serving", func() {
+		createReady("repdoc", func(x *summav1.SummaIndex) {
+			x.Spec.Replicas = ptr.To[int32](1)
+			x.Spec.Doctor.Backup = summav1.BackupNone
+		})
+		waitReplicas("repdoc", 1, 1)
+		follower, leader := podOf("repdoc-r1").UID, podOf("repdoc-engine").UID
+		w := watchRoll([]string{"repdoc-r1"}, nil)
+		updateIndex("repdoc", func(x *summav1.SummaIndex) { x.Spec.Doctor.RequestID = "d1" })
+		waitDoctor("repdoc", "d1", summav1.DoctorPhaseSucceeded)
+		waitReady("repdoc")
+		_, maxDown := w.Stop()
+		Expect(podOf("repdoc-engine").UID).NotTo(Equal(leader), "the doctor restarts the leader")
+		Expect(podOf("repdoc-r1").UID).To(Equal(follower), "the doctor restarted the follower")
+		Expect(maxDown).To(BeZero(), "the follower stopped serving during the doctor run")
+		deleteAndWaitGone("repdoc")
+	})
 })
