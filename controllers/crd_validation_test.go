@@ -146,7 +146,7 @@ var _ = Describe("SummaIndex CRD validation", func() {
 			expectRefused(k8sClient.Status().Update(ctx, got), "status.phase", `Unsupported value: "Exploded"`)
 		})
 
-		It("shows phase, documents, segments, ready, degraded, a message and age as printer columns", func() {
+		It("shows phase, documents, segments, replicas, ready, degraded, a message and age as printer columns", func() {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "summaindexes.summa.dev"}, crd)).To(Succeed())
 			Expect(crd.Spec.Scope).To(Equal(apiextensionsv1.NamespaceScoped))
@@ -156,7 +156,7 @@ var _ = Describe("SummaIndex CRD validation", func() {
 					names = append(names, c.Name)
 				}
 			}
-			Expect(names).To(Equal([]string{"Phase", "Documents", "Segments", "Ready", "Degraded", "Message", "Age"}))
+			Expect(names).To(Equal([]string{"Phase", "Documents", "Segments", "Replicas", "Ready", "Degraded", "Message", "Age"}))
 		})
 	})
 

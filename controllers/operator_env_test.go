@@ -81,10 +81,16 @@ func startKubeletAndOperator() {
 	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "summa-server"), "../cmd/summa-server")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build summa-server: %s", out)
+	// Every engine container runs through the fake follower, which is the
+	// real summa-server (exec) unless started with --follow
+	// (internal/fakefollower).
+	build = exec.Command("go", "build", "-o", filepath.Join(binDir, "fakefollower"), "../internal/fakefollower")
+	out, err = build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build fakefollower: %s", out)
 
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: specNamespace}})).To(Succeed())
 	kubelet = envkubelet.New(k8sClient, envkubelet.Options{
-		Binaries: map[string]string{EngineCommand: filepath.Join(binDir, "summa-server")},
+		Binaries: map[string]string{EngineCommand: filepath.Join(binDir, "fakefollower")},
 		Root:     filepath.Join(binDir, "node"),
 		Log:      zap.New(zap.WriteTo(GinkgoWriter)).WithName("kubelet"),
 		// As lazy as a kubelet can be: a Secret's change reaches a running

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -258,9 +259,16 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	f.add(failed(ReasonServiceFailed, r.ensureService(ctx, x)))
 	acc, err := r.reconcileAccess(ctx, x)
 	f.add(err)
+	f.add(failed(ReasonServiceFailed, r.ensureReadService(ctx, x)))
+	f.add(failed(ReasonPodFailed, r.ensurePDB(ctx, x)))
 	res, err := r.reconcilePod(ctx, x, acc, sw)
 	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
 		f.add(err)
+	}
+	if leader, lerr := r.enginePod(ctx, x); lerr != nil {
+		f.add(failed(ReasonPodFailed, lerr))
+	} else {
+		res = sooner(res, r.reconcileReplicas(ctx, x, acc, leader, &f))
 	}
 	if f.dropConflicts() {
 		// Another writer changed an object since this pass read it: normal
@@ -416,6 +424,14 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			markRunning(x, engineUp, pod)
 			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
 			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if x.Status.DrainStartTime == nil && engineUp {
+			// Followers restart first, the leader last (summaindex_rolling.go).
+			if ok, why, err := r.followersSettled(ctx, x, x.Status.UpdateRevision); !ok {
+				markRunning(x, engineUp, pod)
+				setCondition(x, summav1.ConditionProgressing, true, ReasonRollingFollowers, why)
+				return reconcile.Result{RequeueAfter: pollInterval}, err
+			}
 		}
 		if err := r.holdInvalidRestart(ctx, x, pod, desired, engineUp); err != nil {
 			return reconcile.Result{RequeueAfter: failureRetry}, err
@@ -583,6 +599,7 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		WatchesRawSource(source.Channel(r.restarts.wake, &handler.EnqueueRequestForObject{})).
 		Named("summaindex").
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
@@ -618,5 +635,6 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&batchv1.Job{}:                  {Label: managed},
 		&corev1.Secret{}:                {Label: managed},
 		&networkingv1.NetworkPolicy{}:   {Label: managed},
+		&policyv1.PodDisruptionBudget{}: {Label: managed},
 	}
 }

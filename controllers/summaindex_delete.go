@@ -47,6 +47,11 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 			}
 		}
 	}
+	// Followers take no writes: their pods go at once (their volumes are
+	// among claims).
+	if _, err := r.deleteAllFollowers(ctx, x, "the index is deleted"); err != nil {
+		return reconcile.Result{}, err
+	}
 	pod, err := r.enginePod(ctx, x)
 	if err != nil {
 		return reconcile.Result{}, err

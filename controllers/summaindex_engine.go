@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -24,32 +25,41 @@ import (
 // mounts (the system roots without one), with the admin token of the
 // credentials Secret the pod mounts.
 func (r *SummaIndexReconciler) engineFor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (*client.Client, error) {
+	base, hc, token, err := r.engineConn(ctx, x, pod)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(base, hc).WithToken(token), nil
+}
+
+// engineConn is engineFor's base URL, HTTP client and admin token.
+func (r *SummaIndexReconciler) engineConn(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (string, *http.Client, string, error) {
 	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort))
 	pa := accessOf(pod)
 	token := ""
 	if pa.credentialsSecret != "" {
 		s, err := r.getSecret(ctx, pod.Namespace, pa.credentialsSecret)
 		if err != nil {
-			return nil, fmt.Errorf("read the admin token of engine pod %s from secret %s: %w", pod.Name, pa.credentialsSecret, err)
+			return "", nil, "", fmt.Errorf("read the admin token of engine pod %s from secret %s: %w", pod.Name, pa.credentialsSecret, err)
 		}
 		token = firstToken(s.Data[summav1.AdminTokenKey])
 	}
 	if !pa.https {
-		return client.New("http://"+addr, r.Options.HTTPClient).WithToken(token), nil
+		return "http://" + addr, r.Options.HTTPClient, token, nil
 	}
 	var ca []byte
 	if pa.tlsSecret != "" {
 		s, err := r.getSecret(ctx, pod.Namespace, pa.tlsSecret)
 		if err != nil {
-			return nil, fmt.Errorf("read the CA of engine pod %s from secret %s: %w", pod.Name, pa.tlsSecret, err)
+			return "", nil, "", fmt.Errorf("read the CA of engine pod %s from secret %s: %w", pod.Name, pa.tlsSecret, err)
 		}
 		ca = s.Data[summav1.CACertKey]
 	}
 	hc, err := r.clients.get(ca, x.ServiceHost(), x.ServiceDNSNames(r.Options.ClusterDomain), r.Options.EngineTimeout, r.Options.Now)
 	if err != nil {
-		return nil, fmt.Errorf("engine pod %s: the ca.crt of secret %s: %w", pod.Name, pa.tlsSecret, err)
+		return "", nil, "", fmt.Errorf("engine pod %s: the ca.crt of secret %s: %w", pod.Name, pa.tlsSecret, err)
 	}
-	return client.New("https://"+addr, hc).WithToken(token), nil
+	return "https://" + addr, hc, token, nil
 }
 
 // engineSchema is x's schema as the engine's JSON.

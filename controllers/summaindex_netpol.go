@@ -59,8 +59,14 @@ func desiredNetworkPolicy(x *summav1.SummaIndex, operatorNamespace string) netwo
 	for _, p := range x.Spec.Access.AllowFrom {
 		from = append(from, *p.DeepCopy())
 	}
+	selector := metav1.LabelSelector{MatchLabels: engineLabels(x)}
+	if x.EffectiveReplicas() > 0 {
+		// Read followers (summaindex_replicas.go): the same peers reach
+		// them, and they reach the leader.
+		selector, from = followersNetworkPolicy(x, from)
+	}
 	return networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: engineLabels(x)},
+		PodSelector: selector,
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
 			Ports: []networkingv1.NetworkPolicyPort{{

@@ -189,6 +189,8 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 	for k, v := range engineLabels(x) {
 		pod.Labels[k] = v
 	}
+	pod.Labels[summav1.LabelRole] = summav1.RoleLeader
+	pod.Labels[summav1.LabelServing] = "true"
 	if v, ok := x.Annotations[AnnotationRestartedAt]; ok {
 		// Part of the revision: a new value is one drained restart.
 		pod.Annotations[AnnotationRestartedAt] = v

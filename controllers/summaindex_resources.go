@@ -120,10 +120,15 @@ func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.Sum
 		}},
 		PublishNotReadyAddresses: servicePublishesNotReady(x),
 	}
+	return r.ensureServiceSpec(ctx, x, x.ServiceName(), want)
+}
+
+// ensureServiceSpec creates, adopts or updates x's Service name to want.
+func (r *SummaIndexReconciler) ensureServiceSpec(ctx context.Context, x *summav1.SummaIndex, name string, want corev1.ServiceSpec) error {
 	cur := &corev1.Service{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.ServiceName()}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: x.ServiceName(), Namespace: x.Namespace, Labels: x.Labels()}, Spec: want}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()}, Spec: want}
 		if err := controllerutil.SetControllerReference(x, svc, r.Scheme); err != nil {
 			return fmt.Errorf("owner reference on service: %w", err)
 		}
@@ -134,7 +139,7 @@ func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.Sum
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get service %s: %w", x.ServiceName(), err)
+		return fmt.Errorf("get service %s: %w", name, err)
 	}
 	if !metav1.IsControlledBy(cur, x) {
 		if !isOrphanOf(x, cur) {

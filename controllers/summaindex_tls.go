@@ -75,8 +75,10 @@ func (r *SummaIndexReconciler) engineCertRequest(x *summav1.SummaIndex) certRequ
 		caName = caName[:64]
 	}
 	return certRequest{
-		caName:   caName,
-		dnsNames: append(x.ServiceDNSNames(r.Options.ClusterDomain), "localhost"),
+		caName: caName,
+		// The leader's Service and the read Service (which selects the
+		// leader and the followers; they share the certificate).
+		dnsNames: append(append(x.ServiceDNSNames(r.Options.ClusterDomain), x.ReadServiceDNSNames(r.Options.ClusterDomain)...), "localhost"),
 		ips:      []net.IP{net.IPv4(127, 0, 0, 1).To4(), net.IPv6loopback},
 		validity: r.Options.CertificateValidity,
 	}

@@ -41,9 +41,19 @@ func TestDerivedNamesAreValidAtTheLengthLimits(t *testing.T) {
 				check("label "+k, v, validation.IsValidLabelValue(v))
 			}
 			check("summa.dev/client label", x.Name, validation.IsValidLabelValue(x.Name))
-			for _, dns := range x.ServiceDNSNames("cluster.local") {
+			for _, dns := range append(x.ServiceDNSNames("cluster.local"), x.ReadServiceDNSNames("cluster.local")...) {
 				check("certificate name", dns, validation.IsDNS1123Subdomain(dns))
 			}
+			if x.HasReadService() {
+				check("read Service", x.ReadServiceName(), validation.IsDNS1035Label(x.ReadServiceName()))
+			} else if len(name) <= 58 {
+				t.Errorf("name %d chars has no read Service", len(name))
+			}
+			for _, k := range []int{1, MaxReplicas} {
+				check("follower pod", x.FollowerPodName(k), validation.IsDNS1123Subdomain(x.FollowerPodName(k)))
+				check("follower volume", x.FollowerClaimName(k), validation.IsDNS1123Subdomain(x.FollowerClaimName(k)))
+			}
+			check("PodDisruptionBudget", x.PodDisruptionBudgetName(), validation.IsDNS1123Subdomain(x.PodDisruptionBudgetName()))
 		}
 	}
 }
@@ -91,5 +101,22 @@ func TestAccessNamesAndDefaults(t *testing.T) {
 	x.Spec.Access.TLS = TLSSpec{Mode: TLSDisabled}
 	if x.TLSEnabled() || x.TLSSecretName() != "" {
 		t.Error("TLS disabled still names a Secret")
+	}
+}
+
+func TestFollowerNamesParseBack(t *testing.T) {
+	x := &SummaIndex{ObjectMeta: metav1.ObjectMeta{Name: "a-r1", Namespace: "ns"}}
+	for k := 1; k <= MaxReplicas; k++ {
+		if got := x.FollowerIndex(x.FollowerPodName(k)); got != k {
+			t.Errorf("pod of %d parses as %d", k, got)
+		}
+		if got := x.FollowerIndex(x.FollowerClaimName(k)); got != k {
+			t.Errorf("volume of %d parses as %d", k, got)
+		}
+	}
+	for _, n := range []string{"a-r1", "a-r1-engine", "a-r1-r0", "a-r1-r01", "a-r1-rx", "a-r1-r", "a-r1-data", "b-r1-r1"} {
+		if k := x.FollowerIndex(n); k != 0 {
+			t.Errorf("%s parses as follower %d", n, k)
+		}
 	}
 }

@@ -429,6 +429,14 @@ type SummaIndexSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Access AccessSpec `json:"access,omitempty"`
+
+	// Replicas is the number of read followers (pods <name>-r<k> on their
+	// own volumes, following the leader; see summaindex_replicas_types.go).
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // Phase is the coarse state of a SummaIndex.
@@ -726,6 +734,10 @@ type SummaIndexStatus struct {
 	// Volume is the data volume's size and any resize in progress.
 	// +optional
 	Volume *VolumeStatus `json:"volume,omitempty"`
+
+	// Replicas shows the read followers.
+	// +optional
+	Replicas *ReplicasStatus `json:"replicas,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
@@ -733,11 +745,12 @@ type SummaIndexStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:metadata:annotations="summa.dev/crd-revision=2"
+// +kubebuilder:metadata:annotations="summa.dev/crd-revision=3"
 // +kubebuilder:resource:path=summaindexes,singular=summaindex,scope=Namespaced,shortName=sidx,categories=summa
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
 // +kubebuilder:printcolumn:name="Segments",type=integer,JSONPath=`.status.segments`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicas.summary`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
@@ -745,6 +758,7 @@ type SummaIndexStatus struct {
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): it names the engine Service"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.replicas) || self.spec.replicas == 0 || size(self.metadata.name) <= 58",message="with spec.replicas, metadata.name has at most 58 characters: it names the read Service <name>-read"
 type SummaIndex struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.

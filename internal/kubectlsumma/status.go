@@ -23,7 +23,8 @@ func newStatusCommand(o *Options) *cobra.Command {
 		Short: "Show an index's phase, conditions, documents, grace, doctor report and recent events",
 		Long: `Show one SummaIndex on one screen: phase and conditions, documents,
 segments and generation, the termination grace and drain estimate,
-quarantined segments, the last doctor run, and the most recent events.`,
+quarantined segments, the leader and each read follower (generation and
+replication lag), the last doctor run, and the most recent events.`,
 		Example: `  kubectl summa status articles
   kubectl summa status articles -n search --context prod`,
 		Args: exactlyOneName,
@@ -79,6 +80,7 @@ func (o *Options) status(ctx context.Context, cl *clients, name string) error {
 	}
 	w.Flush()
 
+	o.printReplicas(x)
 	if len(s.QuarantinedSegments) > 0 {
 		o.printf("\nQuarantined segments (run: kubectl summa doctor %s):\n", x.Name)
 		for _, q := range s.QuarantinedSegments {

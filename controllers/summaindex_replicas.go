@@ -1,0 +1,320 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Read followers (spec.replicas). Follower k of index <name> is the pod
+// <name>-r<k> on its own volume <name>-r<k>-data, built from the same
+// inputs as the leader's pod (image, resources, engine flags, pod template,
+// access, grace) and at the same revision, with three differences: it runs
+// summa-server --follow against the leader's Service with the read token
+// and the CA, its labels say summa.dev/role=follower and
+// summa.dev/component=follower (so that the leader's Service, which
+// selects component=engine, never routes writes to it), and unless
+// spec.podTemplate sets a pod anti-affinity it prefers a node without
+// another pod of the index. Every step is decided from the pods and
+// volumes that exist (summaindex_rolling.go has the rolling restart).
+
+const (
+	// ComponentFollower is LabelComponent's value on follower pods.
+	ComponentFollower = "follower"
+	// followTokenFile is the follower's read token of the leader (the
+	// index's own read token: the followers accept the same tokens).
+	followTokenFile = CredentialsMountPath + "/" + summav1.ReadTokenKey
+	// followCAFile is the CA that verifies the leader (ca.crt of the TLS
+	// Secret, mounted next to tls.crt and tls.key in followers).
+	followCAFile = TLSMountPath + "/" + summav1.CACertKey
+	// antiAffinityWeight is the weight of the preferred spread over nodes.
+	antiAffinityWeight = 100
+	// topologyHostname spreads over nodes.
+	topologyHostname = "kubernetes.io/hostname"
+)
+
+// followerLabels are the labels of x's follower pods.
+func followerLabels(x *summav1.SummaIndex) map[string]string {
+	l := x.Labels()
+	l[LabelComponent] = ComponentFollower
+	l[summav1.LabelRole] = summav1.RoleFollower
+	l[summav1.LabelServing] = "true"
+	return l
+}
+
+// servingSelector selects every pod of x that answers searches.
+func servingSelector(x *summav1.SummaIndex) map[string]string {
+	l := x.Labels()
+	l[summav1.LabelServing] = "true"
+	return l
+}
+
+// leaderURL is the URL followers reach the leader at: its Service.
+func leaderURL(x *summav1.SummaIndex, acc access) string {
+	scheme := "http"
+	if acc.tlsSecret != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + x.ServiceHost() + ":" + strconv.Itoa(EnginePort)
+}
+
+// followArgs are the follower's flags (engine.md, Replication).
+func followArgs(x *summav1.SummaIndex, acc access) []string {
+	args := []string{"--follow=" + leaderURL(x, acc)}
+	if acc.credentialsSecret != "" {
+		args = append(args, "--follow-token-file="+followTokenFile)
+	}
+	if acc.tlsSecret != "" && acc.caPresent {
+		args = append(args, "--follow-ca-file="+followCAFile)
+	}
+	return args
+}
+
+// desiredFollower builds follower k of x from the leader's desired pod.
+func desiredFollower(x *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
+	pod := desiredPod(x, in)
+	pod.Name = x.FollowerPodName(k)
+	for key, v := range followerLabels(x) {
+		pod.Labels[key] = v
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == EngineContainerName {
+				list[i].Args = append(list[i].Args, followArgs(x, in.access)...)
+			}
+		}
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		switch {
+		case v.Name == dataVolumeName && v.PersistentVolumeClaim != nil:
+			v.PersistentVolumeClaim.ClaimName = x.FollowerClaimName(k)
+		case v.Name == tlsVolumeName && v.Secret != nil && in.access.caPresent:
+			v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: summav1.CACertKey, Path: path.Base(followCAFile)})
+		}
+	}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.PodAntiAffinity == nil {
+		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: antiAffinityWeight,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: servingSelector(x)},
+					TopologyKey:   topologyHostname,
+				},
+			}},
+		}
+	}
+	return pod
+}
+
+// followerPods returns x's follower pods by k (those controlled by x).
+func (r *SummaIndexReconciler) followerPods(ctx context.Context, x *summav1.SummaIndex) (map[int]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	sel := x.Labels()
+	sel[LabelComponent] = ComponentFollower
+	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(sel)); err != nil {
+		return nil, fmt.Errorf("list follower pods: %w", err)
+	}
+	out := map[int]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if k := x.FollowerIndex(p.Name); k > 0 && metav1.IsControlledBy(p, x) {
+			out[k] = p
+		}
+	}
+	return out, nil
+}
+
+// followerClaims returns x's follower volumes by k.
+func (r *SummaIndexReconciler) followerClaims(ctx context.Context, x *summav1.SummaIndex) (map[int]*corev1.PersistentVolumeClaim, error) {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(x.Labels())); err != nil {
+		return nil, fmt.Errorf("list follower volumes: %w", err)
+	}
+	out := map[int]*corev1.PersistentVolumeClaim{}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if k := x.FollowerIndex(c.Name); k > 0 && c.Name == x.FollowerClaimName(k) {
+			out[k] = c
+		}
+	}
+	return out, nil
+}
+
+// ensureFollowerClaim creates follower k's volume, or keeps an existing
+// one owned per the reclaim policy and at spec.storage.size. It reports
+// whether the volume is usable (exists and is not being deleted).
+func (r *SummaIndexReconciler) ensureFollowerClaim(ctx context.Context, x *summav1.SummaIndex, k int, cur *corev1.PersistentVolumeClaim) (bool, error) {
+	if cur == nil {
+		pvc, err := r.newClaim(x, x.FollowerClaimName(k), x.Spec.Storage.Size)
+		if err != nil {
+			return false, failed(ReasonVolumeFailed, err)
+		}
+		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, failed(ReasonVolumeFailed, fmt.Errorf("create follower volume %s: %w", pvc.Name, err))
+		}
+		r.event(x, pvc, corev1.EventTypeNormal, "VolumeCreated", "follower volume %s created (%s)", pvc.Name, x.Spec.Storage.Size.String())
+		return true, nil
+	}
+	if cur.DeletionTimestamp != nil {
+		return false, nil
+	}
+	if _, err := r.syncClaimOwnership(ctx, x, cur); err != nil {
+		return false, failed(ReasonVolumeFailed, err)
+	}
+	return true, r.expandClaim(ctx, x, cur)
+}
+
+// createFollower creates follower k at the desired revision.
+func (r *SummaIndexReconciler) createFollower(ctx context.Context, x *summav1.SummaIndex, desired *corev1.Pod) error {
+	if err := controllerutil.SetControllerReference(x, desired, r.Scheme); err != nil {
+		return fmt.Errorf("owner reference on follower pod: %w", err)
+	}
+	if err := r.checkDesiredPod(ctx, x, desired); err != nil {
+		return err
+	}
+	if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+		return failed(ReasonPodFailed, fmt.Errorf("create follower pod %s: %w", desired.Name, err))
+	}
+	r.event(x, desired, corev1.EventTypeNormal, "FollowerCreated", "follower pod %s created (revision %s)",
+		desired.Name, desired.Annotations[AnnotationRevision])
+	return nil
+}
+
+// deleteFollowerPod deletes a follower pod (no drain: a follower takes no
+// writes) with a precondition on its UID.
+func (r *SummaIndexReconciler) deleteFollowerPod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, why string) error {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		opts = append(opts, client.GracePeriodSeconds(*g))
+	}
+	if err := r.Delete(ctx, pod, opts...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return failed(ReasonPodFailed, fmt.Errorf("delete follower pod %s: %w", pod.Name, err))
+	}
+	r.event(x, pod, corev1.EventTypeNormal, "FollowerDeleted", "follower pod %s deleted (%s)", pod.Name, why)
+	return nil
+}
+
+// removeFollowersAbove deletes the followers numbered above n and their
+// volumes as the reclaim policy says (Delete: deleted; Retain: released,
+// labelled, for a later scale-up or inspection). It reports whether any
+// of their pods still exists.
+func (r *SummaIndexReconciler) removeFollowersAbove(ctx context.Context, x *summav1.SummaIndex, n int,
+	pods map[int]*corev1.Pod, claims map[int]*corev1.PersistentVolumeClaim) (bool, error) {
+	left := false
+	for k, p := range pods {
+		if k > n {
+			left = true
+			if err := r.deleteFollowerPod(ctx, x, p, "scaled down to "+strconv.Itoa(n)+" replicas"); err != nil {
+				return left, err
+			}
+		}
+	}
+	ks := make([]int, 0, len(claims))
+	for k := range claims {
+		if k > n {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	for _, k := range ks {
+		c := claims[k]
+		if !ownsClaim(x, c) && !hasOwnerUID(c, x) {
+			continue
+		}
+		var err error
+		if x.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
+			err = r.deleteClaim(ctx, x, c.Name)
+		} else {
+			err = r.releaseClaim(ctx, x, c.Name)
+		}
+		if err != nil {
+			return left, failed(ReasonVolumeFailed, err)
+		}
+	}
+	return left, nil
+}
+
+// syncLeaderRoleLabels gives a leader pod made before read followers
+// existed its role and serving labels (labels are not part of the
+// revision: no restart).
+func (r *SummaIndexReconciler) syncLeaderRoleLabels(ctx context.Context, pod *corev1.Pod) error {
+	if pod == nil || pod.DeletionTimestamp != nil ||
+		(pod.Labels[summav1.LabelRole] == summav1.RoleLeader && pod.Labels[summav1.LabelServing] == "true") {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[summav1.LabelRole] = summav1.RoleLeader
+	pod.Labels[summav1.LabelServing] = "true"
+	if err := r.Patch(ctx, pod, patch); err != nil {
+		return failed(ReasonPodFailed, fmt.Errorf("label engine pod %s as the leader: %w", pod.Name, err))
+	}
+	return nil
+}
+
+// syncFollowerAccess tells a follower about changed tokens or a renewed
+// certificate (as syncAccessAnnotation does for the leader).
+func (r *SummaIndexReconciler) syncFollowerAccess(ctx context.Context, pod *corev1.Pod, acc access) error {
+	if acc.hash == "" || pod.DeletionTimestamp != nil || pod.Annotations[AnnotationAccessHash] == acc.hash {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationAccessHash] = acc.hash
+	if err := r.Patch(ctx, pod, patch); err != nil {
+		return failed(ReasonPodFailed, fmt.Errorf("annotate follower pod %s with the new access hash: %w", pod.Name, err))
+	}
+	return nil
+}
+
+// deleteAllFollowers deletes every follower pod of x (suspend, deletion)
+// and reports whether any still exists.
+func (r *SummaIndexReconciler) deleteAllFollowers(ctx context.Context, x *summav1.SummaIndex, why string) (bool, error) {
+	pods, err := r.followerPods(ctx, x)
+	if err != nil {
+		return false, failed(ReasonPodFailed, err)
+	}
+	for _, p := range pods {
+		if err := r.deleteFollowerPod(ctx, x, p, why); err != nil {
+			return true, err
+		}
+	}
+	return len(pods) > 0, nil
+}
+
+// followersNetworkPolicy widens the engine's NetworkPolicy to x's
+// followers: it selects the leader and the followers, and admits the
+// followers (which copy from the leader) besides the peers from.
+func followersNetworkPolicy(x *summav1.SummaIndex, from []networkingv1.NetworkPolicyPeer) (metav1.LabelSelector, []networkingv1.NetworkPolicyPeer) {
+	sel := metav1.LabelSelector{
+		MatchLabels: x.Labels(),
+		MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{ComponentEngine, ComponentFollower},
+		}},
+	}
+	followers := x.Labels()
+	followers[LabelComponent] = ComponentFollower
+	return sel, append(from, networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: followers}})
+}

@@ -1,0 +1,337 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// Rolling restarts with read followers. A new revision (spec change,
+// restartedAt, a new engine image) restarts the followers first, one at a
+// time, each back, ready and caught up with the leader before the next;
+// the leader restarts last, drained as without followers
+// (reconcileEngine asks followersSettled before its drain). Throughout,
+// the leader serves while a follower restarts, and the followers serve
+// while the leader restarts. Where a rollout stands is read from the
+// pods' revision annotations each pass, so an operator killed at any
+// point resumes it in the same order. A follower that reports
+// quarantined segments is rebuilt: its volume is deleted first (the
+// durable mark of a rebuild), then its pod; both are made again from the
+// leader.
+
+const (
+	// ReasonRollingFollowers is the Progressing reason while followers
+	// restart before the leader.
+	ReasonRollingFollowers = "RollingFollowers"
+	// maxCatchUpLagSeconds is the replication lag under which a follower
+	// that is following counts as caught up.
+	maxCatchUpLagSeconds = 5.0
+	// replicationFollowing is the engine's state of a connected follower.
+	replicationFollowing = "following"
+)
+
+// followerIndexStatus is what the operator reads of a follower's
+// GET /v1/indexes/{index}.
+type followerIndexStatus struct {
+	Generation  int64 `json:"generation"`
+	Quarantined []struct {
+		Segment string `json:"segment"`
+	} `json:"quarantined"`
+	Replication *struct {
+		Leader           string  `json:"leader"`
+		State            string  `json:"state"`
+		LeaderGeneration int64   `json:"leaderGeneration"`
+		LagSeconds       float64 `json:"lagSeconds"`
+	} `json:"replication"`
+}
+
+// followerIndex reads x's index on a follower; nil without an error when
+// the follower does not have it yet.
+func (r *SummaIndexReconciler) followerIndex(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (*followerIndexStatus, error) {
+	base, hc, token, err := r.engineConn(ctx, x, pod)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, base+"/v1/indexes/"+url.PathEscape(x.Name), nil)
+	if err != nil {
+		return nil, fmt.Errorf("follower %s: %w", pod.Name, err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read index %s on follower %s: %w", x.Name, pod.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read index %s on follower %s: HTTP %d", x.Name, pod.Name, resp.StatusCode)
+	}
+	st := &followerIndexStatus{}
+	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
+		return nil, fmt.Errorf("decode index %s of follower %s: %w", x.Name, pod.Name, err)
+	}
+	return st, nil
+}
+
+// caughtUp reports whether a follower's engine serves what the leader
+// published, near enough: connected, and at the leader's generation or
+// within maxCatchUpLagSeconds of it.
+func caughtUp(st *followerIndexStatus) bool {
+	if st == nil || st.Replication == nil || st.Replication.State != replicationFollowing {
+		return false
+	}
+	return st.Generation >= st.Replication.LeaderGeneration || st.Replication.LagSeconds <= maxCatchUpLagSeconds
+}
+
+// follower is one follower as a pass sees it.
+type follower struct {
+	k   int
+	pod *corev1.Pod
+	// st is its engine's view (nil when not read).
+	st *followerIndexStatus
+}
+
+// settled reports whether f runs revision rev, is ready and caught up.
+func (f follower) settled(rev string) bool {
+	return f.pod != nil && f.pod.DeletionTimestamp == nil && f.pod.Annotations[AnnotationRevision] == rev &&
+		engineReady(f.pod) && caughtUp(f.st)
+}
+
+// observeFollowers reads every follower 1..n (pods that are ready only).
+func (r *SummaIndexReconciler) observeFollowers(ctx context.Context, x *summav1.SummaIndex, n int, pods map[int]*corev1.Pod) []follower {
+	out := make([]follower, 0, n)
+	for k := 1; k <= n; k++ {
+		f := follower{k: k, pod: pods[k]}
+		if f.pod != nil && f.pod.DeletionTimestamp == nil && engineReady(f.pod) {
+			st, err := r.followerIndex(ctx, x, f.pod)
+			if err != nil {
+				log.FromContext(ctx).Info("Follower not readable", "pod", f.pod.Name, "error", err.Error())
+			}
+			f.st = st
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// followersSettled tells reconcileEngine whether the leader may restart
+// for revision rev: every follower runs rev, is ready and caught up.
+func (r *SummaIndexReconciler) followersSettled(ctx context.Context, x *summav1.SummaIndex, rev string) (bool, string, error) {
+	n := x.EffectiveReplicas()
+	if n == 0 {
+		return true, "", nil
+	}
+	pods, err := r.followerPods(ctx, x)
+	if err != nil {
+		return false, "", failed(ReasonPodFailed, err)
+	}
+	var waiting []string
+	for _, f := range r.observeFollowers(ctx, x, n, pods) {
+		if !f.settled(rev) {
+			waiting = append(waiting, x.FollowerPodName(f.k))
+		}
+	}
+	if len(waiting) == 0 {
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("followers restart to revision %s before the leader: waiting for %s", rev, strings.Join(waiting, ", ")), nil
+}
+
+// reconcileReplicas is the followers' step of a pass: scale down, keep
+// volumes and pods 1..N, read their engines into status.replicas, and
+// roll them one at a time to the leader's desired revision.
+func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1.SummaIndex, acc access, leader *corev1.Pod, f *failures) reconcile.Result {
+	n := x.EffectiveReplicas()
+	f.add(r.syncLeaderRoleLabels(ctx, leader))
+	pods, err := r.followerPods(ctx, x)
+	if err != nil {
+		f.add(failed(ReasonPodFailed, err))
+		return reconcile.Result{}
+	}
+	claims, err := r.followerClaims(ctx, x)
+	if err != nil {
+		f.add(failed(ReasonVolumeFailed, err))
+		return reconcile.Result{}
+	}
+	if n == 0 && len(pods) == 0 && len(claims) == 0 {
+		recordReplicas(x, 0, nil)
+		return reconcile.Result{}
+	}
+	if paused(x) {
+		// No change to any pod; status is still kept current.
+		recordReplicas(x, n, r.observeFollowers(ctx, x, n, pods))
+		return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
+	}
+	left, err := r.removeFollowersAbove(ctx, x, n, pods, claims)
+	f.add(err)
+	if x.Spec.Suspend {
+		running, err := r.deleteAllFollowers(ctx, x, "suspended")
+		f.add(err)
+		recordReplicas(x, n, nil)
+		if running || left {
+			return reconcile.Result{RequeueAfter: pollInterval}
+		}
+		return reconcile.Result{}
+	}
+	fs := r.observeFollowers(ctx, x, n, pods)
+	recordReplicas(x, n, fs)
+	res := reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
+	if left {
+		res.RequeueAfter = pollInterval
+	}
+	if !acc.known {
+		return res
+	}
+	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
+	in := r.podInputs(x, grace, acc)
+	rev := revisionOf(x, in)
+	for i := range fs {
+		fl := &fs[i]
+		usable, err := r.ensureFollowerClaim(ctx, x, fl.k, claims[fl.k])
+		f.add(err)
+		switch {
+		case fl.pod == nil && usable:
+			f.add(r.createFollower(ctx, x, desiredFollower(x, in, fl.k)))
+			res.RequeueAfter = pollInterval
+		case fl.pod != nil && !usable && claims[fl.k] != nil:
+			// A rebuild under way: the volume goes first, then the pod.
+			f.add(r.deleteFollowerPod(ctx, x, fl.pod, "its volume is being rebuilt"))
+			res.RequeueAfter = pollInterval
+		case fl.pod != nil:
+			f.add(r.syncFollowerAccess(ctx, fl.pod, acc))
+		}
+	}
+	if doctorActive(x) {
+		// The doctor repairs the leader; the followers keep serving.
+		return res
+	}
+	rolling, busy, err := r.rollFollowers(ctx, x, leader, fs, rev, claims)
+	f.add(err)
+	switch {
+	case rolling || err != nil:
+		res.RequeueAfter = pollInterval
+	case busy:
+		// A follower starting or catching up: its readiness wakes a pass;
+		// its lag is looked at again soon.
+		res = sooner(res, reconcile.Result{RequeueAfter: notReadyPoll})
+	}
+	return res
+}
+
+// rollFollowers restarts (or rebuilds) at most one serving follower: the
+// lowest-numbered one at another revision than rev, or reporting
+// quarantined segments, once the leader is ready and every other follower
+// is settled. A follower that does not serve is replaced at once: that
+// costs no search. It reports whether followers are still to roll, and
+// whether a pod of the index is not settled (busy).
+func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.SummaIndex, leader *corev1.Pod,
+	fs []follower, rev string, claims map[int]*corev1.PersistentVolumeClaim) (rolling, busy bool, err error) {
+	var todo []follower
+	busy = leader == nil || !engineReady(leader)
+	for _, fl := range fs {
+		quarantined := fl.st != nil && len(fl.st.Quarantined) > 0
+		switch {
+		case fl.pod != nil && fl.pod.DeletionTimestamp == nil && (fl.pod.Annotations[AnnotationRevision] != rev || quarantined):
+			todo = append(todo, fl)
+		case !fl.settled(rev):
+			busy = true
+		}
+	}
+	if len(todo) == 0 {
+		return false, busy, nil
+	}
+	setCondition(x, summav1.ConditionProgressing, true, ReasonRollingFollowers,
+		fmt.Sprintf("followers restart one at a time to revision %s before the leader (%d to go)", rev, len(todo)))
+	for _, fl := range todo {
+		serving := engineReady(fl.pod)
+		if serving && busy {
+			continue
+		}
+		if fl.st != nil && len(fl.st.Quarantined) > 0 {
+			err = r.rebuildFollower(ctx, x, fl, claims[fl.k])
+		} else {
+			err = r.deleteFollowerPod(ctx, x, fl.pod, "restart to revision "+rev)
+		}
+		if err != nil {
+			return true, busy, err
+		}
+		busy = busy || serving
+	}
+	return true, busy, nil
+}
+
+// rebuildFollower deletes a quarantined follower's volume, then its pod;
+// the next passes make both again and the follower copies the index from
+// the leader.
+func (r *SummaIndexReconciler) rebuildFollower(ctx context.Context, x *summav1.SummaIndex, fl follower, c *corev1.PersistentVolumeClaim) error {
+	r.event(x, fl.pod, corev1.EventTypeWarning, "FollowerRebuilding",
+		"follower %s reports %d quarantined segment(s): its volume and pod are made again from the leader", fl.pod.Name, len(fl.st.Quarantined))
+	if c != nil {
+		if err := r.deleteClaim(ctx, x, c.GetName()); err != nil {
+			return failed(ReasonVolumeFailed, err)
+		}
+	}
+	return r.deleteFollowerPod(ctx, x, fl.pod, "rebuild after quarantine")
+}
+
+// recordReplicas writes status.replicas from the followers 1..n.
+func recordReplicas(x *summav1.SummaIndex, n int, fs []follower) {
+	st := &summav1.ReplicasStatus{Desired: int32(n)}
+	var maxLag *float64
+	for _, fl := range fs {
+		if fl.pod == nil {
+			continue
+		}
+		fst := summav1.FollowerStatus{Name: fl.pod.Name, Ready: engineReady(fl.pod) && fl.pod.DeletionTimestamp == nil,
+			Revision: fl.pod.Annotations[AnnotationRevision]}
+		if fst.Ready {
+			st.Ready++
+		}
+		if fl.st != nil {
+			fst.Generation = fl.st.Generation
+			if rep := fl.st.Replication; rep != nil {
+				lag := math.Round(rep.LagSeconds*10) / 10
+				fst.State, fst.LeaderGeneration, fst.LagSeconds = rep.State, rep.LeaderGeneration, &lag
+				if maxLag == nil || lag > *maxLag {
+					maxLag = &lag
+				}
+			}
+		}
+		if fl.settled(x.Status.UpdateRevision) {
+			st.Updated++
+		}
+		st.Followers = append(st.Followers, fst)
+	}
+	slices.SortFunc(st.Followers, func(a, b summav1.FollowerStatus) int {
+		return x.FollowerIndex(a.Name) - x.FollowerIndex(b.Name)
+	})
+	st.MaxLagSeconds = maxLag
+	st.Summary = strconv.Itoa(int(st.Ready)) + "/" + strconv.Itoa(n)
+	x.Status.Replicas = st
+}
+
+// sooner is a, with b's requeue when b asks to come back sooner.
+func sooner(a, b reconcile.Result) reconcile.Result {
+	if b.RequeueAfter > 0 && (a.RequeueAfter == 0 || b.RequeueAfter < a.RequeueAfter) {
+		a.RequeueAfter = b.RequeueAfter
+	}
+	return a
+}
