@@ -574,6 +574,12 @@ const MaxDoctorHistory = 10
 // MaxRemovedSegments bounds status.doctor.removedSegments.
 const MaxRemovedSegments = 100
 
+// MaxQuarantinedSegments bounds status.quarantinedSegments.
+const MaxQuarantinedSegments = 100
+
+// MaxQuarantineReasonLength bounds the reason of one status.quarantinedSegments entry.
+const MaxQuarantineReasonLength = 256
+
 // DoctorRun is one finished doctor run.
 type DoctorRun struct {
 	// RequestID of the run.
@@ -640,10 +646,18 @@ type SummaIndexStatus struct {
 	// +optional
 	UncommittedDocuments int64 `json:"uncommittedDocuments,omitempty"`
 
-	// QuarantinedSegments are the segments the engine could not open.
+	// QuarantinedSegments are the segments the engine could not open: the
+	// first MaxQuarantinedSegments of them by ID, each reason cut to
+	// MaxQuarantineReasonLength, so that a badly damaged index cannot push
+	// the object past etcd's size limit (QuarantinedSegmentCount is exact).
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
 	QuarantinedSegments []QuarantinedSegment `json:"quarantinedSegments,omitempty"`
+
+	// QuarantinedSegmentCount is the number of quarantined segments.
+	// +optional
+	QuarantinedSegmentCount int64 `json:"quarantinedSegmentCount,omitempty"`
 
 	// DurabilityDegraded is true when the engine reports that it could not
 	// make its data durable.
@@ -724,6 +738,7 @@ type SummaIndexStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:annotations="summa.dev/crd-revision=2"
 // +kubebuilder:resource:path=summaindexes,singular=summaindex,scope=Namespaced,shortName=sidx,categories=summa
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
