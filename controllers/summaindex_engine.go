@@ -119,7 +119,7 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	s.Generation = int64(st.Generation)
 	s.UncommittedDocuments = int64(st.UncommittedDocuments)
 	s.DurabilityDegraded = st.DurabilityDegraded
-	r.observeStorage(x, pod, st.Storage)
+	r.observeStorage(ctx, x, pod, st.Storage)
 	// The estimate moves with every measurement: status follows it only
 	// when it moved enough to matter, so a steady index is never rewritten.
 	if est := lc.DrainEstimateSeconds; s.DrainEstimateSeconds == nil ||

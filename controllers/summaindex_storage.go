@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,10 @@ import (
 const ReasonStorageFull = "StorageFull"
 
 // observeStorage copies the engine's storage report into x's status: the
-// figures while the engine refuses writes, nothing otherwise.
-func (r *SummaIndexReconciler) observeStorage(x *summav1.SummaIndex, pod *corev1.Pod, st *client.StorageStatus) {
+// figures while the engine refuses writes, nothing otherwise; and grows
+// the volume when spec.storage.autoGrow asks for it (autoGrow).
+func (r *SummaIndexReconciler) observeStorage(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, st *client.StorageStatus) {
+	r.autoGrow(ctx, x, st)
 	if st == nil || !st.Full {
 		x.Status.Storage = nil
 		return

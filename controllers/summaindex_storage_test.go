@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 func TestStorageFullCauses(t *testing.T) {
 	r := &SummaIndexReconciler{}
 	x := &summav1.SummaIndex{}
-	r.observeStorage(x, nil, &client.StorageStatus{FreeBytes: 1 << 30, UsedBytes: 3 << 30})
+	r.observeStorage(context.Background(), x, nil, &client.StorageStatus{FreeBytes: 1 << 30, UsedBytes: 3 << 30})
 	if x.Status.Storage != nil || len(storageCauses(x)) != 0 {
 		t.Fatalf("a volume with space: %+v", x.Status.Storage)
 	}
@@ -30,7 +31,7 @@ func TestStorageFullCauses(t *testing.T) {
 	if c := x.GetCondition(summav1.ConditionDegraded); c == nil || c.Reason != ReasonStorageFull {
 		t.Fatalf("Degraded: %+v", c)
 	}
-	r.observeStorage(x, nil, nil)
+	r.observeStorage(context.Background(), x, nil, nil)
 	if x.Status.Storage != nil {
 		t.Fatal("an engine without a storage report left the figures in status")
 	}
@@ -55,5 +56,23 @@ func TestMinFreeBytesArg(t *testing.T) {
 		if !found {
 			t.Errorf("minFreeBytes %s: args %v lack %s", q, e.Args(), want)
 		}
+	}
+}
+
+// TestAutoGrowNextSize: half as much again, at least 1Gi more, capped at
+// maxSize; nothing at maxSize.
+func TestAutoGrowNextSize(t *testing.T) {
+	for _, c := range []struct{ have, maxSize, want string }{
+		{"1Gi", "10Gi", "2Gi"},
+		{"10Gi", "100Gi", "15Gi"},
+		{"10Gi", "12Gi", "12Gi"},
+	} {
+		got, ok := nextSize(resource.MustParse(c.have), resource.MustParse(c.maxSize))
+		if want := resource.MustParse(c.want); !ok || got.Cmp(want) != 0 {
+			t.Errorf("nextSize(%s, %s) = %s %v, want %s", c.have, c.maxSize, got.String(), ok, c.want)
+		}
+	}
+	if _, ok := nextSize(resource.MustParse("12Gi"), resource.MustParse("12Gi")); ok {
+		t.Error("grew past maxSize")
 	}
 }

@@ -137,6 +137,11 @@ type StorageSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// AutoGrow lets the operator grow the volume past Size, up to
+	// autoGrow.maxSize, when the engine reports it nearly full.
+	// +optional
+	AutoGrow *AutoGrow `json:"autoGrow,omitempty"`
 }
 
 // LogLevel is the engine's log level.
