@@ -96,3 +96,30 @@ func ReleaseAll(claims []*Claim) {
 		c.Release()
 	}
 }
+
+// ClaimIncoming registers IDs allocated elsewhere (a follower copying a
+// leader's generation, F02) as held by op before any of their files is
+// written, and raises the next ID above them so that a later Claim (after
+// promotion) never reuses one. It fails, claiming nothing, when an ID is
+// already held by any owner: an incoming ID is new to this directory.
+func (m *Manager) ClaimIncoming(op string, ids ...segid.ID) ([]*Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	for _, id := range ids {
+		if o := m.ownersLocked(id); o.Owned() || o.Retired {
+			return nil, fmt.Errorf("%w: incoming %s is already owned (%+v)", ErrAlreadyClaimed, id, o)
+		}
+	}
+	out := make([]*Claim, len(ids))
+	for i, id := range ids {
+		m.mu.active[id] = op
+		if id >= m.mu.nextID {
+			m.mu.nextID = id + 1
+		}
+		out[i] = &Claim{m: m, ID: id, op: op}
+	}
+	return out, nil
+}
