@@ -226,3 +226,11 @@ func (in *Incoming) validate(ctx context.Context, s metadata.Segment) (*roaring.
 	}
 	return bm, nil
 }
+
+// Generation returns the published generation's number (cheap: no copy of
+// the metadata).
+func (idx *Index) Generation() uint64 {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.mu.meta.Generation
+}
