@@ -157,7 +157,11 @@ func TestReplication_LeaderDownFollowerServesAndResumes(t *testing.T) {
 	if s, _ := replStatus(t, follower, "books"); s.Generation != st.Generation {
 		t.Fatalf("generation %d while disconnected, want %d", s.Generation, st.Generation)
 	}
-	leader = startServer(t, ldir, "--listen", addr)
+	leader = spawn(t, ldir, "--listen", addr) // the last --listen wins
+	leader.Addr = addr
+	if err := leader.WaitReady(readyTimeout); err != nil {
+		t.Fatalf("leader restarted on %s: %v", addr, err)
+	}
 	leader.Ingest("books", makeDocs(ps, "d", 60, 90))
 	leader.Commit("books")
 	s := waitConverged(t, leader, follower, "books")
@@ -311,53 +315,77 @@ func TestReplication_Kill9FollowerDuringCatchUp(t *testing.T) {
 		leaderRound(t, leader, ps, "books", round)
 		record()
 	}
-	trials := 10
+	trials := 20
 	if longMode() {
-		trials = 30
+		trials = 60
 	}
 	fdir := t.TempDir()
 	idir := filepath.Join(fdir, "books")
 	rng := rand.New(rand.NewPCG(29, 5))
+	// Slowed downloads stretch each catch-up, so that the kills land in
+	// the middle of copies.
+	px := newProxy(t, leader.URL(""))
+	px.delay.Store(int64(30 * time.Millisecond))
+	midway := 0
 	for trial := range trials {
-		f := spawn(t, fdir, "--follow", leader.URL(""))
-		time.Sleep(time.Duration(rng.IntN(600)) * time.Millisecond)
+		f := spawn(t, fdir, "--follow", px.srv.URL)
+		if trial%4 == 0 {
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // anywhere, startup included
+		} else {
+			// Between two file downloads of a copy (or at the copy's end).
+			seen, k := px.files.Load(), int64(1+rng.IntN(3))
+			deadline := time.Now().Add(5 * time.Second)
+			for px.files.Load() < seen+k && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		}
 		f.Kill()
-		f = startFollower(t, fdir, leader.URL(""))
+		// On disk, right after the kill: the commit point names only
+		// files that are there.
+		var live map[SegID]bool
+		var before map[string]time.Time
+		if exists(filepath.Join(idir, "metadata.json")) {
+			m := readMetadata(t, idir)
+			if missing := missingSegFiles(t, idir, m); len(missing) > 0 {
+				t.Fatalf("trial %d: generation %d names missing files %v", trial, m.Generation, missing)
+			}
+			if m.Generation < leader.Status("books").Generation {
+				midway++
+			}
+			live, before = m.LiveIDs(), segNames(t, idir)
+		}
+		f = startFollower(t, fdir, px.srv.URL)
+		// At once: a whole committed generation of the leader.
 		if st, ok := replStatus(t, f, "books"); ok {
 			want, known := states[st.Generation]
-			got := f.LiveDocs("books")
 			if !known && st.Generation != 0 {
 				t.Fatalf("trial %d: follower serves generation %d, never committed by the leader", trial, st.Generation)
 			}
-			if known && !sameDocs(got, want) {
+			if got := f.LiveDocs("books"); known && !sameDocs(got, want) {
 				t.Fatalf("trial %d: follower serves %d documents at generation %d, the leader had %d", trial, len(got), st.Generation, len(want))
 			}
-			m := readMetadata(t, idir)
-			if missing := missingSegFiles(t, idir, m); len(missing) > 0 {
-				t.Fatalf("trial %d: generation %d names missing files %v", trial, st.Generation, missing)
+		}
+		// Resume: the files it had published are not copied again.
+		waitConverged(t, leader, f, "books")
+		after := segNames(t, idir)
+		for name, mt := range before {
+			id, _, ok := parseSegFile(name)
+			if !ok || !live[id] {
+				continue
 			}
-			// Resume: the files of the generation it serves are not copied again.
-			before := segNames(t, idir)
-			live := m.LiveIDs()
-			f.Kill()
-			f = startFollower(t, fdir, leader.URL(""))
-			waitConverged(t, leader, f, "books")
-			after := segNames(t, idir)
-			for name, mt := range before {
-				id, _, ok := parseSegFile(name)
-				if !ok || !live[id] {
-					continue
-				}
-				if at, still := after[name]; still && !at.Equal(mt) {
-					t.Fatalf("trial %d: %s was copied again after the restart", trial, name)
-				}
+			if at, still := after[name]; still && !at.Equal(mt) {
+				t.Fatalf("trial %d: %s was copied again after the restart", trial, name)
 			}
 		}
 		f.Kill()
-		leaderRound(t, leader, ps, "books", round)
-		record()
-		round++
+		for range 2 + rng.IntN(3) {
+			leaderRound(t, leader, ps, "books", round)
+			record()
+			round++
+		}
 	}
+	t.Logf("%d of %d restarts found the follower behind the leader (killed during a catch-up)", midway, trials)
 	f := startFollower(t, fdir, leader.URL(""))
 	waitConverged(t, leader, f, "books")
 	waitUntil(t, "no file outside the served generation", convergeTimeout, func() bool {
