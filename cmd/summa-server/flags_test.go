@@ -50,7 +50,7 @@ func TestFlagsFromEnv(t *testing.T) {
 			ReadTokenFile: "/secrets/read-token", TLSCertFile: "/tls/tls.crt", TLSKeyFile: "/tls/tls.key",
 			ReloadInterval: time.Second, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: 64},
-		S3: s3backup.Config{Endpoint: "http://127.0.0.1:8333", Bucket: "backups", CredentialsFile: "/secrets/s3", Region: "us-east-1"},
+		S3:     s3backup.Config{Endpoint: "http://127.0.0.1:8333", Bucket: "backups", CredentialsFile: "/secrets/s3", Region: "us-east-1"},
 		Follow: FollowConfig{Leader: "https://leader:8082", TokenFile: "/secrets/leader-read", HoldTTL: time.Minute}}
 	if cfg != want {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
