@@ -938,6 +938,13 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestF03_",
 	},
 	{
+		Rule: "F03", Desc: "the downloaded files are not synced with the metadata save: a crash image names empty files",
+		Edits: []Edit{{File: "engine/index/replica.go",
+			From: `unsynced: in.created,`,
+			To:   `unsynced: nil,`}},
+		Pkg: "./engine/index", Run: "^TestF03_",
+	},
+	{
 		Rule: "F04", Desc: "the follower numbers the copied generation itself instead of keeping the leader's",
 		Edits: []Edit{{File: "engine/index/replica.go",
 			From: `next := in.next.Clone()`,
