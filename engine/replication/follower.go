@@ -276,12 +276,16 @@ func (f *Follower) start(ctx context.Context, name string) {
 // deleted it).
 func (f *Follower) remove(ctx context.Context, name string) {
 	f.mu.Lock()
-	fi := f.mu.indexes[name]
+	var stop context.CancelFunc
+	var done chan struct{}
+	if fi := f.mu.indexes[name]; fi != nil {
+		stop, done = fi.stop, fi.done
+	}
 	delete(f.mu.indexes, name)
 	f.mu.Unlock()
-	if fi != nil && fi.stop != nil {
-		fi.stop()
-		<-fi.done
+	if stop != nil {
+		stop()
+		<-done
 	}
 	err := f.reg.Delete(ctx, name)
 	switch {
