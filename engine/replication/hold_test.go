@@ -96,6 +96,7 @@ func waitGone(t *testing.T, fs vfs.FS, idx *index.Index, meta *metadata.Metadata
 func TestF01_HoldKeepsRetiredFilesUntilReleasedExpiredOrDeleting(t *testing.T) {
 	fs, idx := leaderOf(t)
 	hs := NewHolds(time.Hour)
+	t.Cleanup(hs.Close) // before the index closes: a failed check must not hang in Close
 	id, meta := pin(t, hs, fs, idx, nil)
 	if _, err := idx.ForceMerge(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -131,6 +132,7 @@ func TestF01_HoldKeepsRetiredFilesUntilReleasedExpiredOrDeleting(t *testing.T) {
 
 	// Expiry: a short TTL ends the hold without a release.
 	short := NewHolds(50 * time.Millisecond)
+	t.Cleanup(short.Close)
 	_, meta = pin(t, short, fs, idx, nil)
 	addAndMerge(t, idx)
 	waitGone(t, fs, idx, meta, "the hold's TTL")
