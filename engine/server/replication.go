@@ -166,7 +166,14 @@ func (s *Server) replicationFile(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, io.LimitReader(f, size)); err != nil {
+	// A segment file may take longer than --write-timeout to send: the
+	// deadline is renewed by each chunk the follower takes, so only a
+	// follower that stops reading is cut off.
+	var dst io.Writer = w
+	if s.writeTimeout > 0 {
+		dst = &renewingWriter{w: w, rc: http.NewResponseController(w), d: s.writeTimeout}
+	}
+	if _, err := io.CopyBuffer(dst, io.LimitReader(f, size), make([]byte, 256<<10)); err != nil {
 		// The status is sent: the follower sees a short body and refuses it.
 		s.log.Error(err, "Replication download cut", "index", name, "file", r.PathValue("file"))
 	}
@@ -206,4 +213,18 @@ func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, st := range c.f.Statuses() {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, st.LagSeconds, name)
 	}
+}
+
+// renewingWriter renews the connection's write deadline before each
+// write.
+type renewingWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+// Write renews the deadline, then writes.
+func (r *renewingWriter) Write(b []byte) (int, error) {
+	_ = r.rc.SetWriteDeadline(time.Now().Add(r.d))
+	return r.w.Write(b)
 }
