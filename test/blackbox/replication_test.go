@@ -1,8 +1,10 @@
 package blackbox
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -393,3 +395,49 @@ func TestReplication_Kill9FollowerDuringCatchUp(t *testing.T) {
 		return len(unowned) == 0
 	})
 }
+
+// TestReplication_OverTLSWithAReadToken: a follower of a leader that
+// serves HTTPS with tokens copies it with a read-scope token and the CA
+// (and --follow-server-name); with another CA it stays ready, serves
+// nothing it could not verify, and says "disconnected".
+func TestReplication_OverTLSWithAReadToken(t *testing.T) {
+	ps := paragraphs(t)
+	a := newAccessFiles(t, true)
+	_, base, c := startAccessServer(t, a)
+	body, _ := json.Marshal(map[string]any{"schema": testSchema})
+	if st, out := call(t, c, "PUT", base+"/v1/indexes/books", a.adminTok, string(body)); st != http.StatusCreated {
+		t.Fatalf("create: %d %s", st, out)
+	}
+	if st, out := call(t, c, "POST", base+"/v1/indexes/books/documents", a.writeTok, string(NDJSON(makeDocs(ps, "t", 0, 40)))); st != http.StatusOK {
+		t.Fatalf("ingest: %d %s", st, out)
+	}
+	if st, out := call(t, c, "POST", base+"/v1/indexes/books/commit", a.writeTok, ""); st != http.StatusOK {
+		t.Fatalf("commit: %d %s", st, out)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, a.ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	follower := startFollower(t, t.TempDir(), "https://127.0.0.1:"+portOf(base),
+		"--follow-token-file", a.read, "--follow-ca-file", caFile, "--follow-server-name", "localhost")
+	waitUntil(t, "the follower to copy the leader over TLS", convergeTimeout, func() bool {
+		st, ok := replStatus(t, follower, "books")
+		return ok && st.Documents == 40 && st.Replication != nil && st.Replication.State == "following"
+	})
+	other := newAccessFiles(t, true)
+	otherCA := filepath.Join(t.TempDir(), "other-ca.crt")
+	if err := os.WriteFile(otherCA, other.ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	untrusting := startFollower(t, t.TempDir(), base, "--follow-token-file", a.read, "--follow-ca-file", otherCA)
+	time.Sleep(time.Second)
+	if r := untrusting.MustDo("GET", "/readyz", nil); r.Status != http.StatusOK {
+		t.Fatalf("a follower that cannot verify its leader is not ready: %s", r)
+	}
+	if _, ok := replStatus(t, untrusting, "books"); ok {
+		t.Fatal("a follower that cannot verify its leader copied its index")
+	}
+}
+
+// portOf returns the port of a base URL.
+func portOf(base string) string { return base[strings.LastIndex(base, ":")+1:] }
