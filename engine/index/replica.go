@@ -40,8 +40,11 @@ type Incoming struct {
 	files map[string]SnapshotFile
 	// newSegs and newMasks are the IDs whose files are new.
 	newSegs, newMasks map[segid.ID]bool
-	// created names the files Create made (synced by the save, C02).
+	// created names the files Create made; closed ones have their fsync
+	// started (Closed), the save waits for those and syncs the rest (C02).
 	created []string
+	// started are the fsyncs Closed started, by file name.
+	started map[string]*metadata.FileSync
 }
 
 // PrepareIncoming compares next (a leader's committed generation) with the
@@ -122,9 +125,29 @@ func (in *Incoming) Create(name string) (vfs.File, error) {
 	return f, nil
 }
 
-// Abandon gives the incoming generation up: its claims are abandoned, so
-// the files written so far are deleted through the tracker (L05).
-func (in *Incoming) Abandon() { lifecycle.AbandonAll(in.claims) }
+// Closed tells that file name, created by Create, is written and closed:
+// its fsync starts now, in the background, so that the disk writes it
+// back while the next files download (the save waits for it).
+func (in *Incoming) Closed(name string) {
+	if _, ok := in.files[name]; !ok || in.started[name] != nil {
+		return
+	}
+	if in.started == nil {
+		in.started = make(map[string]*metadata.FileSync)
+	}
+	in.started[name] = metadata.StartFileSync(in.idx.fs, in.idx.dir, name)
+}
+
+// Abandon gives the incoming generation up: its started fsyncs are given
+// up and its claims abandoned, so the files written so far are deleted
+// through the tracker (L05).
+func (in *Incoming) Abandon() {
+	for _, s := range in.started {
+		s.Release()
+	}
+	in.started = nil
+	lifecycle.AbandonAll(in.claims)
+}
 
 // Publish checks every file of the incoming generation in full (the
 // doctor's validation; F03), opens the new segments and commits the
@@ -169,11 +192,21 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 	if n := idx.mgr.NextID(); n > next.NextID {
 		next.NextID = n
 	}
+	var unsynced []string
+	var started []*metadata.FileSync
+	for _, name := range in.created {
+		if s := in.started[name]; s != nil {
+			started = append(started, s)
+		} else {
+			unsynced = append(unsynced, name)
+		}
+	}
 	var old *Snapshot
 	saveErr, err := commitPoint{
 		caller:   commitByReplica,
 		next:     next,
-		unsynced: in.created,
+		unsynced: unsynced,
+		started:  started,
 		install: func(degraded error) {
 			old = idx.install(next, readers, masks, degraded)
 		},
@@ -183,6 +216,7 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", ErrPublication, err)
 	}
+	in.started = nil // waited for by the save
 	if old != nil {
 		old.Close()
 	}

@@ -147,6 +147,7 @@ func (f *Follower) download(ctx context.Context, c *client.Client, in *index.Inc
 	if n != file.Size {
 		return n, fmt.Errorf("%w: %s has %d bytes, the generation says %d", errRefused, file.Name, n, file.Size)
 	}
+	in.Closed(file.Name) // its fsync runs while the next file downloads
 	return n, nil
 }
 

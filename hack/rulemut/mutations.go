@@ -940,8 +940,10 @@ var mutations = []Mutation{
 	{
 		Rule: "F03", Desc: "the downloaded files are not synced with the metadata save: a crash image names empty files",
 		Edits: []Edit{{File: "engine/index/replica.go",
-			From: `unsynced: in.created,`,
-			To:   `unsynced: nil,`}},
+			From: `unsynced: unsynced,`,
+			To:   `unsynced: nil,`}, {File: "engine/index/replica.go",
+			From: `started:  started,`,
+			To:   `started:  nil,`}},
 		Pkg: "./engine/index", Run: "^TestF03_",
 	},
 	{

@@ -55,7 +55,9 @@ func run(indexMB, commits int, work string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build summa-server: %w", err)
 	}
-	leader, err := start(bin, filepath.Join(work, "leader"))
+	// Background maintenance off: the figures are the copy's, not those of
+	// a merge's output copied meanwhile.
+	leader, err := start(bin, filepath.Join(work, "leader"), "--optimizer-threads", "0")
 	if err != nil {
 		return err
 	}
@@ -73,7 +75,11 @@ func run(indexMB, commits int, work string) error {
 	if err != nil {
 		return err
 	}
-	follower, err := start(bin, filepath.Join(work, "follower"), "--follow", leader.url)
+	fdir := filepath.Join(work, "follower")
+	if err := os.RemoveAll(fdir); err != nil {
+		return err
+	}
+	follower, err := start(bin, fdir, "--follow", leader.url)
 	if err != nil {
 		return err
 	}
@@ -132,8 +138,18 @@ func fill(leader *proc, target int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var size int64
-	for batch, id := 0, 0; size < target; batch++ {
+	size, err := indexSize(leader)
+	if err != nil {
+		return 0, err
+	}
+	// A kept -dir: documents are added after those already there.
+	var st struct {
+		Documents int `json:"documents"`
+	}
+	if err := leader.call("GET", "/v1/indexes/bench", nil, &st); err != nil {
+		return 0, err
+	}
+	for batch, id := 0, st.Documents; size < target; batch++ {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		for b.Len() < 16<<20 {
@@ -151,21 +167,29 @@ func fill(leader *proc, target int64) (int64, error) {
 		if err := leader.call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
 			return 0, err
 		}
-		var st struct {
-			Segments []struct {
-				SizeBytes int64 `json:"sizeBytes"`
-			} `json:"segments"`
-		}
-		if err := leader.call("GET", "/v1/indexes/bench", nil, &st); err != nil {
+		if size, err = indexSize(leader); err != nil {
 			return 0, err
-		}
-		size = 0
-		for _, s := range st.Segments {
-			size += s.SizeBytes
 		}
 		if batch%10 == 0 {
 			fmt.Fprintf(os.Stderr, "ingested %d documents, index %.0f MiB\n", id, float64(size)/(1<<20))
 		}
+	}
+	return size, nil
+}
+
+// indexSize returns the bytes of the bench index's live segments.
+func indexSize(leader *proc) (int64, error) {
+	var st struct {
+		Segments []struct {
+			SizeBytes int64 `json:"sizeBytes"`
+		} `json:"segments"`
+	}
+	if err := leader.call("GET", "/v1/indexes/bench", nil, &st); err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, s := range st.Segments {
+		size += s.SizeBytes
 	}
 	return size, nil
 }
