@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/metadata"
@@ -117,7 +118,13 @@ func (in *Incoming) Create(name string) (vfs.File, error) {
 	if _, ok := in.files[name]; !ok {
 		return nil, fmt.Errorf("index: %s is not a file of incoming generation %d", name, in.next.Generation)
 	}
-	f, err := in.idx.fs.Create(in.idx.fs.PathJoin(in.idx.dir, name), vfs.WriteCategoryUnspecified)
+	path := in.idx.fs.PathJoin(in.idx.dir, name)
+	// A file left by a copy given up (its deletion failed) is replaced by
+	// a new one, never written over in place.
+	if err := in.idx.fs.Remove(path); err != nil && !oserror.IsNotExist(err) {
+		return nil, fmt.Errorf("index: remove the previous %s: %w", name, err)
+	}
+	f, err := in.idx.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("index: create %s: %w", name, err)
 	}
