@@ -13,19 +13,28 @@ import (
 
 // leaderRound is one round of leader work: a batch, a deletion every
 // third round, a commit, and a forced merge or compaction now and then.
-// It returns the committed generation.
-func leaderRound(t *testing.T, leader *Server, ps []string, name string, round int) uint64 {
+// It returns the committed generation; record, when set, runs after each
+// generation the round publishes.
+func leaderRound(t *testing.T, leader *Server, ps []string, name string, round int, record ...func()) uint64 {
 	t.Helper()
+	published := func() {
+		for _, r := range record {
+			r()
+		}
+	}
 	leader.Ingest(name, makeDocs(ps, "r", round*40, round*40+40))
 	if round%3 == 2 {
 		leader.Expect(http.StatusOK, "DELETE", "/v1/indexes/"+name+"/documents/"+pk("r", round*40-7), nil, nil)
 	}
 	g := leader.Commit(name).Generation
+	published()
 	switch round % 7 {
 	case 4:
 		leader.Expect(http.StatusOK, "POST", "/v1/indexes/"+name+"/compact", nil, nil)
+		published()
 	case 6:
 		leader.Expect(http.StatusOK, "POST", "/v1/indexes/"+name+"/merge", map[string]any{"maxSegments": 1}, nil)
+		published()
 	}
 	return max(g, leader.Status(name).Generation)
 }
@@ -304,7 +313,9 @@ func TestReplication_LeaderRetiresFilesWhileFollowerFetches(t *testing.T) {
 // copying again the files it had published, and converges.
 func TestReplication_Kill9FollowerDuringCatchUp(t *testing.T) {
 	ps := paragraphs(t)
-	leader := startServer(t, t.TempDir())
+	// Every generation of the leader is recorded: no background
+	// maintenance (the rounds merge and compact explicitly).
+	leader := startServer(t, t.TempDir(), "--optimizer-threads", "0")
 	leader.CreateIndex("books", testSchema)
 	states := map[uint64]map[string]Doc{}
 	record := func() {
@@ -314,8 +325,7 @@ func TestReplication_Kill9FollowerDuringCatchUp(t *testing.T) {
 	record()
 	round := 0
 	for ; round < 8; round++ {
-		leaderRound(t, leader, ps, "books", round)
-		record()
+		leaderRound(t, leader, ps, "books", round, record)
 	}
 	trials := 20
 	if longMode() {
@@ -382,8 +392,7 @@ func TestReplication_Kill9FollowerDuringCatchUp(t *testing.T) {
 		}
 		f.Kill()
 		for range 2 + rng.IntN(3) {
-			leaderRound(t, leader, ps, "books", round)
-			record()
+			leaderRound(t, leader, ps, "books", round, record)
 			round++
 		}
 	}
