@@ -130,6 +130,13 @@ bench-vectors: ## Vector indexes (dense binary IVF, Seismic, block-max pruning) 
 bench-vectors-quick: ## The same on smaller data sets (a few minutes).
 	$(GO) run ./bench/cmd/bench-vectors -quick
 
+.PHONY: bench-replication bench-replication-quick
+bench-replication: ## Read followers on the real binary: commit-to-visible lag p99 and a new follower's catch-up rate on a 1 GiB index, beside the disk's sequential write rate measured in the same run.
+	$(GO) run ./bench/cmd/bench-replication $(BENCH_REPLICATION_FLAGS)
+
+bench-replication-quick: ## The same on a 128 MiB index and 100 commits.
+	$(GO) run ./bench/cmd/bench-replication -index-mb 128 -commits 100 $(BENCH_REPLICATION_FLAGS)
+
 .PHONY: bench-operator bench-operator-quick
 bench-operator: ## One operator (the real binary) with 1,000 SummaIndexes (100 running real engines), 5,000 unrelated pods, on envtest (~10 min on 2 cores); prints RSS, steady API writes, status staleness, time to Ready.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) run ./bench/cmd/bench-operator $(BENCH_OPERATOR_FLAGS)

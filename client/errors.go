@@ -74,6 +74,12 @@ const (
 	// CodeBackupNotConfigured (409): the engine has no object store
 	// (--s3-* flags); backup routes change nothing.
 	CodeBackupNotConfigured = "BackupNotConfigured"
+	// CodeReadOnlyReplica (409): the server is a read follower; write to
+	// its leader.
+	CodeReadOnlyReplica = "ReadOnlyReplica"
+	// CodeHoldNotFound (404): a replication hold expired or was released;
+	// poll the replication route again.
+	CodeHoldNotFound = "HoldNotFound"
 	// CodeBackupNotFound (404): no backup of that ID is running in the
 	// engine or complete in the bucket.
 	CodeBackupNotFound = "BackupNotFound"

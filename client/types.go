@@ -40,6 +40,62 @@ type IndexStatus struct {
 	// Storage is the data directory's volume; absent when the engine
 	// could not read it.
 	Storage *StorageStatus `json:"storage,omitempty"`
+	// Replication is set on a read follower only: where it copies the
+	// index from and how far behind it is.
+	Replication *ReplicationStatus `json:"replication,omitempty"`
+}
+
+// Replication states of a follower's index.
+const (
+	// ReplicationFollowing: connected and serving the leader's latest
+	// committed generation (or copying the next one within moments).
+	ReplicationFollowing = "following"
+	// ReplicationCatchingUp: connected and copying a newer generation.
+	ReplicationCatchingUp = "catchingUp"
+	// ReplicationDisconnected: the leader cannot be reached; the follower
+	// serves what it has and retries with backoff.
+	ReplicationDisconnected = "disconnected"
+)
+
+// ReplicationStatus is a follower's view of one index's replication.
+type ReplicationStatus struct {
+	// Leader is the leader's URL (--follow).
+	Leader string `json:"leader"`
+	// State is ReplicationFollowing, ReplicationCatchingUp or
+	// ReplicationDisconnected.
+	State string `json:"state"`
+	// LeaderGeneration is the leader's last committed generation seen.
+	LeaderGeneration uint64 `json:"leaderGeneration"`
+	// LagSeconds is how long the follower has been behind the leader's
+	// committed generation (0 when it serves it).
+	LagSeconds float64 `json:"lagSeconds"`
+}
+
+// ReplicationFile is one file of a held generation.
+type ReplicationFile struct {
+	// Name is the file's name (seg_<ID>.<suffix>).
+	Name string `json:"name"`
+	// Size is its size in bytes.
+	Size int64 `json:"size"`
+}
+
+// ReplicationState is the answer of GET /v1/indexes/{index}/replication:
+// the leader's committed generation and, when it is newer than the
+// follower's "after", a hold on its files with its metadata.
+type ReplicationState struct {
+	// Index is the index name.
+	Index string `json:"index"`
+	// Generation is the committed generation.
+	Generation uint64 `json:"generation"`
+	// Hold is the hold's ID (files are downloaded through it); empty when
+	// Generation is not newer than "after".
+	Hold string `json:"hold,omitempty"`
+	// HoldSeconds is the hold's time to live, renewed by each download.
+	HoldSeconds float64 `json:"holdSeconds,omitempty"`
+	// Metadata is the generation's metadata.json, verbatim.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Files are every file the generation names.
+	Files []ReplicationFile `json:"files,omitempty"`
 }
 
 // StorageStatus is the space of the engine's data volume.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,24 @@ type Config struct {
 	Access AccessConfig
 	// S3 is the object store of online backups (none when not configured).
 	S3 s3backup.Config
+	// Follow makes the server a read follower of a leader.
+	Follow FollowConfig
+}
+
+// FollowConfig is the read-follower mode (engine contract, "Replication:
+// read followers").
+type FollowConfig struct {
+	// Leader is the leader's URL; empty for a leader.
+	Leader string
+	// TokenFile holds a read-scope token of the leader.
+	TokenFile string
+	// CAFile verifies the leader's certificate.
+	CAFile string
+	// ServerName is the name verified in the leader's certificate.
+	ServerName string
+	// HoldTTL is the time to live of the replication holds this server
+	// gives its own followers.
+	HoldTTL time.Duration
 }
 
 // AccessConfig is access control and the limits on connections (engine
@@ -239,6 +258,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&a.IdleTimeout, "idle-timeout", time.Minute, "close kept-alive connections idle this long")
 	fs.IntVar(&a.MaxConnections, "max-connections", 1024, "most connections open at once; further ones wait (0: no cap)")
 	addS3Flags(fs, &cfg.S3)
+	fl := &cfg.Follow
+	fs.StringVar(&fl.Leader, "follow", "", "run as a read follower of the leader at this URL (http:// or https://HOST:PORT): copy its committed generations, refuse writes")
+	fs.StringVar(&fl.TokenFile, "follow-token-file", "", "with --follow: file of a read-scope token of the leader (re-read before each request)")
+	fs.StringVar(&fl.CAFile, "follow-ca-file", "", "with --follow: PEM bundle that verifies the leader's certificate (default: the system's roots)")
+	fs.StringVar(&fl.ServerName, "follow-server-name", "", "with --follow: name verified in the leader's certificate (default: the URL's host)")
+	fs.DurationVar(&fl.HoldTTL, "replication-hold-ttl", 60*time.Second, "how long a follower's hold keeps a generation's files after its last download")
 	fs.IntVar(&m.OptimizerThreads, "optimizer-threads", 1, "width of background maintenance; 0 turns it off"+maintenanceHelp)
 	fs.DurationVar(&m.OptimizerScanInterval, "optimizer-scan-interval", 30*time.Second, "time between optimizer scans"+maintenanceHelp)
 	fs.DurationVar(&m.OptimizerBackoffMin, "optimizer-backoff-min", 30*time.Second, "first backoff after a failed maintenance task"+maintenanceHelp)
@@ -334,6 +359,9 @@ func (c *Config) validate() error {
 	case m.BPTimeBudget <= 0:
 		return errors.New("--bp-time-budget must be positive")
 	}
+	if err := c.Follow.validate(c.Doctor); err != nil {
+		return err
+	}
 	if c.S3.Configured() {
 		if err := c.S3.Validate(); err != nil {
 			return err
@@ -371,6 +399,26 @@ func (a *AccessConfig) validate() error {
 		return errors.New("--idle-timeout must be positive")
 	case a.MaxConnections < 0:
 		return errors.New("--max-connections must not be negative")
+	}
+	return nil
+}
+
+// validate checks the follower flags.
+func (f FollowConfig) validate(doctor bool) error {
+	switch {
+	case f.HoldTTL <= 0:
+		return errors.New("--replication-hold-ttl must be positive")
+	case f.Leader == "":
+		if f.TokenFile != "" || f.CAFile != "" || f.ServerName != "" {
+			return errors.New("--follow-token-file, --follow-ca-file and --follow-server-name apply only with --follow")
+		}
+		return nil
+	case doctor:
+		return errors.New("--follow does not apply with --doctor")
+	}
+	u, err := url.Parse(f.Leader)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("--follow %q: want http://HOST:PORT or https://HOST:PORT", f.Leader)
 	}
 	return nil
 }

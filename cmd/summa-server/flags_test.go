@@ -34,6 +34,8 @@ func TestFlagsFromEnv(t *testing.T) {
 		"SUMMA_S3_ENDPOINT":                      "http://127.0.0.1:8333",
 		"SUMMA_S3_BUCKET":                        "backups",
 		"SUMMA_S3_CREDENTIALS_FILE":              "/secrets/s3",
+		"SUMMA_FOLLOW":                           "https://leader:8082",
+		"SUMMA_FOLLOW_TOKEN_FILE":                "/secrets/leader-read",
 	}
 	cfg, err := parseFlags([]string{"--listen", "127.0.0.1:1234"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
@@ -49,7 +51,8 @@ func TestFlagsFromEnv(t *testing.T) {
 			ReadTokenFile: "/secrets/read-token", TLSCertFile: "/tls/tls.crt", TLSKeyFile: "/tls/tls.key",
 			ReloadInterval: time.Second, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: 64},
-		S3: s3backup.Config{Endpoint: "http://127.0.0.1:8333", Bucket: "backups", CredentialsFile: "/secrets/s3", Region: "us-east-1"}}
+		S3:     s3backup.Config{Endpoint: "http://127.0.0.1:8333", Bucket: "backups", CredentialsFile: "/secrets/s3", Region: "us-east-1"},
+		Follow: FollowConfig{Leader: "https://leader:8082", TokenFile: "/secrets/leader-read", HoldTTL: time.Minute}}
 	if cfg != want {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
 	}
@@ -79,6 +82,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--data-dir", "d", "--indexing-buffer-bytes", "0"}, nil, "invalid size"},
 		{[]string{"--data-dir", "d", "--report-file", "r"}, nil, "only with --doctor"},
 		{[]string{"--data-dir", "d", "--log-level", "loud"}, nil, "log level"},
+		{[]string{"--data-dir", "d", "--follow", "leader:8082"}, nil, "--follow"},
+		{[]string{"--data-dir", "d", "--follow", "ftp://leader:8082"}, nil, "--follow"},
+		{[]string{"--data-dir", "d", "--follow-token-file", "t"}, nil, "only with --follow"},
+		{[]string{"--data-dir", "d", "--doctor", "--follow", "http://l:1"}, nil, "--follow does not apply"},
+		{[]string{"--data-dir", "d", "--replication-hold-ttl", "0s"}, nil, "--replication-hold-ttl"},
 	} {
 		_, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -71,6 +71,11 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	// only once the registry is open.
 	var metrics atomic.Pointer[server.Metrics]
 	opts := registryOptions(cfg, log)
+	if cfg.Follow.Leader != "" {
+		// A follower publishes only the leader's generations: no
+		// maintenance of its own (merges reach it from the leader).
+		opts.Optimizer.Threads = 0
+	}
 	opts.Optimizer.OnTask = func(kind, outcome string) {
 		if m := metrics.Load(); m != nil {
 			m.RecordMaintenance("", kind, outcome)
@@ -86,7 +91,14 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "summa-server: open data directory %s: %v\n", cfg.DataDir, err)
 		return exitFailure
 	}
-	srv := server.New(reg, server.Options{Logger: log.WithName("http"), Limits: server.Limits{
+	fol, err := startFollower(cfg, log, reg)
+	if err != nil {
+		_ = hs.Close()
+		_ = reg.Close(context.Background())
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitUsage
+	}
+	srv := server.New(reg, server.Options{Follower: fol.server(), HoldTTL: cfg.Follow.HoldTTL, Logger: log.WithName("http"), Limits: server.Limits{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxDocumentBytes: int(cfg.MaxDocumentBytes),
 	}, Tokens: acc.tokens, Certificate: acc.cert, ReadTimeout: cfg.Access.ReadTimeout,
 		WriteTimeout: cfg.Access.WriteTimeout, Backups: server.BackupOptions{Store: store, EngineVersion: versionString()}})
@@ -95,6 +107,7 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	autoCtx, stopAuto := context.WithCancel(context.Background())
 	autoDone := make(chan struct{})
 	go func() { defer close(autoDone); srv.RunAutoCommit(autoCtx, cfg.AutocommitInterval) }()
+	fol.run()
 	log.Info("Serving", "address", front.addr(), "indexes", len(reg.Names()),
 		"autocommitInterval", cfg.AutocommitInterval.String(), "version", version)
 
@@ -114,7 +127,7 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownDeadline)
 	defer cancel()
-	if err := shutdown(ctx, log, srv, reg, hs, func() { stopAuto(); <-autoDone }); err != nil {
+	if err := shutdown(ctx, log, srv, reg, hs, func() { stopAuto(); <-autoDone; fol.stop() }); err != nil {
 		log.Error(err, "Shutdown did not finish in order; exiting (nothing partial was published: commits are atomic)")
 		return exitFailure
 	}
@@ -156,6 +169,7 @@ func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *reg
 	if err := srv.StopBackups(ctx); err != nil {
 		return fmt.Errorf("stop backups: %w", err)
 	}
+	srv.StopHolds()
 	if err := reg.Close(ctx); err != nil {
 		return fmt.Errorf("close the registry: %w", err)
 	}

@@ -96,3 +96,50 @@ func ReleaseAll(claims []*Claim) {
 		c.Release()
 	}
 }
+
+// ClaimIncoming registers IDs allocated elsewhere (a follower copying a
+// leader's generation, F02) as held by op before any of their files is
+// written, and raises the next ID above them so that a later Claim (after
+// promotion) never reuses one. It fails, claiming nothing, when an ID is
+// held by metadata, an operation or a reader. An ID only retired (a copy
+// given up whose files could not all be deleted) is taken over: the new
+// copy overwrites its files. A deletion of one of the IDs still running
+// is waited for first, so that it cannot remove the new files.
+func (m *Manager) ClaimIncoming(op string, ids ...segid.ID) ([]*Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.deletingAnyLocked(ids) {
+		m.mu.Unlock()
+		m.deletes.Wait()
+		m.mu.Lock()
+	}
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	for _, id := range ids {
+		if o := m.ownersLocked(id); o.Owned() {
+			return nil, fmt.Errorf("%w: incoming %s is already owned (%+v)", ErrAlreadyClaimed, id, o)
+		}
+	}
+	out := make([]*Claim, len(ids))
+	for i, id := range ids {
+		delete(m.mu.retired, id)
+		m.mu.active[id] = op
+		if id >= m.mu.nextID {
+			m.mu.nextID = id + 1
+		}
+		out[i] = &Claim{m: m, ID: id, op: op}
+	}
+	return out, nil
+}
+
+// deletingAnyLocked reports whether a deletion of one of ids is running.
+// REQUIRES: m.mu held.
+func (m *Manager) deletingAnyLocked(ids []segid.ID) bool {
+	for _, id := range ids {
+		if _, busy := m.mu.deleting[id]; busy {
+			return true
+		}
+	}
+	return false
+}

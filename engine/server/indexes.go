@@ -167,7 +167,7 @@ func (s *Server) status(name string) (IndexStatus, error) {
 	h, err := s.r.Acquire(name)
 	if err == nil {
 		defer h.Release()
-		return toIndexStatus(h.Status()), nil
+		return s.withReplication(toIndexStatus(h.Status())), nil
 	}
 	if !errors.Is(err, registry.ErrIndexDeleting) && !errors.Is(err, registry.ErrShuttingDown) {
 		return IndexStatus{}, fmt.Errorf("index %q: %w", name, err)
@@ -186,7 +186,7 @@ func (s *Server) status(name string) (IndexStatus, error) {
 func (s *Server) listIndexes(w http.ResponseWriter, r *http.Request) error {
 	out := client.IndexList{Indexes: []IndexStatus{}}
 	for _, st := range s.r.Statuses() {
-		out.Indexes = append(out.Indexes, toIndexStatus(st))
+		out.Indexes = append(out.Indexes, s.withReplication(toIndexStatus(st)))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

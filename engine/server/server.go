@@ -16,6 +16,7 @@ import (
 	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/auth"
 	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/replication"
 )
 
 // Options configure a Server.
@@ -39,6 +40,12 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Backups configure online backups to object storage.
 	Backups BackupOptions
+	// Follower is set when the server is a read follower: every write
+	// route answers 409 ReadOnlyReplica and STATUS shows "replication".
+	Follower Follower
+	// HoldTTL is the time to live of a replication hold (default
+	// replication.DefaultHoldTTL).
+	HoldTTL time.Duration
 }
 
 // Server serves the API of one registry.
@@ -64,6 +71,10 @@ type Server struct {
 	writeTimeout time.Duration
 	// backups runs the online backups.
 	backups *backups
+	// follower is the follower loop (nil on a leader).
+	follower Follower
+	// holds are the replication holds followers download through.
+	holds *replication.Holds
 }
 
 // handlerFunc is an API handler; a returned error is answered with the
@@ -84,8 +95,12 @@ func New(r *registry.Registry, opts Options) *Server {
 		opts.Logger = logr.Discard()
 	}
 	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger, tokens: opts.Tokens,
-		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
+		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout,
+		follower: opts.Follower, holds: replication.NewHolds(opts.HoldTTL)}
 	s.metrics = newMetrics(r, opts.Tokens, opts.Certificate)
+	if opts.Follower != nil {
+		s.metrics.reg.MustRegister(&replicationCollector{f: opts.Follower})
+	}
 	s.backups = newBackups(opts.Backups, s.metrics.reg)
 	s.handler = s.instrument(s.recoverPanics(s.crossOrigin(s.bodyDeadline(s.routes()))))
 	return s
@@ -121,16 +136,19 @@ func (s *Server) table() []route {
 		{"GET", "/healthz", open, s.healthz},
 		{"GET", "/readyz", open, s.readyz},
 		{"GET", "/v1/indexes", read, s.listIndexes},
-		{"PUT", ix, admin, s.createIndex},
+		{"PUT", ix, admin, s.readOnly(s.createIndex)},
 		{"GET", ix, read, s.getIndex},
-		{"DELETE", ix, admin, s.deleteIndex},
-		{"POST", ix + "/documents", write, s.addDocuments},
-		{"DELETE", ix + "/documents/{primaryKey}", write, s.deleteDocument},
-		{"POST", ix + "/commit", write, s.commit},
+		{"DELETE", ix, admin, s.readOnly(s.deleteIndex)},
+		{"POST", ix + "/documents", write, s.readOnly(s.addDocuments)},
+		{"DELETE", ix + "/documents/{primaryKey}", write, s.readOnly(s.deleteDocument)},
+		{"POST", ix + "/commit", write, s.readOnly(s.commit)},
 		{"POST", ix + "/search", read, s.search},
-		{"POST", ix + "/merge", admin, s.merge},
-		{"POST", ix + "/reorder", admin, s.reorder},
-		{"POST", ix + "/compact", admin, s.compact},
+		{"POST", ix + "/merge", admin, s.readOnly(s.merge)},
+		{"POST", ix + "/reorder", admin, s.readOnly(s.reorder)},
+		{"POST", ix + "/compact", admin, s.readOnly(s.compact)},
+		{"GET", ix + "/replication", read, s.replicationState},
+		{"GET", ix + "/replication/holds/{hold}/files/{file}", read, s.replicationFile},
+		{"DELETE", ix + "/replication/holds/{hold}", read, s.releaseHold},
 		{"POST", ix + "/backups", admin, s.startBackup},
 		{"GET", ix + "/backups", admin, s.listBackups},
 		{"GET", ix + "/backups/{id}", admin, s.getBackup},

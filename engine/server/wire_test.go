@@ -37,6 +37,7 @@ func TestWireRoundTrip(t *testing.T) {
 	const ix = "/v1/indexes/wire"
 	docs := paragraphDocs(t, 300)
 	var firstGen uint64
+	var repl client.ReplicationState
 	cases := []wireCase{
 		{"GET /healthz", func(t *testing.T, e *env) {
 			var h client.Health
@@ -245,6 +246,35 @@ func TestWireRoundTrip(t *testing.T) {
 		{"GET /v1/indexes/{index}/backups/{id}", func(t *testing.T, e *env) {
 			wireNotConfigured(t, e, "GET", ix+"/backups/20261205T000000.000Z-0000abcd")
 		}},
+		{"GET /v1/indexes/{index}/replication", func(t *testing.T, e *env) {
+			wireCall(t, e, "GET", ix+"/replication", nil, 200, &repl)
+			if repl.Index != "wire" || repl.Generation == 0 || repl.Hold == "" || repl.HoldSeconds <= 0 ||
+				len(repl.Files) == 0 || !bytes.HasPrefix(repl.Metadata, []byte(`{"`)) {
+				t.Fatalf("replication: %+v", repl)
+			}
+			var idle client.ReplicationState
+			wireCall(t, e, "GET", fmt.Sprintf("%s/replication?after=%d&wait=0.05", ix, repl.Generation), nil, 200, &idle)
+			if idle.Generation != repl.Generation || idle.Hold != "" || idle.Files != nil || idle.Metadata != nil {
+				t.Fatalf("replication without a newer generation: %+v", idle)
+			}
+		}},
+		{"GET /v1/indexes/{index}/replication/holds/{hold}/files/{file}", func(t *testing.T, e *env) {
+			f := repl.Files[0]
+			status, ctype, body := rawCall(t, e, "GET", ix+"/replication/holds/"+repl.Hold+"/files/"+f.Name)
+			if status != 200 || ctype != "application/octet-stream" || int64(len(body)) != f.Size {
+				t.Fatalf("file %s: %d %s, %d bytes of %d", f.Name, status, ctype, len(body), f.Size)
+			}
+		}},
+		{"DELETE /v1/indexes/{index}/replication/holds/{hold}", func(t *testing.T, e *env) {
+			if status, _, _ := rawCall(t, e, "DELETE", ix+"/replication/holds/"+repl.Hold); status != 204 {
+				t.Fatalf("release hold: %d", status)
+			}
+			var body client.ErrorBody
+			wireCall(t, e, "DELETE", ix+"/replication/holds/"+repl.Hold, nil, 404, &body)
+			if body.Error == nil || body.Error.Code != client.CodeHoldNotFound {
+				t.Fatalf("release of a released hold: %+v", body.Error)
+			}
+		}},
 		{"DELETE /v1/indexes/{index}", func(t *testing.T, e *env) {
 			var res client.DeleteIndexResult
 			wireCall(t, e, "DELETE", ix, nil, 202, &res)
@@ -402,4 +432,24 @@ func ndjson(t *testing.T, docs []any) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// rawCall sends a request without a body and returns the status, the
+// Content-Type and the body, whatever they are.
+func rawCall(t *testing.T, e *env, method, path string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, method, e.ts.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
 }

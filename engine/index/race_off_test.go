@@ -1,0 +1,6 @@
+//go:build !race
+
+package index
+
+// raceEnabled is true under the race detector.
+const raceEnabled = false

@@ -1,0 +1,167 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/metadata"
+)
+
+// step is one round of an index's loop: one long poll and, when the
+// leader has a newer committed generation, its copy and publication.
+func (f *Follower) step(ctx context.Context, name string, fi *followed) error {
+	local, exists, err := f.local(name)
+	if err != nil {
+		return err
+	}
+	c, err := f.leader()
+	if err != nil {
+		return err
+	}
+	after := int64(local)
+	if !exists {
+		after = -1 // any generation, even an empty index's first
+	}
+	pctx, cancel := context.WithTimeout(ctx, f.cfg.PollWait+30*time.Second)
+	st, err := c.ReplicationState(pctx, name, after, f.cfg.PollWait)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if st.Hold == "" {
+		if exists && st.Generation < local {
+			// A committed generation never goes back: the leader's index
+			// of this name is a new one.
+			f.log.Info("The leader's index is behind this copy: it was recreated; recreating it here", "index", name,
+				"leaderGeneration", st.Generation, "generation", local)
+			fi.observe(client.ReplicationCatchingUp, st.Generation, 0)
+			return f.recreate(ctx, name)
+		}
+		fi.observe(client.ReplicationFollowing, st.Generation, local)
+		return nil
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.ReleaseHold(rctx, name, st.Hold) // it expires anyway
+	}()
+	fi.observe(client.ReplicationCatchingUp, st.Generation, local)
+	start := time.Now()
+	n, err := f.install(ctx, c, name, st)
+	if errors.Is(err, index.ErrIncomparable) {
+		f.log.Info("The leader's generation cannot follow this copy: recreating the index here", "index", name, "reason", err.Error())
+		return f.recreate(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	fi.observe(client.ReplicationFollowing, st.Generation, st.Generation)
+	if n > 0 {
+		f.log.Info("Generation copied and published", "index", name, "generation", st.Generation,
+			"bytes", n, "duration", time.Since(start).String())
+	}
+	return nil
+}
+
+// local returns the generation the follower serves for name, and whether
+// it has that index.
+func (f *Follower) local(name string) (uint64, bool, error) {
+	g, err := f.localGeneration(name)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, n := range f.reg.Names() {
+		if n == name {
+			return g, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// install copies the held generation of st into the local index (created
+// when missing) and publishes it: F02 (claims first), F03 (every file
+// checked in full, then the commit point). It returns the bytes copied.
+func (f *Follower) install(ctx context.Context, c *client.Client, name string, st *client.ReplicationState) (int64, error) {
+	h, err := f.ensure(ctx, name, st)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Release()
+	ctx, cancel := h.Context(ctx)
+	defer cancel()
+	idx, err := h.Index()
+	if err != nil {
+		return 0, err
+	}
+	meta, err := decodeMetadata(st.Metadata)
+	if err != nil {
+		return 0, err
+	}
+	in, err := idx.PrepareIncoming(meta)
+	switch {
+	case errors.Is(err, index.ErrNotNewer):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	var copied int64
+	for _, file := range in.Files() {
+		n, err := f.download(ctx, c, in, name, st.Hold, file)
+		copied += n
+		if err != nil {
+			in.Abandon()
+			return copied, err
+		}
+	}
+	if _, err := in.Publish(ctx); err != nil {
+		in.Abandon()
+		return copied, fmt.Errorf("%w: %w", errRefused, err)
+	}
+	f.copied.Add(copied)
+	return copied, nil
+}
+
+// download copies one file of the hold into the incoming generation and
+// checks its size (its content is checked in full by Publish).
+func (f *Follower) download(ctx context.Context, c *client.Client, in *index.Incoming, name, hold string, file index.SnapshotFile) (int64, error) {
+	dst, err := in.Create(file.Name)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(dst, 1<<20)
+	n, err := c.DownloadReplicationFile(ctx, name, hold, file.Name, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := dst.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("replication: close %s: %w", file.Name, cerr)
+	}
+	if err != nil {
+		return n, err
+	}
+	if n != file.Size {
+		return n, fmt.Errorf("%w: %s has %d bytes, the generation says %d", errRefused, file.Name, n, file.Size)
+	}
+	in.Closed(file.Name) // its fsync runs while the next file downloads
+	return n, nil
+}
+
+// decodeMetadata decodes and validates a generation's metadata.
+func decodeMetadata(raw []byte) (*metadata.Metadata, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("replication: the leader's answer has no metadata")
+	}
+	m, err := metadata.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("replication: the leader's metadata: %w", err)
+	}
+	return m, nil
+}
+
+// BytesCopied returns the bytes of files copied and published so far.
+func (f *Follower) BytesCopied() int64 { return f.copied.Load() }

@@ -1,0 +1,107 @@
+package replication_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/replication"
+	"github.com/summadev/summa/engine/server"
+)
+
+// openRegistry opens a registry on a temporary directory, closed at the
+// end of the test.
+func openRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	r, err := registry.Open(vfs.Default, t.TempDir(), registry.Options{Index: index.Options{IndexingWorkers: 1, CommitFlushTimeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+	})
+	return r
+}
+
+// TestFollowerCopiesCommitsAndDeletions: in one process (so that the race
+// detector sees both sides), a follower copies a leader's index with its
+// commits and a merge, reports "following" with no lag, and deletes the
+// index when the leader does.
+func TestFollowerCopiesCommitsAndDeletions(t *testing.T) {
+	lr := openRegistry(t)
+	ts := httptest.NewServer(server.New(lr, server.Options{}))
+	defer ts.Close()
+	lc := client.New(ts.URL, nil)
+	ctx := context.Background()
+	if _, err := lc.CreateIndex(ctx, "books", json.RawMessage(`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	fr := openRegistry(t)
+	f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: time.Second, ListInterval: 50 * time.Millisecond}, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(fctx) }()
+	defer func() { stop(); <-done }()
+	for round := range 4 {
+		var b strings.Builder
+		for i := range 20 {
+			fmt.Fprintf(&b, `{"id":"d%d-%d","body":"light and colours %d"}`+"\n", round, i, i)
+		}
+		if _, err := lc.AddNDJSON(ctx, "books", strings.NewReader(b.String())); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lc.Commit(ctx, "books"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lc.Merge(ctx, "books", client.MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := lc.GetIndex(ctx, "books")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower to copy the leader's generation", func() bool {
+		st, ok := f.Status("books")
+		h, err := fr.Acquire("books")
+		if err != nil {
+			return false
+		}
+		defer h.Release()
+		got := h.Status()
+		return ok && st.State == client.ReplicationFollowing && st.LagSeconds == 0 &&
+			got.Generation == want.Generation && got.Documents == want.Documents
+	})
+	if err := lc.DeleteIndex(ctx, "books"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower to delete the index", func() bool {
+		_, ok := f.Status("books")
+		return !ok && len(fr.Names()) == 0
+	})
+}
+
+// waitFor polls cond until it holds, failing after a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/engine/index"
+	"github.com/summadev/summa/engine/replication"
+)
+
+// Error codes of replication.
+const (
+	// CodeReadOnlyReplica (409): a write on a read follower.
+	CodeReadOnlyReplica = client.CodeReadOnlyReplica
+	// CodeHoldNotFound (404): the replication hold expired or was released.
+	CodeHoldNotFound = client.CodeHoldNotFound
+)
+
+// Follower is what the server asks of the follower loop when it runs as a
+// read follower (Options.Follower; nil on a leader).
+type Follower interface {
+	// Status returns the replication status of an index.
+	Status(index string) (client.ReplicationStatus, bool)
+	// Statuses returns the replication status of every followed index.
+	Statuses() map[string]client.ReplicationStatus
+}
+
+// maxReplicationWait bounds the long poll of the replication route.
+const maxReplicationWait = 30 * time.Second
+
+// replicationPoll is how often a long poll looks at the generation.
+const replicationPoll = 20 * time.Millisecond
+
+// readOnly wraps a write route: on a follower it answers 409
+// ReadOnlyReplica and changes nothing (F05).
+func (s *Server) readOnly(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.follower != nil {
+			return newError(http.StatusConflict, CodeReadOnlyReplica,
+				"this server is a read follower: write to its leader")
+		}
+		return h(w, r)
+	}
+}
+
+// withReplication adds a follower's replication status to a STATUS.
+func (s *Server) withReplication(st IndexStatus) IndexStatus {
+	if s.follower == nil {
+		return st
+	}
+	if rs, ok := s.follower.Status(st.Name); ok {
+		st.Replication = &rs
+	}
+	return st
+}
+
+// replicationState is the long poll of a follower: it waits (up to
+// ?wait=SECONDS) until the committed generation is above ?after=G, then
+// answers that generation, pinned by a new hold (F01) with its metadata
+// and files, or just the generation number when the wait ran out.
+func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error {
+	after, wait, err := replicationQuery(r)
+	if err != nil {
+		return err
+	}
+	h, err := s.acquire(r)
+	if err != nil {
+		return err
+	}
+	idx, err := h.Index()
+	if err != nil {
+		h.Release()
+		return err
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(replicationPoll)
+	defer tick.Stop()
+poll:
+	for int64(idx.Generation()) <= after {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			break poll
+		case <-r.Context().Done():
+			break poll
+		case <-h.Done():
+			break poll
+		}
+	}
+	if g := idx.Generation(); int64(g) <= after {
+		h.Release()
+		writeJSON(w, http.StatusOK, client.ReplicationState{Index: h.Name(), Generation: g})
+		return nil
+	}
+	snap, meta, err := idx.PinCommitted()
+	if err != nil {
+		h.Release()
+		if errors.Is(err, index.ErrQuarantined) {
+			return newError(http.StatusConflict, CodeSourceQuarantined, "%v: run the doctor on the leader", err)
+		}
+		return err
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		snap.Close()
+		h.Release()
+		return fmt.Errorf("encode metadata: %w", err)
+	}
+	// The hold owns the snapshot (the files) and the handle (an index
+	// deletion ends the hold through h.Done, then waits for the handle).
+	id := s.holds.Add(h.Name(), idx.FS(), idx.Dir(), meta, h.Done(), func() { snap.Close(); h.Release() })
+	out := client.ReplicationState{Index: h.Name(), Generation: meta.Generation, Hold: id,
+		HoldSeconds: s.holds.TTL().Seconds(), Metadata: raw}
+	for _, f := range index.CommittedFiles(meta) {
+		out.Files = append(out.Files, client.ReplicationFile{Name: f.Name, Size: f.Size})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// replicationQuery reads ?after=G (absent: -1, any generation is newer) and ?wait=SECONDS (default
+// 0, at most maxReplicationWait).
+func replicationQuery(r *http.Request) (after int64, wait time.Duration, err error) {
+	q := r.URL.Query()
+	after = -1
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			return 0, 0, newError(http.StatusBadRequest, CodeBadRequest, "after=%q is not a generation", clipString(v, 40))
+		}
+	}
+	if v := q.Get("wait"); v != "" {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || secs < 0 || secs != secs {
+			return 0, 0, newError(http.StatusBadRequest, CodeBadRequest, "wait=%q is not a number of seconds", clipString(v, 40))
+		}
+		wait = min(time.Duration(secs*float64(time.Second)), maxReplicationWait)
+	}
+	return after, wait, nil
+}
+
+// replicationFile streams one file of a held generation and renews the
+// hold.
+func (s *Server) replicationFile(w http.ResponseWriter, r *http.Request) error {
+	name, err := indexName(r)
+	if err != nil {
+		return err
+	}
+	f, size, err := s.holds.Open(name, r.PathValue("hold"), r.PathValue("file"))
+	switch {
+	case errors.Is(err, replication.ErrNoHold):
+		return newError(http.StatusNotFound, CodeHoldNotFound, "%v", err)
+	case errors.Is(err, replication.ErrNotInHold):
+		return newError(http.StatusNotFound, CodeNotFound, "%v", err)
+	case err != nil:
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	// A segment file may take longer than --write-timeout to send: the
+	// deadline is renewed by each chunk the follower takes, so only a
+	// follower that stops reading is cut off.
+	var dst io.Writer = w
+	if s.writeTimeout > 0 {
+		dst = &renewingWriter{w: w, rc: http.NewResponseController(w), d: s.writeTimeout}
+	}
+	if _, err := io.CopyBuffer(dst, io.LimitReader(f, size), make([]byte, 256<<10)); err != nil {
+		// The status is sent: the follower sees a short body and refuses it.
+		s.log.Error(err, "Replication download cut", "index", name, "file", r.PathValue("file"))
+	}
+	return nil
+}
+
+// releaseHold ends a hold early (the follower published or gave up).
+func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request) error {
+	name, err := indexName(r)
+	if err != nil {
+		return err
+	}
+	if !s.holds.Release(name, r.PathValue("hold")) {
+		return newError(http.StatusNotFound, CodeHoldNotFound, "%v", replication.ErrNoHold)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// StopHolds ends every replication hold (shutdown, before the registry
+// closes).
+func (s *Server) StopHolds() { s.holds.Close() }
+
+// lagDesc describes summa_replication_lag_seconds.
+var lagDesc = prometheus.NewDesc("summa_replication_lag_seconds",
+	"How long a follower's index has been behind its leader's committed generation (0 when it serves it).",
+	[]string{"index"}, nil)
+
+// replicationCollector reads a follower's lag at scrape time.
+type replicationCollector struct{ f Follower }
+
+// Describe sends the lag's description.
+func (c *replicationCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+
+// Collect sends the lag of every followed index.
+func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, st := range c.f.Statuses() {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, st.LagSeconds, name)
+	}
+}
+
+// renewingWriter renews the connection's write deadline before each
+// write.
+type renewingWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+// Write renews the deadline, then writes.
+func (r *renewingWriter) Write(b []byte) (int, error) {
+	_ = r.rc.SetWriteDeadline(time.Now().Add(r.d))
+	return r.w.Write(b)
+}
