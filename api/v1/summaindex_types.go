@@ -350,6 +350,7 @@ type DoctorSpec struct {
 }
 
 // SummaIndexSpec is the desired state of a SummaIndex.
+// +kubebuilder:validation:XValidation:rule="!has(self.restore) || has(self.restore.s3) || has(self.backup)",message="spec.restore needs spec.restore.s3 or spec.backup.s3"
 type SummaIndexSpec struct {
 	// Image of the engine (summa-server); the operator's default when
 	// empty.
@@ -422,6 +423,16 @@ type SummaIndexSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Access AccessSpec `json:"access,omitempty"`
+
+	// Backup configures online backups to object storage
+	// (summaindex_backup_types.go).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// Restore fills the new index's empty volume from a backup before the
+	// engine starts; ignored once the volume holds the index.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 
 // Phase is the coarse state of a SummaIndex.
@@ -700,6 +711,14 @@ type SummaIndexStatus struct {
 	// Volume is the data volume's size and any resize in progress.
 	// +optional
 	Volume *VolumeStatus `json:"volume,omitempty"`
+
+	// LastBackup is the newest completed backup of the index.
+	// +optional
+	LastBackup *LastBackup `json:"lastBackup,omitempty"`
+
+	// Restore records the restore of spec.restore.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
