@@ -58,6 +58,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// BackupClock is the clock of spec.backup.schedule; nil means Now
+	// (tests move it alone, certificates keep the real time).
+	BackupClock func() time.Time
 	// DrainBackoff is the first wait after a timed-out drain (doubling up
 	// to 30 min); zero means 30 s.
 	DrainBackoff time.Duration
@@ -151,6 +154,9 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.BackupClock == nil {
+		o.BackupClock = o.Now
 	}
 	if o.DrainBackoff <= 0 {
 		o.DrainBackoff = drainBackoffMin
@@ -251,10 +257,14 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	f.add(failed(ReasonServiceFailed, r.ensureService(ctx, x)))
 	acc, err := r.reconcileAccess(ctx, x)
 	f.add(err)
+	f.add(r.ensureBackupCredentials(ctx, x))
 	res, err := r.reconcilePod(ctx, x, acc, sw)
 	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
 		f.add(err)
 	}
+	wait, berr := r.reconcileBackups(ctx, x)
+	f.add(berr)
+	res.RequeueAfter = sooner(res.RequeueAfter, wait)
 	r.report(ctx, x, f)
 	err = returned(err)
 	if err == nil && len(f) > 0 {
@@ -284,6 +294,9 @@ func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.Summ
 		return r.reconcileDoctor(ctx, x, pod, acc, sw)
 	case x.Spec.Suspend:
 		return r.reconcileSuspend(ctx, x, pod)
+	}
+	if hold, res, err := r.restoreGate(ctx, x, pod); hold || err != nil {
+		return res, err
 	}
 	return r.reconcileEngine(ctx, x, pod, acc)
 }
@@ -564,6 +577,7 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&summav1.SummaIndexBackup{}, handler.EnqueueRequestsFromMapFunc(indexOfBackup)).
 		WatchesRawSource(source.Channel(r.restarts.wake, &handler.EnqueueRequestForObject{})).
 		Named("summaindex").
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),

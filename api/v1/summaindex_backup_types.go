@@ -83,7 +83,9 @@ type BackupSpec struct {
 }
 
 // RestoreSpec fills the new index's empty volume from a backup before its
-// engine starts. It is ignored once the volume holds the index.
+// engine starts. It is ignored once the volume holds the index. The
+// backup restored is one of the index of this SummaIndex's name in the
+// bucket (the engine restores an index under its own name).
 type RestoreSpec struct {
 	// BackupID is the backup to restore, or "latest" for the newest backup
 	// of the index of this name in the bucket.
@@ -92,12 +94,6 @@ type RestoreSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^(latest|[0-9]{8}T[0-9]{6}(\.[0-9]+)?Z-[0-9a-f]+)$`
 	BackupID string `json:"backupId"`
-
-	// Index is the name of the backed-up index in the bucket; this
-	// SummaIndex's name when empty.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	Index string `json:"index,omitempty"`
 
 	// S3 is the object store to restore from; spec.backup.s3 when unset.
 	// +optional
@@ -165,14 +161,6 @@ func (x *SummaIndex) RestoreS3() *S3Spec {
 	return nil
 }
 
-// RestoreIndex is the backed-up index name spec.restore asks for.
-func (x *SummaIndex) RestoreIndex() string {
-	if r := x.Spec.Restore; r != nil && r.Index != "" {
-		return r.Index
-	}
-	return x.Name
-}
-
 // RestoreJobName is the Job restoring the volume from object storage.
 func (x *SummaIndex) RestoreJobName() string { return x.Name + "-restore" }
 
@@ -182,7 +170,9 @@ func (x *SummaIndex) S3CredentialsSecretName() string { return x.Name + "-s3-cre
 
 // RestoreS3CredentialsSecretName is the derived credentials file of the
 // restore's object store.
-func (x *SummaIndex) RestoreS3CredentialsSecretName() string { return x.Name + "-restore-s3-credentials" }
+func (x *SummaIndex) RestoreS3CredentialsSecretName() string {
+	return x.Name + "-restore-s3-credentials"
+}
 
 // ObjectStoreJobsNetworkPolicyName is the NetworkPolicy of the restore and
 // prune Jobs, which reach the object store only.
