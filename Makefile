@@ -58,6 +58,7 @@ PROMTOOL ?= promtool
 check-monitoring: ## promtool: check config/prometheus/summa-rules.yaml, and lint the live /metrics of a real summa-server and the operator's metrics exposition.
 	@command -v $(PROMTOOL) >/dev/null || { echo "promtool not found: apt-get install prometheus"; exit 1; }
 	$(PROMTOOL) check rules config/prometheus/summa-rules.yaml
+	$(PROMTOOL) test rules hack/prometheus/summa-rules-test.yaml
 	@mkdir -p bin
 	$(GO) build -o bin/summa-server ./cmd/summa-server
 	PROMTOOL=$(PROMTOOL) GO=$(GO) hack/check-metrics.sh bin/summa-server
