@@ -18,7 +18,7 @@ import (
 // Retention: spec.backup.keep.
 //
 // In the bucket, after each completed backup the operator runs one Job,
-// <name>-backup-prune, with `summa-server backup prune --index NAME
+// <name>-s3-prune, with `summa-server backup prune --index NAME
 // --keep N` (the engine's prune removes older manifests first, then the
 // objects no remaining manifest names, safely beside a running backup).
 // The backup it ran for is annotated summa.dev/pruned (Succeeded or
@@ -37,9 +37,6 @@ const (
 	// pruneContainer names the prune Job's container and component.
 	pruneContainer = "prune"
 )
-
-// PruneJobName is the Job pruning x's backups in the bucket.
-func PruneJobName(x *summav1.SummaIndex) string { return x.Name + "-backup-prune" }
 
 // retainBackups applies spec.backup.keep; backups is newest first.
 func (r *SummaIndexReconciler) retainBackups(ctx context.Context, x *summav1.SummaIndex, backups []summav1.SummaIndexBackup) error {
@@ -65,7 +62,7 @@ func (r *SummaIndexReconciler) retainBackups(ctx context.Context, x *summav1.Sum
 // pruneBucket runs the prune Job after the newest completed backup.
 func (r *SummaIndexReconciler) pruneBucket(ctx context.Context, x *summav1.SummaIndex, backups []summav1.SummaIndexBackup) error {
 	job := &batchv1.Job{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: PruneJobName(x)}, job)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.BackupPruneJobName()}, job)
 	switch {
 	case err == nil:
 		return r.finishPrune(ctx, x, job, backups)
@@ -128,7 +125,7 @@ func (r *SummaIndexReconciler) finishPrune(ctx context.Context, x *summav1.Summa
 func (r *SummaIndexReconciler) pruneJob(x *summav1.SummaIndex, backup string) *batchv1.Job {
 	s3 := &x.Spec.Backup.S3
 	args := append([]string{"backup", "prune", "--index", x.Name, "--keep", strconv.Itoa(x.Spec.Backup.BackupKeep())}, s3Args(s3)...)
-	job := r.jobFor(x, PruneJobName(x), pruneContainer, args)
+	job := r.jobFor(x, x.BackupPruneJobName(), pruneContainer, args)
 	job.Annotations = map[string]string{AnnotationPruned: backup}
 	pod := &job.Spec.Template.Spec
 	pod.InitContainers = nil

@@ -16,7 +16,7 @@ import (
 // restoreJobOf reads the restore Job of an index.
 func restoreJobOf(name string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
-	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: name + "-restore"}, job)
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: getIndex(name).RestoreJobName()}, job)
 	return job, err
 }
 

@@ -177,7 +177,7 @@ var _ = Describe("SummaIndexBackup", func() {
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		Expect(eventReasons("bk-keep")).To(ContainElements("BackupPruneStarted", "BackupPruneFailed"))
 		Eventually(func() bool {
-			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "bk-keep-backup-prune"}, &batchv1.Job{})
+			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "bk-keep-s3-prune"}, &batchv1.Job{})
 			return apierrors.IsNotFound(err)
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(BeTrue())
 

@@ -161,8 +161,13 @@ func (x *SummaIndex) RestoreS3() *S3Spec {
 	return nil
 }
 
-// RestoreJobName is the Job restoring the volume from object storage.
-func (x *SummaIndex) RestoreJobName() string { return x.Name + "-restore" }
+// RestoreJobName is the Job restoring the volume from object storage
+// (shortened like DoctorJobName).
+func (x *SummaIndex) RestoreJobName() string { return shortName(x.Name + "-restore") }
+
+// BackupPruneJobName is the Job pruning the index's backups in the bucket
+// (shortened like DoctorJobName).
+func (x *SummaIndex) BackupPruneJobName() string { return shortName(x.Name + "-s3-prune") }
 
 // S3CredentialsSecretName is the Secret the operator derives from
 // spec.backup.s3.credentialsSecret, holding the engine's credentials file.
