@@ -56,7 +56,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use: "summa",
 		// Help and errors name the command as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl summa"},
-		Short:       "Operate SummaIndex resources: status, restart, doctor, suspend, resume, report",
+		Short:       "Operate SummaIndex resources: status, restart, doctor, suspend, resume, report, backup, restore",
 		Long: `kubectl summa drives the Summa operator's SummaIndex resources.
 
  Find more information at: docs/install.md and docs/operator.md`,
