@@ -305,11 +305,14 @@ func TestValuesSchemaRefusesMistakes(t *testing.T) {
 	}
 }
 
-// TestChartCRDsAreConfigs checks that crds/ holds exactly config/crd/bases,
-// byte for byte (make chart-sync copies them).
+// TestChartCRDsAreConfigs checks that files/crds holds exactly
+// config/crd/bases, byte for byte (make chart-sync copies them), and that
+// the chart renders them from templates/ so that helm upgrade updates
+// them: kept on uninstall unless crds.keep=false, and left out with
+// crds.install=false.
 func TestChartCRDsAreConfigs(t *testing.T) {
 	want, _ := filepath.Glob(filepath.Join("..", "config", "crd", "bases", "*.yaml"))
-	got, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	got, _ := filepath.Glob(filepath.Join(chartDir, "files", "crds", "*.yaml"))
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("config/crd/bases has %d CRDs, the chart %d: run make chart-sync", len(want), len(got))
 	}
@@ -318,10 +321,43 @@ func TestChartCRDsAreConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(w)))
+		b, err := os.ReadFile(filepath.Join(chartDir, "files", "crds", filepath.Base(w)))
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs from the chart's copy (%v): run make chart-sync", w, err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(chartDir, "crds")); err == nil {
+		t.Error("the chart has a crds/ directory: Helm would install those once and never upgrade them")
+	}
+	crds := func(args ...string) []*unstructured.Unstructured {
+		base := []string{"template", releaseName, chartDir, "--namespace", namespace}
+		var out []*unstructured.Unstructured
+		for _, o := range decode(t, runHelm(t, append(base, args...)...)) {
+			if o.GetKind() == "CustomResourceDefinition" {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	rendered := crds()
+	if len(rendered) != len(want) {
+		t.Fatalf("the chart renders %d CRDs without --include-crds, want %d", len(rendered), len(want))
+	}
+	for _, c := range rendered {
+		if c.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("%s is not kept on uninstall: %v", c.GetName(), c.GetAnnotations())
+		}
+		if c.GetAnnotations()["summa.dev/crd-revision"] == "" {
+			t.Errorf("%s lost its schema revision: %v", c.GetName(), c.GetAnnotations())
+		}
+	}
+	for _, c := range crds("--set", "crds.keep=false") {
+		if _, ok := c.GetAnnotations()["helm.sh/resource-policy"]; ok {
+			t.Errorf("crds.keep=false still keeps %s", c.GetName())
+		}
+	}
+	if n := len(crds("--set", "crds.install=false")); n != 0 {
+		t.Errorf("crds.install=false renders %d CRDs", n)
 	}
 }
 
@@ -660,6 +696,13 @@ func TestNamespacedMode(t *testing.T) {
 	for _, r := range rules {
 		res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
 		for _, name := range res {
+			if name == "customresourcedefinitions" {
+				// Reading its own CRD only (the schema revision check).
+				if names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames"); strings.Join(names, ",") != "summaindexes.summa.dev" {
+					t.Errorf("cluster-wide rule on CRDs %v in namespaced mode, want only summaindexes.summa.dev", names)
+				}
+				continue
+			}
 			if name != "storageclasses" && name != "tokenreviews" && name != "subjectaccessreviews" {
 				t.Errorf("cluster-wide rule on %s in namespaced mode", name)
 			}

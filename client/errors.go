@@ -41,6 +41,11 @@ const (
 	// CodeGenerationFailed (500, retryable): nothing was published; the
 	// accepted documents are kept and the next commit retries them.
 	CodeGenerationFailed = "GenerationFailed"
+	// CodeStorageFull (507, retryable): the data directory's volume cannot
+	// take the write (no space, or free space below the engine's
+	// --min-free-bytes reserve); nothing acknowledged changed. Retry once
+	// space returns.
+	CodeStorageFull = "StorageFull"
 	// CodeVisibilityChanged (409, retryable): deletes reached a compaction
 	// source while it ran; retry the compaction.
 	CodeVisibilityChanged = "VisibilityChanged"

@@ -37,6 +37,21 @@ type IndexStatus struct {
 	// failed before the commit point and is retried by the engine in the
 	// background (ingestion answers Backpressure meanwhile); nil otherwise.
 	HeldPublication *HeldPublication `json:"heldPublication,omitempty"`
+	// Storage is the data directory's volume; absent when the engine
+	// could not read it.
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus is the space of the engine's data volume.
+type StorageStatus struct {
+	// FreeBytes is the space writes may still use.
+	FreeBytes int64 `json:"freeBytes"`
+	// UsedBytes is the space in use.
+	UsedBytes int64 `json:"usedBytes"`
+	// Full is true while ingestion, commits and maintenance are refused
+	// (507 StorageFull): free space below the reserve, or a write failed
+	// for space and none has returned since.
+	Full bool `json:"full"`
 }
 
 // HeldPublication is a generation whose publication failed before the

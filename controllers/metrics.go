@@ -137,7 +137,7 @@ func recordIndexMetrics(x *summav1.SummaIndex) {
 	indexReady.WithLabelValues(ns, name).Set(ready)
 	indexDocuments.WithLabelValues(ns, name).Set(float64(st.Documents))
 	indexSegments.WithLabelValues(ns, name).Set(float64(st.Segments))
-	indexQuarantined.WithLabelValues(ns, name).Set(float64(len(st.QuarantinedSegments)))
+	indexQuarantined.WithLabelValues(ns, name).Set(float64(max(st.QuarantinedSegmentCount, int64(len(st.QuarantinedSegments)))))
 	indexUncommitted.WithLabelValues(ns, name).Set(float64(st.UncommittedDocuments))
 	indexDurabilityDegraded.WithLabelValues(ns, name).Set(boolGauge(st.DurabilityDegraded))
 	if st.DrainEstimateSeconds != nil {

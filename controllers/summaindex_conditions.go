@@ -52,6 +52,7 @@ func degradedCauses(x *summav1.SummaIndex, f failures) []cause {
 	if v := x.Status.Volume; v != nil && v.Resize == summav1.VolumeResizeFailed {
 		cs = append(cs, cause{ReasonVolumeExpansionFailed, "volume " + v.ClaimName + " could not grow: " + v.Message})
 	}
+	cs = append(cs, storageCauses(x)...)
 	if x.Status.DurabilityDegraded {
 		cs = append(cs, cause{ReasonDurabilityDegraded, "a directory fsync failed after a commit; the engine's disk needs attention"})
 	}

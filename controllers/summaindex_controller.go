@@ -44,6 +44,11 @@ const (
 	// notReadyPoll is the fallback requeue of a pod that is not ready yet
 	// (its readiness changing wakes a pass anyway).
 	notReadyPoll = 5 * time.Second
+	// terminatingPoll is the fallback requeue while a pod terminates: its
+	// deletion wakes a pass through the pod watch, so this only covers a
+	// pod the watch does not map to its index (one orphaned by
+	// --cascade=orphan), not a poll every second for the whole grace.
+	terminatingPoll = 5 * time.Second
 )
 
 // Options tune the SummaIndex reconciler.
@@ -196,6 +201,7 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetIndexMetrics(req.Namespace, req.Name)
+			r.warnings.forgetName(req.NamespacedName)
 			r.restarts.settle(req.NamespacedName, false, false, r.Options.MaxConcurrentRestarts)
 			r.unreachable.reset(req.NamespacedName)
 		}
@@ -221,6 +227,7 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		queued != nil && queued.Status == metav1.ConditionTrue && queued.Reason == ReasonRestartQueued, r.Options.MaxConcurrentRestarts)
 	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
 		forgetIndexMetrics(x.Namespace, x.Name)
+		r.warnings.forgetName(req.NamespacedName)
 		return res, err // gone once the finalizer left
 	}
 	summarize(x)
@@ -265,6 +272,15 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	wait, berr := r.reconcileBackups(ctx, x)
 	f.add(berr)
 	res.RequeueAfter = sooner(res.RequeueAfter, wait)
+	if f.dropConflicts() {
+		// Another writer changed an object since this pass read it: normal
+		// under concurrent updates, so no event and no Degraded; the next
+		// pass, soon, reads the new version.
+		res = reconcile.Result{RequeueAfter: conflictRetry}
+		if apierrors.IsConflict(err) {
+			err = nil
+		}
+	}
 	r.report(ctx, x, f)
 	err = returned(err)
 	if err == nil && len(f) > 0 {
@@ -342,7 +358,7 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 	}
 	if pod.DeletionTimestamp != nil {
 		notReady(x, summav1.PhaseRestarting, "PodTerminating", "waiting for the previous engine pod to stop", true)
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
 	if err := r.syncAccessAnnotation(ctx, x, pod, acc); err != nil {
 		return reconcile.Result{}, failed(ReasonPodFailed, err)
@@ -530,8 +546,11 @@ func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, x *summav1.
 			return r.replacePod(ctx, x, pod, purposeSuspend)
 		}
 		notReady(x, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
-		return reconcile.Result{RequeueAfter: pollInterval}, nil
+		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
+	// The engine is stopped: drains that timed out on the way are over,
+	// and Degraded=DrainTimeout with them.
+	x.Status.DrainFailures, x.Status.LastDrainFailureTime, x.Status.DrainStartTime = 0, nil, nil
 	if x.Status.Phase != summav1.PhaseSuspended {
 		r.event(x, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", x.DataClaimName())
 	}

@@ -332,6 +332,34 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		Expect(engineDocuments("stuck")).To(BeEquivalentTo(50))
 	})
 
+	It("clears Degraded=DrainTimeout once a suspend completes, however the pod stopped", func() {
+		createReady("sleepless", func(x *summav1.SummaIndex) { x.Spec.Lifecycle.DrainTimeoutSeconds = 2 })
+		ingest("sleepless", 0, 20)
+		x := getIndex("sleepless")
+		blocker := filepath.Join(kubelet.ClaimDir(specNamespace, x.DataClaimName()), "sleepless", "metadata.json.tmp", "in-the-way")
+		Expect(os.MkdirAll(blocker, 0o755)).To(Succeed())
+		DeferCleanup(func() { _ = os.RemoveAll(filepath.Dir(blocker)) })
+
+		updateIndex("sleepless", func(x *summav1.SummaIndex) { x.Spec.Suspend = true })
+		Eventually(func(g Gomega) {
+			x := getIndex("sleepless")
+			g.Expect(x.Status.DrainFailures).To(BeNumerically(">=", 1))
+			g.Expect(x.GetCondition(summav1.ConditionDegraded)).NotTo(BeNil())
+			g.Expect(x.GetCondition(summav1.ConditionDegraded).Reason).To(Equal("DrainTimeout"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+
+		By("the pod stopped by hand: the suspend is complete, the drain timeouts are over")
+		pod, err := enginePodOf("sleepless")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			x := getIndex("sleepless")
+			g.Expect(x.Status.Phase).To(Equal(summav1.PhaseSuspended))
+			g.Expect(x.Status.DrainFailures).To(BeZero())
+			g.Expect(x.IsConditionTrue(summav1.ConditionDegraded)).To(BeFalse(), "Degraded: %+v", x.GetCondition(summav1.ConditionDegraded))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+	})
+
 	It("resumes the engine when the change that started a drain is taken back", func() {
 		createReady("undo", nil)
 		ingest("undo", 0, 30)

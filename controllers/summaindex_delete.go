@@ -53,7 +53,7 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 	}
 	if pod != nil {
 		if pod.DeletionTimestamp != nil {
-			return reconcile.Result{RequeueAfter: pollInterval}, nil
+			return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 		}
 		if r.deletionTimedOut(x) {
 			return reconcile.Result{RequeueAfter: pollInterval}, r.stopUnasked(ctx, x, pod, policy)

@@ -200,7 +200,7 @@ func (r *SummaIndexReconciler) doctorStopEngine(ctx context.Context, x *summav1.
 	d := x.Status.Doctor
 	if pod != nil {
 		if pod.DeletionTimestamp != nil {
-			return reconcile.Result{RequeueAfter: pollInterval}, nil
+			return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 		}
 		out, err := r.drainAndStop(ctx, x, pod, purposeDoctor, false)
 		if err != nil {

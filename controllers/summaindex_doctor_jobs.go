@@ -181,7 +181,7 @@ func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container str
 						Image:                    r.image(x),
 						Command:                  []string{EngineCommand},
 						Args:                     args,
-						Resources:                *x.Spec.Resources.DeepCopy(),
+						Resources:                engineResources(x),
 						VolumeMounts:             mounts,
 						TerminationMessagePath:   terminationLog,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

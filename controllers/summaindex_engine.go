@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -108,6 +109,7 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	s.Generation = int64(st.Generation)
 	s.UncommittedDocuments = int64(st.UncommittedDocuments)
 	s.DurabilityDegraded = st.DurabilityDegraded
+	r.observeStorage(x, pod, st.Storage)
 	// The estimate moves with every measurement: status follows it only
 	// when it moved enough to matter, so a steady index is never rewritten.
 	if est := lc.DrainEstimateSeconds; s.DrainEstimateSeconds == nil ||
@@ -115,12 +117,8 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 		est = math.Round(est*10) / 10
 		s.DrainEstimateSeconds = &est
 	}
-	s.QuarantinedSegments = nil
-	for _, q := range st.Quarantined {
-		s.QuarantinedSegments = append(s.QuarantinedSegments, summav1.QuarantinedSegment{ID: q.Segment, Reason: q.Reason})
-	}
-	sort.Slice(s.QuarantinedSegments, func(i, j int) bool { return s.QuarantinedSegments[i].ID < s.QuarantinedSegments[j].ID })
-	if n := len(s.QuarantinedSegments); n > 0 {
+	s.QuarantinedSegments, s.QuarantinedSegmentCount = quarantinedSegments(st.Quarantined)
+	if n := s.QuarantinedSegmentCount; n > 0 {
 		if !x.IsConditionTrue(summav1.ConditionDoctorRequired) {
 			r.event(x, pod, corev1.EventTypeWarning, "DoctorRequired",
 				"%d quarantined segment(s); set spec.doctor.requestId to run the doctor", n)
@@ -140,4 +138,33 @@ func (r *SummaIndexReconciler) engineCalled(ctx context.Context, call string) {
 	if h := r.Options.afterEngineCall; h != nil {
 		h(ctx, call)
 	}
+}
+
+// quarantinedSegments is the engine's quarantine list as status carries it:
+// sorted by ID, the first MaxQuarantinedSegments, each reason cut to
+// MaxQuarantineReasonLength bytes; and the exact count.
+func quarantinedSegments(q []client.QuarantinedSegment) ([]summav1.QuarantinedSegment, int64) {
+	if len(q) == 0 {
+		return nil, 0
+	}
+	out := make([]summav1.QuarantinedSegment, 0, len(q))
+	for _, s := range q {
+		out = append(out, summav1.QuarantinedSegment{ID: s.Segment, Reason: truncateUTF8(s.Reason, summav1.MaxQuarantineReasonLength)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if len(out) > summav1.MaxQuarantinedSegments {
+		out = out[:summav1.MaxQuarantinedSegments:summav1.MaxQuarantinedSegments]
+	}
+	return out, int64(len(q))
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a rune.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -132,6 +132,23 @@ func (f *failures) add(err error) {
 	}
 }
 
+// dropConflicts removes the optimistic-lock conflicts from f and reports
+// whether there were any.
+func (f *failures) dropConflicts() bool {
+	kept := (*f)[:0]
+	for _, err := range *f {
+		if !apierrors.IsConflict(err) {
+			kept = append(kept, err)
+		}
+	}
+	dropped := len(kept) < len(*f)
+	*f = kept
+	return dropped
+}
+
+// conflictRetry is when a pass that met a write conflict runs again.
+const conflictRetry = time.Second
+
 // report shows this pass's failures on x: one Warning event and one Info
 // log line per failure (rate-limited), and Degraded decided from
 // everything true now (summaindex_conditions.go), cleared with a Normal
@@ -187,7 +204,7 @@ func (l *warningLimiter) due(x *summav1.SummaIndex, reason, message string) bool
 	if l.last == nil {
 		l.last = map[string]warningSeen{}
 	}
-	key := string(x.UID) + "/" + reason
+	key := warningKeyPrefix(client.ObjectKeyFromObject(x)) + string(x.UID) + "/" + reason
 	seen, ok := l.last[key]
 	now := time.Now()
 	if ok && seen.message == message && now.Sub(seen.at) < warningInterval {
@@ -197,11 +214,27 @@ func (l *warningLimiter) due(x *summav1.SummaIndex, reason, message string) bool
 	return true
 }
 
+// warningKeyPrefix starts the limiter's keys of the index named key.
+func warningKeyPrefix(key client.ObjectKey) string {
+	return key.Namespace + "/" + key.Name + "/"
+}
+
 // forget drops what was remembered of x.
 func (l *warningLimiter) forget(x *summav1.SummaIndex) {
+	l.forgetPrefix(warningKeyPrefix(client.ObjectKeyFromObject(x)) + string(x.UID) + "/")
+}
+
+// forgetName drops what was remembered of every index that had this name:
+// called once an index is gone, so that the limiter does not grow with
+// every index ever deleted.
+func (l *warningLimiter) forgetName(key client.ObjectKey) {
+	l.forgetPrefix(warningKeyPrefix(key))
+}
+
+// forgetPrefix drops the entries whose key starts with prefix.
+func (l *warningLimiter) forgetPrefix(prefix string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	prefix := string(x.UID) + "/"
 	for k := range l.last {
 		if strings.HasPrefix(k, prefix) {
 			delete(l.last, k)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,7 +9,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
 )
@@ -64,6 +68,59 @@ func TestWarningLimiterRecordsAStartAChangeAndThenRarely(t *testing.T) {
 	l.forget(x)
 	if !l.due(x, "PodInvalid", "m2") {
 		t.Error("after forget, the failure is not recorded again")
+	}
+}
+
+// Once an index is gone the limiter keeps nothing of it, whatever its UID
+// was; another index's entries stay.
+func TestWarningLimiterForgetsDeletedIndexes(t *testing.T) {
+	var l warningLimiter
+	for i := range 100 {
+		x := &summav1.SummaIndex{}
+		x.Namespace, x.Name, x.UID = "ns", "gone", types.UID(fmt.Sprint("u", i))
+		l.due(x, "PodInvalid", "m")
+	}
+	kept := &summav1.SummaIndex{}
+	kept.Namespace, kept.Name, kept.UID = "ns", "gone-too-not", "k"
+	l.due(kept, "PodInvalid", "m")
+	l.forgetName(client.ObjectKey{Namespace: "ns", Name: "gone"})
+	if len(l.last) != 1 {
+		t.Fatalf("%d entries left after the index was deleted, want 1 (the other index)", len(l.last))
+	}
+	if l.due(kept, "PodInvalid", "m") {
+		t.Error("forgetting one index forgot another")
+	}
+}
+
+// An optimistic-lock conflict of a step is normal under concurrent writers:
+// it is dropped from the pass's failures (no event, no Degraded), the
+// others stay.
+func TestConflictsAreNotFailures(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	conflict := failed(ReasonPodFailed, fmt.Errorf("update pod: %w", apierrors.NewConflict(gr, "x-engine", errors.New("modified"))))
+	other := failed(ReasonServiceFailed, errors.New("boom"))
+	f := failures{conflict, other, apierrors.NewConflict(gr, "y", errors.New("modified"))}
+	if !f.dropConflicts() {
+		t.Fatal("no conflict seen")
+	}
+	if len(f) != 1 || f[0] != other {
+		t.Fatalf("left %v, want only the other failure", f)
+	}
+	if f.dropConflicts() {
+		t.Error("a conflict seen where none is left")
+	}
+	rec := events.NewFakeRecorder(10)
+	r := &SummaIndexReconciler{Recorder: rec}
+	x := &summav1.SummaIndex{}
+	x.UID = "u"
+	g := failures{conflict}
+	g.dropConflicts()
+	r.report(context.Background(), x, g)
+	if len(rec.Events) != 0 {
+		t.Errorf("event for a conflict: %s", <-rec.Events)
+	}
+	if x.IsConditionTrue(summav1.ConditionDegraded) {
+		t.Errorf("Degraded for a conflict: %+v", x.GetCondition(summav1.ConditionDegraded))
 	}
 }
 

@@ -106,7 +106,7 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
-		Resources: *x.Spec.Resources.DeepCopy(),
+		Resources: engineResources(x),
 		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: dataVolumeName, MountPath: DataMountPath},
 			{Name: tmpVolumeName, MountPath: "/tmp"},

@@ -27,3 +27,15 @@ var (
 	// AddToScheme adds the types of this API to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// AnnotationCRDRevision on the SummaIndex CRD (set by the
+// +kubebuilder:metadata:annotations marker of SummaIndex) counts the
+// revisions of its schema. An operator needs at least CRDRevision: an older
+// CRD would silently prune the status fields it writes, so the manager
+// refuses to start against one (Helm never upgrades a chart's crds/).
+const AnnotationCRDRevision = "summa.dev/crd-revision"
+
+// CRDRevision is the schema revision of the CRD this API needs. Raise it
+// with the marker whenever a field is added, and the test in api/v1 checks
+// that both agree.
+const CRDRevision = 2

@@ -254,6 +254,9 @@ func (e *EngineSpec) Args() []string {
 	if e.MaxDocumentBytes != nil {
 		args = append(args, "--max-document-bytes="+strconv.FormatInt(e.MaxDocumentBytes.Value(), 10))
 	}
+	if e.MinFreeBytes != nil {
+		args = append(args, "--min-free-bytes="+strconv.FormatInt(e.MinFreeBytes.Value(), 10))
+	}
 	if e.LogLevel != "" {
 		args = append(args, "--log-level="+string(e.LogLevel))
 	}

@@ -224,6 +224,13 @@ type EngineSpec struct {
 	// +optional
 	MaxDocumentBytes *resource.Quantity `json:"maxDocumentBytes,omitempty"`
 
+	// MinFreeBytes is the free space of the data volume below which the
+	// engine refuses ingestion and commits with 507 StorageFull
+	// (--min-free-bytes; 0: none; engine default 3% of the volume, at
+	// least 64Mi, at most half of it).
+	// +optional
+	MinFreeBytes *resource.Quantity `json:"minFreeBytes,omitempty"`
+
 	// LogLevel of the engine (--log-level).
 	// +optional
 	LogLevel LogLevel `json:"logLevel,omitempty"`
@@ -573,6 +580,12 @@ const MaxDoctorHistory = 10
 // MaxRemovedSegments bounds status.doctor.removedSegments.
 const MaxRemovedSegments = 100
 
+// MaxQuarantinedSegments bounds status.quarantinedSegments.
+const MaxQuarantinedSegments = 100
+
+// MaxQuarantineReasonLength bounds the reason of one status.quarantinedSegments entry.
+const MaxQuarantineReasonLength = 256
+
 // DoctorRun is one finished doctor run.
 type DoctorRun struct {
 	// RequestID of the run.
@@ -639,15 +652,28 @@ type SummaIndexStatus struct {
 	// +optional
 	UncommittedDocuments int64 `json:"uncommittedDocuments,omitempty"`
 
-	// QuarantinedSegments are the segments the engine could not open.
+	// QuarantinedSegments are the segments the engine could not open: the
+	// first MaxQuarantinedSegments of them by ID, each reason cut to
+	// MaxQuarantineReasonLength, so that a badly damaged index cannot push
+	// the object past etcd's size limit (QuarantinedSegmentCount is exact).
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
 	QuarantinedSegments []QuarantinedSegment `json:"quarantinedSegments,omitempty"`
+
+	// QuarantinedSegmentCount is the number of quarantined segments.
+	// +optional
+	QuarantinedSegmentCount int64 `json:"quarantinedSegmentCount,omitempty"`
 
 	// DurabilityDegraded is true when the engine reports that it could not
 	// make its data durable.
 	// +optional
 	DurabilityDegraded bool `json:"durabilityDegraded,omitempty"`
+
+	// Storage is the engine's data volume while the engine refuses writes
+	// for lack of space (Degraded=StorageFull); absent otherwise.
+	// +optional
+	Storage *EngineStorage `json:"storage,omitempty"`
 
 	// TerminationGracePeriodSeconds is the grace period given to the engine
 	// pod, sized from DrainEstimateSeconds and clamped to the spec's bounds.
@@ -726,6 +752,7 @@ type SummaIndexStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:annotations="summa.dev/crd-revision=2"
 // +kubebuilder:resource:path=summaindexes,singular=summaindex,scope=Namespaced,shortName=sidx,categories=summa
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`

@@ -18,7 +18,9 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,8 +31,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -179,6 +183,9 @@ func run(args []string) error {
 	if policy == controllers.PodTemplatePolicyUnrestricted {
 		lg.Info("WARNING: " + controllers.UnrestrictedPodTemplateWarning)
 	}
+	if err := checkCRD(cfg); err != nil {
+		return err
+	}
 	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
 		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS, "metricsSecure", *metricsSecure,
 		"watchNamespaces", *watchNS, "podTemplatePolicy", policy)
@@ -249,4 +256,22 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// checkCRD refuses to start against a SummaIndex CRD older than this
+// operator (controllers.CheckCRDRevision); one it may not read is logged
+// and passed.
+func checkCRD(cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("client for the CRD check: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = controllers.CheckCRDRevision(ctx, c)
+	if errors.Is(err, controllers.ErrCRDUnreadable) {
+		ctrl.Log.WithName("setup").Info("The CRD's schema revision is not checked", "reason", err.Error())
+		return nil
+	}
+	return err
 }

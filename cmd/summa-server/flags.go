@@ -50,6 +50,9 @@ type Config struct {
 	// PublicationRetryLimit bounds the background retries of one held
 	// publication.
 	PublicationRetryLimit int
+	// MinFreeBytes is the data volume's reserve (--min-free-bytes):
+	// diskspace.AutoReserve, 0 (none) or bytes.
+	MinFreeBytes int64
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
 	// MaxDocumentBytes bounds one NDJSON document.
@@ -218,6 +221,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 		"largest delay between background retries of a failed publication")
 	fs.IntVar(&cfg.PublicationRetryLimit, "publication-retry-limit", index.DefaultPublicationRetryLimit,
 		"background retries of one held publication; past them only a commit or a drain retries it")
+	registerStorageFlags(fs, &cfg)
 	fs.Var((*byteSize)(&cfg.MaxRequestBytes), "max-request-bytes", "largest request body; larger bodies get 413 (e.g. 64MiB)")
 	fs.Var((*byteSize)(&cfg.MaxDocumentBytes), "max-document-bytes", "largest NDJSON document; larger ones get 413 (e.g. 1MiB)")
 	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")

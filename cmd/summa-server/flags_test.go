@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/summadev/summa/engine/diskspace"
 	"io"
 
 	"github.com/summadev/summa/engine/s3backup"
@@ -40,7 +41,7 @@ func TestFlagsFromEnv(t *testing.T) {
 	}
 	want := Config{DataDir: "/env/data", Listen: "127.0.0.1:1234", ShutdownDeadline: 40 * time.Second,
 		CommitFlushTimeout: 5 * time.Minute, IndexingBufferBytes: 64 << 20,
-		PublicationRetryMin: time.Second, PublicationRetryMax: 30 * time.Second, PublicationRetryLimit: 120, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
+		PublicationRetryMin: time.Second, PublicationRetryMax: 30 * time.Second, PublicationRetryLimit: 120, MinFreeBytes: diskspace.AutoReserve, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
 		Maintenance: MaintenanceConfig{OptimizerThreads: 0, OptimizerScanInterval: 30 * time.Second,
 			OptimizerBackoffMin: 30 * time.Second, OptimizerBackoffMax: 30 * time.Minute,
 			OptimizerMaxUnconvergedPasses: 5, BPMemoryBudgetMB: 256, BPTimeBudget: 2 * time.Minute},

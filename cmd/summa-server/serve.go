@@ -170,7 +170,8 @@ func registryOptions(cfg Config, log logr.Logger) registry.Options {
 		policy.MaxUnconvergedPasses = m.OptimizerMaxUnconvergedPasses
 	}
 	return registry.Options{
-		Logger: log.WithName("registry"),
+		Logger:       log.WithName("registry"),
+		MinFreeBytes: cfg.MinFreeBytes,
 		Index: index.Options{
 			Logger:                log.WithName("index"),
 			IndexingWorkers:       cfg.IndexingWorkers,

@@ -113,7 +113,7 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 		w.retry(job.gen)
 		w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",
 			"operations", job.gen.ops)
-		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
+		return CommitResult{}, fmt.Errorf("%w: %w", ErrGenerationFailed, err)
 	}
 	if len(job.outputs()) == 0 && len(job.gen.pending) == 0 {
 		// Nothing was admitted: no new generation, no fsync (and no plan).
@@ -132,7 +132,7 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 		w.retry(job.gen)
 		w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",
 			"operations", job.gen.ops)
-		return CommitResult{}, fmt.Errorf("%w: %v", ErrGenerationFailed, err)
+		return CommitResult{}, fmt.Errorf("%w: %w", ErrGenerationFailed, err)
 	}
 	if err != nil {
 		// C11: the prepared outputs stay owned by the job; workers stay

@@ -41,6 +41,8 @@ type record struct {
 	// pending is the step whose state an unacknowledged generation would
 	// show: the step of the commit or maintenance operation in flight.
 	pending int
+	// errs are the errors commits and maintenance returned to the client.
+	errs []error
 }
 
 func newRecord() *record { return &record{acked: map[uint64]int{}, degraded: map[uint64]bool{}} }
@@ -85,7 +87,12 @@ type faultFS struct {
 	n atomic.Int64
 	// writes marks the indexes of operations that change the disk (a crash
 	// before a read is the same image as a crash before the next write).
-	writes  sync.Map
+	writes sync.Map
+	// kinds holds each operation's kind (errorfs.OpKind) by index.
+	kinds sync.Map
+	// inject, when set, is the error injected at operation at (nil: none)
+	// instead of errorfs.ErrInjected (crash_nospace_test.go).
+	inject  func(op errorfs.Op) error
 	mu      sync.Mutex
 	image   *vfs.MemFS
 	crashed bool
@@ -96,6 +103,7 @@ func (f *faultFS) MaybeError(op errorfs.Op) error {
 	if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
 		f.writes.Store(i, true)
 	}
+	f.kinds.Store(i, op.Kind)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.crashed {
@@ -105,6 +113,9 @@ func (f *faultFS) MaybeError(op errorfs.Op) error {
 		return nil
 	}
 	if !f.crash {
+		if f.inject != nil {
+			return f.inject(op)
+		}
 		return errorfs.ErrInjected
 	}
 	f.crashed = true
@@ -202,6 +213,7 @@ func runScenario(t *testing.T, h harness, fs vfs.FS, f *faultFS, steps []step, r
 				rec.ack(res.Generation, si, res.DurabilityDegraded)
 				break
 			}
+			rec.errs = append(rec.errs, err)
 			if dead() {
 				_ = idx.Close(ctx)
 				return
@@ -232,6 +244,9 @@ func runScenario(t *testing.T, h harness, fs vfs.FS, f *faultFS, steps []step, r
 			}
 			for _, op := range append(ops, h.extra...) {
 				res, err := op(ctx, idx)
+				if err != nil {
+					rec.errs = append(rec.errs, err)
+				}
 				if err == nil {
 					rec.ack(res.Generation, si, res.DurabilityDegraded)
 				} else if dead() {

@@ -93,10 +93,10 @@ func (idx *Index) committedMasks(plan *maskPlan, cur *Snapshot, pending map[stri
 	plan.drop()
 	masks, err := planCommitted(cur, pending)
 	if err != nil {
-		return nil, fmt.Errorf("%w: visibility scan: %v", ErrPublication, err)
+		return nil, fmt.Errorf("%w: visibility scan: %w", ErrPublication, err)
 	}
 	if err := idx.writeMasks(masks, nil, claims, started); err != nil {
-		return masks, fmt.Errorf("%w: %v", ErrPublication, err)
+		return masks, fmt.Errorf("%w: %w", ErrPublication, err)
 	}
 	return masks, nil
 }

@@ -71,7 +71,7 @@ func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held
 	newMasks = planOutputs(job.gen.pending, outputs)
 	if err := idx.writeMasks(nil, newMasks, &claims, &started); err != nil {
 		abandonMasks()
-		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
+		return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
 	}
 	next, published := buildNext(meta, oldMasks, newMasks, outputs)
 	var unsynced []string
@@ -90,7 +90,7 @@ func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held
 	if h := idx.opts.Hooks.BeforePublish; h != nil {
 		if err := h(); err != nil {
 			abandonMasks()
-			return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
+			return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
 		}
 	}
 	var old *Snapshot
@@ -122,7 +122,7 @@ func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held
 			// is rebuilt from its operations (C05, runCommit).
 			return CommitResult{}, nil, fmt.Errorf("%w: %w", errOutputSync, err)
 		}
-		return CommitResult{}, nil, fmt.Errorf("%w: %v", ErrPublication, err)
+		return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
 	}
 	for _, p := range outputs {
 		p.unsynced, p.syncs = false, nil

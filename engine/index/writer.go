@@ -95,14 +95,14 @@ func (w *writer) admitLocked() error {
 		return ErrClosed
 	case w.mu.held != nil:
 		h := w.mu.held
-		return fmt.Errorf("%w: the publication of the previous commit failed before its commit point (%v); "+
+		return fmt.Errorf("%w: the publication of the previous commit failed before its commit point (%w); "+
 			"it is retried in the background (next at %s) or by the next commit",
 			ErrBackpressure, h.lastErr, h.nextRetry.UTC().Format(time.RFC3339))
 	case w.mu.job != nil:
 		return ErrBackpressure
 	}
 	if err := w.mu.gen.failure(); err != nil {
-		return fmt.Errorf("%w: %v; commit to retry the generation", ErrGenerationFailed, err)
+		return fmt.Errorf("%w: %w; commit to retry the generation", ErrGenerationFailed, err)
 	}
 	return nil
 }

@@ -16,6 +16,11 @@ import (
 // cancellation, or a source the index just quarantined.
 var ErrSkip = errors.New("optimizer: task skipped")
 
+// ErrStorageFull classifies task errors of a full volume: the task is
+// neither a failure of its sources (no backoff) nor retried at once;
+// maintenance pauses while Config.StorageFull reports true.
+var ErrStorageFull = errors.New("optimizer: storage full, maintenance paused")
+
 // Target is one index as the optimizer sees it. Targets are acquired for
 // one scan and released after it; running tasks keep their own.
 type Target interface {
@@ -55,8 +60,12 @@ type Config struct {
 	// Logger receives maintenance events.
 	Logger logr.Logger
 	// OnTask observes each finished task (metrics): kind and outcome
-	// ("success", "failure", "skipped", "cancelled").
+	// ("success", "failure", "skipped", "cancelled", "storage_full").
 	OnTask func(kind, outcome string)
+	// Storage reads the volume: its free bytes and whether it refuses
+	// writes. While it refuses them, or after a task stopped for space
+	// until space returns (storage.go), scans start no task (nil: never).
+	Storage func() (free int64, full bool)
 }
 
 // DefaultCompletionCooldown is the pause between an automatic task's
@@ -91,6 +100,8 @@ type Optimizer struct {
 	// cooldown holds, per index name, the time before which no new
 	// automatic task is chosen: set when a task completes (M05).
 	cooldown map[string]time.Time
+	// space is the storage pause (storage.go).
+	space spacePause
 }
 
 // New returns an optimizer that shares permits with explicit operations.
@@ -250,7 +261,7 @@ func (o *Optimizer) Scan(targets []Target) {
 	o.mu.Lock()
 	paused := o.paused
 	o.mu.Unlock()
-	if paused || o.scansCtx.Err() != nil {
+	if paused || o.scansCtx.Err() != nil || o.pausedForStorage() {
 		return
 	}
 	for _, t := range targets {
@@ -345,6 +356,12 @@ func (o *Optimizer) finish(name string, task Task, err error) {
 		outcome = "cancelled"
 	case errors.Is(err, ErrSkip):
 		outcome = "skipped"
+	case errors.Is(err, ErrStorageFull):
+		// Not the sources' failure: no backoff; scans pause until space
+		// returns (pausedForStorage).
+		outcome = "storage_full"
+		o.stoppedForSpace(now)
+		o.log.Info("Maintenance stopped: the volume is full", "index", name, "kind", task.Kind, "error", err.Error())
 	default:
 		outcome = "failure"
 		delay := b.Failed(task.Sources, now)

@@ -46,6 +46,9 @@ func (h *Handle) Commit(ctx context.Context) (index.CommitResult, error) {
 	if err != nil {
 		return index.CommitResult{}, err
 	}
+	if err := h.r.admitWrite(0); err != nil {
+		return index.CommitResult{}, err
+	}
 	t := h.r.startCommit(h.e, idx)
 	t.mu.Lock()
 	timedOut := t.timedOut
@@ -85,7 +88,7 @@ func (r *Registry) startCommit(e *entry, idx *index.Index) *commitTask {
 				r.log.Info("Commit flush timed out; waiting again on the same generation", "index", e.name)
 				continue
 			}
-			t.res, t.err = res, err
+			t.res, t.err = res, r.observeWrite(err)
 			break
 		}
 		if t.err == nil {

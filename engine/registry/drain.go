@@ -71,7 +71,10 @@ func (h *Handle) Add(ctx context.Context, docs []*schema.Document) error {
 		return err
 	}
 	defer h.r.endWrite()
-	return h.retryBackpressure(ctx, func(idx *index.Index) error { return idx.Add(docs) })
+	if err := h.r.admitWrite(0); err != nil {
+		return err
+	}
+	return h.r.observeWrite(h.retryBackpressure(ctx, func(idx *index.Index) error { return idx.Add(docs) }))
 }
 
 // Delete deletes a document by primary key at the next commit.
@@ -80,12 +83,15 @@ func (h *Handle) Delete(ctx context.Context, pk string) (existed bool, err error
 		return false, err
 	}
 	defer h.r.endWrite()
+	if err := h.r.admitWrite(0); err != nil {
+		return false, err
+	}
 	err = h.retryBackpressure(ctx, func(idx *index.Index) error {
 		var derr error
 		existed, derr = idx.Delete(pk)
 		return derr
 	})
-	return existed, err
+	return existed, h.r.observeWrite(err)
 }
 
 func (h *Handle) retryBackpressure(ctx context.Context, op func(*index.Index) error) error {

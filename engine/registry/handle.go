@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 
+	"github.com/summadev/summa/engine/diskspace"
 	"github.com/summadev/summa/engine/index"
 )
 
@@ -78,18 +79,21 @@ type Status struct {
 	Name string
 	// Deleting is true once the deletion started.
 	Deleting bool
+	// Storage is the data directory's volume (nil when statfs failed).
+	Storage *diskspace.State
 }
 
 // Status returns the index's status.
 func (h *Handle) Status() Status {
-	return Status{Status: h.e.idx.Status(), Name: h.e.name, Deleting: h.e.deleting.Load()}
+	return Status{Status: h.e.idx.Status(), Name: h.e.name, Deleting: h.e.deleting.Load(), Storage: h.r.storageState()}
 }
 
 // Statuses returns the status of every index, sorted by name.
 func (r *Registry) Statuses() []Status {
 	var out []Status
+	storage := r.storageState()
 	for _, e := range r.entries() {
-		out = append(out, Status{Status: e.idx.Status(), Name: e.name, Deleting: e.deleting.Load()})
+		out = append(out, Status{Status: e.idx.Status(), Name: e.name, Deleting: e.deleting.Load(), Storage: storage})
 	}
 	return out
 }

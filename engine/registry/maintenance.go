@@ -48,6 +48,10 @@ func maintain[T any](ctx context.Context, h *Handle, op func(context.Context, *i
 	if err := h.r.beginWrite(); err != nil {
 		return zero, err
 	}
+	if err := h.r.admitWrite(0); err != nil {
+		h.r.endWrite()
+		return zero, err
+	}
 	err = h.r.permits.Acquire(ctx)
 	h.r.endWrite()
 	if err != nil {
@@ -67,7 +71,7 @@ func maintain[T any](ctx context.Context, h *Handle, op func(context.Context, *i
 		defer h.r.permits.Release()
 		defer own.Release()
 		res, err := op(h.e.ctx, idx)
-		done <- outcome{res, err}
+		done <- outcome{res, h.r.observeWrite(err)}
 	}()
 	select {
 	case o := <-done:

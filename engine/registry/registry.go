@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/diskspace"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/optimizer"
@@ -34,6 +35,10 @@ type Options struct {
 	Optimizer optimizer.Config
 	// Reorder budgets every BP pass, background and manual.
 	Reorder index.ReorderOptions
+	// MinFreeBytes is the volume's reserve: below it, ingestion, commits
+	// and maintenance are refused (storage.go); 0 keeps none,
+	// diskspace.AutoReserve takes diskspace.DefaultReserve.
+	MinFreeBytes int64
 }
 
 // Registry is the set of indexes of one data directory.
@@ -57,6 +62,8 @@ type Registry struct {
 	permits *optimizer.Permits
 	// opt is the background maintenance supervisor.
 	opt *optimizer.Optimizer
+	// space watches the data directory's volume (storage.go).
+	space *diskspace.Monitor
 
 	// mu guards entries and closed.
 	mu struct {
@@ -117,7 +124,8 @@ func Open(fs vfs.FS, dir string, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{fs: fs, dir: dir, opts: opts, log: opts.Logger, lock: lock}
+	r := &Registry{fs: fs, dir: dir, opts: opts, log: opts.Logger, lock: lock,
+		space: diskspace.NewMonitor(dir, opts.MinFreeBytes)}
 	r.mu.entries = make(map[string]*entry)
 	r.stats.init()
 	r.drain.init()
@@ -132,6 +140,9 @@ func Open(fs vfs.FS, dir string, opts Options) (*Registry, error) {
 	}
 	if opts.Optimizer.Logger.GetSink() == nil {
 		opts.Optimizer.Logger = opts.Logger
+	}
+	if opts.Optimizer.Storage == nil {
+		opts.Optimizer.Storage = r.storageForOptimizer
 	}
 	r.permits = optimizer.NewPermits(opts.Optimizer.Threads)
 	r.opt = optimizer.New(opts.Optimizer, r.permits)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/summadev/summa/engine/diskspace"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/metadata"
@@ -59,6 +60,9 @@ func (t *target) Run(ctx context.Context, task optimizer.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", optimizer.ErrSkip, err)
 	}
+	if err := t.h.r.admitTask(idx.Metadata(), task.Sources); err != nil {
+		return err
+	}
 	ctx, cancel := t.h.Context(ctx)
 	defer cancel()
 	switch task.Kind {
@@ -80,7 +84,7 @@ func (t *target) Run(ctx context.Context, task optimizer.Task) error {
 	default:
 		err = fmt.Errorf("registry: unknown maintenance kind %q", task.Kind)
 	}
-	return classify(err)
+	return classify(t.h.r.observeWrite(err))
 }
 
 // classify marks errors that are not failures of the sources.
@@ -92,6 +96,8 @@ func classify(err error) error {
 		errors.Is(err, index.ErrSourceQuarantined), errors.Is(err, index.ErrVisibilityChanged),
 		errors.Is(err, lifecycle.ErrClosed), errors.Is(err, index.ErrClosed):
 		return fmt.Errorf("%w: %v", optimizer.ErrSkip, err)
+	case diskspace.IsNoSpace(err):
+		return fmt.Errorf("%w: %w", optimizer.ErrStorageFull, err)
 	}
 	return err
 }

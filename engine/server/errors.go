@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/engine/diskspace"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/schema"
@@ -49,6 +50,10 @@ const (
 	// and nothing was published; its documents are kept and the next commit
 	// retries them.
 	CodeGenerationFailed = client.CodeGenerationFailed
+	// CodeStorageFull (507, retryable): the volume cannot take the write
+	// (ENOSPC, EDQUOT, or free space below --min-free-bytes); nothing
+	// acknowledged changed.
+	CodeStorageFull = client.CodeStorageFull
 	// CodeVisibilityChanged (409, retryable): deletes reached a compaction
 	// source while it ran; nothing was published.
 	CodeVisibilityChanged = client.CodeVisibilityChanged
@@ -152,6 +157,8 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusConflict, CodeIndexDeleting, "%v", err)
 	case errors.Is(err, registry.ErrInvalidIndexName):
 		return newError(http.StatusBadRequest, CodeInvalidIndexName, "%v", err)
+	case diskspace.IsNoSpace(err):
+		return storageFull(err)
 	case errors.Is(err, registry.ErrDraining):
 		return unavailable(CodeDraining, retryDraining, "%v", err)
 	case errors.Is(err, registry.ErrShuttingDown), errors.Is(err, index.ErrClosed):

@@ -46,6 +46,7 @@ func toIndexStatus(st registry.Status) IndexStatus {
 		held := toHeldPublication(*h)
 		out.HeldPublication = &held
 	}
+	out.Storage = toStorageStatus(st.Storage)
 	for _, s := range st.Segments {
 		ss := SegmentStatus{ID: s.ID.String(), Documents: s.Documents,
 			DeletedDocuments: s.DeletedDocuments, SizeBytes: s.SizeBytes}

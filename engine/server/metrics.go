@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/summadev/summa/engine/auth"
+	"github.com/summadev/summa/engine/diskspace"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/registry"
@@ -51,6 +52,8 @@ const (
 	OutcomeSuccess = "success"
 	// OutcomeFlushTimeout: the flush timed out; the commit goes on.
 	OutcomeFlushTimeout = "flush_timeout"
+	// OutcomeStorageFull: refused or failed for lack of space (507).
+	OutcomeStorageFull = "storage_full"
 	// OutcomeGenerationFailed: the generation was abandoned.
 	OutcomeGenerationFailed = "generation_failed"
 	// OutcomeWaitAbandoned: the requester stopped waiting; the operation goes on.
@@ -102,7 +105,7 @@ func newMetrics(r *registry.Registry, tokens *auth.Tokens, cert *auth.Certificat
 	m.reg.MustRegister(m.AuthFailures, &accessCollector{tokens: tokens, cert: cert})
 	m.reg.MustRegister(m.DocumentsAccepted, m.DocumentsDeleted, m.Commits, m.CommitDuration,
 		m.HTTPRequests, m.HTTPDuration, m.MaintenanceOperations, m.MaintenanceDuration,
-		&stateCollector{r: r},
+		&stateCollector{r: r}, &storageCollector{r: r},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -162,6 +165,8 @@ func Outcome(err error) string {
 	switch {
 	case err == nil:
 		return OutcomeSuccess
+	case diskspace.IsNoSpace(err):
+		return OutcomeStorageFull
 	case errors.Is(err, index.ErrCommitFlushTimeout):
 		return OutcomeFlushTimeout
 	case errors.Is(err, index.ErrGenerationFailed):

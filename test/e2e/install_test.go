@@ -122,7 +122,8 @@ var _ = Describe("Installation", Ordered, func() {
 			g.Expect(listLabelled(g, &rbacv1.ClusterRoleBindingList{}, "")).To(BeZero())
 		}).WithTimeout(uninstallTimeout).WithPolling(poll).Should(Succeed())
 		figure("helm uninstall -> operator objects gone: %.1fs", time.Since(start).Seconds())
-		// Helm never deletes what crds/ installed: that is the user's step.
+		// The chart's CRD is kept on uninstall (helm.sh/resource-policy:
+		// keep): deleting it, and every SummaIndex with it, is the user's step.
 		expectCRD(true)
 		kubectl("delete", "crd", crdName, "--wait=true", "--timeout=5m")
 		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmNamespace}})).To(Succeed())

@@ -65,7 +65,8 @@ files/rbac by `make chart-sync`: the chart and config/ share one source. */}}
 {{- end }}
 
 {{/* The rules of the operator's ClusterRole on resources that have no
-namespace (StorageClasses, TokenReviews, SubjectAccessReviews): in the
+namespace (StorageClasses, TokenReviews, SubjectAccessReviews, reading the
+SummaIndex CRD): in the
 namespaced mode they are all it holds cluster-wide. */}}
 {{- define "summa-operator.clusterScopedRules" -}}
 {{- $doc := .Files.Get (printf "files/rbac/%s" .file) | fromYaml }}
@@ -73,12 +74,14 @@ namespaced mode they are all it holds cluster-wide. */}}
 {{- range $doc.rules }}
 {{- $kept := list }}
 {{- range .resources }}
-{{- if has . (list "storageclasses" "tokenreviews" "subjectaccessreviews") }}
+{{- if has . (list "storageclasses" "tokenreviews" "subjectaccessreviews" "customresourcedefinitions") }}
 {{- $kept = append $kept . }}
 {{- end }}
 {{- end }}
 {{- if $kept }}
-{{- $out = append $out (dict "apiGroups" .apiGroups "resources" $kept "verbs" .verbs) }}
+{{- $rule := dict "apiGroups" .apiGroups "resources" $kept "verbs" .verbs }}
+{{- if .resourceNames }}{{- $_ := set $rule "resourceNames" .resourceNames }}{{- end }}
+{{- $out = append $out $rule }}
 {{- end }}
 {{- end }}
 {{- if not $out }}
