@@ -159,6 +159,7 @@ func forgetIndexMetrics(namespace, name string) {
 		g.DeletePartialMatch(l)
 	}
 	indexInfo.DeletePartialMatch(l)
+	forgetBackupMetrics(namespace, name)
 }
 
 // boolGauge is 1 for true, else 0.

@@ -129,6 +129,9 @@ func TestOperatorMetricsExposition(t *testing.T) {
 	restartsTotal.WithLabelValues("restart").Add(0)
 	doctorRunsTotal.WithLabelValues("succeeded").Add(0)
 	reconcileErrorsTotal.WithLabelValues("Running").Add(0)
+	backupsTotal.WithLabelValues("exposition", "books", "Completed").Add(0)
+	backupSchedulePeriod.WithLabelValues("exposition", "books").Set(3600)
+	lastBackupSuccess.WithLabelValues("exposition", "books").Set(1.7e9)
 	mfs, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -157,6 +157,7 @@ func startOperator() {
 			OperatorVersion:       operatorVersion,
 			MaxConcurrentRestarts: maxConcurrentRestarts,
 			PodTemplatePolicy:     podTemplatePolicy,
+			BackupClock:           specBackupClock,
 			afterEngineCall: func(ctx context.Context, call string) {
 				hookMu.Lock()
 				h := engineCallHook
@@ -168,6 +169,9 @@ func startOperator() {
 		},
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	br := &SummaIndexBackupReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("summa-operator"), Indexes: r}
+	Expect(br.SetupWithManager(mgr)).To(Succeed())
 	octx, ocancel := context.WithCancel(ctx)
 	p := &operatorProcess{cancel: ocancel, done: make(chan struct{})}
 	go func() {

@@ -6,13 +6,16 @@
 // them into config/rbac/role.yaml. They grant the least the operator needs:
 //
 //   - summaindexes, their status and finalizers: the resource it reconciles;
+//   - summaindexbackups and their status: it runs each backup, creates the
+//     scheduled ones and deletes those beyond spec.backup.keep (patch to
+//     record the prune that followed one);
 //   - pods: it creates and deletes the engine pod itself (no StatefulSet),
 //     patches it (grace and labels) and watches it;
 //   - persistentvolumeclaims: the data volume and the doctor's backup copy;
 //     update and patch to grow the volume and to keep its owner reference
 //     in line with the reclaim policy;
 //   - services: the Service in front of the engine;
-//   - jobs: the doctor and volume-copy Jobs;
+//   - jobs: the doctor, volume-copy, restore and backup-prune Jobs;
 //   - secrets: the generated credentials and the TLS Secret (create, and
 //     update to fill in a missing token or renew the certificate; delete to
 //     replace one orphaned by a deleted index of the same name; watched
@@ -34,6 +37,8 @@ package controllers
 // +kubebuilder:rbac:groups=summa.dev,resources=summaindexes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=summa.dev,resources=summaindexes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=summa.dev,resources=summaindexes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=summa.dev,resources=summaindexbackups,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=summa.dev,resources=summaindexbackups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete

@@ -64,6 +64,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// BackupClock is the clock of spec.backup.schedule; nil means Now
+	// (tests move it alone, certificates keep the real time).
+	BackupClock func() time.Time
 	// DrainBackoff is the first wait after a timed-out drain (doubling up
 	// to 30 min); zero means 30 s.
 	DrainBackoff time.Duration
@@ -157,6 +160,9 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.BackupClock == nil {
+		o.BackupClock = o.Now
 	}
 	if o.DrainBackoff <= 0 {
 		o.DrainBackoff = drainBackoffMin
@@ -261,6 +267,7 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	f.add(err)
 	f.add(failed(ReasonServiceFailed, r.ensureReadService(ctx, x)))
 	f.add(failed(ReasonPodFailed, r.ensurePDB(ctx, x)))
+	f.add(r.ensureBackupCredentials(ctx, x))
 	res, err := r.reconcilePod(ctx, x, acc, sw)
 	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
 		f.add(err)
@@ -270,6 +277,9 @@ func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIn
 	} else {
 		res = sooner(res, r.reconcileReplicas(ctx, x, acc, leader, &f))
 	}
+	wait, berr := r.reconcileBackups(ctx, x)
+	f.add(berr)
+	res = sooner(res, reconcile.Result{RequeueAfter: wait})
 	if f.dropConflicts() {
 		// Another writer changed an object since this pass read it: normal
 		// under concurrent updates, so no event and no Degraded; the next
@@ -308,6 +318,9 @@ func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.Summ
 		return r.reconcileDoctor(ctx, x, pod, acc, sw)
 	case x.Spec.Suspend:
 		return r.reconcileSuspend(ctx, x, pod)
+	}
+	if hold, res, err := r.restoreGate(ctx, x, pod); hold || err != nil {
+		return res, err
 	}
 	return r.reconcileEngine(ctx, x, pod, acc)
 }
@@ -600,6 +613,7 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&summav1.SummaIndexBackup{}, handler.EnqueueRequestsFromMapFunc(indexOfBackup)).
 		WatchesRawSource(source.Channel(r.restarts.wake, &handler.EnqueueRequestForObject{})).
 		Named("summaindex").
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),

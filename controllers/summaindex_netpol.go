@@ -96,12 +96,17 @@ func (r *SummaIndexReconciler) ensureNetworkPolicies(ctx context.Context, x *sum
 	policies := map[string]networkingv1.NetworkPolicySpec{
 		x.NetworkPolicyName():     desiredNetworkPolicy(x, r.Options.OperatorNamespace),
 		x.JobsNetworkPolicyName(): desiredJobsNetworkPolicy(x),
+		// The restore and prune Jobs reach the object store only.
+		x.ObjectStoreJobsNetworkPolicyName(): desiredObjectStoreJobsNetworkPolicy(x),
 	}
-	for _, name := range []string{x.NetworkPolicyName(), x.JobsNetworkPolicyName()} {
+	for _, name := range []string{x.NetworkPolicyName(), x.JobsNetworkPolicyName(), x.ObjectStoreJobsNetworkPolicyName()} {
 		var err error
-		if x.NetworkPolicyEnabled() {
+		switch {
+		case name == x.ObjectStoreJobsNetworkPolicyName() && (!x.NetworkPolicyEnabled() || x.RestoreS3() == nil):
+			err = r.deleteObjectStoreJobsPolicy(ctx, x)
+		case x.NetworkPolicyEnabled():
 			err = r.ensureNetworkPolicy(ctx, x, name, policies[name])
-		} else {
+		default:
 			err = r.deleteNetworkPolicy(ctx, x, name)
 		}
 		if err != nil {

@@ -45,6 +45,9 @@ func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64, acc access) []str
 		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
 	}
 	args = append(args, accessArgs(acc)...)
+	if s3 := backupS3(x); s3 != nil {
+		args = append(args, s3Args(s3)...)
+	}
 	return append(args, x.Spec.Engine.Args()...)
 }
 
@@ -107,7 +110,7 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: dataVolumeName, MountPath: DataMountPath},
 			{Name: tmpVolumeName, MountPath: "/tmp"},
-		}, accessMounts(in.access)...),
+		}, append(accessMounts(in.access), backupMounts(x)...)...),
 		// Opening a large index takes a while: the startup probe gives it
 		// five minutes before liveness counts.
 		StartupProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz"),
@@ -216,6 +219,9 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 		corev1.Volume{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, accessVolumes(in.access)...)
+	if s3 := backupS3(x); s3 != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, s3Volumes(s3, x.S3CredentialsSecretName())...)
+	}
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To(in.grace)
 	if pod.Spec.SecurityContext == nil {

@@ -44,6 +44,7 @@ func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.S
 		if err != nil {
 			return failed(ReasonVolumeFailed, err)
 		}
+		markRestoreClaim(x, pvc)
 		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return failed(ReasonVolumeFailed, fmt.Errorf("create volume %s: %w", pvc.Name, err))
 		}

@@ -47,6 +47,7 @@ type revisionInputs struct {
 	TLSSecret         string                      `json:"tlsSecret,omitempty"`
 	CAPresent         bool                        `json:"caPresent,omitempty"`
 	VolumePermissions bool                        `json:"volumePermissions,omitempty"`
+	Backup            *summav1.S3Spec             `json:"backup,omitempty"`
 }
 
 // revisionOf is the revision of x's desired pod under in.
@@ -63,6 +64,7 @@ func revisionOf(x *summav1.SummaIndex, in podInputs) string {
 		TLSSecret:         in.access.tlsSecret,
 		CAPresent:         in.access.caPresent,
 		VolumePermissions: in.volumePermissions,
+		Backup:            backupS3(x),
 	})
 	sum := sha256.Sum256(raw)
 	return revisionFormat + "-" + hex.EncodeToString(sum[:])[:12]

@@ -32,7 +32,10 @@ func TestDerivedNamesAreValidAtTheLengthLimits(t *testing.T) {
 			check("engine pod", x.EnginePodName(), validation.IsDNS1123Subdomain(x.EnginePodName()))
 			check("credentials Secret", x.GeneratedCredentialsSecretName(), validation.IsDNS1123Subdomain(x.GeneratedCredentialsSecretName()))
 			check("TLS Secret", x.IssuedTLSSecretName(), validation.IsDNS1123Subdomain(x.IssuedTLSSecretName()))
-			for _, job := range []string{x.DoctorJobName(requestID), x.BackupJobName(requestID)} {
+			for _, sec := range []string{x.S3CredentialsSecretName(), x.RestoreS3CredentialsSecretName(), x.ObjectStoreJobsNetworkPolicyName()} {
+				check("object store Secret or NetworkPolicy", sec, validation.IsDNS1123Subdomain(sec))
+			}
+			for _, job := range []string{x.DoctorJobName(requestID), x.BackupJobName(requestID), x.RestoreJobName(), x.BackupPruneJobName()} {
 				// A Job's name becomes the job-name label of its pods.
 				check("Job", job, validation.IsDNS1123Label(job))
 				check("job-name label", job, validation.IsValidLabelValue(job))

@@ -362,6 +362,7 @@ type DoctorSpec struct {
 }
 
 // SummaIndexSpec is the desired state of a SummaIndex.
+// +kubebuilder:validation:XValidation:rule="!has(self.restore) || has(self.restore.s3) || has(self.backup)",message="spec.restore needs spec.restore.s3 or spec.backup.s3"
 type SummaIndexSpec struct {
 	// Image of the engine (summa-server); the operator's default when
 	// empty.
@@ -442,6 +443,15 @@ type SummaIndexSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16
 	Replicas *int32 `json:"replicas,omitempty"`
+	// Backup configures online backups to object storage
+	// (summaindex_backup_types.go).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// Restore fills the new index's empty volume from a backup before the
+	// engine starts; ignored once the volume holds the index.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 
 // Phase is the coarse state of a SummaIndex.
@@ -743,6 +753,13 @@ type SummaIndexStatus struct {
 	// Replicas shows the read followers.
 	// +optional
 	Replicas *ReplicasStatus `json:"replicas,omitempty"`
+	// LastBackup is the newest completed backup of the index.
+	// +optional
+	LastBackup *LastBackup `json:"lastBackup,omitempty"`
+
+	// Restore records the restore of spec.restore.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
 }
 
 // SummaIndex is one search index: a summa-server pod, the volume holding
@@ -750,7 +767,7 @@ type SummaIndexStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:metadata:annotations="summa.dev/crd-revision=3"
+// +kubebuilder:metadata:annotations="summa.dev/crd-revision=4"
 // +kubebuilder:resource:path=summaindexes,singular=summaindex,scope=Namespaced,shortName=sidx,categories=summa
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`

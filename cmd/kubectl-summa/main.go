@@ -1,6 +1,7 @@
 // Command kubectl-summa is the `kubectl summa` plugin (install it on PATH,
 // or with Krew: plugins/krew/summa.yaml): status, restart, doctor, suspend,
-// resume and report for SummaIndex resources. See internal/kubectlsumma.
+// resume, report, backup and restore for SummaIndex resources. See
+// internal/kubectlsumma.
 package main
 
 import (

@@ -166,6 +166,11 @@ func run(args []string) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the SummaIndex controller: %w", err)
 	}
+	br := &controllers.SummaIndexBackupReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("summa-operator"), Indexes: r}
+	if err := br.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the SummaIndexBackup controller: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("health check: %w", err)
 	}

@@ -1,5 +1,6 @@
 // Package kubectlsumma is the `kubectl summa` plugin: status, restart,
-// doctor, suspend, resume and report for SummaIndex resources, with
+// doctor, suspend, resume, report, backup and restore for SummaIndex
+// resources, with
 // kubectl's own connection flags (-n, --context, --kubeconfig, ...) from
 // cli-runtime. CloudNativePG's `kubectl cnpg` is the model.
 package kubectlsumma
@@ -55,7 +56,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use: "summa",
 		// Help and errors name the command as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl summa"},
-		Short:       "Operate SummaIndex resources: status, restart, doctor, suspend, resume, report",
+		Short:       "Operate SummaIndex resources: status, restart, doctor, suspend, resume, report, backup, restore",
 		Long: `kubectl summa drives the Summa operator's SummaIndex resources.
 
  Find more information at: docs/install.md and docs/operator.md`,
@@ -68,6 +69,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   # Repair quarantined segments, without a copy of the volume first
   kubectl summa doctor articles --no-backup
 
+  # Back up to the object store of spec.backup and follow the backup
+  kubectl summa backup articles
+
   # Collect everything support needs
   kubectl summa report articles -o articles-report.zip`,
 		SilenceUsage:  true,
@@ -78,7 +82,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(newStatusCommand(o), newRestartCommand(o), newDoctorCommand(o),
-		newSuspendCommand(o, true), newSuspendCommand(o, false), newReportCommand(o))
+		newSuspendCommand(o, true), newSuspendCommand(o, false), newReportCommand(o),
+		newBackupCommand(o), newRestoreCommand(o))
 	return root
 }
 

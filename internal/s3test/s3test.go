@@ -23,12 +23,25 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
+
+// TB is what the package needs of a test: *testing.T, testing.TB and
+// Ginkgo's GinkgoT() all have it.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	Skip(args ...any)
+	Failed() bool
+	TempDir() string
+	Cleanup(f func())
+}
 
 // Credentials of the test server's one identity.
 const (
@@ -56,7 +69,7 @@ func Binary() (string, bool) {
 
 // Need skips (or, with SUMMA_REQUIRE_S3=1, fails) the test when the S3
 // server binary is absent; it returns the binary.
-func Need(t testing.TB) string {
+func Need(t TB) string {
 	t.Helper()
 	bin, ok := Binary()
 	if !ok {
@@ -98,7 +111,7 @@ type Server struct {
 	// Client is an S3 client of the server, for checks.
 	Client *minio.Client
 
-	t    testing.TB
+	t    TB
 	bin  string
 	dir  string
 	args []string
@@ -109,7 +122,7 @@ type Server struct {
 }
 
 // Start starts a server with one bucket and waits until it serves S3.
-func Start(t testing.TB) *Server {
+func Start(t TB) *Server {
 	t.Helper()
 	bin := Need(t)
 	dir := t.TempDir()
@@ -173,7 +186,7 @@ func Start(t testing.TB) *Server {
 }
 
 // start runs the process.
-func (s *Server) start(t testing.TB) {
+func (s *Server) start(t TB) {
 	t.Helper()
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.dir
@@ -206,7 +219,7 @@ func (s *Server) Kill() {
 
 // Restart kills the server and starts it again on the same ports and
 // data, then waits until the bucket answers again.
-func (s *Server) Restart(t testing.TB) {
+func (s *Server) Restart(t TB) {
 	t.Helper()
 	s.Kill()
 	s.start(t)
@@ -214,7 +227,7 @@ func (s *Server) Restart(t testing.TB) {
 }
 
 // WaitServing waits until the bucket can be listed.
-func (s *Server) WaitServing(t testing.TB) {
+func (s *Server) WaitServing(t TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -253,7 +266,7 @@ type Object struct {
 }
 
 // Objects lists every object under prefix, sorted by key.
-func (s *Server) Objects(t testing.TB, prefix string) []Object {
+func (s *Server) Objects(t TB, prefix string) []Object {
 	t.Helper()
 	var out []Object
 	for o := range s.Client.ListObjects(context.Background(), s.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
@@ -266,7 +279,7 @@ func (s *Server) Objects(t testing.TB, prefix string) []Object {
 }
 
 // Get reads an object.
-func (s *Server) Get(t testing.TB, key string) []byte {
+func (s *Server) Get(t TB, key string) []byte {
 	t.Helper()
 	obj, err := s.Client.GetObject(context.Background(), s.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -282,7 +295,7 @@ func (s *Server) Get(t testing.TB, key string) []byte {
 
 // FlipByte rewrites an object with one byte inverted at off (counted from
 // the end when negative), keeping its size and user metadata.
-func (s *Server) FlipByte(t testing.TB, key string, off int64) {
+func (s *Server) FlipByte(t TB, key string, off int64) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := s.Client.StatObject(ctx, s.Bucket, key, minio.StatObjectOptions{})
@@ -306,7 +319,7 @@ func (s *Server) FlipByte(t testing.TB, key string, off int64) {
 
 // Put writes an object (with the user metadata of the object it
 // replaces, if any).
-func (s *Server) Put(t testing.TB, key string, data []byte) {
+func (s *Server) Put(t TB, key string, data []byte) {
 	t.Helper()
 	meta := map[string]string{}
 	if st, err := s.Client.StatObject(context.Background(), s.Bucket, key, minio.StatObjectOptions{}); err == nil {
@@ -321,7 +334,7 @@ func (s *Server) Put(t testing.TB, key string, data []byte) {
 }
 
 // Remove deletes an object.
-func (s *Server) Remove(t testing.TB, key string) {
+func (s *Server) Remove(t TB, key string) {
 	t.Helper()
 	if err := s.Client.RemoveObject(context.Background(), s.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
 		t.Fatalf("remove %s: %v", key, err)
@@ -329,7 +342,7 @@ func (s *Server) Remove(t testing.TB, key string) {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(t testing.TB, n int) []int {
+func freePorts(t TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
 	var ports []int

@@ -1,0 +1,82 @@
+package controllers
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	summav1 "github.com/summadev/summa/api/v1"
+)
+
+// restoreJobOf reads the restore Job of an index.
+func restoreJobOf(name string) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: getIndex(name).RestoreJobName()}, job)
+	return job, err
+}
+
+var _ = Describe("spec.restore", func() {
+	It("runs the restore Job before any engine pod, and a failed restore is Degraded RestoreFailed with nothing served", func() {
+		s3Secret("rs-fail-s3")
+		x := specIndex("rs-fail", func(x *summav1.SummaIndex) {
+			x.Spec.Restore = &summav1.RestoreSpec{BackupID: summav1.RestoreLatest,
+				S3: &summav1.S3Spec{Endpoint: deadStore, Bucket: "summa-specs", CredentialsSecret: "rs-fail-s3"}}
+		})
+		Expect(k8sClient.Create(ctx, x)).To(Succeed())
+
+		By("the Job on the new volume, marked as waiting for its restore")
+		var job *batchv1.Job
+		Eventually(func() error {
+			var err error
+			job, err = restoreJobOf("rs-fail")
+			return err
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		c := job.Spec.Template.Spec.Containers[0]
+		Expect(c.Args[:5]).To(Equal([]string{"restore", "--data-dir", DataMountPath, "--index", "rs-fail"}))
+		Expect(c.Args).To(ContainElement("--s3-endpoint=" + deadStore))
+		Expect(c.Args).NotTo(ContainElement("--backup"), "latest: the newest backup")
+		pvc := &corev1.PersistentVolumeClaim{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "rs-fail-data"}, pvc)).To(Succeed())
+		Expect(pvc.Annotations[AnnotationRestore]).To(Equal("pending"))
+
+		By("RestoreFailed, and no engine pod ever")
+		Eventually(func(g Gomega) {
+			x := getIndex("rs-fail")
+			d := x.GetCondition(summav1.ConditionDegraded)
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Reason).To(Equal(ReasonRestoreFailed), "conditions: %+v", x.Status.Conditions)
+			g.Expect(x.Status.Restore).NotTo(BeNil())
+			g.Expect(x.Status.Restore.Phase).To(Equal(summav1.RestorePhaseFailed))
+			g.Expect(x.IsReady()).To(BeFalse())
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Consistently(func() bool {
+			_, err := enginePodOf("rs-fail")
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(3 * time.Second).WithPolling(poll).Should(BeTrue())
+		Expect(eventReasons("rs-fail")).To(ContainElements("RestoreStarted", ReasonRestoreFailed))
+	})
+
+	It("ignores spec.restore once the volume holds the index", func() {
+		createReady("rs-ignored", nil)
+		ingest("rs-ignored", 0, 10)
+		commit("rs-ignored")
+		uid := getIndex("rs-ignored").Status.PodUID
+		updateIndex("rs-ignored", func(x *summav1.SummaIndex) {
+			x.Spec.Restore = &summav1.RestoreSpec{BackupID: summav1.RestoreLatest,
+				S3: &summav1.S3Spec{Endpoint: deadStore, Bucket: "summa-specs", CredentialsSecret: "nobody"}}
+		})
+		Consistently(func(g Gomega) {
+			_, err := restoreJobOf("rs-ignored")
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+			x := getIndex("rs-ignored")
+			g.Expect(x.IsReady()).To(BeTrue())
+			g.Expect(x.Status.PodUID).To(Equal(uid))
+		}).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
+		Expect(engineDocuments("rs-ignored")).To(Equal(uint64(10)))
+	})
+})
