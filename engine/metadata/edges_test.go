@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,19 @@ func TestDecodeFastIntegerLimits(t *testing.T) {
 	in = strings.Replace(good, `"bpUnconvergedPasses":1`, `"bpUnconvergedPasses":9223372036854775808`, 1)
 	if _, ok := decodeFast([]byte(in)); ok {
 		t.Errorf("the one-pass decoder accepted bpUnconvergedPasses past int")
+	}
+}
+
+// TestDecodeFastBoundsNesting: the one-pass decoder declines a schema
+// nested deeper than it skips, at once, instead of recursing as deep as
+// the text goes (a hostile metadata.json of nested brackets would exhaust
+// the stack; the test runs with a small stack limit to catch it), and
+// reads a schema that ends with the text as truncated.
+func TestDecodeFastBoundsNesting(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(16 << 20))
+	for _, deep := range []string{strings.Repeat("[", 1<<20), strings.Repeat(`{"a":`, 1<<18)} {
+		if _, ok := decodeFast([]byte(`{"version":1,"schema":` + deep)); ok {
+			t.Fatal("accepted a truncated nested schema")
+		}
 	}
 }
