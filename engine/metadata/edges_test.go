@@ -84,3 +84,22 @@ func TestDecodeFastBoundsNesting(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFastDeclinesInvalidUTF8: a string made only of bytes that are
+// not UTF-8 (no ASCII among them) is declined by the one-pass decoder:
+// the reference reads each as U+FFFD.
+func TestDecodeFastDeclinesInvalidUTF8(t *testing.T) {
+	good := encode(t, fullSample())
+	for _, s := range []string{"\x80", "\xff", "\xc3", "\xff\xfe", "\xe2\x80"} {
+		for _, from := range []string{`"suffix":"cmp"`, `"field":"émb"`} {
+			name, _, _ := strings.Cut(from, ":")
+			in := strings.Replace(good, from, name+`:"`+s+`"`, 1)
+			if in == good {
+				t.Fatalf("%s not in %s", from, good)
+			}
+			if checkFastAgrees(t, []byte(in)) {
+				t.Errorf("the one-pass decoder accepted %q", s)
+			}
+		}
+	}
+}
