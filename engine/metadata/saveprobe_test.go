@@ -207,3 +207,63 @@ func readFile(fs vfs.FS, path string) ([]byte, error) {
 	defer f.Close()
 	return io.ReadAll(f)
 }
+
+// renamedDirFS fails every fsync of a directory made after the first
+// rename (the descriptor stays valid: only Sync fails).
+type renamedDirFS struct {
+	vfs.FS
+	renamed bool
+}
+
+// syncFailsAfterRename is a directory whose Sync fails once fs renamed.
+type syncFailsAfterRename struct {
+	vfs.File
+	fs *renamedDirFS
+}
+
+func (d syncFailsAfterRename) Sync() error {
+	if d.fs.renamed {
+		return syscall.EIO
+	}
+	return d.File.Sync()
+}
+
+func (r *renamedDirFS) OpenDir(name string) (vfs.File, error) {
+	f, err := r.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return syncFailsAfterRename{f, r}, nil
+}
+
+func (r *renamedDirFS) Rename(from, to string) error {
+	r.renamed = true
+	return r.FS.Rename(from, to)
+}
+
+// TestC04_DirectoryFsyncAfterTheRenameIsDegradedDurability: on a real
+// disk (the directory's descriptor kept open from before the rename) and
+// in memory (opened anew), a failed directory fsync after the rename
+// reports a *DurabilityError: the generation is committed and read back.
+func TestC04_DirectoryFsyncAfterTheRenameIsDegradedDurability(t *testing.T) {
+	for _, fsys := range []struct {
+		name string
+		fs   vfs.FS
+		dir  string
+	}{{"disk", vfs.Default, t.TempDir()}, {"mem", vfs.NewMem(), "/idx"}} {
+		t.Run(fsys.name, func(t *testing.T) {
+			fs, dir := fsys.fs, fsys.dir
+			if err := fs.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, fs, dir, "seg_1.cmp")
+			err := SaveSyncing(&renamedDirFS{FS: fs}, dir, generation(3), []string{"seg_1.cmp"}, nil)
+			if !IsDurabilityError(err) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("save with the directory fsync failing after the rename: %v, want a *DurabilityError", err)
+			}
+			if m, err := Load(fs, dir); err != nil || m.Generation != 3 {
+				t.Fatalf("after the degraded save: generation %v, %v; want 3", m, err)
+			}
+		})
+	}
+}
