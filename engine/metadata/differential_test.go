@@ -115,7 +115,7 @@ func spaced(data []byte, ws string) []byte {
 	return b.Bytes()
 }
 
-// member matches a member's name at the start of an object or after a
+// memberName matches a member's name at the start of an object or after a
 // comma.
 var memberName = regexp.MustCompile(`"([^"]*)"\s*:`)
 
