@@ -41,11 +41,7 @@ func TestFileSyncFailureIsReported(t *testing.T) {
 // FileSync of a file on disk submits its fsync when started, not at
 // Wait.
 func TestFileSyncStartsAtOnceOnDisk(t *testing.T) {
-	if b, ok := startFsyncs(nil); !ok {
-		t.Skip("no asynchronous fsync on this kernel")
-	} else {
-		b.wait()
-	}
+	requireAIO(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "seg_1.cmp"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
