@@ -58,9 +58,7 @@ func configFiles() []string {
 			return err
 		}
 		ext := filepath.Ext(path)
-		// config/prometheus/tests holds promtool's unit tests, not objects.
-		if (ext == ".yaml" || ext == ".yml") && d.Name() != "kustomization.yaml" && d.Name() != "summa-rules.yaml" &&
-			filepath.Base(filepath.Dir(path)) != "tests" {
+		if (ext == ".yaml" || ext == ".yml") && d.Name() != "kustomization.yaml" && d.Name() != "summa-rules.yaml" {
 			files = append(files, path)
 		}
 		return nil
