@@ -294,7 +294,8 @@ main() {
 	import_images
 	wait_daemon kube-apiserver 60 apiserver_ready
 	log "etcd, containerd and kube-apiserver ready at $(elapsed)"
-	kctl apply -f "$here/dns.yaml" >/dev/null
+	# kube-system appears just after readyz: retried.
+	wait_daemon kube-apiserver 30 kctl apply -f "$here/dns.yaml"
 	start_controller_manager
 	start_scheduler
 	start_kubelet
