@@ -96,8 +96,11 @@ missing() {
 	local b
 	for b in $KUBE_BINARIES; do
 		if [ "$b" = coredns ]; then
-			# Its own release: rebuilt when it is not COREDNS_VERSION.
-			"$CLUSTER_DIR/coredns" -version 2>/dev/null | grep -qxF "CoreDNS-${COREDNS_VERSION#v}" || echo "$b"
+			# Its own release: rebuilt when it is not COREDNS_VERSION. (No
+			# pipe into grep -q: an early exit of grep fails the pipe.)
+			local v
+			v="$("$CLUSTER_DIR/coredns" -version 2>/dev/null || true)"
+			[ "${v%%$'\n'*}" = "CoreDNS-${COREDNS_VERSION#v}" ] || echo "$b"
 			continue
 		fi
 		[ -x "$CLUSTER_DIR/$b" ] || echo "$b"
