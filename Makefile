@@ -216,7 +216,7 @@ test-operator: envtest ## Run the API and operator tests on a real kube-apiserve
 CLUSTER_DIR ?= $(CURDIR)/bin/cluster
 
 .PHONY: cluster-build images cluster-up cluster-down
-cluster-build: ## Build kube-apiserver, -controller-manager, -scheduler, kubelet, kubectl and etcd into bin/cluster (cached; shares the build with envtest).
+cluster-build: ## Build kube-apiserver, -controller-manager, -scheduler, kubelet, kubectl, kube-proxy, etcd and CoreDNS into bin/cluster (each only when missing; shares the build with envtest).
 	KUBE_VERSION=$(ENVTEST_K8S_VERSION) CLUSTER_DIR=$(CLUSTER_DIR) GO=$(GO) hack/cluster/build.sh
 
 images: ## Build the image tarballs (summa-server, summa-operator, pause) into bin/images; import them too when the local cluster runs.

@@ -32,7 +32,8 @@ echo "run: deploying the operator from config/local"
 echo "run: applying the SummaIndex opticks"
 "$kubectl" apply -f hack/run-cluster-opticks.yaml
 "$kubectl" wait --for=condition=Ready summaindex/opticks --timeout=300s
-ip="$("$kubectl" get pod opticks-engine -o jsonpath='{.status.podIP}')"
+# The host reaches Service ClusterIPs too (kube-proxy).
+ip="$("$kubectl" get service opticks -o jsonpath='{.spec.clusterIP}')"
 
 # Access control is on by default: the operator made Secret
 # opticks-credentials (a token per scope) and the CA in Secret opticks-tls;
@@ -47,9 +48,9 @@ done
 admin="$(cat "$creds/admin-token")"
 read_token="$(cat "$creds/read-token")"
 svc=opticks.default.svc
-curl_tls="--cacert $creds/ca.crt --resolve $svc:8082:$ip"
+curl_tls="--cacert $creds/ca.crt --resolve $svc:8082:127.0.0.1"
 
-echo "run: ingesting Opticks through the engine API at https://$svc:8082 (pod $ip)"
+echo "run: ingesting Opticks through the engine API at https://$svc:8082 (Service ClusterIP $ip)"
 go run ./hack/sample-ingest -server "https://$ip:8082" -server-name "$svc" -cacert "$creds/ca.crt" \
 	-token "$admin" -index opticks
 # The operator refreshes status from the engine every --resync-period.
@@ -67,12 +68,14 @@ The local cluster runs (ready in $(($(date +%s) - start))s). Try:
   kubectl get summaindex                       # phase, documents, segments, ready
   kubectl describe summaindex opticks          # conditions, grace, events
   kubectl -n summa-system logs deploy/summa-operator
+  kubectl port-forward service/opticks 8082:8082 &   # then, from this host:
   curl -s $curl_tls -H "Authorization: Bearer $read_token" https://$svc:8082/v1/indexes/opticks
   curl -s $curl_tls -H "Authorization: Bearer $read_token" -XPOST https://$svc:8082/v1/indexes/opticks/search -d '{"query":"+light +prism","limit":3}'
 The engine speaks HTTPS with a certificate for its Service, from the CA in
 Secret opticks-tls (saved to $creds/ca.crt), and wants a bearer token from
 Secret opticks-credentials (saved to $creds; admin: $admin).
   kubectl patch summaindex opticks --type merge -p '{"spec":{"engine":{"indexingWorkers":1}}}'   # drained restart
-Pod IPs answer from this host (no kube-proxy here; kubectl port-forward works too).
+Pods reach each other by Service name (CoreDNS, kube-proxy); from this host,
+kubectl port-forward as above, or the ClusterIP $ip with --resolve $svc:8082:$ip.
 Stop it and restore the host with: make down
 MSG

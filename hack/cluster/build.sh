@@ -11,22 +11,32 @@
 # kubernetes pins, and builds, in one `go build`:
 #
 #   k8s.io/kubernetes/cmd/<name> -> bin/cluster/<name>
-#       for kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+#       for kube-apiserver kube-controller-manager kube-scheduler kubelet
+#       kubectl kube-proxy
 #   go.etcd.io/etcd/server/v3    -> bin/cluster/etcd
+#
+# and, in a second throwaway module, CoreDNS (github.com/coredns/coredns at
+# COREDNS_VERSION) with only the plugins the local cluster's Corefile uses
+# (a main of its own; CoreDNS' own main links every plugin, clouds included):
+#
+#   -> bin/cluster/coredns
 #
 # This is the one place that builds them: hack/envtest/build.sh asks it for
 # kube-apiserver and etcd only and links them into bin/envtest, so a fresh
 # machine compiles kube-apiserver once whichever target runs first.
 #
 # Idempotent: a binary is built only when it is missing or when
-# bin/cluster/VERSION names another release. A cold build of all six takes
-# about 7-10 minutes on 2 idle cores; with a warm Go build cache, seconds.
+# bin/cluster/VERSION names another release (coredns: when its -version is
+# not COREDNS_VERSION). A cold build of the first six takes about 7-10
+# minutes on 2 idle cores, kube-proxy and coredns add a few more (see
+# hack/cluster/README.md); with a warm Go build cache, seconds.
 #
 # Environment:
 #   KUBE_VERSION   kubernetes release (default v1.37.2; keep it in step with
 #                  the k8s.io/* v0.X.Y libraries in go.mod)
 #   CLUSTER_DIR    output directory (default <repo>/bin/cluster)
-#   KUBE_BINARIES  which binaries (default: all six above)
+#   KUBE_BINARIES  which binaries (default: all eight above)
+#   COREDNS_VERSION  github.com/coredns/coredns version (default v1.15.0)
 #   ENVTEST_DIR    when set, also hard-link (or copy) kube-apiserver, etcd and
 #                  kube-controller-manager
 #                  there and write its VERSION in envtest's format
@@ -37,11 +47,13 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 GO="${GO:-go}"
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 CLUSTER_DIR="${CLUSTER_DIR:-$root/bin/cluster}"
-KUBE_BINARIES="${KUBE_BINARIES:-kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd}"
+KUBE_BINARIES="${KUBE_BINARIES:-kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy etcd coredns}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 ENVTEST_DIR="${ENVTEST_DIR:-}"
 
-work="" # the throwaway module, removed on exit
-trap 'if [ -n "$work" ]; then rm -rf "$work"; fi' EXIT
+work=""         # the throwaway module, removed on exit
+coredns_work="" # CoreDNS' throwaway module, removed on exit
+trap 'rm -rf ${work:+"$work"} ${coredns_work:+"$coredns_work"}' EXIT
 
 log() { printf 'kube-build: %s\n' "$*" >&2; }
 die() {
@@ -83,20 +95,78 @@ write_gomod() {
 missing() {
 	local b
 	for b in $KUBE_BINARIES; do
+		if [ "$b" = coredns ]; then
+			# Its own release: rebuilt when it is not COREDNS_VERSION. (No
+			# pipe into grep -q: an early exit of grep fails the pipe.)
+			local v
+			v="$("$CLUSTER_DIR/coredns" -version 2>/dev/null || true)"
+			[ "${v%%$'\n'*}" = "CoreDNS-${COREDNS_VERSION#v}" ] || echo "$b"
+			continue
+		fi
 		[ -x "$CLUSTER_DIR/$b" ] || echo "$b"
 	done
+}
+
+# build_coredns builds bin/cluster/coredns in a throwaway module of its own:
+# a main that links CoreDNS' server with the plugins of the Corefile that
+# hack/cluster/configs.sh writes, in CoreDNS' plugin order.
+build_coredns() {
+	local t
+	coredns_work="$(mktemp -d "${TMPDIR:-/tmp}/summa-coredns-build.XXXXXX")"
+	cat >"$coredns_work/go.mod" <<EOF
+module summa.dev/coredns-build
+
+go $("$GO" env GOVERSION | sed 's/^go\([0-9]*\.[0-9]*\).*/\1/')
+
+require github.com/coredns/coredns $COREDNS_VERSION
+EOF
+	cat >"$coredns_work/main.go" <<'EOF'
+// Command coredns is CoreDNS with the plugins of the local cluster only.
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() {
+	// The order of CoreDNS' plugin.cfg, which is the order of the chain.
+	dnsserver.Directives = []string{"bind", "ready", "errors", "cache", "kubernetes", "loop", "forward"}
+}
+
+func main() { coremain.Run() }
+EOF
+	t=$(date +%s)
+	(
+		cd "$coredns_work"
+		export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+		"$GO" mod tidy
+		"$GO" build -trimpath -ldflags "-s -w" -o coredns .
+	)
+	mv "$coredns_work/coredns" "$CLUSTER_DIR/coredns.tmp"
+	mv "$CLUSTER_DIR/coredns.tmp" "$CLUSTER_DIR/coredns"
+	log "coredns $COREDNS_VERSION built in $(($(date +%s) - t))s"
 }
 
 # build WORK BINARY... builds the binaries in the throwaway module WORK.
 build() {
 	local work="$1"
 	shift
-	local kube=() etcd="" b
+	local kube=() etcd="" coredns="" b
 	for b in "$@"; do
 		case "$b" in
 		etcd) etcd=1 ;;
-		kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubectl)
+		kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubectl | kube-proxy)
 			kube+=("k8s.io/kubernetes/cmd/$b") ;;
+		coredns) coredns=1 ;;
 		*) die "unknown binary $b" ;;
 		esac
 	done
@@ -123,9 +193,11 @@ build() {
 		fi
 	)
 	for b in "$@"; do
+		[ "$b" != coredns ] || continue
 		mv "$work/out/$b" "$CLUSTER_DIR/$b.tmp"
 		mv "$CLUSTER_DIR/$b.tmp" "$CLUSTER_DIR/$b"
 	done
+	[ -z "$coredns" ] || build_coredns
 }
 
 # smoke BINARY... runs each binary's version command.
@@ -134,6 +206,7 @@ smoke() {
 	for b in "$@"; do
 		case "$b" in
 		kubectl) out="$("$CLUSTER_DIR/$b" version --client 2>&1 | sed -n 1p)" ;;
+		coredns) out="$("$CLUSTER_DIR/$b" -version 2>&1 | sed -n 1p)" ;;
 		*) out="$("$CLUSTER_DIR/$b" --version 2>&1 | sed -n 1p)" ;;
 		esac
 		log "$b: $out"

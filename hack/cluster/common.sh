@@ -32,13 +32,21 @@ CNI_BRIDGE="summa-cni0"
 POD_CIDR="10.244.0.0/24"
 SERVICE_CIDR="10.96.0.0/16"
 SERVICE_IP="10.96.0.1" # the kubernetes Service's ClusterIP, in the apiserver's cert
+DNS_SERVICE_IP="10.96.0.10" # Service kube-system/kube-dns, the pods' nameserver
+CLUSTER_DOMAIN="cluster.local"
+# The apiserver listens on the node IP (not 127.0.0.1): the kubernetes
+# Service's endpoint, reached from pods through kube-proxy's DNAT.
 APISERVER_PORT=6443
+# CoreDNS runs on the host, on the node IP; kube-dns' endpoint.
+COREDNS_READY="127.0.0.1:8181"
+KUBE_PROXY_HEALTHZ="127.0.0.1:10256"
+KUBE_PROXY_METRICS="127.0.0.1:10249"
 ETCD_CLIENT="http://127.0.0.1:2379"
 ETCD_PEER="http://127.0.0.1:2380"
 PAUSE_IMAGE="summa.dev/pause:1"
 
 # The daemons in start order; down.sh stops them in reverse.
-DAEMONS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+DAEMONS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 die() {

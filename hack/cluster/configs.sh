@@ -119,7 +119,10 @@ authorization:
   mode: Webhook
 podLogsDir: $POD_LOGS
 resolvConf: /etc/resolv.conf
-clusterDomain: cluster.local
+# CoreDNS (a host process) behind Service kube-system/kube-dns.
+clusterDomain: $CLUSTER_DOMAIN
+clusterDNS:
+- $DNS_SERVICE_IP
 # The disk is shared with other work: evict or collect only when it is full.
 evictionHard:
   memory.available: 100Mi
@@ -130,5 +133,55 @@ imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 # Sysctls the kubelet sets are recorded before and restored by down.sh.
 protectKernelDefaults: false
+EOF
+}
+
+# write_kube_proxy_config: iptables mode; it leaves the host's conntrack
+# sysctls alone (0 = keep), keeps NodePorts off 127.0.0.1 (no
+# route_localnet) and on the node IP only.
+write_kube_proxy_config() {
+	cat >"$RUN_DIR/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: $RUN_DIR/kube-proxy.kubeconfig
+hostnameOverride: $NODE_NAME
+clusterCIDR: $POD_CIDR
+detectLocalMode: ClusterCIDR
+healthzBindAddress: $KUBE_PROXY_HEALTHZ
+metricsBindAddress: $KUBE_PROXY_METRICS
+nodePortAddresses:
+- $NODE_IP/32
+iptables:
+  localhostNodePorts: false
+  masqueradeAll: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+EOF
+}
+
+# write_corefile: CoreDNS on the node IP, answering the cluster domain from
+# the API (kubernetes plugin) and forwarding the rest to the host's resolver.
+write_corefile() {
+	cat >"$RUN_DIR/Corefile" <<EOF
+.:53 {
+    bind $NODE_IP
+    errors
+    ready $COREDNS_READY
+    cache 30
+    kubernetes $CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
+        kubeconfig $RUN_DIR/coredns.kubeconfig
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    loop
+    forward . /etc/resolv.conf
+}
 EOF
 }

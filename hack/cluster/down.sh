@@ -9,6 +9,7 @@
 # PID (TERM, then KILL after a bound), never by name; containerd's shims by
 # the PIDs in its private state. Then: the mounts under bin/cluster/run are
 # unmounted, the network namespaces, bridges, KUBE-*/CNI-* iptables chains
+# (kube-proxy's included), the conntrack entries of the cluster's addresses
 # and kubepods cgroups made since up are removed, the recorded sysctls and
 # the fixed host paths are restored, and the cluster's state (etcd,
 # containerd, kubelet) is deleted; bin/cluster/run keeps the PKI, the admin
@@ -123,7 +124,7 @@ remove_state() {
 		return 0
 	fi
 	rm -rf --one-file-system "$ETCD_DATA" "$CONTAINERD_DIR" "$CNI_DIR" "$KUBELET_DIR" "$POD_LOGS" "$PIDS" \
-		"$RUN_DIR/kubelet.yaml"
+		"$RUN_DIR/kubelet.yaml" "$RUN_DIR/kube-proxy.yaml" "$RUN_DIR/Corefile"
 }
 
 main() {
@@ -136,7 +137,7 @@ main() {
 	fi
 	stop_daemons kubelet
 	kill_tasks
-	stop_daemons kube-scheduler kube-controller-manager kube-apiserver
+	stop_daemons coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver
 	stop_daemons etcd
 	stop_daemons containerd
 	kill_shims
@@ -146,6 +147,7 @@ main() {
 		remove_netns
 		remove_links
 		remove_iptables
+		flush_conntrack
 		restore_sysctls
 		remove_log_links
 		remove_host_dirs

@@ -3,9 +3,13 @@
 # up.sh before the first daemon starts, restored by down.sh (sourced by
 # both). The machine is shared: only what the cluster made is removed.
 
-# Sysctls the kubelet and the CNI bridge plugin set.
+# Sysctls the kubelet, the CNI bridge plugin, kube-proxy and up.sh set (or
+# could: kube-proxy's conntrack settings are 0, "leave alone").
 HOST_SYSCTLS=(net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
-	kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+	kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+	net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.ipv4.conf.all.route_localnet
+	net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established
+	net.netfilter.nf_conntrack_tcp_timeout_close_wait)
 
 # Fixed paths the components create whatever their configuration says:
 # containerd's shim sockets (/run/containerd/s), network namespaces
@@ -151,6 +155,18 @@ remove_host_dirs() {
 			continue
 		fi
 		rm -rf "$d"
+	done
+}
+
+# flush_conntrack deletes the connection-tracking entries of the cluster's
+# addresses (pods, Services, the node IP), so that no NAT state of
+# kube-proxy outlives it.
+flush_conntrack() {
+	local a
+	command -v conntrack >/dev/null || return 0
+	for a in "$POD_CIDR" "$SERVICE_CIDR" "$NODE_IP"; do
+		conntrack -D -s "$a" >/dev/null 2>&1 || true
+		conntrack -D -d "$a" >/dev/null 2>&1 || true
 	done
 }
 

@@ -3,13 +3,16 @@
 # up.sh). ECDSA P-256 keys throughout: they are made in milliseconds.
 #
 #   ca                      the cluster CA (also signs CSRs: controller-manager)
-#   apiserver               serving, SAN 127.0.0.1, the node IP, 10.96.0.1, kubernetes.default...
+#   apiserver               serving, SAN the node IP (where it listens), 127.0.0.1,
+#                           10.96.0.1 (the kubernetes Service), kubernetes.default...
 #   apiserver-kubelet-client  apiserver -> kubelet (logs, exec), O=system:masters
 #   kubelet                 the kubelet's serving cert, SAN the node IP
 #   node                    the kubelet's client, system:node:<host> O=system:nodes
 #   admin                   O=system:masters
 #   controller-manager      system:kube-controller-manager
 #   scheduler               system:kube-scheduler
+#   kube-proxy              system:kube-proxy (bound to system:node-proxier)
+#   coredns                 summa:coredns (ClusterRole of hack/cluster/dns.yaml)
 #   sa.key / sa.pub         service-account token signing keypair
 
 # new_key FILE makes an ECDSA P-256 private key.
@@ -38,8 +41,10 @@ issue() {
 
 # make_pki creates every key and certificate, unless all exist already.
 make_pki() {
-	# The node's name is in two certificates: a new host name needs a new PKI.
-	if [ "$(cat "$PKI/done" 2>/dev/null)" = "$NODE_NAME" ]; then
+	# The node's name is in two certificates: a new host name needs a new
+	# PKI; so does one made before the kube-proxy and coredns certificates.
+	local stamp="$NODE_NAME kube-proxy coredns"
+	if [ "$(cat "$PKI/done" 2>/dev/null)" = "$stamp" ]; then
 		return 0
 	fi
 	rm -rf "$PKI"
@@ -56,9 +61,11 @@ make_pki() {
 	issue admin "/O=system:masters/CN=kubernetes-admin" clientAuth
 	issue controller-manager "/CN=system:kube-controller-manager" clientAuth
 	issue scheduler "/CN=system:kube-scheduler" clientAuth
+	issue kube-proxy "/CN=system:kube-proxy" clientAuth
+	issue coredns "/CN=summa:coredns" clientAuth
 	new_key "$PKI/sa.key"
 	openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
-	echo "$NODE_NAME" >"$PKI/done"
+	echo "$stamp" >"$PKI/done"
 	log "PKI made in $PKI"
 }
 
@@ -72,7 +79,7 @@ kind: Config
 clusters:
 - name: summa-local
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$NODE_IP:$APISERVER_PORT
     certificate-authority-data: $($b64 "$PKI/ca.crt")
 users:
 - name: $who
@@ -95,4 +102,6 @@ make_kubeconfigs() {
 	kubeconfig "$RUN_DIR/controller-manager.kubeconfig" controller-manager
 	kubeconfig "$RUN_DIR/scheduler.kubeconfig" scheduler
 	kubeconfig "$RUN_DIR/kubelet.kubeconfig" node
+	kubeconfig "$RUN_DIR/kube-proxy.kubeconfig" kube-proxy
+	kubeconfig "$RUN_DIR/coredns.kubeconfig" coredns
 }

@@ -18,8 +18,11 @@
 #     bin/cluster/run/logs, state under bin/cluster/run;
 #   - the host's sysctls, links, iptables and fixed paths recorded first
 #     (bin/cluster/run/host) for down.sh;
-#   - pod IPs (10.244.0.0/24) answer from the host; the node IP is 10.250.0.1;
-#     no kube-proxy and no DNS (see config/local for the operator);
+#   - pod IPs (10.244.0.0/24) answer from the host; the node IP is 10.250.0.1,
+#     where the apiserver listens (the kubernetes Service's endpoint);
+#   - kube-proxy (iptables mode) routes Service ClusterIPs; CoreDNS on the
+#     host, behind Service kube-system/kube-dns (10.96.0.10), answers
+#     cluster.local (hack/cluster/dns.yaml);
 #   - a default StorageClass "standard" (host-path provisioner, /tmp/hostpath_pv).
 #
 # Idempotent: with the cluster running it says so and does nothing.
@@ -54,7 +57,8 @@ cluster_state() {
 }
 
 # install_packages installs from Debian what is missing: containerd, runc,
-# the CNI plugins, iptables and openssl.
+# the CNI plugins, iptables, conntrack (kube-proxy clears stale UDP entries
+# with it) and openssl.
 install_packages() {
 	local need=()
 	command -v containerd >/dev/null || need+=(containerd)
@@ -62,6 +66,7 @@ install_packages() {
 	[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] ||
 		need+=(containernetworking-plugins)
 	command -v iptables >/dev/null || need+=(iptables)
+	command -v conntrack >/dev/null || need+=(conntrack)
 	command -v openssl >/dev/null || need+=(openssl)
 	[ ${#need[@]} -gt 0 ] || return 0
 	command -v apt-get >/dev/null || die "missing ${need[*]}, and no apt-get to install them"
@@ -73,7 +78,8 @@ install_packages() {
 # check_ports fails early when another program holds a port the cluster needs.
 check_ports() {
 	local p busy=""
-	for p in 127.0.0.1:2379 127.0.0.1:2380 127.0.0.1:$APISERVER_PORT 127.0.0.1:10248 "*:10257" "*:10259" "*:10250"; do
+	for p in 127.0.0.1:2379 127.0.0.1:2380 "$NODE_IP:$APISERVER_PORT" 127.0.0.1:10248 "*:10257" "*:10259" "*:10250" \
+		"$COREDNS_READY" "$KUBE_PROXY_HEALTHZ" "$KUBE_PROXY_METRICS"; do
 		if ss -Hltn "sport = :${p##*:}" | grep -q .; then busy="$busy ${p##*:}"; fi
 	done
 	[ -z "$busy" ] || die "ports in use by another program:$busy"
@@ -145,8 +151,7 @@ start_containerd() {
 start_apiserver() {
 	start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 		--etcd-servers="$ETCD_CLIENT" \
-		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-		--endpoint-reconciler-type=none \
+		--bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
 		--client-ca-file="$PKI/ca.crt" \
 		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
@@ -187,18 +192,46 @@ start_kubelet() {
 		--node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=1
 }
 
+# start_kube_proxy starts kube-proxy in iptables mode (configs.sh); it
+# needs the node object, so it starts once the node is registered.
+start_kube_proxy() {
+	start_daemon kube-proxy "$BIN_DIR/kube-proxy" --config="$RUN_DIR/kube-proxy.yaml" --v=1
+}
+
+# start_coredns starts CoreDNS on the node IP with the Corefile of configs.sh.
+start_coredns() {
+	start_daemon coredns "$BIN_DIR/coredns" -conf "$RUN_DIR/Corefile"
+}
+
 # Readiness probes.
 etcd_ready() { curl -fsS "$ETCD_CLIENT/health"; }
 containerd_ready() { ctr --address "$CONTAINERD_SOCK" version; }
 apiserver_ready() {
 	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-		"https://127.0.0.1:$APISERVER_PORT/readyz"
+		"https://$NODE_IP:$APISERVER_PORT/readyz"
 }
 https_healthz() { curl -fsSk "https://127.0.0.1:$1/healthz"; }
 node_ready() {
 	[ "$(kctl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 default_sa() { kctl -n default get serviceaccount default; }
+kube_proxy_ready() { curl -fsS "http://$KUBE_PROXY_HEALTHZ/healthz"; }
+coredns_ready() { curl -fsS "http://$COREDNS_READY/ready"; }
+# The apiserver writes the kubernetes Service's endpoint (its lease
+# reconciler, now that it advertises a non-loopback address).
+kubernetes_endpoints() {
+	kctl -n default get endpointslices -l kubernetes.io/service-name=kubernetes \
+		-o jsonpath='{.items[*].endpoints[*].addresses[*]}' | grep -qF "$NODE_IP"
+}
+
+# bridge_netfilter makes bridged traffic go through iptables, so that a
+# reply from a Service's backend to a client on the same bridge is
+# un-DNATed (kube-proxy's requirement; down.sh restores the recorded value).
+bridge_netfilter() {
+	[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] ||
+		die "no /proc/sys/net/bridge (br_netfilter): kube-proxy cannot see bridged Service replies"
+	sysctl -q -w net.bridge.bridge-nf-call-iptables=1 >/dev/null
+}
 
 # import_images imports the image tarballs into containerd's k8s.io namespace.
 import_images() {
@@ -249,6 +282,9 @@ main() {
 	write_containerd_config
 	write_cni_config
 	write_kubelet_config
+	write_kube_proxy_config
+	write_corefile
+	bridge_netfilter
 
 	start_etcd
 	start_containerd
@@ -258,14 +294,21 @@ main() {
 	import_images
 	wait_daemon kube-apiserver 60 apiserver_ready
 	log "etcd, containerd and kube-apiserver ready at $(elapsed)"
+	# kube-system appears just after readyz: retried.
+	wait_daemon kube-apiserver 30 kctl apply -f "$here/dns.yaml"
 	start_controller_manager
 	start_scheduler
 	start_kubelet
 	wait_daemon kube-controller-manager 60 https_healthz 10257
 	wait_daemon kube-scheduler 60 https_healthz 10259
+	start_coredns
 	wait_daemon kubelet 120 node_ready
+	start_kube_proxy
 	wait_daemon kube-controller-manager 60 default_sa
 	kctl apply -f "$here/storageclass.yaml" >/dev/null
+	wait_daemon kube-apiserver 60 kubernetes_endpoints
+	wait_daemon kube-proxy 60 kube_proxy_ready
+	wait_daemon coredns 60 coredns_ready
 
 	log "node $NODE_NAME Ready; up in $(elapsed)"
 	echo "export KUBECONFIG=$ADMIN_KUBECONFIG"

@@ -11,6 +11,9 @@
 //	summa-operator:latest  /manager (./cmd/manager), user 65532
 //	summa.dev/pause:1      /pause (./hack/imagebuild/pause), the pods' sandbox
 //
+// and, only when named: summa.dev/netprobe:1, /netprobe
+// (./test/e2e/netprobe), the e2e specs' in-cluster network probe.
+//
 // With -containerd, the tarballs are then imported into that containerd's
 // k8s.io namespace, where the kubelet finds them (pods use
 // imagePullPolicy IfNotPresent or Never: there is nothing to pull from).
@@ -57,6 +60,13 @@ var images = map[string]spec{
 		entrypoint: []string{"/manager"},
 		user:       "65532:65532",
 	},
+	"netprobe": {
+		ref:        "summa.dev/netprobe:1",
+		pkg:        "./test/e2e/netprobe",
+		path:       "/netprobe",
+		entrypoint: []string{"/netprobe"},
+		user:       "65532:65532",
+	},
 	"pause": {
 		ref:        "summa.dev/pause:1",
 		pkg:        "./hack/imagebuild/pause",
@@ -66,7 +76,7 @@ var images = map[string]spec{
 	},
 }
 
-// order is the build order of all images.
+// order is the build order of the default images (netprobe only when named).
 var order = []string{"pause", "summa-server", "summa-operator"}
 
 func main() {
@@ -105,7 +115,7 @@ func run(args []string) error {
 	for _, n := range names {
 		s, ok := images[n]
 		if !ok {
-			return fmt.Errorf("unknown image %q (known: %s)", n, strings.Join(order, ", "))
+			return fmt.Errorf("unknown image %q (known: %s, netprobe)", n, strings.Join(order, ", "))
 		}
 		start := time.Now()
 		if *tag != "" {

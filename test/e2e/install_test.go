@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,10 +29,12 @@ import (
 // with dist/install.yaml, each on a cluster without the operator or its
 // CRD, each taking a SummaIndex to Ready and ingesting, then uninstalling.
 //
-// On the local cluster (no kube-proxy), the operator must run on the host's
-// network to reach the API server: the Helm spec says so with values
-// (testdata/helm-local-values.yaml), the install.yaml spec patches the
-// applied Deployment the way config/local does. On kind nothing is changed.
+// On the local cluster the operator runs as installed (pod network, the API
+// server through the "kubernetes" Service); its hostPath volumes only need
+// the permissions init container: the Helm spec turns it on with values
+// (testdata/helm-local-values.yaml), the install.yaml spec sets the
+// Deployment's SUMMA_VOLUME_PERMISSIONS as config/local does. On kind
+// nothing is changed.
 //
 // They share the cluster with the other specs, so they first remove the
 // operator deployed from config/ (and every SummaIndex, while it still
@@ -134,7 +135,7 @@ var _ = Describe("Installation", Ordered, func() {
 		start := time.Now()
 		kubectl("apply", "-f", installYAML)
 		if mode == "local" {
-			localNetworkPatch(installNamespace, "summa-operator", 18280, 18281)
+			localVolumePermissions(installNamespace, "summa-operator")
 		}
 		kubectl("-n", installNamespace, "rollout", "status", "deployment/summa-operator", "--timeout=5m")
 		figure("kubectl apply -f dist/install.yaml -> operator rolled out: %.1fs", time.Since(start).Seconds())
@@ -210,44 +211,18 @@ func expectOperatorVersion(namespace, deployment, img string) {
 	}).WithTimeout(time.Minute).WithPolling(poll).Should(MatchRegexp(want.String()))
 }
 
-// localNetworkPatch puts an applied operator Deployment on the host's
-// network, as config/local does, for the local cluster without kube-proxy:
-// hostNetwork, the API server at 127.0.0.1:6443, probe and metrics ports
-// moved off the common ones (metrics on loopback), and the hostPath
-// volumes' permissions init container. The namespace's Pod Security level
-// becomes privileged first (hostNetwork is refused by "restricted").
-func localNetworkPatch(namespace, deployment string, metricsPort, healthPort int) {
+// localVolumePermissions turns on the volume-permissions init container of
+// an applied operator Deployment, as config/local does: the local cluster's
+// hostPath volumes ignore fsGroup.
+func localVolumePermissions(namespace, deployment string) {
 	GinkgoHelper()
-	kubectl("label", "namespace", namespace, "--overwrite", "pod-security.kubernetes.io/enforce=privileged")
 	Eventually(func() error {
 		d := &appsv1.Deployment{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: deployment}, d); err != nil {
 			return err
 		}
-		spec := &d.Spec.Template.Spec
-		spec.HostNetwork = true
-		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-		c := &spec.Containers[0]
-		for i, a := range c.Args {
-			switch {
-			case strings.HasPrefix(a, "--metrics-bind-address="):
-				c.Args[i] = "--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort)
-			case strings.HasPrefix(a, "--health-probe-bind-address="):
-				c.Args[i] = "--health-probe-bind-address=:" + strconv.Itoa(healthPort)
-			}
-		}
-		c.Env = append(c.Env,
-			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
-			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: "6443"},
-			corev1.EnvVar{Name: "SUMMA_VOLUME_PERMISSIONS", Value: "true"})
-		for i := range c.Ports {
-			switch c.Ports[i].Name {
-			case "metrics":
-				c.Ports[i].ContainerPort = int32(metricsPort)
-			case "health":
-				c.Ports[i].ContainerPort = int32(healthPort)
-			}
-		}
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "SUMMA_VOLUME_PERMISSIONS", Value: "true"})
 		return k8s.Update(ctx, d)
 	}).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 }
