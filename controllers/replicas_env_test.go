@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,6 +46,16 @@ func podOf(name string) *corev1.Pod {
 	}
 	Expect(err).NotTo(HaveOccurred())
 	return p
+}
+
+// uidOf is the UID of a pod of the spec namespace ("" when absent: a pod
+// between its deletion and its replacement).
+func uidOf(name string) string {
+	GinkgoHelper()
+	if p := podOf(name); p != nil {
+		return string(p.UID)
+	}
+	return ""
 }
 
 // claimOf reads a volume of the spec namespace (nil when absent).
@@ -352,11 +363,11 @@ var _ = Describe("Read followers", func() {
 		updateIndex("roll", func(x *summav1.SummaIndex) {
 			x.Annotations = map[string]string{AnnotationRestartedAt: "roll-1"}
 		})
-		Eventually(func() string { return string(podOf("roll-r1").UID) }).WithTimeout(readyTimeout).WithPolling(poll).
-			ShouldNot(Equal(before["roll-r1"]))
+		Eventually(func() string { return uidOf("roll-r1") }).WithTimeout(readyTimeout).WithPolling(poll).
+			Should(And(Not(BeEmpty()), Not(Equal(before["roll-r1"]))))
 		Consistently(func(g Gomega) {
-			g.Expect(string(podOf("roll-r2").UID)).To(Equal(before["roll-r2"]))
-			g.Expect(string(podOf("roll-engine").UID)).To(Equal(before["roll-engine"]))
+			g.Expect(uidOf("roll-r2")).To(Equal(before["roll-r2"]))
+			g.Expect(uidOf("roll-engine")).To(Equal(before["roll-engine"]))
 		}).WithTimeout(5*time.Second).WithPolling(poll).Should(Succeed(), "the next pod restarted before r1 caught up")
 		c := getIndex("roll").GetCondition(summav1.ConditionProgressing)
 		Expect(c).NotTo(BeNil())
@@ -387,7 +398,7 @@ var _ = Describe("Read followers", func() {
 	It("rebuilds a follower that reports quarantine from the leader, leaving the leader alone", func() {
 		createReady("repq", withReplicas(1))
 		waitReplicas("repq", 1, 1)
-		leader, pod, pvc := podOf("repq-engine").UID, podOf("repq-r1").UID, claimOf("repq-r1-data").UID
+		leader, pod, pvc := types.UID(uidOf("repq-engine")), types.UID(uidOf("repq-r1")), claimOf("repq-r1-data").UID
 		fakeFollower("repq-r1-data", map[string]any{"state": "following", "generation": 3, "leaderGeneration": 3, "quarantined": []string{"00ab"}})
 		Eventually(func(g Gomega) {
 			p, c := podOf("repq-r1"), claimOf("repq-r1-data")
@@ -397,7 +408,7 @@ var _ = Describe("Read followers", func() {
 			g.Expect(c.UID).NotTo(Equal(pvc))
 			g.Expect(engineReady(p)).To(BeTrue())
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
-		Expect(podOf("repq-engine").UID).To(Equal(leader))
+		Expect(types.UID(uidOf("repq-engine"))).To(Equal(leader))
 		Expect(eventReasons("repq")).To(ContainElement("FollowerRebuilding"))
 		waitReplicas("repq", 1, 1)
 		deleteAndWaitGone("repq")
@@ -405,7 +416,7 @@ var _ = Describe("Read followers", func() {
 	It("leaves followers alone while paused, stops them with suspend and starts them again", func() {
 		createReady("reps2", withReplicas(2))
 		waitReplicas("reps2", 2, 2)
-		r2 := podOf("reps2-r2").UID
+		r2 := types.UID(uidOf("reps2-r2"))
 
 		By("paused: scaling down changes no pod")
 		updateIndex("reps2", func(x *summav1.SummaIndex) {
@@ -440,14 +451,14 @@ var _ = Describe("Read followers", func() {
 			x.Spec.Doctor.Backup = summav1.BackupNone
 		})
 		waitReplicas("repdoc", 1, 1)
-		follower, leader := podOf("repdoc-r1").UID, podOf("repdoc-engine").UID
+		follower, leader := types.UID(uidOf("repdoc-r1")), types.UID(uidOf("repdoc-engine"))
 		w := watchRoll([]string{"repdoc-r1"}, nil)
 		updateIndex("repdoc", func(x *summav1.SummaIndex) { x.Spec.Doctor.RequestID = "d1" })
 		waitDoctor("repdoc", "d1", summav1.DoctorPhaseSucceeded)
 		waitReady("repdoc")
 		_, maxDown := w.Stop()
-		Expect(podOf("repdoc-engine").UID).NotTo(Equal(leader), "the doctor restarts the leader")
-		Expect(podOf("repdoc-r1").UID).To(Equal(follower), "the doctor restarted the follower")
+		Expect(types.UID(uidOf("repdoc-engine"))).NotTo(Equal(leader), "the doctor restarts the leader")
+		Expect(types.UID(uidOf("repdoc-r1"))).To(Equal(follower), "the doctor restarted the follower")
 		Expect(maxDown).To(BeZero(), "the follower stopped serving during the doctor run")
 		deleteAndWaitGone("repdoc")
 	})
