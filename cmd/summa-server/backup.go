@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
@@ -73,15 +70,11 @@ func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return runBackupPrune(args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := parseBackupFlags(args, getenv, stderr)
-	if errors.Is(err, errHelp) {
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: %v\n", err)
-		return exitUsage
+	if code, done := flagsDone(err, stderr); done {
+		return code
 	}
 	log := newLogger(stderr, cfg.LogVerbosity)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := interruptible()
 	defer stop()
 
 	var rep backup.Report

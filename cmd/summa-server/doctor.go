@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-logr/logr"
@@ -25,7 +22,7 @@ import (
 // the directory is consistent afterwards, 2 when another process holds
 // it, 1 otherwise.
 func runDoctor(cfg Config, log logr.Logger, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := interruptible()
 	defer stop()
 	var rep registry.DoctorReport
 	var errText string

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/summadev/summa/engine/index"
@@ -421,4 +424,23 @@ func (f FollowConfig) validate(doctor bool) error {
 		return fmt.Errorf("--follow %q: want http://HOST:PORT or https://HOST:PORT", f.Leader)
 	}
 	return nil
+}
+
+// flagsDone reports whether a command ends once its flags are parsed, and
+// with which exit code: --help (0), or a usage error, printed (2).
+func flagsDone(err error, stderr io.Writer) (int, bool) {
+	if errors.Is(err, errHelp) {
+		return exitOK, true
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// interruptible is a context that SIGTERM or SIGINT cancels, for the
+// commands that run to completion (doctor, backup, restore, maintenance).
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 }

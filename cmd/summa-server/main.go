@@ -19,7 +19,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,12 +71,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runMaintain(args[0], args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := parseFlags(args, getenv, stderr)
-	if errors.Is(err, errHelp) {
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: %v\n", err)
-		return exitUsage
+	if code, done := flagsDone(err, stderr); done {
+		return code
 	}
 	log := newLogger(stderr, cfg.LogVerbosity)
 	if cfg.Doctor {

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -94,15 +91,11 @@ func parseMaintainFlags(kind string, args []string, getenv func(string) string, 
 // awaited).
 func runMaintain(kind string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseMaintainFlags(kind, args, getenv, stderr)
-	if errors.Is(err, errHelp) {
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: %v\n", err)
-		return exitUsage
+	if code, done := flagsDone(err, stderr); done {
+		return code
 	}
 	log := newLogger(stderr, cfg.LogVerbosity)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := interruptible()
 	defer stop()
 	rep := registry.OfflineReport{Operation: kind}
 	var errText string

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os/signal"
-	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/registry"
@@ -97,15 +94,11 @@ type restoreOutput struct {
 // runRestore restores a backup into an empty data directory.
 func runRestore(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseRestoreFlags(args, getenv, stderr)
-	if errors.Is(err, errHelp) {
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: %v\n", err)
-		return exitUsage
+	if code, done := flagsDone(err, stderr); done {
+		return code
 	}
 	log := newLogger(stderr, cfg.LogVerbosity)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := interruptible()
 	defer stop()
 	out := restoreOutput{Index: cfg.Index}
 	code := exitOK
@@ -177,7 +170,7 @@ func runBackupPrune(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "summa-server: backup prune: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := interruptible()
 	defer stop()
 	rep, err := store.Prune(ctx, idx, keep)
 	out := struct {
