@@ -51,40 +51,48 @@ func TestFileSyncOnDisk(t *testing.T) {
 // before it could be opened) fails the save as a *SyncError, and nothing
 // is committed; a successful one lets the generation be published.
 func TestSaveSyncingWaitsForStarted(t *testing.T) {
-	for _, fsys := range []struct {
+	onDiskAndInMemory(t, func(t *testing.T, fs vfs.FS, dir string) {
+		f, err := fs.Create(fs.PathJoin(dir, "seg_1.cmp"), vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("segment bytes")); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		m := &Metadata{Version: FormatVersion, Generation: 1, NextID: 2, Schema: sample().Schema}
+		bad := StartFileSync(fs, dir, "seg_9.cmp")
+		err = SaveSyncing(fs, dir, m, nil, []*FileSync{StartFileSync(fs, dir, "seg_1.cmp"), bad})
+		var se *SyncError
+		if !errors.As(err, &se) || se.Name != "seg_9.cmp" {
+			t.Fatalf("save with a failed started sync: %v, want a *SyncError of seg_9.cmp", err)
+		}
+		if _, err := fs.Stat(fs.PathJoin(dir, FileName)); err == nil {
+			t.Fatal("metadata.json published although a started sync failed")
+		}
+		if err := SaveSyncing(fs, dir, m, nil, []*FileSync{StartFileSync(fs, dir, "seg_1.cmp")}); err != nil {
+			t.Fatalf("save: %v", err)
+		}
+		if _, err := fs.Stat(fs.PathJoin(dir, FileName)); err != nil {
+			t.Fatalf("metadata.json not published: %v", err)
+		}
+	})
+}
+
+// onDiskAndInMemory runs f as two subtests: in a new directory of the
+// real filesystem ("disk") and of an in-memory one ("mem").
+func onDiskAndInMemory(t *testing.T, f func(t *testing.T, fs vfs.FS, dir string)) {
+	t.Helper()
+	for _, c := range []struct {
 		name string
 		fs   vfs.FS
 		dir  string
 	}{{"disk", vfs.Default, t.TempDir()}, {"mem", vfs.NewMem(), "/idx"}} {
-		t.Run(fsys.name, func(t *testing.T) {
-			fs, dir := fsys.fs, fsys.dir
-			if err := fs.MkdirAll(dir, 0o755); err != nil {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.fs.MkdirAll(c.dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			f, err := fs.Create(fs.PathJoin(dir, "seg_1.cmp"), vfs.WriteCategoryUnspecified)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.Write([]byte("segment bytes")); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-			m := &Metadata{Version: FormatVersion, Generation: 1, NextID: 2, Schema: sample().Schema}
-			bad := StartFileSync(fs, dir, "seg_9.cmp")
-			err = SaveSyncing(fs, dir, m, nil, []*FileSync{StartFileSync(fs, dir, "seg_1.cmp"), bad})
-			var se *SyncError
-			if !errors.As(err, &se) || se.Name != "seg_9.cmp" {
-				t.Fatalf("save with a failed started sync: %v, want a *SyncError of seg_9.cmp", err)
-			}
-			if _, err := fs.Stat(fs.PathJoin(dir, FileName)); err == nil {
-				t.Fatal("metadata.json published although a started sync failed")
-			}
-			if err := SaveSyncing(fs, dir, m, nil, []*FileSync{StartFileSync(fs, dir, "seg_1.cmp")}); err != nil {
-				t.Fatalf("save: %v", err)
-			}
-			if _, err := fs.Stat(fs.PathJoin(dir, FileName)); err != nil {
-				t.Fatalf("metadata.json not published: %v", err)
-			}
+			f(t, c.fs, c.dir)
 		})
 	}
 }

@@ -50,40 +50,30 @@ func (t *tmpFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 // started batch is waited for and its context returned) and in memory,
 // and a later save succeeds.
 func TestC02_FailedMetadataWriteAbandonsTheSyncRound(t *testing.T) {
-	for _, fsys := range []struct {
-		name string
-		fs   vfs.FS
-		dir  string
-	}{{"disk", vfs.Default, t.TempDir()}, {"mem", vfs.NewMem(), "/idx"}} {
-		t.Run(fsys.name, func(t *testing.T) {
-			fs, dir := fsys.fs, fsys.dir
-			if err := fs.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
+	onDiskAndInMemory(t, func(t *testing.T, fs vfs.FS, dir string) {
+		writeFiles(t, fs, dir, "seg_1.cmp")
+		b, aio := startFsyncs(nil)
+		if aio {
+			b.wait()
+		}
+		for range 100 { // more than the asynchronous contexts: one kept per failure would run out
+			err := SaveSyncing(&tmpFS{FS: fs, failCreate: true}, dir, generation(1), []string{"seg_1.cmp"}, nil)
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("save with the metadata file not created: %v", err)
 			}
-			writeFiles(t, fs, dir, "seg_1.cmp")
-			b, aio := startFsyncs(nil)
-			if aio {
-				b.wait()
-			}
-			for range 100 { // more than the asynchronous contexts: one kept per failure would run out
-				err := SaveSyncing(&tmpFS{FS: fs, failCreate: true}, dir, generation(1), []string{"seg_1.cmp"}, nil)
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("save with the metadata file not created: %v", err)
-				}
-			}
-			if _, err := Load(fs, dir); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("after the failed saves: %v, want no generation", err)
-			}
-			if b, ok := startFsyncs(nil); aio && !ok {
-				t.Fatal("the failed saves kept their asynchronous contexts")
-			} else if ok {
-				b.wait()
-			}
-			if err := SaveSyncing(fs, dir, generation(1), []string{"seg_1.cmp"}, nil); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		}
+		if _, err := Load(fs, dir); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("after the failed saves: %v, want no generation", err)
+		}
+		if b, ok := startFsyncs(nil); aio && !ok {
+			t.Fatal("the failed saves kept their asynchronous contexts")
+		} else if ok {
+			b.wait()
+		}
+		if err := SaveSyncing(fs, dir, generation(1), []string{"seg_1.cmp"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestC02_MetadataFileWithoutDescriptorIsSyncedBeforeTheRename: on a

@@ -246,24 +246,14 @@ func (r *renamedDirFS) Rename(from, to string) error {
 // in memory (opened anew), a failed directory fsync after the rename
 // reports a *DurabilityError: the generation is committed and read back.
 func TestC04_DirectoryFsyncAfterTheRenameIsDegradedDurability(t *testing.T) {
-	for _, fsys := range []struct {
-		name string
-		fs   vfs.FS
-		dir  string
-	}{{"disk", vfs.Default, t.TempDir()}, {"mem", vfs.NewMem(), "/idx"}} {
-		t.Run(fsys.name, func(t *testing.T) {
-			fs, dir := fsys.fs, fsys.dir
-			if err := fs.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			writeFiles(t, fs, dir, "seg_1.cmp")
-			err := SaveSyncing(&renamedDirFS{FS: fs}, dir, generation(3), []string{"seg_1.cmp"}, nil)
-			if !IsDurabilityError(err) || !errors.Is(err, syscall.EIO) {
-				t.Fatalf("save with the directory fsync failing after the rename: %v, want a *DurabilityError", err)
-			}
-			if m, err := Load(fs, dir); err != nil || m.Generation != 3 {
-				t.Fatalf("after the degraded save: generation %v, %v; want 3", m, err)
-			}
-		})
-	}
+	onDiskAndInMemory(t, func(t *testing.T, fs vfs.FS, dir string) {
+		writeFiles(t, fs, dir, "seg_1.cmp")
+		err := SaveSyncing(&renamedDirFS{FS: fs}, dir, generation(3), []string{"seg_1.cmp"}, nil)
+		if !IsDurabilityError(err) || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("save with the directory fsync failing after the rename: %v, want a *DurabilityError", err)
+		}
+		if m, err := Load(fs, dir); err != nil || m.Generation != 3 {
+			t.Fatalf("after the degraded save: generation %v, %v; want 3", m, err)
+		}
+	})
 }
