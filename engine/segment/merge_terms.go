@@ -91,75 +91,11 @@ func (fm *fieldMerge) encodesBlockMax() bool {
 func (m *merger) mergeTerms() error {
 	fields := make([]*fieldMerge, len(m.b.fields))
 	var chunks []*termChunk
-	procs := runtime.GOMAXPROCS(0)
 	for f := range m.b.fields {
-		ix := m.b.fields[f].index
-		if ix == nil {
-			continue
-		}
-		fm := &fieldMerge{ix: ix, lengths: make([]uint32, m.b.numDocs), bmKind: bmExact}
-		if ix.tokenized {
-			fm.bmKind = bmTokenized
-			fm.norms = m.sourceNorms(f)
-		}
-		fields[f] = fm
-		dicts := make([]*dict, len(m.srcs))
-		var size, terms int
-		for i, r := range m.srcs {
-			dicts[i] = r.dicts[f]
-			if d := r.dicts[f]; d != nil {
-				size += len(d.post)
-				terms += int(d.numTerms)
-			}
-			if ix.reorder {
-				if m.ordMaps[i] == nil {
-					m.ordMaps[i] = make([][]uint32, len(m.s.Fields))
-				}
-				om := make([]uint32, r.NumTerms(f))
-				for k := range om {
-					om[k] = noDoc
-				}
-				m.ordMaps[i][f] = om
-			}
-		}
-		n := 1
-		if procs > 1 {
-			n = min(max(size/chunkBytes, 1), 8*procs)
-		}
-		keys := splitDicts(dicts, n)
-		fm.slots = newDocSlots(m.b.numDocs, len(keys)+1, 1)
-		// A range's share of the postings, and of the terms (sources
-		// share many: half their sum is a guess), sizes its buffers: the
-		// block-max records hold every posting's doc offset and frequency
-		// in bytes, about the postings' size with positions (linux-doc:
-		// 9.2 MB for 7.4), three times the docs sections without.
-		hint := size / (len(keys) + 1)
-		termsHint := terms / 2 / (len(keys) + 1)
-		for k := 0; k <= len(keys); k++ {
-			c := &termChunk{field: f, only: len(keys) == 0}
-			bmHint := 3 * hint
-			if ix.tokenized {
-				c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
-				bmHint = hint + hint/4
-			} else {
-				c.docs = make([]byte, 0, hint)
-			}
-			c.terms = make([]chunkTerm, 0, termsHint)
-			c.nameEnds = make([]int, 0, termsHint)
-			c.nameBytes = make([]byte, 0, 8*termsHint)
-			if fm.encodesBlockMax() {
-				c.bm, c.bmEnd = make([]byte, 0, bmHint), make([]uint64, 0, termsHint)
-			}
-			if k > 0 {
-				c.rng.lo = keys[k-1]
-			}
-			if k < len(keys) {
-				c.rng.hi = keys[k]
-			}
-			if ix.reorder {
-				c.rng.ords = make([][2]uint32, len(m.srcs))
-			}
-			chunks = append(chunks, c)
+		if ix := m.b.fields[f].index; ix != nil {
+			var cs []*termChunk
+			fields[f], cs = m.planField(f, ix)
+			chunks = append(chunks, cs...)
 		}
 	}
 	failed := par.NewMin(len(chunks))
@@ -174,6 +110,100 @@ func (m *merger) mergeTerms() error {
 			return c.err
 		}
 	}
+	return m.assembleFields(fields, chunks)
+}
+
+// planField prepares the merge of field f: the state its chunks share,
+// the sources' ordinal maps when the field is reordered, and its term
+// ranges (one, or cut by splitDicts when its postings are large), each
+// with buffers sized from its share.
+func (m *merger) planField(f int, ix *indexBuilder) (*fieldMerge, []*termChunk) {
+	fm := &fieldMerge{ix: ix, lengths: make([]uint32, m.b.numDocs), bmKind: bmExact}
+	if ix.tokenized {
+		fm.bmKind = bmTokenized
+		fm.norms = m.sourceNorms(f)
+	}
+	dicts := make([]*dict, len(m.srcs))
+	var size, terms int
+	for i, r := range m.srcs {
+		dicts[i] = r.dicts[f]
+		if d := r.dicts[f]; d != nil {
+			size += len(d.post)
+			terms += int(d.numTerms)
+		}
+		if ix.reorder {
+			m.initOrdMap(i, f)
+		}
+	}
+	n := 1
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		n = min(max(size/chunkBytes, 1), 8*procs)
+	}
+	keys := splitDicts(dicts, n)
+	fm.slots = newDocSlots(m.b.numDocs, len(keys)+1, 1)
+	// A range's share of the postings, and of the terms (sources share
+	// many: half their sum is a guess), sizes its buffers.
+	hint := size / (len(keys) + 1)
+	termsHint := terms / 2 / (len(keys) + 1)
+	chunks := make([]*termChunk, 0, len(keys)+1)
+	for k := 0; k <= len(keys); k++ {
+		c := newTermChunk(f, fm, hint, termsHint, len(m.srcs))
+		c.only = len(keys) == 0
+		if k > 0 {
+			c.rng.lo = keys[k-1]
+		}
+		if k < len(keys) {
+			c.rng.hi = keys[k]
+		}
+		chunks = append(chunks, c)
+	}
+	return fm, chunks
+}
+
+// initOrdMap makes source i's ordinal map of field f, every entry noDoc
+// until a chunk merges the term.
+func (m *merger) initOrdMap(i, f int) {
+	if m.ordMaps[i] == nil {
+		m.ordMaps[i] = make([][]uint32, len(m.s.Fields))
+	}
+	om := make([]uint32, m.srcs[i].NumTerms(f))
+	for k := range om {
+		om[k] = noDoc
+	}
+	m.ordMaps[i][f] = om
+}
+
+// newTermChunk allocates a term range of field f with its buffers sized
+// from its share of the postings' bytes (hint) and of the terms: the
+// block-max records hold every posting's doc offset and frequency in
+// bytes, about the postings' size with positions (linux-doc: 9.2 MB for
+// 7.4), three times the docs sections without.
+func newTermChunk(f int, fm *fieldMerge, hint, termsHint, sources int) *termChunk {
+	c := &termChunk{field: f}
+	bmHint := 3 * hint
+	if fm.ix.tokenized {
+		c.docs, c.pos = make([]byte, 0, hint/4), make([]byte, 0, hint)
+		bmHint = hint + hint/4
+	} else {
+		c.docs = make([]byte, 0, hint)
+	}
+	c.terms = make([]chunkTerm, 0, termsHint)
+	c.nameEnds = make([]int, 0, termsHint)
+	c.nameBytes = make([]byte, 0, 8*termsHint)
+	if fm.encodesBlockMax() {
+		c.bm, c.bmEnd = make([]byte, 0, bmHint), make([]uint64, 0, termsHint)
+	}
+	if fm.ix.reorder {
+		c.rng.ords = make([][2]uint32, sources)
+	}
+	return c
+}
+
+// assembleFields puts the merged chunks together, field by field: the
+// slots' lengths folded, each field's lists sized once for every chunk's
+// terms, the chunks appended in order, and the norms and statistics
+// derived.
+func (m *merger) assembleFields(fields []*fieldMerge, chunks []*termChunk) error {
 	for f, fm := range fields {
 		if fm != nil && fm.slots != nil {
 			if doc, ok := fm.slots.fold(fm.lengths); !ok {
@@ -181,7 +211,6 @@ func (m *merger) mergeTerms() error {
 			}
 		}
 	}
-	// Size the fields' lists once: they take every chunk's.
 	terms := make([]int, len(fields))
 	for _, c := range chunks {
 		terms[c.field] += len(c.terms)
@@ -226,141 +255,53 @@ func (m *merger) sourceNorms(f int) []uint32 {
 	return norms
 }
 
+// chunkMerge is the state of one termChunk's merge, reused from term to
+// term: the encoders, the current term's output postings, and the
+// lengths its frequencies add to.
+type chunkMerge struct {
+	m     *merger
+	c     *termChunk
+	fm    *fieldMerge
+	p     *Postings
+	norm  func(uint32) uint32
+	enc   docsEncoder
+	bmEnc bmEncoder
+	sec   []byte
+	// tdocs and freqs are the current term's output postings in order;
+	// out collects them unordered when the merge reorders documents.
+	tdocs, freqs []uint32
+	out          []mergedPosting
+	// lengths is where the frequencies add up: the field's (atomically
+	// unless the chunk is the field's only one) or a private slot's.
+	lengths    []uint32
+	atomically bool
+	count      int
+}
+
 // mergeChunk merges the terms of one range of a field.
 func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
-	f, ix := c.field, fm.ix
 	dicts := make([]*dict, len(m.srcs))
 	for i, r := range m.srcs {
-		dicts[i] = r.dicts[f]
+		dicts[i] = r.dicts[c.field]
 	}
-	var norm func(uint32) uint32
+	cm := &chunkMerge{m: m, c: c, fm: fm, p: new(Postings), lengths: fm.lengths, atomically: !c.only}
 	if fm.norms != nil {
 		norms := fm.norms
-		norm = func(doc uint32) uint32 { return norms[doc] }
+		cm.norm = func(doc uint32) uint32 { return norms[doc] }
 	}
-	var (
-		enc          docsEncoder
-		bmEnc        bmEncoder
-		sec          []byte
-		tdocs, freqs []uint32 // the current term's output postings
-		out          []mergedPosting
-		count        int
-	)
-	p := new(Postings)
-	lengths, atomically := fm.lengths, !c.only
 	if fm.slots != nil {
 		slot := fm.slots.get()
 		defer fm.slots.put(slot)
-		lengths, atomically = slot.counts[0], false
+		cm.lengths, cm.atomically = slot.counts[0], false
 	}
-	// count1 adds a posting's frequency to its document's field length.
-	count1 := func(nd, freq uint32) error {
-		var sum uint32
-		if !atomically {
-			lengths[nd] += freq
-			sum = lengths[nd]
-		} else {
-			sum = atomic.AddUint32(&lengths[nd], freq)
-		}
-		if sum < freq {
-			return fmt.Errorf("field %d doc %d: frequencies overflow", f, nd)
-		}
-		return nil
-	}
-	err := mergeDictRange(dicts, c.rng, func(term []byte, hits []dictHit) error {
-		count++
-		if err := m.check(count); err != nil {
-			return err
-		}
-		tdocs, freqs, out = tdocs[:0], freqs[:0], out[:0]
-		posStart := len(c.pos)
-		for _, h := range hits {
-			p.init(h.it.d, h.e)
-			ids := m.newID[h.src]
-			// A source whose every row is kept in order gives the term's
-			// positions section as it is: positions do not depend on doc
-			// ids, and every document's are kept, in order.
-			whole := ix.tokenized && m.inOrder && m.keepsAll[h.src]
-			if m.inOrder && (whole || !ix.tokenized) {
-				// No positions to cut per document: whole decoded blocks.
-				for {
-					docs, fs, ok := p.nextBlock()
-					if !ok {
-						break
-					}
-					for k, d := range docs {
-						nd := ids[d]
-						if nd == noDoc {
-							continue
-						}
-						if err := count1(nd, fs[k]); err != nil {
-							return err
-						}
-						tdocs, freqs = append(tdocs, nd), append(freqs, fs[k])
-					}
-				}
-			} else {
-				for p.Next() {
-					nd := ids[p.Doc()]
-					if nd == noDoc {
-						continue
-					}
-					var pos []byte
-					if ix.tokenized {
-						var err error
-						if pos, err = p.rawPositions(); err != nil {
-							return err
-						}
-					}
-					freq := p.Freq()
-					if err := count1(nd, freq); err != nil {
-						return err
-					}
-					if m.inOrder {
-						tdocs, freqs = append(tdocs, nd), append(freqs, freq)
-						c.pos = append(c.pos, pos...)
-					} else {
-						out = append(out, mergedPosting{doc: nd, freq: freq, pos: pos})
-					}
-				}
-			}
-			if err := p.Err(); err != nil {
-				return err
-			}
-			if whole {
-				c.pos = append(c.pos, p.pos...)
-			}
-		}
-		if !m.inOrder {
-			slices.SortFunc(out, func(a, b mergedPosting) int { return cmp.Compare(a.doc, b.doc) })
-			for _, o := range out {
-				tdocs, freqs = append(tdocs, o.doc), append(freqs, o.freq)
-				c.pos = append(c.pos, o.pos...)
-			}
-		}
-		if len(tdocs) == 0 {
-			c.pos = c.pos[:posStart]
-			return nil // every row holding the term was dropped
-		}
-		enc.reset(sec, m.b.numDocs, ix.tokenized)
-		enc.addAll(tdocs, freqs)
-		sec = enc.finish()
-		c.docs = append(c.docs, sec...)
-		local := uint32(len(c.terms))
-		c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(tdocs))})
-		c.nameBytes = append(c.nameBytes, term...)
-		c.nameEnds = append(c.nameEnds, len(c.nameBytes))
-		if fm.encodesBlockMax() {
-			c.bm = bmEnc.encodeText(c.bm, fm.bmKind, tdocs, freqs, norm)
-			c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
-		}
-		if ix.reorder {
-			for _, h := range hits {
-				m.ordMaps[h.src][f][h.e.ord] = local
-			}
-		}
-		return nil
-	})
+	err := mergeDictRange(dicts, c.rng, cm.term)
+	c.cutNames()
+	return err
+}
+
+// cutNames cuts the chunk's term names from one string of their bytes
+// (one allocation per range instead of one per term).
+func (c *termChunk) cutNames() {
 	all := string(c.nameBytes)
 	c.names = make([]string, len(c.nameEnds))
 	start := 0
@@ -369,7 +310,161 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		start = end
 	}
 	c.nameBytes, c.nameEnds = nil, nil
-	return err
+}
+
+// term merges one term: its postings gathered from every source that
+// holds it (hits), then encoded into the chunk unless every row holding
+// it was dropped.
+func (cm *chunkMerge) term(term []byte, hits []dictHit) error {
+	cm.count++
+	if err := cm.m.check(cm.count); err != nil {
+		return err
+	}
+	cm.tdocs, cm.freqs, cm.out = cm.tdocs[:0], cm.freqs[:0], cm.out[:0]
+	posStart := len(cm.c.pos)
+	for _, h := range hits {
+		if err := cm.gather(h); err != nil {
+			return err
+		}
+	}
+	if !cm.m.inOrder {
+		cm.sortOut()
+	}
+	if len(cm.tdocs) == 0 {
+		cm.c.pos = cm.c.pos[:posStart]
+		return nil // every row holding the term was dropped
+	}
+	cm.emit(term, hits)
+	return nil
+}
+
+// gather adds one source's postings of the term, rebased to output doc
+// ids, to the term's output. A source whose every row is kept in order
+// gives the term's positions section as it is: positions do not depend
+// on doc ids, and every document's are kept, in order.
+func (cm *chunkMerge) gather(h dictHit) error {
+	m, ix, p := cm.m, cm.fm.ix, cm.p
+	p.init(h.it.d, h.e)
+	ids := m.newID[h.src]
+	whole := ix.tokenized && m.inOrder && m.keepsAll[h.src]
+	var err error
+	if m.inOrder && (whole || !ix.tokenized) {
+		err = cm.gatherBlocks(ids) // no positions to cut per document
+	} else {
+		err = cm.gatherEach(ids)
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	if whole {
+		cm.c.pos = append(cm.c.pos, p.pos...)
+	}
+	return nil
+}
+
+// gatherBlocks takes the source's postings a whole decoded block at a
+// time, in order.
+func (cm *chunkMerge) gatherBlocks(ids []uint32) error {
+	tdocs, freqs := cm.tdocs, cm.freqs
+	for {
+		docs, fs, ok := cm.p.nextBlock()
+		if !ok {
+			break
+		}
+		for k, d := range docs {
+			nd := ids[d]
+			if nd == noDoc {
+				continue
+			}
+			if !cm.count1(nd, fs[k]) {
+				return cm.overflow(nd)
+			}
+			tdocs, freqs = append(tdocs, nd), append(freqs, fs[k])
+		}
+	}
+	cm.tdocs, cm.freqs = tdocs, freqs
+	return nil
+}
+
+// gatherEach takes the source's postings one at a time, with their
+// positions, appended in order or collected to be sorted.
+func (cm *chunkMerge) gatherEach(ids []uint32) error {
+	m, c, p, tokenized := cm.m, cm.c, cm.p, cm.fm.ix.tokenized
+	for p.Next() {
+		nd := ids[p.Doc()]
+		if nd == noDoc {
+			continue
+		}
+		var pos []byte
+		if tokenized {
+			var err error
+			if pos, err = p.rawPositions(); err != nil {
+				return err
+			}
+		}
+		freq := p.Freq()
+		if !cm.count1(nd, freq) {
+			return cm.overflow(nd)
+		}
+		if m.inOrder {
+			cm.tdocs, cm.freqs = append(cm.tdocs, nd), append(cm.freqs, freq)
+			c.pos = append(c.pos, pos...)
+		} else {
+			cm.out = append(cm.out, mergedPosting{doc: nd, freq: freq, pos: pos})
+		}
+	}
+	return nil
+}
+
+// count1 adds a posting's frequency to its document's field length and
+// reports false when the sum overflows.
+func (cm *chunkMerge) count1(nd, freq uint32) bool {
+	if !cm.atomically {
+		cm.lengths[nd] += freq
+		return cm.lengths[nd] >= freq
+	}
+	return atomic.AddUint32(&cm.lengths[nd], freq) >= freq
+}
+
+// overflow is the error of a document whose field length overflows.
+func (cm *chunkMerge) overflow(nd uint32) error {
+	return fmt.Errorf("field %d doc %d: frequencies overflow", cm.c.field, nd)
+}
+
+// sortOut puts the postings collected out of order in doc order, with
+// their positions.
+func (cm *chunkMerge) sortOut() {
+	slices.SortFunc(cm.out, func(a, b mergedPosting) int { return cmp.Compare(a.doc, b.doc) })
+	for _, o := range cm.out {
+		cm.tdocs, cm.freqs = append(cm.tdocs, o.doc), append(cm.freqs, o.freq)
+		cm.c.pos = append(cm.c.pos, o.pos...)
+	}
+}
+
+// emit encodes the term's postings into the chunk: its docs section, its
+// name, its block-max record, and the sources' ordinal map entries.
+func (cm *chunkMerge) emit(term []byte, hits []dictHit) {
+	c, fm := cm.c, cm.fm
+	cm.enc.reset(cm.sec, cm.m.b.numDocs, fm.ix.tokenized)
+	cm.enc.addAll(cm.tdocs, cm.freqs)
+	cm.sec = cm.enc.finish()
+	c.docs = append(c.docs, cm.sec...)
+	local := uint32(len(c.terms))
+	c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(cm.tdocs))})
+	c.nameBytes = append(c.nameBytes, term...)
+	c.nameEnds = append(c.nameEnds, len(c.nameBytes))
+	if fm.encodesBlockMax() {
+		c.bm = cm.bmEnc.encodeText(c.bm, fm.bmKind, cm.tdocs, cm.freqs, cm.norm)
+		c.bmEnd = append(c.bmEnd, uint64(len(c.bm)))
+	}
+	if fm.ix.reorder {
+		for _, h := range hits {
+			cm.m.ordMaps[h.src][c.field][h.e.ord] = local
+		}
+	}
 }
 
 // appendChunk appends a merged chunk's terms to its field's, renumbering
