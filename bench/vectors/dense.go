@@ -28,120 +28,162 @@ func runDense(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	w := ivf.Words(set.Dims)
-	n := set.Len()
-	nq := len(set.Queries) / w
-	cfg.Printf("dense set: %d vectors of %d bits, %d held-out queries (%s)", n, set.Dims, nq, set.Source)
-	docs := make([]uint32, n)
-	for i := range docs {
-		docs[i] = uint32(i)
+	b := &denseBench{set: set, w: ivf.Words(set.Dims), n: set.Len()}
+	b.nq = len(set.Queries) / b.w
+	cfg.Printf("dense set: %d vectors of %d bits, %d held-out queries (%s)", b.n, set.Dims, b.nq, set.Source)
+	b.docs = make([]uint32, b.n)
+	for i := range b.docs {
+		b.docs[i] = uint32(i)
 	}
-	query := func(i int) []uint64 { return set.Queries[i*w : (i+1)*w] }
+	if err := b.groundTruth(ctx); err != nil {
+		return err
+	}
+	cfg.Printf("exact Hamming brute force p50_ms: %.3f", ms(b.exactP50))
 
-	// Ground truth and the exact latency: brute force over every code
-	// with the same distance kernel (a flat run: one cluster).
-	flat, err := ivf.Build(ctx, set.Codes, docs, w, ivf.Config{TrainMin: n + 1})
+	start := time.Now()
+	one, err := ivf.Build(ctx, set.Codes, b.docs, b.w, ivf.DefaultConfig())
 	if err != nil {
 		return err
 	}
-	kth := make([]int, nq)
-	exactLat := make([]time.Duration, nq)
-	for i := 0; i < nq; i++ {
+	coalesced := []*ivf.Run{one}
+	cfg.Printf("binary_ivf build (one run, K=%d): %.1f s", one.Model.K, time.Since(start).Seconds())
+	if err := b.nprobeCurve(ctx, cfg, coalesced); err != nil {
+		return err
+	}
+	r, lat, sc := b.measure(coalesced, search.DefaultNprobe, false)
+	b.printDefault(cfg, coalesced, r, lat, sc)
+	return b.fragmented(ctx, cfg, r, lat, sc)
+}
+
+// denseBench is the state of one dense run: the set, its ground truth
+// (each query's 10th exact distance) and the exact scans' latencies.
+type denseBench struct {
+	set  *DenseSet
+	w    int // 64-bit words per code
+	n    int // vectors
+	nq   int // queries
+	docs []uint32
+	// flat is one cluster holding every code: the brute force scan.
+	flat     *ivf.Run
+	kth      []int
+	exactP50 time.Duration
+	// pairedExact holds each query's exact scan latency when measure runs
+	// paired.
+	pairedExact []time.Duration
+}
+
+// query returns query i's code.
+func (b *denseBench) query(i int) []uint64 { return b.set.Queries[i*b.w : (i+1)*b.w] }
+
+// groundTruth runs every query by brute force over every code with the
+// same distance kernel (a flat run: one cluster): the 10th distance of
+// each and the exact latency.
+func (b *denseBench) groundTruth(ctx context.Context) error {
+	flat, err := ivf.Build(ctx, b.set.Codes, b.docs, b.w, ivf.Config{TrainMin: b.n + 1})
+	if err != nil {
+		return err
+	}
+	b.flat = flat
+	b.kth = make([]int, b.nq)
+	b.pairedExact = make([]time.Duration, b.nq)
+	lats := make([]time.Duration, b.nq)
+	for i := 0; i < b.nq; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		start := time.Now()
 		top := ivf.NewTopK(denseK)
-		if _, err := flat.Search(query(i), 1, 0, uint32(n), nil, top); err != nil {
+		if _, err := flat.Search(b.query(i), 1, 0, uint32(b.n), nil, top); err != nil {
 			return err
 		}
-		exactLat[i] = time.Since(start)
-		kth[i] = top.Bound()
+		lats[i] = time.Since(start)
+		b.kth[i] = top.Bound()
 	}
-	exactP50 := p50(exactLat)
-	cfg.Printf("exact Hamming brute force p50_ms: %.3f", ms(exactP50))
+	b.exactP50 = p50(lats)
+	return nil
+}
 
-	start := time.Now()
-	one, err := ivf.Build(ctx, set.Codes, docs, w, ivf.DefaultConfig())
-	if err != nil {
-		return err
-	}
-	coalesced := []*ivf.Run{one}
-	cfg.Printf("binary_ivf build (one run, K=%d): %.1f s", coalesced[0].Model.K, time.Since(start).Seconds())
-
-	// measure runs every query through runs; with paired set, each IVF
-	// query is preceded by the same query's exact scan, and exact holds
-	// those latencies (the speedup is then immune to load drifts).
-	var paired bool
-	pairedExact := make([]time.Duration, nq)
-	measure := func(runs []*ivf.Run, nprobe int) (recall float64, lat time.Duration, scanned float64) {
-		lats := make([]time.Duration, nq)
-		var hit, total, codes int
-		for i := 0; i < nq; i++ {
-			q := query(i)
-			if paired {
-				start := time.Now()
-				_, _ = flat.Search(q, 1, 0, uint32(n), nil, ivf.NewTopK(denseK))
-				pairedExact[i] = time.Since(start)
-			}
+// measure runs every query through runs and returns the recall@10, the
+// p50 latency and the codes scanned per query. Paired, each IVF query is
+// preceded by the same query's exact scan, whose latency goes to
+// pairedExact (the speedup is then immune to load drifts).
+func (b *denseBench) measure(runs []*ivf.Run, nprobe int, paired bool) (recall float64, lat time.Duration, scanned float64) {
+	lats := make([]time.Duration, b.nq)
+	var hit, total, codes int
+	for i := 0; i < b.nq; i++ {
+		q := b.query(i)
+		if paired {
 			start := time.Now()
-			top := ivf.NewTopK(denseK)
-			for _, r := range runs {
-				s, _ := r.Search(q, nprobe, 0, uint32(n), nil, top)
-				codes += s
-			}
-			lats[i] = time.Since(start)
-			for _, c := range top.Sorted() {
-				total++
-				if c.Dist <= kth[i] { // ties with the 10th are correct answers
-					hit++
-				}
+			_, _ = b.flat.Search(q, 1, 0, uint32(b.n), nil, ivf.NewTopK(denseK))
+			b.pairedExact[i] = time.Since(start)
+		}
+		start := time.Now()
+		top := ivf.NewTopK(denseK)
+		for _, r := range runs {
+			s, _ := r.Search(q, nprobe, 0, uint32(b.n), nil, top)
+			codes += s
+		}
+		lats[i] = time.Since(start)
+		for _, c := range top.Sorted() {
+			total++
+			if c.Dist <= b.kth[i] { // ties with the 10th are correct answers
+				hit++
 			}
 		}
-		return float64(hit) / float64(total), p50(lats), float64(codes) / float64(nq)
 	}
+	return float64(hit) / float64(total), p50(lats), float64(codes) / float64(b.nq)
+}
+
+// nprobeCurve prints recall and latency over nprobe on runs.
+func (b *denseBench) nprobeCurve(ctx context.Context, cfg Config, runs []*ivf.Run) error {
 	cfg.Printf("recall/latency over nprobe (one coalesced run):")
 	cfg.Printf("  nprobe  recall@10  p50_ms  codes_scanned  speedup (vs the exact p50 above)")
 	for _, np := range []int{16, 32, 64, 128, 256, 384, 512, 768} {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, lat, sc := measure(coalesced, np)
-		cfg.Printf("  %6d  %9.4f  %6.3f  %13.0f  %7.1f", np, r, ms(lat), sc, float64(exactP50)/float64(lat))
+		r, lat, sc := b.measure(runs, np, false)
+		cfg.Printf("  %6d  %9.4f  %6.3f  %13.0f  %7.1f", np, r, ms(lat), sc, float64(b.exactP50)/float64(lat))
 	}
-	r, lat, sc := measure(coalesced, search.DefaultNprobe)
-	exactAgain := exactP50s(flat, nq, query, uint32(n))
-	// The lower of the two exact p50s: the conservative speedup when the
-	// shared machine's load drifts between the loops.
-	exactMid := min(exactP50, exactAgain)
-	paired = true
-	_, coldLat, _ := measure(coalesced, search.DefaultNprobe)
-	paired = false
+	return nil
+}
+
+// printDefault prints the figures at the default nprobe (recall r,
+// latency lat, codes scanned sc), the speedup against the lower of two
+// exact p50s (the conservative one when the shared machine's load drifts
+// between the loops), and the index's bytes per vector.
+func (b *denseBench) printDefault(cfg Config, runs []*ivf.Run, r float64, lat time.Duration, sc float64) {
+	exactAgain := exactP50s(b.flat, b.nq, b.query, uint32(b.n))
+	exactMid := min(b.exactP50, exactAgain)
+	_, coldLat, _ := b.measure(runs, search.DefaultNprobe, true)
 	cfg.Printf("binary_ivf recall@10: %.4f", r)
 	cfg.Printf("binary_ivf speedup vs exact: %.1f", float64(exactMid)/float64(lat))
 	cfg.Printf("  (exact p50_ms %.3f before and %.3f after the IVF loop; each query right after its own exact scan, i.e. with caches flushed by it: exact %.3f, IVF %.3f, speedup %.1f)",
-		ms(exactP50), ms(exactAgain), ms(p50(pairedExact)), ms(coldLat), float64(p50(pairedExact))/float64(coldLat))
+		ms(b.exactP50), ms(exactAgain), ms(p50(b.pairedExact)), ms(coldLat), float64(p50(b.pairedExact))/float64(coldLat))
 	cfg.Printf("binary_ivf p50_ms: %.3f", ms(lat))
 	cfg.Printf("binary_ivf codes scanned per query: %.0f", sc)
 	cfg.Printf("binary_ivf default nprobe: %d", search.DefaultNprobe)
 	cfg.Printf("binary_ivf index bytes per vector: %.2f (codes %d, doc id 4, centroids and offsets %.2f; the float vectors of the vec file are extra)",
-		runBytes(coalesced)/float64(n), 8*w, (runBytes(coalesced)-float64(n*(8*w+4)))/float64(n))
+		runBytes(runs)/float64(b.n), 8*b.w, (runBytes(runs)-float64(b.n*(8*b.w+4)))/float64(b.n))
+}
 
-	// A merge of flush-size segments: their runs, each with its own
-	// model, concatenated without re-encoding.
+// fragmented measures a merge of flush-size segments: their runs, each
+// with its own model, concatenated without re-encoding, beside the
+// coalesced run's figures (r, lat, sc).
+func (b *denseBench) fragmented(ctx context.Context, cfg Config, r float64, lat time.Duration, sc float64) error {
 	parts := 8
-	var fragmented []*ivf.Run
-	per := (n + parts - 1) / parts
-	for p := 0; p < n; p += per {
-		end := min(n, p+per)
-		r, err := ivf.Build(ctx, set.Codes[p*w:end*w], docs[p:end], w, ivf.DefaultConfig())
+	var runs []*ivf.Run
+	per := (b.n + parts - 1) / parts
+	for p := 0; p < b.n; p += per {
+		end := min(b.n, p+per)
+		run, err := ivf.Build(ctx, b.set.Codes[p*b.w:end*b.w], b.docs[p:end], b.w, ivf.DefaultConfig())
 		if err != nil {
 			return err
 		}
-		fragmented = append(fragmented, r)
+		runs = append(runs, run)
 	}
-	fr, flat2, fsc := measure(fragmented, search.DefaultNprobe)
-	cfg.Printf("binary_ivf after a merge of %d runs (fragmented): recall@10 %.4f, p50_ms %.3f, codes scanned %.0f", len(fragmented), fr, ms(flat2), fsc)
+	fr, flat2, fsc := b.measure(runs, search.DefaultNprobe, false)
+	cfg.Printf("binary_ivf after a merge of %d runs (fragmented): recall@10 %.4f, p50_ms %.3f, codes scanned %.0f", len(runs), fr, ms(flat2), fsc)
 	cfg.Printf("binary_ivf after coalescing (one run): recall@10 %.4f, p50_ms %.3f, codes scanned %.0f", r, ms(lat), sc)
 	return nil
 }
