@@ -81,12 +81,26 @@ func LoadSparseSet(opts SparseOptions) (*SparseSet, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	var docs []bench.Doc
-	var sources []string
+	docs, sources, err := sparseCorpus(opts)
+	if err != nil {
+		return nil, err
+	}
+	b := &sparseBuilder{s: &SparseSet{Source: strings.Join(sources, " + ")}, dimOf: map[string]uint32{}}
+	b.cut(docs, opts)
+	logf("sparse set: %d windows of %d tokens (stride %d), %d dimensions, %d held-out headings (%s)",
+		len(b.windows), opts.Window, opts.Stride, len(b.s.Dims), len(b.headings), b.s.Source)
+	b.weigh()
+	b.queries()
+	return b.s, nil
+}
+
+// sparseCorpus reads the bench's corpus, adding the fallback corpus when
+// the linux-doc one has too few windows for opts.MinDocs.
+func sparseCorpus(opts SparseOptions) (docs []bench.Doc, sources []string, err error) {
 	for _, fallback := range []bool{false, true} {
 		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback, NoInstall: opts.NoInstall})
 		if err != nil {
-			return nil, fmt.Errorf("vectors: sparse set: %w", err)
+			return nil, nil, fmt.Errorf("vectors: sparse set: %w", err)
 		}
 		docs = append(docs, c.Docs...)
 		sources = append(sources, c.Name)
@@ -94,75 +108,99 @@ func LoadSparseSet(opts SparseOptions) (*SparseSet, error) {
 			break
 		}
 	}
-	s := &SparseSet{Source: strings.Join(sources, " + ")}
-	dimOf := map[string]uint32{}
-	dim := func(t string) uint32 {
-		id, ok := dimOf[t]
-		if !ok {
-			id = uint32(len(s.Dims))
-			dimOf[t] = id
-			s.Dims = append(s.Dims, t)
-		}
-		return id
+	return docs, sources, nil
+}
+
+// sparseBuilder turns documents into a SparseSet: token windows as
+// documents, held-out headings as queries, BM25 weights from the
+// windows' statistics.
+type sparseBuilder struct {
+	s        *SparseSet
+	dimOf    map[string]uint32
+	windows  [][]uint32 // each window's token dimensions
+	headings []string
+	df       []int
+	n, avg   float64 // windows, and their average length
+}
+
+// dim returns token t's dimension, adding it when new.
+func (b *sparseBuilder) dim(t string) uint32 {
+	id, ok := b.dimOf[t]
+	if !ok {
+		id = uint32(len(b.s.Dims))
+		b.dimOf[t] = id
+		b.s.Dims = append(b.s.Dims, t)
 	}
-	type window struct{ terms []uint32 }
-	var windows []window
-	var headings []string
+	return id
+}
+
+// cut holds out every 50th document's heading (with two terms or more)
+// as a query, and cuts the others' tokens into windows.
+func (b *sparseBuilder) cut(docs []bench.Doc, opts SparseOptions) {
 	for i := range docs {
 		d := &docs[i]
-		if i%50 == 0 && len(analysis.Terms(d.Title)) >= 2 && len(headings) < opts.MaxQueries {
-			headings = append(headings, d.Title)
+		if i%50 == 0 && len(analysis.Terms(d.Title)) >= 2 && len(b.headings) < opts.MaxQueries {
+			b.headings = append(b.headings, d.Title)
 			continue
 		}
 		var toks []uint32
-		analysis.Tokenize(d.Title+"\n"+d.Body, func(t string, _ uint32) { toks = append(toks, dim(t)) })
+		analysis.Tokenize(d.Title+"\n"+d.Body, func(t string, _ uint32) { toks = append(toks, b.dim(t)) })
 		for start := 0; start < len(toks); start += opts.Stride {
 			end := min(start+opts.Window, len(toks))
 			if end-start >= opts.Window/4 {
-				windows = append(windows, window{toks[start:end]})
+				b.windows = append(b.windows, toks[start:end])
 			}
 			if end == len(toks) {
 				break
 			}
 		}
-		if opts.MinDocs > 0 && len(windows) >= opts.MinDocs {
+		if opts.MinDocs > 0 && len(b.windows) >= opts.MinDocs {
 			break
 		}
 	}
-	logf("sparse set: %d windows of %d tokens (stride %d), %d dimensions, %d held-out headings (%s)",
-		len(windows), opts.Window, opts.Stride, len(s.Dims), len(headings), s.Source)
-	df := make([]int, len(s.Dims))
+}
+
+// idf is dimension t's BM25 inverse document frequency over the windows.
+func (b *sparseBuilder) idf(t uint32) float64 {
+	return math.Log(1 + (b.n-float64(b.df[t])+0.5)/(float64(b.df[t])+0.5))
+}
+
+// weigh makes each window a sparse vector of its terms' BM25 weights.
+func (b *sparseBuilder) weigh() {
+	b.df = make([]int, len(b.s.Dims))
 	var totalLen float64
-	for _, w := range windows {
-		totalLen += float64(len(w.terms))
-		for _, t := range distinct(w.terms) {
-			df[t]++
+	for _, w := range b.windows {
+		totalLen += float64(len(w))
+		for _, t := range distinct(w) {
+			b.df[t]++
 		}
 	}
-	n := float64(len(windows))
-	avg := totalLen / math.Max(n, 1)
-	idf := func(t uint32) float64 {
-		return math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
-	}
-	s.Docs = make([]SparseVec, len(windows))
-	for i, w := range windows {
+	b.n = float64(len(b.windows))
+	b.avg = totalLen / math.Max(b.n, 1)
+	b.s.Docs = make([]SparseVec, len(b.windows))
+	for i, w := range b.windows {
 		tf := map[uint32]int{}
-		for _, t := range w.terms {
+		for _, t := range w {
 			tf[t]++
 		}
-		v := SparseVec{Dims: distinct(w.terms)}
+		v := SparseVec{Dims: distinct(w)}
 		v.Weights = make([]float32, len(v.Dims))
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(len(w.terms))/avg)
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(len(w))/b.avg)
 		for j, t := range v.Dims {
 			f := float64(tf[t])
-			v.Weights[j] = float32(idf(t) * f * (bm25K1 + 1) / (f + norm))
+			v.Weights[j] = float32(b.idf(t) * f * (bm25K1 + 1) / (f + norm))
 		}
-		s.Docs[i] = v
+		b.s.Docs[i] = v
 	}
-	for _, h := range headings {
+}
+
+// queries makes each held-out heading a query of its known terms'
+// inverse document frequencies (headings with none are dropped).
+func (b *sparseBuilder) queries() {
+	for _, h := range b.headings {
 		var ids []uint32
 		for _, t := range analysis.Terms(h) {
-			if id, ok := dimOf[t]; ok && df[id] > 0 {
+			if id, ok := b.dimOf[t]; ok && b.df[id] > 0 {
 				ids = append(ids, id)
 			}
 		}
@@ -172,12 +210,11 @@ func LoadSparseSet(opts SparseOptions) (*SparseSet, error) {
 		}
 		q := SparseVec{Dims: ids, Weights: make([]float32, len(ids))}
 		for j, t := range ids {
-			q.Weights[j] = float32(idf(t))
+			q.Weights[j] = float32(b.idf(t))
 		}
-		s.Queries = append(s.Queries, q)
-		s.QueryText = append(s.QueryText, h)
+		b.s.Queries = append(b.s.Queries, q)
+		b.s.QueryText = append(b.s.QueryText, h)
 	}
-	return s, nil
 }
 
 // distinct returns the sorted distinct values of ids.
