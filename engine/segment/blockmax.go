@@ -291,10 +291,7 @@ func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm 
 		i = j
 	}
 	e.entries, e.data = entries, data
-	dst = binary.AppendUvarint(dst, uint64(nBlocks))
-	dst = binary.AppendUvarint(dst, uint64(len(entries)))
-	dst = append(dst, entries...)
-	return append(dst, data...)
+	return appendBMRecord(dst, nBlocks, entries, data)
 }
 
 // encodeTextBlocks is encodeBlocks for a text or exact field (tokenized:
@@ -316,15 +313,7 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 	nBlocks := 0
 	prev := uint32(0)
 	for i := 0; i < len(docs); {
-		block := docs[i] >> BlockShift
-		j := i + 1
-		for j < len(docs) && docs[j]>>BlockShift == block {
-			j++
-		}
-		gap := block - prev
-		if nBlocks == 0 {
-			gap = block
-		}
+		block, j, gap := nextDocBlock(docs, i, prev, nBlocks == 0)
 		prev = block
 		nBlocks++
 		entries = binary.AppendUvarint(entries, uint64(gap))
@@ -368,10 +357,32 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 		i = j
 	}
 	e.entries, e.data = entries, data
+	return appendBMRecord(dst, nBlocks, entries, data)
+}
+
+// appendBMRecord appends a term's block-max record to dst: its number of
+// blocks, the entries' length, the entries, then the data.
+func appendBMRecord(dst []byte, nBlocks int, entries, data []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(nBlocks))
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
 	dst = append(dst, entries...)
 	return append(dst, data...)
+}
+
+// nextDocBlock returns the block of docs[i], the index just past its
+// last doc in docs, and its gap from the previous block prev (the block
+// itself for the first).
+func nextDocBlock(docs []uint32, i int, prev uint32, first bool) (block uint32, j int, gap uint32) {
+	block = docs[i] >> BlockShift
+	j = i + 1
+	for j < len(docs) && docs[j]>>BlockShift == block {
+		j++
+	}
+	gap = block - prev
+	if first {
+		gap = block
+	}
+	return block, j, gap
 }
 
 // bmFieldKind returns the block-max kind of a builder field, 0 for none.

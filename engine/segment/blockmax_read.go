@@ -428,15 +428,7 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 	blocks := uint64(0)
 	prev := uint32(0)
 	for i := 0; i < len(docs) && entries.ok && data.ok; {
-		block := docs[i] >> BlockShift
-		j := i + 1
-		for j < len(docs) && docs[j]>>BlockShift == block {
-			j++
-		}
-		gap := block - prev
-		if blocks == 0 {
-			gap = block
-		}
+		block, j, gap := nextDocBlock(docs, i, prev, blocks == 0)
 		prev = block
 		blocks++
 		entries.uvarint(uint64(gap))

@@ -75,11 +75,7 @@ func openPK(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32) (pkCo
 	if c.data, ok = subslice(payload, 0, dataLen); !ok || offsOff != dataLen {
 		return c, corruptf(id, SuffixPrimaryKey, "key bytes outside payload")
 	}
-	tb, ok := subslice(payload, offsOff, uint64(width)*(uint64(numDocs)+1))
-	if ok {
-		c.offs, ok = newOffsetTable(tb, width, int(numDocs)+1)
-	}
-	if !ok {
+	if c.offs, ok = docOffsets(payload, offsOff, width, numDocs); !ok {
 		return c, corruptf(id, SuffixPrimaryKey, "offset table outside payload")
 	}
 	return c, nil
@@ -174,11 +170,8 @@ func openNumbers(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32) 
 				return corruptf(id, SuffixNumbers, "field %d: %d single values for %d documents", ord, n, numDocs)
 			}
 		} else {
-			tb, ok := subslice(payload, offsOff, uint64(width)*(uint64(numDocs)+1))
-			if ok {
-				c.offs, ok = newOffsetTable(tb, width, int(numDocs)+1)
-			}
-			if !ok {
+			var ok bool
+			if c.offs, ok = docOffsets(payload, offsOff, width, numDocs); !ok {
 				return corruptf(id, SuffixNumbers, "field %d: offset table outside payload", ord)
 			}
 		}
@@ -298,11 +291,7 @@ func openForward(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32) 
 		if c.data, ok = subslice(payload, dataOff, dataLen); !ok {
 			return corruptf(id, SuffixForward, "field %d: term lists outside payload", ord)
 		}
-		tb, ok := subslice(payload, offsOff, uint64(width)*(uint64(numDocs)+1))
-		if ok {
-			c.offs, ok = newOffsetTable(tb, width, int(numDocs)+1)
-		}
-		if !ok {
+		if c.offs, ok = docOffsets(payload, offsOff, width, numDocs); !ok {
 			return corruptf(id, SuffixForward, "field %d: offset table outside payload", ord)
 		}
 		cols[ord] = c

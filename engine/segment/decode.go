@@ -165,6 +165,16 @@ func newOffsetTable(b []byte, width, n int) (offsetTable, bool) {
 	return offsetTable{b: b, width: width, n: n}, true
 }
 
+// docOffsets cuts from payload at off the offset table of numDocs
+// documents (numDocs+1 entries of width bytes), and checks it.
+func docOffsets(payload []byte, off uint64, width int, numDocs uint32) (offsetTable, bool) {
+	tb, ok := subslice(payload, off, uint64(width)*(uint64(numDocs)+1))
+	if !ok {
+		return offsetTable{}, false
+	}
+	return newOffsetTable(tb, width, int(numDocs)+1)
+}
+
 // offsetWidth returns 4 when max fits in 32 bits, else 8.
 func offsetWidth(max uint64) int {
 	if max <= 1<<32-1 {

@@ -72,12 +72,9 @@ func writeMask(fs vfs.FS, dir string, id segid.ID, deleted *roaring.Bitmap, numD
 // doc id must be below numDocs.
 func ReadMask(fs vfs.FS, dir string, id segid.ID, numDocs uint32) (*roaring.Bitmap, error) {
 	path := fs.PathJoin(dir, segid.FileName(id, MaskSuffix))
-	f, err := fs.Open(path)
+	f, err := openFile(fs, path)
 	if err != nil {
-		if isNotExist(err) {
-			return nil, fmt.Errorf("segment: open %s: %w", path, ErrMissingFile)
-		}
-		return nil, fmt.Errorf("segment: open %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()

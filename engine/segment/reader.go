@@ -61,18 +61,27 @@ func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*
 	return loadFileLimit(fs, path, size, id, suffix, readLimit)
 }
 
-// loadFileLimit is loadFile reading files up to limit bytes into memory
-// and mapping larger ones.
-func loadFileLimit(fs vfs.FS, path string, size int64, id segid.ID, suffix string, limit int64) (*loadedFile, error) {
-	if isDefaultFS(fs) {
-		return loadFileRaw(path, size, id, suffix, limit)
-	}
+// openFile opens a segment file; a missing one is ErrMissingFile.
+func openFile(fs vfs.FS, path string) (vfs.File, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		if isNotExist(err) {
 			return nil, fmt.Errorf("segment: open %s: %w", path, ErrMissingFile)
 		}
 		return nil, fmt.Errorf("segment: open %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// loadFileLimit is loadFile reading files up to limit bytes into memory
+// and mapping larger ones.
+func loadFileLimit(fs vfs.FS, path string, size int64, id segid.ID, suffix string, limit int64) (*loadedFile, error) {
+	if isDefaultFS(fs) {
+		return loadFileRaw(path, size, id, suffix, limit)
+	}
+	f, err := openFile(fs, path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	if size <= limit {

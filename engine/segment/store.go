@@ -347,16 +347,26 @@ func (sr *storeReader) decodeBlock(b uint32, bounds []int) (*[]byte, uint32, []i
 	return buf, blk.firstDoc, bounds, nil
 }
 
-// record returns a copy of doc's record.
-func (sr *storeReader) record(doc uint32) ([]byte, error) {
+// blockAfter returns one more than the index of the block holding doc
+// (its block is b-1), by a binary search of the blocks' first docs.
+func (sr *storeReader) blockAfter(doc uint32) (uint32, error) {
 	if doc >= sr.numDocs {
-		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, sr.numDocs)
+		return 0, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, sr.numDocs)
 	}
 	b := uint32(sort.Search(int(sr.numBlocks), func(i int) bool {
 		return binary.LittleEndian.Uint32(sr.index[uint64(i)*storeIndexEntry:]) > doc
 	}))
 	if b == 0 {
-		return nil, corruptf(sr.id, SuffixStore, "no block holds doc %d", doc)
+		return 0, corruptf(sr.id, SuffixStore, "no block holds doc %d", doc)
+	}
+	return b, nil
+}
+
+// record returns a copy of doc's record.
+func (sr *storeReader) record(doc uint32) ([]byte, error) {
+	b, err := sr.blockAfter(doc)
+	if err != nil {
+		return nil, err
 	}
 	if e := sr.index[uint64(b-1)*storeIndexEntry:]; binary.LittleEndian.Uint32(e[16:]) <= maxCachedBlock {
 		return sr.cachedRecord(b-1, doc)

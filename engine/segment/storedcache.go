@@ -2,9 +2,6 @@ package segment
 
 import (
 	"container/list"
-	"encoding/binary"
-	"fmt"
-	"sort"
 	"sync"
 )
 
@@ -109,20 +106,14 @@ var storedCache = newSizedLRU(storedCacheBytes)
 
 // stored returns a copy of doc's stored JSON (Reader.StoredDocument).
 func (sr *storeReader) stored(doc uint32) ([]byte, error) {
-	if doc >= sr.numDocs {
-		return nil, fmt.Errorf("segment: doc %d out of range (%d documents)", doc, sr.numDocs)
-	}
-	b := uint32(sort.Search(int(sr.numBlocks), func(i int) bool {
-		return binary.LittleEndian.Uint32(sr.index[uint64(i)*storeIndexEntry:]) > doc
-	}))
-	if b == 0 {
-		return nil, corruptf(sr.id, SuffixStore, "no block holds doc %d", doc)
+	b, err := sr.blockAfter(doc)
+	if err != nil {
+		return nil, err
 	}
 	b--
 	key := blockKey{reader: sr.seq, block: b}
 	sb, ok := storedCache.get(key)
 	if !ok {
-		var err error
 		if sb, err = sr.storedBlock(b); err != nil {
 			return nil, err
 		}
