@@ -210,19 +210,6 @@ func pendingDim(seg Segment, field int, dim string, eval func(uint32) error) err
 // only ids and scores, such as the vector benchmarks comparing Seismic
 // with the exact scan.
 func RankOnly(ctx context.Context, s *schema.Schema, views []SegmentView, req Request) (Result, error) {
-	limit, err := checkWindow(req.Limit, req.Offset)
-	if err != nil {
-		return Result{}, err
-	}
-	best, total, rel, err := rank(ctx, s, views, req, limit)
-	if err != nil {
-		return Result{}, err
-	}
-	hits := []Hit{}
-	if req.Offset < len(best) {
-		for _, b := range best[req.Offset:min(len(best), req.Offset+limit)] {
-			hits = append(hits, Hit{Segment: b.view, Doc: b.doc, Score: b.score})
-		}
-	}
-	return Result{TotalHits: total, TotalHitsRelation: rel, Hits: hits}, nil
+	req.SkipFields = true
+	return Search(ctx, s, views, req)
 }
