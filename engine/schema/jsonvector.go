@@ -53,19 +53,10 @@ func sparseFromJSON(val []byte, maxEntries int) ([]SparseEntry, error) {
 		}
 		end := skipValue(val, pos)
 		dim := unquote(val[pos:end])
-		if dim == "" || len(dim) > MaxTermBytes {
-			return nil, vecErr("dimension names must have 1 to %d bytes", MaxTermBytes)
+		var err error
+		if seen, err = addDim(seen, dim, maxEntries); err != nil {
+			return nil, err
 		}
-		if seen[dim] {
-			return nil, vecErr("dimension %q appears twice", dim)
-		}
-		if len(seen) == maxEntries {
-			return nil, vecErr("more than %d dimensions; at most %d allowed", maxEntries, maxEntries)
-		}
-		if seen == nil {
-			seen = make(map[string]bool)
-		}
-		seen[dim] = true
 		for pos = end; val[pos] != ':'; pos++ {
 		}
 		for pos++; isSpace(val[pos]); pos++ {

@@ -74,16 +74,9 @@ func ParseSparseVector(raw json.RawMessage, maxEntries int) ([]SparseEntry, erro
 		if !ok {
 			return nil, vecErr("malformed object: a dimension name must be a string")
 		}
-		if dim == "" || len(dim) > MaxTermBytes {
-			return nil, vecErr("dimension names must have 1 to %d bytes", MaxTermBytes)
+		if seen, err = addDim(seen, dim, maxEntries); err != nil {
+			return nil, err
 		}
-		if seen[dim] {
-			return nil, vecErr("dimension %q appears twice", dim)
-		}
-		if len(seen) == maxEntries {
-			return nil, vecErr("more than %d dimensions; at most %d allowed", maxEntries, maxEntries)
-		}
-		seen[dim] = true
 		if tok, err = dec.Token(); err != nil {
 			return nil, vecErr("malformed object: %v", err)
 		}
@@ -129,4 +122,24 @@ func closeValue(dec *json.Decoder) error {
 		return vecErr("trailing data after the vector")
 	}
 	return nil
+}
+
+// addDim checks a sparse vector's dimension name (1 to MaxTermBytes
+// bytes, not seen before, at most maxEntries in all) and adds it to seen,
+// which it makes when nil.
+func addDim(seen map[string]bool, dim string, maxEntries int) (map[string]bool, error) {
+	if dim == "" || len(dim) > MaxTermBytes {
+		return seen, vecErr("dimension names must have 1 to %d bytes", MaxTermBytes)
+	}
+	if seen[dim] {
+		return seen, vecErr("dimension %q appears twice", dim)
+	}
+	if len(seen) == maxEntries {
+		return seen, vecErr("more than %d dimensions; at most %d allowed", maxEntries, maxEntries)
+	}
+	if seen == nil {
+		seen = make(map[string]bool)
+	}
+	seen[dim] = true
+	return seen, nil
 }
