@@ -37,6 +37,7 @@ type BackupStatus struct {
 // RestoreReport is what `summa-server restore` prints.
 type RestoreReport struct {
 	Index      string `json:"index"`
+	FromIndex  string `json:"fromIndex"`
 	Backup     string `json:"backup"`
 	Generation uint64 `json:"generation"`
 	Documents  uint64 `json:"documents"`
@@ -83,14 +84,16 @@ func listBackups(t *testing.T, s *Server, index string) []BackupStatus {
 	return out.Backups
 }
 
-// runRestore runs `summa-server restore` with the store's flags.
-func runRestore(t *testing.T, st *s3test.Server, prefix, dataDir, index, id string) (rep RestoreReport, stderr string, code int) {
+// runRestore runs `summa-server restore` with the store's flags (and
+// extra flags).
+func runRestore(t *testing.T, st *s3test.Server, prefix, dataDir, index, id string, extra ...string) (rep RestoreReport, stderr string, code int) {
 	t.Helper()
 	needBinary(t)
 	args := append([]string{"restore", "--data-dir", dataDir, "--index", index}, st.Flags(prefix)...)
 	if id != "" {
 		args = append(args, "--backup", id)
 	}
+	args = append(args, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
