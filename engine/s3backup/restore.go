@@ -152,14 +152,10 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 			_ = metadata.SyncDir(fs, req.DataDir)
 		}
 	}()
-	buf := make([]byte, 1<<20)
-	for _, f := range m.Files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := downloadFile(ctx, cl, s.cfg.Bucket, fs, dir, f, buf); err != nil {
-			return nil, fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, source, err)
-		}
+	if err := forEach(ctx, len(m.Files), func(ctx context.Context, i int) error {
+		return downloadFile(ctx, cl, s.cfg.Bucket, fs, dir, m.Files[i], make([]byte, 1<<20))
+	}); err != nil {
+		return nil, fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, source, err)
 	}
 	if err := metadata.SyncDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("s3backup: restore: %w", err)
