@@ -217,7 +217,7 @@ s3: ## Build the S3 server of the backup tests (SeaweedFS's weed) from the Go mo
 
 .PHONY: test-s3
 test-s3: s3 ## Run the backup and restore tests against the real S3 server (never skipped).
-	SUMMA_REQUIRE_S3=1 $(GO) test -count=1 -run 'S3' ./test/blackbox/ ./engine/s3backup/...
+	SUMMA_REQUIRE_S3=1 $(GO) test -count=1 -run 'S3|B01' ./test/blackbox/ ./engine/s3backup/... ./engine/server/
 
 .PHONY: test-operator
 test-operator: envtest ## Run the API and operator tests on a real kube-apiserver and etcd (envtest required, never skipped).
