@@ -21,8 +21,13 @@ var _ = Describe("kubectl summa backup and restore", func() {
 		createReady("plug-bk", withDeadStore("plug-bk-s3", "@daily", 5))
 		_, err = kubectlSumma(kc, "restore", "plug-bk")
 		Expect(err).To(MatchError(ContainSubstring("--from INDEX or --backup ID")))
-		_, err = kubectlSumma(kc, "restore", "other", "--from", "plug-bk")
-		Expect(err).To(MatchError(ContainSubstring("use NAME plug-bk")))
+		out, err = kubectlSumma(kc, "restore", "plug-bk-copy", "--from", "plug-bk", "--backup", "20261205T181502.123Z-3fa2c1d0")
+		Expect(err).NotTo(HaveOccurred(), out)
+		cp := &summav1.SummaIndex{}
+		Expect(yaml.UnmarshalStrict([]byte(out), cp)).To(Succeed(), out)
+		Expect(cp.Name).To(Equal("plug-bk-copy"))
+		Expect(cp.Spec.Restore).To(Equal(&summav1.RestoreSpec{BackupID: "20261205T181502.123Z-3fa2c1d0", Index: "plug-bk"}))
+		Expect(cp.RestoreSourceIndex()).To(Equal("plug-bk"))
 		_, err = kubectlSumma(kc, "restore", "plug-nobk", "--from", "plug-nobk")
 		Expect(err).To(MatchError(ContainSubstring("no spec.backup")))
 

@@ -61,6 +61,9 @@ func markRestoreClaim(x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) 
 func (r *SummaIndexReconciler) restoreJob(x *summav1.SummaIndex) *batchv1.Job {
 	s3 := x.RestoreS3()
 	args := []string{"restore", "--data-dir", DataMountPath, "--index", x.Name, "--report-file", terminationLog}
+	if src := x.RestoreSourceIndex(); src != x.Name {
+		args = append(args, "--from-index", src)
+	}
 	if id := x.Spec.Restore.BackupID; id != summav1.RestoreLatest {
 		args = append(args, "--backup", id)
 	}

@@ -19,7 +19,7 @@ import (
 // `make s3` into bin/s3): skipped without it, unless SUMMA_REQUIRE_S3=1.
 
 var _ = Describe("Backups to a real object store", func() {
-	It("backs an index up, incrementally, prunes to keep, and restores a backup into a new SummaIndex of the same name", func() {
+	It("backs an index up, incrementally, prunes to keep, and restores a backup into a new SummaIndex of the same name and into one of another name", func() {
 		store := s3test.Start(GinkgoT())
 		Expect(k8sClient.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "bk-real-s3", Namespace: specNamespace},
@@ -85,6 +85,25 @@ var _ = Describe("Backups to a real object store", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "bk-real-data"}, pvc)).To(Succeed())
 		Expect(pvc.Annotations[AnnotationRestore]).To(Equal("done"))
 		Expect(eventReasons("bk-real")).To(ContainElement("RestoreSucceeded"))
+
+		By("the same backup restored into a SummaIndex of another name (spec.restore.index)")
+		Expect(k8sClient.Create(ctx, specIndex("bk-real-copy", func(x *summav1.SummaIndex) {
+			x.Spec.Storage.ReclaimPolicy = summav1.ReclaimDelete
+			x.Spec.Restore = &summav1.RestoreSpec{BackupID: summav1.RestoreLatest, Index: "bk-real", S3: &s3}
+		}))).To(Succeed())
+		Eventually(func(g Gomega) {
+			job, err := restoreJobOf("bk-real-copy")
+			g.Expect(err).NotTo(HaveOccurred())
+			args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+			g.Expect(args).To(ContainSubstring("--index bk-real-copy"))
+			g.Expect(args).To(ContainSubstring("--from-index bk-real"))
+			g.Expect(args).NotTo(ContainSubstring("--backup "))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		cp := waitReady("bk-real-copy")
+		Expect(cp.Status.Restore).NotTo(BeNil())
+		Expect(cp.Status.Restore.Phase).To(Equal(summav1.RestorePhaseSucceeded))
+		Expect(engineDocuments("bk-real-copy")).To(Equal(uint64(40)))
+		deleteAndWaitGone("bk-real-copy")
 		deleteAndWaitGone("bk-real")
 		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "bk-real"}, &summav1.SummaIndex{}))).To(BeTrue())
 	})

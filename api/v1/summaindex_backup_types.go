@@ -84,20 +84,40 @@ type BackupSpec struct {
 
 // RestoreSpec fills the new index's empty volume from a backup before its
 // engine starts. It is ignored once the volume holds the index. The
-// backup restored is one of the index of this SummaIndex's name in the
-// bucket (the engine restores an index under its own name).
+// backup restored is one of the index named by index (this SummaIndex's
+// name by default) in the bucket; it is restored under this SummaIndex's
+// name.
 type RestoreSpec struct {
 	// BackupID is the backup to restore, or "latest" for the newest backup
-	// of the index of this name in the bucket.
+	// of the backed-up index in the bucket.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^(latest|[0-9]{8}T[0-9]{6}(\.[0-9]+)?Z-[0-9a-f]+)$`
 	BackupID string `json:"backupId"`
 
+	// Index is the backed-up index: the name of the SummaIndex whose
+	// backups (in the bucket and prefix of s3) are restored. Default:
+	// this SummaIndex's name; set it to restore an index's backups into a
+	// SummaIndex of another name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Index string `json:"index,omitempty"`
+
 	// S3 is the object store to restore from; spec.backup.s3 when unset.
 	// +optional
 	S3 *S3Spec `json:"s3,omitempty"`
+}
+
+// RestoreSourceIndex is the backed-up index spec.restore reads the
+// backups of: spec.restore.index, else the SummaIndex's own name.
+func (x *SummaIndex) RestoreSourceIndex() string {
+	if r := x.Spec.Restore; r != nil && r.Index != "" {
+		return r.Index
+	}
+	return x.Name
 }
 
 // LastBackup is the newest completed backup of the index.

@@ -13,14 +13,16 @@ import (
 )
 
 // restoreUsage is the first line of the restore command's usage.
-const restoreUsage = "summa-server restore --data-dir DIR --index NAME [--backup ID] --s3-endpoint URL --s3-bucket B --s3-credentials-file F [--s3-*]"
+const restoreUsage = "summa-server restore --data-dir DIR --index NAME [--from-index SOURCE] [--backup ID] --s3-endpoint URL --s3-bucket B --s3-credentials-file F [--s3-*]"
 
 // restoreConfig is the command line of `summa-server restore`.
 type restoreConfig struct {
 	// DataDir is the data directory to fill: absent or empty (required).
 	DataDir string
-	// Index is the backed-up index's name (required).
+	// Index is the restored index's name (required).
 	Index string
+	// FromIndex is the backed-up index's name; empty means Index.
+	FromIndex string
 	// Backup is the backup ID; empty means the newest.
 	Backup string
 	// ReportFile also receives the JSON report.
@@ -40,7 +42,9 @@ func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writ
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  %s\n\n"+
 			"Restores one backup of an index from object storage (the newest unless --backup) into DIR,\n"+
-			"which must not exist or be empty. Every file is checked against the backup's manifest\n"+
+			"which must not exist or be empty (a lost+found directory aside: DIR may be the root of a new\n"+
+			"volume). The index is restored as --index; --from-index names the backed-up index when it\n"+
+			"had another name. Every file is checked against the backup's manifest\n"+
 			"(size, SHA-256) and fully validated against the format before metadata.json is written,\n"+
 			"last. Prints a JSON report; exit 0 on success, 1 when an object is missing or damaged or\n"+
 			"the store fails (the index directory is removed: nothing is left behind), 2 on bad flags,\n"+
@@ -50,7 +54,8 @@ func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writ
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory to fill; must not exist or be empty (required)")
-	fs.StringVar(&cfg.Index, "index", "", "name of the backed-up index (required)")
+	fs.StringVar(&cfg.Index, "index", "", "name of the restored index (required); also the backed-up index's unless --from-index")
+	fs.StringVar(&cfg.FromIndex, "from-index", "", "name of the backed-up index whose backups are read (default: --index)")
 	fs.StringVar(&cfg.Backup, "backup", "", "backup ID to restore (default: the newest backup of the index)")
 	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
 	addS3Flags(fs, &cfg.S3)
@@ -65,6 +70,8 @@ func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writ
 		return cfg, errors.New("restore: --index (or SUMMA_INDEX) is required")
 	case !registry.ValidIndexName(cfg.Index):
 		return cfg, fmt.Errorf("restore: --index %q: %w", cfg.Index, registry.ErrInvalidIndexName)
+	case cfg.FromIndex != "" && !registry.ValidIndexName(cfg.FromIndex):
+		return cfg, fmt.Errorf("restore: --from-index %q: %w", cfg.FromIndex, registry.ErrInvalidIndexName)
 	case cfg.Backup != "" && !s3backup.ValidID(cfg.Backup):
 		return cfg, fmt.Errorf("restore: --backup %q: %w", cfg.Backup, s3backup.ErrInvalidID)
 	case !cfg.S3.Configured():
@@ -78,9 +85,11 @@ func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writ
 
 // restoreOutput is the restore's JSON report.
 type restoreOutput struct {
-	// Index is the restored index; Backup the restored backup's ID.
-	Index  string `json:"index"`
-	Backup string `json:"backup,omitempty"`
+	// Index is the restored index; FromIndex the backed-up one, when
+	// another; Backup the restored backup's ID.
+	Index     string `json:"index"`
+	FromIndex string `json:"fromIndex,omitempty"`
+	Backup    string `json:"backup,omitempty"`
 	// Generation and Documents are the restored generation's.
 	Generation uint64 `json:"generation,omitempty"`
 	Documents  uint64 `json:"documents,omitempty"`
@@ -100,13 +109,13 @@ func runRestore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	log := newLogger(stderr, cfg.LogVerbosity)
 	ctx, stop := interruptible()
 	defer stop()
-	out := restoreOutput{Index: cfg.Index}
+	out := restoreOutput{Index: cfg.Index, FromIndex: cfg.FromIndex}
 	code := exitOK
 	store, err := s3backup.New(cfg.S3)
 	if err == nil {
 		var m *s3backup.Manifest
 		m, err = store.Restore(ctx, s3backup.RestoreRequest{FS: vfs.Default, DataDir: cfg.DataDir, Index: cfg.Index,
-			ID: cfg.Backup, Logger: log.WithName("restore")})
+			SourceIndex: cfg.FromIndex, ID: cfg.Backup, Logger: log.WithName("restore")})
 		if m != nil {
 			out.Backup, out.Generation, out.Documents, out.Files, out.Bytes = m.ID, m.Generation, m.Documents, len(m.Files), m.TotalBytes()
 		}

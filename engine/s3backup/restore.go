@@ -21,14 +21,31 @@ import (
 // ErrDataDirNotEmpty: restore writes only into an empty data directory.
 var ErrDataDirNotEmpty = errors.New("s3backup: restore: the data directory is not empty")
 
+// LostFound is the directory mkfs.ext4 makes at the root of a new
+// filesystem. A data directory that is the root of a fresh volume (the
+// operator's restore Job mounts a new PersistentVolumeClaim there) holds
+// it: restore counts such a directory as empty and leaves lost+found
+// alone (the server ignores it too: it is not a valid index name).
+const LostFound = "lost+found"
+
+// isDir reports whether path is a directory.
+func isDir(fs vfs.FS, path string) bool {
+	st, err := fs.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // RestoreRequest is one restore.
 type RestoreRequest struct {
 	// FS and DataDir are the data directory to fill: absent or empty
-	// (the data-directory lock file aside).
+	// (the data-directory lock file and a lost+found directory aside).
 	FS      vfs.FS
 	DataDir string
-	// Index names the backed-up index; the restored one has that name.
+	// Index names the restored index (its directory under DataDir).
 	Index string
+	// SourceIndex names the backed-up index whose backups are read; empty
+	// means Index. A backup restores under another name as it is: neither
+	// metadata.json nor a segment file records the index's name.
+	SourceIndex string
 	// ID is the backup to restore; empty means the newest.
 	ID string
 	// Logger receives a line per step.
@@ -55,6 +72,13 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 	if !registry.ValidIndexName(req.Index) {
 		return nil, fmt.Errorf("s3backup: restore: %w: %q", registry.ErrInvalidIndexName, req.Index)
 	}
+	source := req.SourceIndex
+	if source == "" {
+		source = req.Index
+	}
+	if !registry.ValidIndexName(source) {
+		return nil, fmt.Errorf("s3backup: restore: source index: %w: %q", registry.ErrInvalidIndexName, source)
+	}
 	if req.ID != "" && !ValidID(req.ID) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidID, req.ID)
 	}
@@ -71,10 +95,11 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 	}
 	lockExisted := slices.Contains(names, registry.LockFileName)
 	for _, n := range names {
-		if n != registry.LockFileName {
-			return nil, fmt.Errorf("%w: %s holds %q (restore fills an empty data directory only; nothing was touched)",
-				ErrDataDirNotEmpty, req.DataDir, n)
+		if n == registry.LockFileName || n == LostFound && isDir(fs, fs.PathJoin(req.DataDir, n)) {
+			continue
 		}
+		return nil, fmt.Errorf("%w: %s holds %q (restore fills an empty data directory only; nothing was touched)",
+			ErrDataDirNotEmpty, req.DataDir, n)
 	}
 	lock, err := registry.LockDataDir(fs, req.DataDir)
 	if err != nil {
@@ -95,9 +120,9 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 		return nil, err
 	}
 	if req.ID == "" {
-		m, err = s.latest(ctx, cl, req.Index)
+		m, err = s.latest(ctx, cl, source)
 	} else {
-		m, err = s.get(ctx, cl, req.Index, req.ID)
+		m, err = s.get(ctx, cl, source, req.ID)
 	}
 	if err != nil {
 		return nil, err
@@ -112,7 +137,7 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 	if err := s.checkFileList(m, meta); err != nil {
 		return nil, err
 	}
-	log.Info("Restoring a backup", "index", req.Index, "backup", m.ID, "generation", m.Generation,
+	log.Info("Restoring a backup", "index", req.Index, "sourceIndex", source, "backup", m.ID, "generation", m.Generation,
 		"files", len(m.Files), "bytes", m.TotalBytes(), "documents", m.Documents)
 
 	dir := fs.PathJoin(req.DataDir, req.Index)
@@ -127,14 +152,10 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 			_ = metadata.SyncDir(fs, req.DataDir)
 		}
 	}()
-	buf := make([]byte, 1<<20)
-	for _, f := range m.Files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := downloadFile(ctx, cl, s.cfg.Bucket, fs, dir, f, buf); err != nil {
-			return nil, fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, req.Index, err)
-		}
+	if err := forEach(ctx, len(m.Files), func(ctx context.Context, i int) error {
+		return downloadFile(ctx, cl, s.cfg.Bucket, fs, dir, m.Files[i], make([]byte, 1<<20))
+	}); err != nil {
+		return nil, fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, source, err)
 	}
 	if err := metadata.SyncDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("s3backup: restore: %w", err)
@@ -142,7 +163,7 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 	// The doctor's full check of every segment and mask (checksums,
 	// format, document counts), before anything is published.
 	if err := index.ValidateCommitted(ctx, fs, dir, meta); err != nil {
-		return nil, fmt.Errorf("s3backup: restore %s of index %s: validation failed: %w", m.ID, req.Index, err)
+		return nil, fmt.Errorf("s3backup: restore %s of index %s: validation failed: %w", m.ID, source, err)
 	}
 	// The commit point, last (C02).
 	if err := metadata.Save(fs, dir, meta); err != nil {

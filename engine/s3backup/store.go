@@ -122,27 +122,17 @@ func (s *Store) Upload(ctx context.Context, req UploadRequest) (*Manifest, error
 	m := &Manifest{Format: ManifestFormat, ID: req.ID, Index: req.Index, Generation: req.Meta.Generation,
 		Documents: req.Documents, EngineVersion: req.EngineVersion, StartedAt: req.StartedAt.UTC(),
 		Metadata: metaJSON, Files: make([]File, 0, len(files))}
-	lim := newLimiter(s.cfg.UploadBytesPerSecond)
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if req.BeforeFile != nil {
-			req.BeforeFile(f.Name)
-		}
-		bf, uploaded, err := s.uploadFile(ctx, cl, req, f, lim)
-		if err != nil {
-			return nil, err
-		}
-		if uploaded {
-			m.Bytes += bf.Size
-			prog.Bytes.Add(bf.Size)
+	results, err := s.uploadFiles(ctx, cl, req, files, prog)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		if r.uploaded {
+			m.Bytes += r.file.Size
 		} else {
-			m.ReusedBytes += bf.Size
-			prog.ReusedBytes.Add(bf.Size)
+			m.ReusedBytes += r.file.Size
 		}
-		prog.Files.Add(1)
-		m.Files = append(m.Files, bf)
+		m.Files = append(m.Files, r.file)
 	}
 	if req.BeforeManifest != nil {
 		req.BeforeManifest()
@@ -162,6 +152,78 @@ func (s *Store) Upload(ctx context.Context, req UploadRequest) (*Manifest, error
 		return nil, fmt.Errorf("s3backup: write manifest %s: %w", key, err)
 	}
 	return m, nil
+}
+
+// transferConcurrency is how many files a backup uploads, or a restore
+// downloads, at once: a file's checksum pass, its upload and the store's
+// writes overlap those of the others.
+const transferConcurrency = 4
+
+// uploaded is the outcome of one file of a backup.
+type uploaded struct {
+	file     File
+	uploaded bool
+}
+
+// uploadFiles uploads files, transferConcurrency at once, and returns
+// their outcomes in the order of files. The first error cancels the
+// others and is returned.
+func (s *Store) uploadFiles(ctx context.Context, cl *minio.Client, req UploadRequest, files []index.SnapshotFile,
+	prog *Progress) ([]uploaded, error) {
+	lim := newLimiter(s.cfg.UploadBytesPerSecond)
+	out := make([]uploaded, len(files))
+	err := forEach(ctx, len(files), func(ctx context.Context, i int) error {
+		f := files[i]
+		if req.BeforeFile != nil {
+			req.BeforeFile(f.Name)
+		}
+		bf, up, err := s.uploadFile(ctx, cl, req, f, lim)
+		if err != nil {
+			return err
+		}
+		if up {
+			prog.Bytes.Add(bf.Size)
+		} else {
+			prog.ReusedBytes.Add(bf.Size)
+		}
+		prog.Files.Add(1)
+		out[i] = uploaded{file: bf, uploaded: up}
+		return nil
+	})
+	return out, err
+}
+
+// forEach runs fn(ctx, 0..n-1), transferConcurrency at once, until the
+// first error, which it returns (later calls are not started; running
+// ones see their ctx cancelled). It returns ctx's error when ctx ends
+// first.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, transferConcurrency)
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return nil
 }
 
 // ensureBucket creates the bucket when it does not exist.

@@ -108,11 +108,12 @@ func newRestoreCommand(o *Options) *cobra.Command {
 		Long: `Build a SummaIndex NAME with spec.restore: its schema, storage, image and
 spec.backup are those of the SummaIndex INDEX (--from, in --from-namespace),
 or of the index a SummaIndexBackup with status.backupId ID backed up
-(--backup alone). The engine restores an index under its own name, so NAME
-is the backed-up index's name: restore into another namespace, or after
-the original was deleted. Without --backup the newest backup is restored.
-The YAML is printed; --apply creates it.`,
+(--backup alone). NAME may be INDEX's own name (in another namespace, or
+once the original is deleted) or a new one: then spec.restore.index names
+INDEX, whose backups are restored under NAME. Without --backup the newest
+backup is restored. The YAML is printed; --apply creates it.`,
 		Example: `  kubectl summa restore articles --from articles --from-namespace prod -n staging
+  kubectl summa restore articles-copy --from articles --apply
   kubectl summa restore articles --backup 20261205T181502.123Z-3fa2c1d0 --apply`,
 		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -157,13 +158,10 @@ func (o *Options) restore(ctx context.Context, cl *clients, name string, ro *res
 	if err := cl.c.Get(ctx, client.ObjectKey{Namespace: srcNS, Name: srcName}, src); err != nil {
 		return fmt.Errorf("summaindex %s/%s: %w", srcNS, srcName, err)
 	}
-	if name != src.Name {
-		return fmt.Errorf("the backups are those of index %s and the engine restores an index under its own name: use NAME %s (in another namespace with -n, or once the original is deleted)", src.Name, src.Name)
-	}
 	if src.Spec.Backup == nil {
 		return fmt.Errorf("summaindex %s/%s has no spec.backup: there is no object store to restore from", srcNS, srcName)
 	}
-	x := restoringIndex(src, cl.namespace, ro.backup)
+	x := restoringIndex(src, name, cl.namespace, ro.backup)
 	if !ro.apply {
 		out, err := yaml.Marshal(x)
 		if err != nil {
@@ -179,9 +177,9 @@ func (o *Options) restore(ctx context.Context, cl *clients, name string, ro *res
 	return nil
 }
 
-// restoringIndex is a new SummaIndex of src's settings in namespace,
-// restoring backup (empty: the newest).
-func restoringIndex(src *summav1.SummaIndex, namespace, backup string) *summav1.SummaIndex {
+// restoringIndex is a new SummaIndex name of src's settings in namespace,
+// restoring backup (empty: the newest) of src.
+func restoringIndex(src *summav1.SummaIndex, name, namespace, backup string) *summav1.SummaIndex {
 	if backup == "" {
 		backup = summav1.RestoreLatest
 	}
@@ -189,9 +187,12 @@ func restoringIndex(src *summav1.SummaIndex, namespace, backup string) *summav1.
 	spec.Doctor.RequestID = ""
 	spec.Suspend = false
 	spec.Restore = &summav1.RestoreSpec{BackupID: backup}
+	if name != src.Name {
+		spec.Restore.Index = src.Name
+	}
 	return &summav1.SummaIndex{
 		TypeMeta:   metav1.TypeMeta{APIVersion: summav1.GroupVersion.String(), Kind: "SummaIndex"},
-		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec:       *spec,
 	}
 }

@@ -37,6 +37,7 @@ type BackupStatus struct {
 // RestoreReport is what `summa-server restore` prints.
 type RestoreReport struct {
 	Index      string `json:"index"`
+	FromIndex  string `json:"fromIndex"`
 	Backup     string `json:"backup"`
 	Generation uint64 `json:"generation"`
 	Documents  uint64 `json:"documents"`
@@ -83,14 +84,16 @@ func listBackups(t *testing.T, s *Server, index string) []BackupStatus {
 	return out.Backups
 }
 
-// runRestore runs `summa-server restore` with the store's flags.
-func runRestore(t *testing.T, st *s3test.Server, prefix, dataDir, index, id string) (rep RestoreReport, stderr string, code int) {
+// runRestore runs `summa-server restore` with the store's flags (and
+// extra flags).
+func runRestore(t *testing.T, st *s3test.Server, prefix, dataDir, index, id string, extra ...string) (rep RestoreReport, stderr string, code int) {
 	t.Helper()
 	needBinary(t)
 	args := append([]string{"restore", "--data-dir", dataDir, "--index", index}, st.Flags(prefix)...)
 	if id != "" {
 		args = append(args, "--backup", id)
 	}
+	args = append(args, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
@@ -482,11 +485,41 @@ func TestS3BackupKilledLeavesNoManifest(t *testing.T) {
 	if list := listBackups(t, s, index); len(list) != 2 || list[0].ID != last.ID || list[1].ID != next.ID {
 		t.Fatalf("list: %+v", list)
 	}
+	checkBackupMetrics(t, s, index, backupCounts{started: 3, completed: 2, failed: 1,
+		uploaded: next.Bytes + failed.Bytes + last.Bytes, reused: next.ReusedBytes + failed.ReusedBytes + last.ReusedBytes}, last)
 	restored := filepath.Join(t.TempDir(), "restored")
 	if rep, stderr, code := runRestore(t, st, prefix, restored, index, ""); code != 0 || rep.Backup != last.ID {
 		t.Fatalf("restore: exit %d %+v\n%s", code, rep, stderr)
 	}
 	checkRestored(t, restored, index, want, "refraction", s.Search(index, "refraction", 10).TotalHits)
+}
+
+// backupCounts are the backup metrics a server should show for an index.
+type backupCounts struct {
+	started, completed, failed float64
+	uploaded, reused           int64
+}
+
+// checkBackupMetrics requires the backup metrics of index on /metrics:
+// the counts, the bytes uploaded and reused (those of the failed backup
+// included, as far as it went), and the last success time, that of last.
+func checkBackupMetrics(t *testing.T, s *Server, index string, want backupCounts, last BackupStatus) {
+	t.Helper()
+	l := `{index="` + index + `"}`
+	got := backupCounts{started: metric(s, "summa_backups_started_total"+l), completed: metric(s, "summa_backups_completed_total"+l),
+		failed: metric(s, "summa_backups_failed_total"+l), uploaded: int64(metric(s, "summa_backup_uploaded_bytes_total"+l)),
+		reused: int64(metric(s, "summa_backup_reused_bytes_total"+l))}
+	if got != want {
+		t.Fatalf("backup metrics of %s: %+v, want %+v", index, got, want)
+	}
+	var b struct {
+		CompletedAt time.Time `json:"completedAt"`
+	}
+	s.Expect(200, "GET", "/v1/indexes/"+index+"/backups/"+last.ID, nil, &b)
+	ts := metric(s, "summa_backup_last_success_timestamp_seconds"+l)
+	if d := ts - float64(b.CompletedAt.UnixNano())/1e9; b.CompletedAt.IsZero() || d < -1 || d > 1 {
+		t.Fatalf("summa_backup_last_success_timestamp_seconds %v, the last backup completed at %v", ts, b.CompletedAt)
+	}
 }
 
 // TestS3BackupNotConfigured: without --s3-* flags the routes answer 409

@@ -1,0 +1,270 @@
+// Command bench-backup measures online backups to object storage and
+// restore on the real summa-server binary against a real S3 server
+// (SeaweedFS's weed, make s3) on loopback (make bench-backup): the rate of
+// a full backup of an index of -index-mb, the bytes a second backup
+// uploads after 1% of the documents changed (upserted, spread over every
+// segment) as a share of the whole index, and the rate of
+// `summa-server restore` (download, SHA-256 check, full format validation,
+// metadata.json last) into an empty directory. Each rate is printed beside
+// the disk's sequential write rate measured in the same run on the same
+// filesystem:
+//
+//	backup MB/s: N (disk sequential write MB/s: D, ...)
+//	incremental backup bytes after 1% change: P% (...)
+//	restore MB/s: N (disk sequential write MB/s: D, ...)
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/summadev/summa/internal/corpus"
+	"github.com/summadev/summa/internal/s3test"
+)
+
+func main() {
+	indexMB := flag.Int("index-mb", 512, "size of the backed-up index, in MiB")
+	work := flag.String("dir", "", "work directory (default: a temporary directory, removed at the end)")
+	flag.Parse()
+	if err := run(*indexMB, *work); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-backup:", err)
+		os.Exit(1)
+	}
+}
+
+// backupStatus is the engine's backup object.
+type backupStatus struct {
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	Bytes       int64  `json:"bytes"`
+	ReusedBytes int64  `json:"reusedBytes"`
+	Error       string `json:"error"`
+}
+
+// run is the whole benchmark.
+func run(indexMB int, work string) (err error) {
+	if work == "" {
+		d, err := os.MkdirTemp("", "bench-backup-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		work = d
+	}
+	tb := &benchTB{dir: work}
+	defer tb.cleanup()
+	defer func() {
+		if r := recover(); r != nil {
+			if f, ok := r.(tbFailure); ok {
+				err = f
+				return
+			}
+			panic(r)
+		}
+	}()
+	if _, ok := s3test.Binary(); !ok {
+		return fmt.Errorf("the S3 server binary is missing: run `make s3` (bench-backup runs it through make)")
+	}
+	bin := filepath.Join(work, "summa-server")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/summa-server")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build summa-server: %w", err)
+	}
+	store := s3test.Start(tb)
+	const prefix = "bench"
+	leader, err := start(bin, filepath.Join(work, "data"), append(store.Flags(prefix), "--optimizer-threads", "0")...)
+	if err != nil {
+		return err
+	}
+	defer leader.stop()
+	if err := leader.call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
+		`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)}, nil); err != nil {
+		return err
+	}
+	size, docs, err := fill(leader, int64(indexMB)<<20)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "index: %.0f MiB, %d documents\n", float64(size)/(1<<20), docs)
+	disk, err := diskWriteRate(filepath.Join(work, "disk-probe"), size)
+	if err != nil {
+		return err
+	}
+	full, took, err := backup(leader)
+	if err != nil {
+		return err
+	}
+	backupRate := float64(full.Bytes) / (1 << 20) / took.Seconds()
+	fmt.Fprintf(os.Stderr, "full backup %s: %d bytes in %s\n", full.ID, full.Bytes, took.Round(time.Millisecond))
+
+	changed, err := change(leader, docs, docs/100)
+	if err != nil {
+		return err
+	}
+	incr, itook, err := backup(leader)
+	if err != nil {
+		return err
+	}
+	total := incr.Bytes + incr.ReusedBytes
+	fmt.Fprintf(os.Stderr, "incremental backup %s: %d bytes uploaded, %d reused, in %s\n",
+		incr.ID, incr.Bytes, incr.ReusedBytes, itook.Round(time.Millisecond))
+
+	restoreDir := filepath.Join(work, "restored")
+	t0 := time.Now()
+	out, err := exec.Command(bin, append([]string{"restore", "--data-dir", restoreDir, "--index", "bench",
+		"--backup", incr.ID}, store.Flags(prefix)...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("restore: %w\n%s", err, out)
+	}
+	rtook := time.Since(t0)
+	restoreRate := float64(total) / (1 << 20) / rtook.Seconds()
+
+	fmt.Printf("backup MB/s: %.0f (disk sequential write MB/s: %.0f; %.0f%% of it; index %.0f MiB uploaded in %.1f s)\n",
+		backupRate, disk, 100*backupRate/disk, float64(full.Bytes)/(1<<20), took.Seconds())
+	fmt.Printf("incremental backup bytes after 1%% change: %.1f%% (%d of %d documents upserted; %.1f MiB uploaded, %.0f MiB reused; disk sequential write MB/s: %.0f)\n",
+		100*float64(incr.Bytes)/float64(total), changed, docs, float64(incr.Bytes)/(1<<20), float64(incr.ReusedBytes)/(1<<20), disk)
+	fmt.Printf("restore MB/s: %.0f (disk sequential write MB/s: %.0f; %.0f%% of it; %.0f MiB restored and validated in %.1f s)\n",
+		restoreRate, disk, 100*restoreRate/disk, float64(total)/(1<<20), rtook.Seconds())
+	return nil
+}
+
+// backup runs one online backup to its end and returns it with its
+// duration from the request to its completion.
+func backup(p *proc) (backupStatus, time.Duration, error) {
+	t0 := time.Now()
+	var b backupStatus
+	if err := p.call("POST", "/v1/indexes/bench/backups", nil, &b); err != nil {
+		return b, 0, err
+	}
+	for b.State == "running" {
+		time.Sleep(10 * time.Millisecond)
+		if err := p.call("GET", "/v1/indexes/bench/backups/"+b.ID, nil, &b); err != nil {
+			return b, 0, err
+		}
+	}
+	took := time.Since(t0)
+	if b.State != "completed" {
+		return b, took, fmt.Errorf("backup %s: %s: %s", b.ID, b.State, b.Error)
+	}
+	return b, took, nil
+}
+
+// change upserts n documents picked at random among the first docs (new
+// bodies, same primary keys) in one commit: a new segment, and a new
+// deletion mask for every segment that held one of them.
+func change(p *proc, docs, n int) (int, error) {
+	ps, err := corpus.Paragraphs()
+	if err != nil {
+		return 0, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	picked := map[int]bool{}
+	for len(picked) < n {
+		picked[rng.IntN(docs)] = true
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for id := range picked {
+		_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body(ps, id+docs)})
+	}
+	if err := p.call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
+		return 0, err
+	}
+	return len(picked), p.call("POST", "/v1/indexes/bench/commit", nil, nil)
+}
+
+// body is a document text made of the corpus's paragraphs.
+func body(ps []string, id int) string {
+	var s strings.Builder
+	for k := range 8 {
+		s.WriteString(ps[(id*7+k*13)%len(ps)])
+		s.WriteString(fmt.Sprintf(" w%dx%d ", id%5000, k))
+	}
+	return s.String()
+}
+
+// fill ingests documents until the index holds target bytes, committing
+// every 16 MiB batch, and returns the index's size and document count.
+func fill(p *proc, target int64) (int64, int, error) {
+	ps, err := corpus.Paragraphs()
+	if err != nil {
+		return 0, 0, err
+	}
+	var size int64
+	id := 0
+	for batch := 0; size < target; batch++ {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		for b.Len() < 16<<20 {
+			_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body(ps, id)})
+			id++
+		}
+		if err := p.call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
+			return 0, 0, err
+		}
+		if err := p.call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
+			return 0, 0, err
+		}
+		if size, err = indexSize(p); err != nil {
+			return 0, 0, err
+		}
+		if batch%10 == 0 {
+			fmt.Fprintf(os.Stderr, "ingested %d documents, index %.0f MiB\n", id, float64(size)/(1<<20))
+		}
+	}
+	return size, id, nil
+}
+
+// tbFailure is a fatal error of the S3 server helper.
+type tbFailure string
+
+func (f tbFailure) Error() string { return string(f) }
+
+// benchTB is what internal/s3test needs of a test, for a command: a fatal
+// error panics with tbFailure (run recovers it), cleanups run at the end.
+type benchTB struct {
+	dir      string
+	n        int
+	cleanups []func()
+}
+
+func (b *benchTB) Helper()                           {}
+func (b *benchTB) Fatal(args ...any)                 { panic(tbFailure(fmt.Sprint(args...))) }
+func (b *benchTB) Fatalf(format string, args ...any) { panic(tbFailure(fmt.Sprintf(format, args...))) }
+func (b *benchTB) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "s3: "+format+"\n", args...)
+}
+func (b *benchTB) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "s3: "+format+"\n", args...)
+}
+func (b *benchTB) Skip(args ...any) { panic(tbFailure(fmt.Sprint(args...))) }
+func (b *benchTB) Failed() bool     { return false }
+func (b *benchTB) Cleanup(f func()) { b.cleanups = append(b.cleanups, f) }
+
+// TempDir returns a new directory under the work directory.
+func (b *benchTB) TempDir() string {
+	b.n++
+	d := filepath.Join(b.dir, fmt.Sprintf("s3-%d", b.n))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		panic(tbFailure(err.Error()))
+	}
+	return d
+}
+
+// cleanup runs the cleanups, last first.
+func (b *benchTB) cleanup() {
+	for i := len(b.cleanups) - 1; i >= 0; i-- {
+		b.cleanups[i]()
+	}
+}
+
+var _ s3test.TB = (*benchTB)(nil)
