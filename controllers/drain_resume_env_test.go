@@ -115,7 +115,7 @@ var _ = Describe("A drain that timed out", func() {
 		Expect(refused).To(Equal(refusals))
 		Expect(held).To(BeNumerically(">=", 1))
 		mu.Unlock()
-		Expect(testutil.ToFloat64(drainsTotal.WithLabelValues(purposeRestart, "timeout")) - timeouts).To(BeEquivalentTo(1),
+		Expect(testutil.ToFloat64(drainsTotal.WithLabelValues(purposeRestart, "timeout"))-timeouts).To(BeEquivalentTo(1),
 			"one drain timed out: its resume was asked again until it held, with no new drain of a drained engine meanwhile")
 		Expect(engineDocuments("refusal")).To(BeEquivalentTo(20))
 		deleteAndWaitGone("refusal")

@@ -631,7 +631,9 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// (summaindex_claims.go): volumes map to their index by label.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Service{}).
-		Owns(&batchv1.Job{}).
+		// A doctor run's Job of a retained volume is owned by the volume
+		// (summaindex_doctor_delete.go): Jobs map to their index by label.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
