@@ -25,6 +25,9 @@ type engineClients struct {
 	mu sync.Mutex
 	// m holds the clients by CA hash and Service names.
 	m map[string]*http.Client
+	// wrap, when set, wraps every client's transport (tests put an engine
+	// stand-in there that refuses some calls).
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // get returns the client that verifies engines against the PEM bundle ca
@@ -55,7 +58,11 @@ func (e *engineClients) get(ca []byte, serverName string, names []string, timeou
 		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection
 		VerifyConnection:   verifyEngineCertificate(roots, names, now),
 	}
-	hc := &http.Client{Transport: tr, Timeout: timeout}
+	var rt http.RoundTripper = tr
+	if e.wrap != nil {
+		rt = e.wrap(tr)
+	}
+	hc := &http.Client{Transport: rt, Timeout: timeout}
 	if e.m == nil || len(e.m) >= maxClients {
 		for _, old := range e.m {
 			old.CloseIdleConnections()

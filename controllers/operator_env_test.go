@@ -53,6 +53,9 @@ var (
 	// maxConcurrentRestarts is the restart budget of the next started
 	// operator (high, so that specs do not wait for each other's indexes).
 	maxConcurrentRestarts = 100
+	// restartProgressDeadline is the RestartProgressDeadline of the next
+	// started operator (zero: the default).
+	restartProgressDeadline time.Duration
 	// operatorVersion is the version the next started operator records on
 	// its pods.
 	operatorVersion = "v-specs"
@@ -147,17 +150,19 @@ func startOperator() {
 		Recorder:  mgr.GetEventRecorder("summa-operator"),
 		APIReader: mgr.GetAPIReader(),
 		Options: Options{
-			ResyncPeriod:          time.Second,
-			EngineTimeout:         5 * time.Second,
-			DrainBackoff:          2 * time.Second,
-			VolumePermissions:     true,
-			SkipNameValidation:    true,
-			OperatorNamespace:     operatorNamespace, // as config/ installs it
-			CertificateValidity:   certificateValidity,
-			OperatorVersion:       operatorVersion,
-			MaxConcurrentRestarts: maxConcurrentRestarts,
-			PodTemplatePolicy:     podTemplatePolicy,
-			BackupClock:           specBackupClock,
+			ResyncPeriod:            time.Second,
+			EngineTimeout:           5 * time.Second,
+			DrainBackoff:            2 * time.Second,
+			VolumePermissions:       true,
+			SkipNameValidation:      true,
+			OperatorNamespace:       operatorNamespace, // as config/ installs it
+			CertificateValidity:     certificateValidity,
+			OperatorVersion:         operatorVersion,
+			MaxConcurrentRestarts:   maxConcurrentRestarts,
+			RestartProgressDeadline: restartProgressDeadline,
+			PodTemplatePolicy:       podTemplatePolicy,
+			BackupClock:             specBackupClock,
+			engineTransport:         func(next http.RoundTripper) http.RoundTripper { return engineStandIn{next: next} },
 			afterEngineCall: func(ctx context.Context, call string) {
 				hookMu.Lock()
 				h := engineCallHook

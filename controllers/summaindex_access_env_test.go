@@ -106,7 +106,11 @@ var _ = Describe("Access control", func() {
 		}
 		tlsSecret := secretOf("locked-tls")
 		Expect(metav1.IsControlledBy(tlsSecret, x)).To(BeTrue())
-		Expect(tlsSecret.Data).To(HaveKey(summav1.CAKeyKey))
+		Expect(tlsSecret.Data).NotTo(HaveKey(summav1.CAKeyKey), "the CA key is kept apart from what clients read")
+		caSecret := secretOf("locked-ca")
+		Expect(metav1.IsControlledBy(caSecret, x)).To(BeTrue())
+		Expect(caSecret.Data).To(HaveKey(summav1.CAKeyKey))
+		Expect(caSecret.Data).To(HaveLen(1))
 
 		pod, err := enginePodOf("locked")
 		Expect(err).NotTo(HaveOccurred())

@@ -93,10 +93,17 @@ type Options struct {
 	// new revision (a spec change or an operator upgrade that needs one);
 	// zero means DefaultMaxConcurrentRestarts.
 	MaxConcurrentRestarts int
+	// RestartProgressDeadline is how long a restart may stay without a
+	// Ready pod before it no longer holds a restart slot
+	// (summaindex_restarts.go); zero means DefaultRestartProgressDeadline.
+	RestartProgressDeadline time.Duration
 	// afterEngineCall, when set, runs after each engine call that changes
 	// the engine, before anything records it (tests kill the operator
 	// there).
 	afterEngineCall func(ctx context.Context, call string)
+	// engineTransport, when set, wraps the transport of every engine
+	// client (tests put an engine stand-in there that refuses calls).
+	engineTransport func(http.RoundTripper) http.RoundTripper
 	// MaxConcurrentReconciles is how many indexes are reconciled at once,
 	// so that one slow engine does not hold up the others; zero means
 	// DefaultMaxConcurrentReconciles.
@@ -157,6 +164,9 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: o.EngineTimeout}
+		if o.engineTransport != nil {
+			o.HTTPClient.Transport = o.engineTransport(http.DefaultTransport)
+		}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -179,12 +189,16 @@ func (r *SummaIndexReconciler) defaults() {
 	if o.PodTemplatePolicy == "" {
 		o.PodTemplatePolicy = DefaultPodTemplatePolicy
 	}
+	if o.RestartProgressDeadline <= 0 {
+		o.RestartProgressDeadline = DefaultRestartProgressDeadline
+	}
 	if o.MaxConcurrentRestarts <= 0 {
 		o.MaxConcurrentRestarts = DefaultMaxConcurrentRestarts
 	}
 	if r.restarts == nil {
 		r.restarts = newRestartBudget(1024)
 	}
+	r.clients.wrap = o.engineTransport
 }
 
 // image is x's engine image.
@@ -224,7 +238,7 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		x.Status.ObservedGeneration = x.Generation
 	}
 	queued := x.GetCondition(summav1.ConditionProgressing)
-	r.restarts.settle(req.NamespacedName, restarting(x),
+	r.restarts.settle(req.NamespacedName, holdsRestartSlot(x, r.Options.Now(), r.Options.RestartProgressDeadline),
 		queued != nil && queued.Status == metav1.ConditionTrue && queued.Reason == ReasonRestartQueued, r.Options.MaxConcurrentRestarts)
 	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
 		forgetIndexMetrics(x.Namespace, x.Name)
@@ -432,8 +446,16 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 	}
 	if x.Status.UpdateRevision != x.Status.CurrentRevision {
 		if wait, ok := r.drainBackoff(x); !ok {
-			// The last drain timed out: the pod keeps running until the
-			// next attempt.
+			// The last drain timed out: the pod keeps running, taking
+			// writes, until the next attempt. An engine found draining
+			// meanwhile is resumed, with backoff until that holds.
+			if !engineReady(pod) {
+				if _, _, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
+					markRunning(x, engineUp, pod)
+					return reconcile.Result{RequeueAfter: min(wait, r.unreachable.next(client.ObjectKeyFromObject(x), r.Options.ResyncPeriod))},
+						failed(ReasonEngineUnreachable, err)
+				}
+			}
 			markRunning(x, engineUp, pod)
 			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
 			return reconcile.Result{RequeueAfter: wait}, nil
@@ -609,7 +631,9 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// (summaindex_claims.go): volumes map to their index by label.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Service{}).
-		Owns(&batchv1.Job{}).
+		// A doctor run's Job of a retained volume is owned by the volume
+		// (summaindex_doctor_delete.go): Jobs map to their index by label.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&policyv1.PodDisruptionBudget{}).

@@ -25,7 +25,10 @@ import (
 // Retain: drop any owner reference of the volume and its backups first (a
 // volume made by an earlier version still has one, and a foreground
 // deletion's garbage collector would take it), drain, stop the pod, drop the
-// finalizer. The volumes stay, labelled, for a new SummaIndex of the same
+// finalizer.
+//
+// Either way a doctor run in progress ends first, its Job finished or
+// stopped in order (summaindex_doctor_delete.go). The volumes stay, labelled, for a new SummaIndex of the same
 // name to adopt.
 func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
@@ -51,6 +54,11 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 	// among claims).
 	if _, err := r.deleteAllFollowers(ctx, x, "the index is deleted"); err != nil {
 		return reconcile.Result{}, err
+	}
+	// A doctor run ends first: its Job is never killed mid-repair by the
+	// deletion (summaindex_doctor_delete.go).
+	if hold, res, err := r.doctorBeforeDelete(ctx, x, policy); hold || err != nil {
+		return res, err
 	}
 	pod, err := r.enginePod(ctx, x)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -249,8 +248,8 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 			}
 			return r.failDoctor(ctx, x, why, sw)
 		}
-		if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
-			return reconcile.Result{}, fmt.Errorf("owner reference on job: %w", err)
+		if err := r.ownJob(ctx, x, job); err != nil {
+			return reconcile.Result{}, err
 		}
 		if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("create job %s: %w", job.Name, err)
@@ -260,6 +259,9 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get job %s: %w", job.Name, err)
+	}
+	if stale, res, err := r.staleJob(ctx, x, cur); stale || err != nil {
+		return res, err
 	}
 	done, failed := jobFinished(cur)
 	if !done {

@@ -68,7 +68,9 @@ func (r *SummaIndexReconciler) drainBackoff(x *summav1.SummaIndex) (time.Duratio
 func (r *SummaIndexReconciler) replacePod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, purpose string) (reconcile.Result, error) {
 	out, err := r.drainAndStop(ctx, x, pod, purpose, false)
 	if err != nil {
-		return reconcile.Result{}, err
+		// A resume that did not hold is asked again soon, not after
+		// failureRetry: the engine refuses writes meanwhile.
+		return reconcile.Result{RequeueAfter: r.unreachable.next(client.ObjectKeyFromObject(x), r.Options.ResyncPeriod)}, err
 	}
 	switch out {
 	case drainTimedOut:
@@ -149,9 +151,6 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 		}
 		return drainWaiting, nil
 	}
-	drainsTotal.WithLabelValues(purpose, "timeout").Inc()
-	drainSeconds.WithLabelValues(purpose).Observe(elapsed.Seconds())
-	x.Status.DrainStartTime = nil
 	reason := fmt.Sprintf("the engine did not drain within %s", x.Spec.Lifecycle.DrainTimeout())
 	if err != nil {
 		reason += ": " + err.Error()
@@ -163,19 +162,38 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 		reason += ")"
 	}
 	if force {
+		drainTimedOutTotal(purpose, elapsed)
+		x.Status.DrainStartTime = nil
 		r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; stopping the pod anyway (%s)", reason, purpose)
 		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, "drain timed out")
 	}
-	if _, rerr := c.Resume(cctx); rerr != nil {
-		lg.Error(rerr, "Resume after a timed-out drain failed")
-	}
+	// Writes are admitted again before the timeout is recorded. A resume
+	// the engine refuses (or does not answer) keeps DrainStartTime, so
+	// every pass comes back here and asks again, with backoff, until it
+	// holds; only then does the drain backoff start, during which the
+	// engine takes writes. A drain that completes meanwhile stops the pod
+	// as usual.
+	_, rerr := c.Resume(cctx)
 	r.engineCalled(ctx, "resume/timeout")
+	if rerr != nil {
+		lg.Info("Resume after a timed-out drain failed; asked again", "error", rerr.Error())
+		return drainWaiting, failed(ReasonEngineUnreachable,
+			fmt.Errorf("%s, and resuming its writes failed (asked again): %w", reason, rerr))
+	}
+	drainTimedOutTotal(purpose, elapsed)
+	x.Status.DrainStartTime = nil
 	x.Status.DrainFailures++
 	x.Status.LastDrainFailureTime = &metav1.Time{Time: now}
 	x.Status.Phase = summav1.PhaseRunning
 	r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; pod %s keeps running, retry with backoff", reason, pod.Name)
 	lg.Info("Drain timed out; writes resumed", "failures", x.Status.DrainFailures)
 	return drainTimedOut, nil
+}
+
+// drainTimedOutTotal counts a drain that timed out after elapsed.
+func drainTimedOutTotal(purpose string, elapsed time.Duration) {
+	drainsTotal.WithLabelValues(purpose, "timeout").Inc()
+	drainSeconds.WithLabelValues(purpose).Observe(elapsed.Seconds())
 }
 
 // deletePod deletes the engine pod with a precondition on its UID (never a

@@ -45,9 +45,12 @@ func graceTarget(x *summav1.SummaIndex, estimate float64) int64 {
 //   - Target above the current grace by the growth band: grow to the
 //     target. A pod whose drain needs more time than its grace would lose
 //     accepted writes on an eviction, which is worth a restart.
-//   - Otherwise keep it. A smaller target is applied only when the pod is
-//     created anyway (graceTarget of the last estimate): shrinking alone is never worth
-//     a restart.
+//   - Otherwise keep it. The grace does not shrink, not even when a pod
+//     is created anyway: the pod that replaces one restarted for a larger
+//     grace is created right after the drain committed the backlog that
+//     asked for it, when the estimate is low, and a smaller grace then
+//     would only be grown again by the next backlog (another restart).
+//     Shrinking is left to a grace kept out of the pod's revision.
 func nextGrace(x *summav1.SummaIndex, current int64, estimate *float64) int64 {
 	lo, hi := x.Spec.Lifecycle.GraceBounds()
 	est := 0.0

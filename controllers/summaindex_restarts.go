@@ -29,6 +29,17 @@ import (
 // as a Deployment's does. An engine that is not serving restarts at once:
 // a restart costs it nothing.
 //
+// A slot is held only by a restart that makes progress (holdsRestartSlot):
+// an index paused with the reconcile annotation holds none, and neither
+// does one whose restart has been under way (Progressing=True since its
+// drain began) for longer than Options.RestartProgressDeadline (10 min by
+// default) while its new pod is not Ready (an image that cannot be
+// pulled, a pod that cannot be scheduled, an engine that never answers).
+// Such an index stays Restarting (Ready=False says why); the other
+// rollouts go on around it, as kubectl rollout does with a Deployment
+// past its progressDeadlineSeconds. A draining engine holds its slot: the
+// drain is bounded by drainTimeoutSeconds.
+//
 // The slots are decided from what is persisted (indexes whose status
 // says Draining or Restarting) and, for the moment between an admission
 // and the status write that records it, from memory; an operator
@@ -127,10 +138,27 @@ func (b *restartBudget) settle(key types.NamespacedName, restarting, waiting boo
 	}
 }
 
+// DefaultRestartProgressDeadline is the default of
+// Options.RestartProgressDeadline.
+const DefaultRestartProgressDeadline = 10 * time.Minute
+
 // restarting reports whether x's status shows a restart under way: a
 // drain before a stop, or a new pod not ready yet.
 func restarting(x *summav1.SummaIndex) bool {
 	return x.Status.Phase == summav1.PhaseDraining || x.Status.Phase == summav1.PhaseRestarting
+}
+
+// holdsRestartSlot reports whether x's restart counts against the budget
+// at now: under way and making progress (see above).
+func holdsRestartSlot(x *summav1.SummaIndex, now time.Time, deadline time.Duration) bool {
+	if !restarting(x) || paused(x) {
+		return false
+	}
+	if x.Status.Phase != summav1.PhaseRestarting {
+		return true
+	}
+	c := x.GetCondition(summav1.ConditionProgressing)
+	return c == nil || c.Status != metav1.ConditionTrue || now.Sub(c.LastTransitionTime.Time) < deadline
 }
 
 // admitRestart asks the budget for a slot for x's restart. When it must
@@ -141,8 +169,9 @@ func (r *SummaIndexReconciler) admitRestart(ctx context.Context, x *summav1.Summ
 		return false, "", fmt.Errorf("list indexes for the restart budget: %w", err)
 	}
 	var busy []types.NamespacedName
+	now := r.Options.Now()
 	for i := range list.Items {
-		if y := &list.Items[i]; restarting(y) {
+		if y := &list.Items[i]; holdsRestartSlot(y, now, r.Options.RestartProgressDeadline) {
 			busy = append(busy, client.ObjectKeyFromObject(y))
 		}
 	}

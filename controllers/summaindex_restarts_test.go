@@ -2,8 +2,12 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	summav1 "github.com/summadev/summa/api/v1"
 )
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
@@ -66,5 +70,31 @@ func TestRestartBudgetForgetsWaitersThatNoLongerWait(t *testing.T) {
 	b.settle(key("b"), false, false, 1)
 	if ok, _, place := b.admit(key("c"), 1, nil); ok || place != 0 {
 		t.Fatalf("c: ok %v place %d: b still queued ahead after it stopped waiting", ok, place)
+	}
+}
+
+func TestRestartSlotHeldOnlyByARestartMakingProgress(t *testing.T) {
+	now := time.Now()
+	index := func(phase summav1.Phase, since time.Duration, ann map[string]string) *summav1.SummaIndex {
+		x := &summav1.SummaIndex{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann}}
+		x.Status.Phase = phase
+		x.Status.Conditions = []metav1.Condition{{Type: summav1.ConditionProgressing, Status: metav1.ConditionTrue,
+			Reason: "PodNotReady", LastTransitionTime: metav1.NewTime(now.Add(-since))}}
+		return x
+	}
+	for _, c := range []struct {
+		why  string
+		x    *summav1.SummaIndex
+		want bool
+	}{
+		{"a new pod within the deadline", index(summav1.PhaseRestarting, time.Minute, nil), true},
+		{"a new pod not Ready past the deadline", index(summav1.PhaseRestarting, 11*time.Minute, nil), false},
+		{"a long drain (bounded by drainTimeoutSeconds)", index(summav1.PhaseDraining, 11*time.Minute, nil), true},
+		{"a paused index", index(summav1.PhaseRestarting, time.Second, map[string]string{AnnotationReconcile: ReconcilePaused}), false},
+		{"a running index", index(summav1.PhaseRunning, time.Second, nil), false},
+	} {
+		if got := holdsRestartSlot(c.x, now, DefaultRestartProgressDeadline); got != c.want {
+			t.Errorf("%s: holds a slot %v, want %v", c.why, got, c.want)
+		}
 	}
 }

@@ -25,9 +25,10 @@ import (
 // TLS of the engine. Unless spec.access.tls says otherwise, the operator
 // keeps, per SummaIndex, a self-signed CA and a certificate for the
 // engine's Service issued by it (internal/pki: ECDSA P-256), in the Secret
-// <name>-tls: ca.crt (what clients verify with), ca.key (never mounted
-// into a pod), tls.crt and tls.key (mounted into the engine, and only
-// those, through the volume's items).
+// <name>-tls: ca.crt (what clients verify with), tls.crt and tls.key
+// (mounted into the engine, and only those, through the volume's items);
+// the CA's key is in <name>-ca, which nothing mounts
+// (summaindex_tls_ca.go).
 //
 // Lifetimes, as kubeadm's: the CA 10 years, the engine's certificate one
 // year (Options.CertificateValidity). Each is renewed two thirds into its
@@ -109,9 +110,17 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 	}
 	now := r.Options.Now()
 	req := r.engineCertRequest(x)
+	caSecret, cerr := r.caKeySecret(ctx, x)
+	if cerr != nil {
+		return nil, certInfo{}, cerr
+	}
 	if err != nil {
 		data, _, err := maintainIssuedTLS(nil, req, now)
 		if err != nil {
+			return nil, certInfo{}, err
+		}
+		// The key first: a CA whose key is lost is a new CA next time.
+		if err := r.splitCAKey(ctx, x, caSecret, data); err != nil {
 			return nil, certInfo{}, err
 		}
 		s = &corev1.Secret{
@@ -134,9 +143,17 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 		if err := r.checkOwned(ctx, x, s, "spec.access.tls.secretName"); err != nil {
 			return nil, certInfo{}, err
 		}
-		data, what, err := maintainIssuedTLS(s.Data, req, now)
+		data, what, err := maintainIssuedTLS(withCAKey(s.Data, caSecret), req, now)
 		if err != nil {
 			return nil, certInfo{}, err
+		}
+		if err := r.splitCAKey(ctx, x, caSecret, data); err != nil {
+			return nil, certInfo{}, err
+		}
+		if _, ok := s.Data[summav1.CAKeyKey]; ok {
+			// Written by an earlier version: the key is in its own
+			// Secret now (saved above), and leaves this one.
+			what = strings.TrimPrefix(what+"; ca.key moved to secret "+caSecretName(x), "; ")
 		}
 		if what != "" {
 			s.Data = data

@@ -288,8 +288,8 @@ var TokenKeys = []string{AdminTokenKey, WriteTokenKey, ReadTokenKey}
 const (
 	// CACertKey holds the PEM certificates that verify the engine.
 	CACertKey = "ca.crt"
-	// CAKeyKey holds the operator's CA private key (only in the Secret the
-	// operator issues; never mounted into a pod).
+	// CAKeyKey holds the operator's CA private key, in a Secret of its own
+	// (<name>-ca) that no pod mounts, never in the TLS Secret clients read.
 	CAKeyKey = "ca.key"
 	// TLSCertKey holds the engine's certificate chain (PEM).
 	TLSCertKey = "tls.crt"

@@ -12,6 +12,11 @@
 // (FakeState; absent: following, caught up at generation 1), over HTTPS
 // with --tls-cert-file and --tls-key-file when given. It records its
 // command line in <data-dir>/fake-follower-args.
+//
+// A doctor (--doctor) waits, before it execs the real one, for as long as
+// a file named doctor-hold exists next to this binary: a spec holds a
+// doctor run in its Job that way. A SIGTERM meanwhile ends it with exit
+// code 143, as a doctor stopped mid-repair.
 package main
 
 import (
@@ -54,12 +59,41 @@ func main() {
 	args := os.Args[1:]
 	f := parse(args)
 	if f.follow == "" {
+		holdDoctor(args)
 		execReal()
 		return
 	}
 	if err := run(f, args); err != nil {
 		fmt.Fprintln(os.Stderr, "fakefollower:", err)
 		os.Exit(2)
+	}
+}
+
+// holdDoctor waits while doctor-hold exists next to this binary, when args
+// run the doctor.
+func holdDoctor(args []string) {
+	doctor := false
+	for _, a := range args {
+		doctor = doctor || a == "--doctor"
+	}
+	exe, err := os.Executable()
+	if !doctor || err != nil {
+		return
+	}
+	hold := filepath.Join(filepath.Dir(exe), "doctor-hold")
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(stop)
+	for {
+		if _, err := os.Stat(hold); err != nil {
+			return
+		}
+		select {
+		case <-stop:
+			fmt.Fprintln(os.Stderr, "fakefollower: doctor stopped while held")
+			os.Exit(143)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
