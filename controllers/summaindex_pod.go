@@ -44,11 +44,28 @@ func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64, acc access) []str
 		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
 		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
 	}
+	if d := shutdownDelayFor(shutdownDeadline); d > 0 {
+		args = append(args, "--shutdown-delay="+strconv.FormatInt(d, 10)+"s")
+	}
 	args = append(args, accessArgs(acc)...)
 	if s3 := backupS3(x); s3 != nil {
 		args = append(args, s3Args(s3)...)
 	}
 	return append(args, x.Spec.Engine.Args()...)
+}
+
+// maxShutdownDelaySeconds is the engine's --shutdown-delay: after SIGTERM
+// it answers unready and keeps serving this long (or as long as its drain
+// takes, if longer), so that the EndpointSlice controller and kube-proxy
+// stop routing to the pod before it stops listening; a search the Service
+// still sends it is answered, not refused. Half the shutdown deadline at
+// most, to leave the drain its time.
+const maxShutdownDelaySeconds int64 = 5
+
+// shutdownDelayFor is the engine's --shutdown-delay for its shutdown
+// deadline (0: none).
+func shutdownDelayFor(shutdownDeadline int64) int64 {
+	return min(maxShutdownDelaySeconds, shutdownDeadline/2)
 }
 
 // shutdownDeadlineFor is the engine's own deadline for a grace period: a

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,7 +83,7 @@ func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 	}
 	c := pod.Spec.Containers[0]
 	args := append([]string{c.Command[0]}, c.Args...)
-	for _, want := range []string{"summa-server", "--data-dir", "/data", "--listen", "0.0.0.0:8082", "--shutdown-deadline=40s"} {
+	for _, want := range []string{"summa-server", "--data-dir", "/data", "--listen", "0.0.0.0:8082", "--shutdown-deadline=40s", "--shutdown-delay=5s"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("engine command %v lacks %s", args, want)
 		}
@@ -181,5 +182,21 @@ func TestSmallGracesGrowByAtLeastFiveSeconds(t *testing.T) {
 	}
 	if got := nextGrace(x, 10, est(2.1)); got != 15 {
 		t.Errorf("target 15 over 10: %d, want 15", got)
+	}
+}
+
+func TestShutdownDelayLeavesTheDrainHalfTheDeadline(t *testing.T) {
+	for deadline, want := range map[int64]int64{1: 0, 3: 1, 8: 4, 10: 5, 40: 5, 3595: 5} {
+		if got := shutdownDelayFor(deadline); got != want || (got > 0 && got >= deadline) {
+			t.Errorf("shutdownDelayFor(%d) = %d, want %d", deadline, got, want)
+		}
+	}
+	// A 1-second deadline gets no --shutdown-delay (the engine refuses one
+	// as long as the deadline).
+	pod := desiredPod(podTestIndex(), podInputs{image: "img:1", grace: 2})
+	for _, a := range pod.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--shutdown-delay") {
+			t.Errorf("grace 2: %s", a)
+		}
 	}
 }
