@@ -49,6 +49,13 @@ var _ = Describe("Read followers", func() {
 		Expect(x.Status.Access).NotTo(BeNil())
 		Expect(x.Status.Access.TLSSecret).NotTo(BeEmpty(), "the spec searches over HTTPS")
 
+		By("followers copy from the leader by its Service name, not a pod IP")
+		for k := 1; k <= 2; k++ {
+			p := servingPods(name)[x.FollowerPodName(k)]
+			Expect(p).NotTo(BeNil())
+			Expect(p.Spec.Containers[0].Args).To(ContainElement("--follow=https://"+x.ServiceHost()+":8082"), "%s", p.Name)
+		}
+
 		By("a client pod searching through the read Service by name, back to back")
 		load := loadPod(x, img, docs)
 		Expect(k8s.Create(ctx, load)).To(Succeed())
