@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,13 +39,13 @@ const (
 )
 
 // engineArgs returns the engine's command-line flags.
-func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64, acc access) []string {
+func engineArgs(x *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, acc access) []string {
 	args := []string{
 		"--data-dir", DataMountPath,
 		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
 		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
 	}
-	if d := shutdownDelayFor(shutdownDeadline); d > 0 {
+	if d := shutdownDelayFor(shutdownDeadline, shutdownDelay); d > 0 {
 		args = append(args, "--shutdown-delay="+strconv.FormatInt(d, 10)+"s")
 	}
 	args = append(args, accessArgs(acc)...)
@@ -54,18 +55,18 @@ func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64, acc access) []str
 	return append(args, x.Spec.Engine.Args()...)
 }
 
-// maxShutdownDelaySeconds is the engine's --shutdown-delay: after SIGTERM
-// it answers unready and keeps serving this long (or as long as its drain
-// takes, if longer), so that the EndpointSlice controller and kube-proxy
-// stop routing to the pod before it stops listening; a search the Service
-// still sends it is answered, not refused. Half the shutdown deadline at
-// most, to leave the drain its time.
-const maxShutdownDelaySeconds int64 = 5
+// DefaultEngineShutdownDelay is the manager's --engine-shutdown-delay:
+// the engine's --shutdown-delay, so that after SIGTERM it answers unready
+// and keeps serving this long (or as long as its drain takes, if longer)
+// while the EndpointSlice controller and kube-proxy stop routing to the
+// pod; a search the Service still sends it is answered, not refused.
+const DefaultEngineShutdownDelay = 5 * time.Second
 
-// shutdownDelayFor is the engine's --shutdown-delay for its shutdown
-// deadline (0: none).
-func shutdownDelayFor(shutdownDeadline int64) int64 {
-	return min(maxShutdownDelaySeconds, shutdownDeadline/2)
+// shutdownDelayFor is the engine's --shutdown-delay in seconds (0: none):
+// the operator's setting, and half the shutdown deadline at most, to leave
+// the drain its time.
+func shutdownDelayFor(shutdownDeadline, maxDelay int64) int64 {
+	return max(0, min(maxDelay, shutdownDeadline/2))
 }
 
 // shutdownDeadlineFor is the engine's own deadline for a grace period: a
@@ -119,7 +120,7 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		Name:    EngineContainerName,
 		Image:   in.image,
 		Command: []string{EngineCommand},
-		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.access),
+		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.shutdownDelay, in.access),
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
@@ -184,6 +185,9 @@ type podInputs struct {
 	access access
 	// operatorVersion is recorded on the pod (not part of its revision).
 	operatorVersion string
+	// shutdownDelay is the longest engine --shutdown-delay in seconds
+	// (Options.EngineShutdownDelay; not part of the revision).
+	shutdownDelay int64
 }
 
 // desiredPod builds the engine pod. With app containers in

@@ -77,7 +77,7 @@ func TestShutdownDeadlineIsShorterThanGrace(t *testing.T) {
 
 func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 	x := podTestIndex()
-	pod := desiredPod(x, podInputs{image: "summa-server:v1", grace: 45})
+	pod := desiredPod(x, podInputs{image: "summa-server:v1", grace: 45, shutdownDelay: 5})
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != EngineContainerName {
 		t.Fatalf("containers %+v", pod.Spec.Containers)
 	}
@@ -187,13 +187,16 @@ func TestSmallGracesGrowByAtLeastFiveSeconds(t *testing.T) {
 
 func TestShutdownDelayLeavesTheDrainHalfTheDeadline(t *testing.T) {
 	for deadline, want := range map[int64]int64{1: 0, 3: 1, 8: 4, 10: 5, 40: 5, 3595: 5} {
-		if got := shutdownDelayFor(deadline); got != want || (got > 0 && got >= deadline) {
-			t.Errorf("shutdownDelayFor(%d) = %d, want %d", deadline, got, want)
+		if got := shutdownDelayFor(deadline, 5); got != want || (got > 0 && got >= deadline) {
+			t.Errorf("shutdownDelayFor(%d, 5) = %d, want %d", deadline, got, want)
 		}
+	}
+	if got := shutdownDelayFor(40, 0); got != 0 {
+		t.Errorf("without a delay set: %d", got)
 	}
 	// A 1-second deadline gets no --shutdown-delay (the engine refuses one
 	// as long as the deadline).
-	pod := desiredPod(podTestIndex(), podInputs{image: "img:1", grace: 2})
+	pod := desiredPod(podTestIndex(), podInputs{image: "img:1", grace: 2, shutdownDelay: 5})
 	for _, a := range pod.Spec.Containers[0].Args {
 		if strings.HasPrefix(a, "--shutdown-delay") {
 			t.Errorf("grace 2: %s", a)
