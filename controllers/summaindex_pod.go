@@ -45,7 +45,9 @@ func engineArgs(x *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, ac
 		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
 		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
 	}
-	if d := shutdownDelayFor(shutdownDeadline, shutdownDelay); d > 0 {
+	// The delay hands searches over to the index's other serving pods;
+	// a lone pod has none to hand over to, and would only restart later.
+	if d := shutdownDelayFor(shutdownDeadline, shutdownDelay); d > 0 && x.EffectiveReplicas() > 0 {
 		args = append(args, "--shutdown-delay="+strconv.FormatInt(d, 10)+"s")
 	}
 	args = append(args, accessArgs(acc)...)
@@ -62,9 +64,9 @@ func engineArgs(x *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, ac
 // pod; a search the Service still sends it is answered, not refused.
 const DefaultEngineShutdownDelay = 5 * time.Second
 
-// shutdownDelayFor is the engine's --shutdown-delay in seconds (0: none):
-// the operator's setting, and half the shutdown deadline at most, to leave
-// the drain its time.
+// shutdownDelayFor is the engine's --shutdown-delay in seconds (0: none)
+// when the index has read followers: the operator's setting, and half the
+// shutdown deadline at most, to leave the drain its time.
 func shutdownDelayFor(shutdownDeadline, maxDelay int64) int64 {
 	return max(0, min(maxDelay, shutdownDeadline/2))
 }

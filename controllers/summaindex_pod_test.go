@@ -77,6 +77,7 @@ func TestShutdownDeadlineIsShorterThanGrace(t *testing.T) {
 
 func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 	x := podTestIndex()
+	x.Spec.Replicas = ptr.To[int32](1)
 	pod := desiredPod(x, podInputs{image: "summa-server:v1", grace: 45, shutdownDelay: 5})
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != EngineContainerName {
 		t.Fatalf("containers %+v", pod.Spec.Containers)
@@ -195,11 +196,19 @@ func TestShutdownDelayLeavesTheDrainHalfTheDeadline(t *testing.T) {
 		t.Errorf("without a delay set: %d", got)
 	}
 	// A 1-second deadline gets no --shutdown-delay (the engine refuses one
-	// as long as the deadline).
-	pod := desiredPod(podTestIndex(), podInputs{image: "img:1", grace: 2, shutdownDelay: 5})
-	for _, a := range pod.Spec.Containers[0].Args {
-		if strings.HasPrefix(a, "--shutdown-delay") {
-			t.Errorf("grace 2: %s", a)
+	// as long as the deadline), nor does a lone pod (nothing to hand over
+	// to); a pod of an index with followers does.
+	withFollowers := podTestIndex()
+	withFollowers.Spec.Replicas = ptr.To[int32](2)
+	for _, c := range []struct {
+		x     *summav1.SummaIndex
+		grace int64
+		want  bool
+	}{{withFollowers, 2, false}, {podTestIndex(), 45, false}, {withFollowers, 45, true}} {
+		pod := desiredPod(c.x, podInputs{image: "img:1", grace: c.grace, shutdownDelay: 5})
+		has := slices.ContainsFunc(pod.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--shutdown-delay=") })
+		if has != c.want {
+			t.Errorf("replicas %d, grace %d: --shutdown-delay %v, want %v (%v)", c.x.EffectiveReplicas(), c.grace, has, c.want, pod.Spec.Containers[0].Args)
 		}
 	}
 }
