@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -299,7 +300,12 @@ var _ = Describe("Read followers", func() {
 		pdb := &policyv1.PodDisruptionBudget{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "reps"}, pdb)).To(Succeed())
 		Expect(metav1.IsControlledBy(pdb, x)).To(BeTrue())
-		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+		// A number of the 3 serving pods (not maxUnavailable: the disruption
+		// controller would need a scale subresource on SummaIndex).
+		Expect(pdb.Spec.MaxUnavailable).To(BeNil())
+		Expect(pdb.Spec.MinAvailable).NotTo(BeNil())
+		Expect(pdb.Spec.MinAvailable.Type).To(Equal(intstr.Int))
+		Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
 		psel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		Expect(err).NotTo(HaveOccurred())
 		for _, n := range servingPods("reps") {
@@ -316,6 +322,11 @@ var _ = Describe("Read followers", func() {
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		waitReplicas("reps", 1, 1)
 		Expect(podOf("reps-r1")).NotTo(BeNil())
+		By("the budget follows: 1 of the 2 serving pods available")
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "reps"}, pdb)).To(Succeed())
+			g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 
 		By("scaling to 0: the budget goes")
 		updateIndex("reps", withReplicas(0))

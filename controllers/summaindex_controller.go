@@ -89,6 +89,11 @@ type Options struct {
 	CertificateValidity time.Duration
 	// OperatorVersion is recorded on the engine pods the operator makes.
 	OperatorVersion string
+	// EngineShutdownDelay is the longest --shutdown-delay of the engines
+	// (half their shutdown deadline at most; 0: none): after SIGTERM an
+	// engine keeps answering, unready, this long, while kube-proxy drops
+	// its endpoint (the manager's default is DefaultEngineShutdownDelay).
+	EngineShutdownDelay time.Duration
 	// MaxConcurrentRestarts bounds how many engines restart at once for a
 	// new revision (a spec change or an operator upgrade that needs one);
 	// zero means DefaultMaxConcurrentRestarts.
@@ -541,7 +546,7 @@ func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
 // podInputs are the operator's decisions for x's pod.
 func (r *SummaIndexReconciler) podInputs(x *summav1.SummaIndex, grace int64, acc access) podInputs {
 	return podInputs{image: r.image(x), grace: grace, volumePermissions: r.Options.VolumePermissions, access: acc,
-		operatorVersion: r.Options.OperatorVersion}
+		operatorVersion: r.Options.OperatorVersion, shutdownDelay: int64(r.Options.EngineShutdownDelay / time.Second)}
 }
 
 // createPod creates the engine pod at the desired revision, with the grace

@@ -23,8 +23,15 @@ import (
 //     routes only to the ready ones. It exists whatever spec.replicas is,
 //     so that clients can use it before followers are added.
 //   - PodDisruptionBudget <name> (with spec.replicas >= 1) selects the
-//     same pods with maxUnavailable 1: a node drain evicts one of them at
-//     a time, so some pod keeps answering searches. It is deleted when
+//     same pods with minAvailable N (spec.replicas) of the N+1 pods: a
+//     node drain evicts one of them at a time, so some pod keeps answering
+//     searches. minAvailable as a number, not maxUnavailable: with
+//     maxUnavailable (or a percentage) the disruption controller reads the
+//     expected pod count from the pods' controller's scale subresource,
+//     which a SummaIndex does not have (and its scale would not count the
+//     leader), so the budget would never allow any eviction ("does not
+//     implement the scale subresource"); with a number it counts the
+//     matching pods. It is deleted when
 //     spec.replicas goes back to 0 (a single pod cannot be kept up through
 //     an eviction anyway, and a budget would only block node drains).
 
@@ -45,12 +52,13 @@ func (r *SummaIndexReconciler) ensureReadService(ctx context.Context, x *summav1
 	return r.ensureServiceSpec(ctx, x, x.ReadServiceName(), want)
 }
 
-// desiredPDB is x's PodDisruptionBudget spec.
+// desiredPDB is x's PodDisruptionBudget spec: all but one of its
+// EffectiveReplicas()+1 serving pods available.
 func desiredPDB(x *summav1.SummaIndex) policyv1.PodDisruptionBudgetSpec {
-	one := intstr.FromInt32(1)
+	minAvailable := intstr.FromInt32(int32(x.EffectiveReplicas()))
 	return policyv1.PodDisruptionBudgetSpec{
-		Selector:       &metav1.LabelSelector{MatchLabels: servingSelector(x)},
-		MaxUnavailable: &one,
+		Selector:     &metav1.LabelSelector{MatchLabels: servingSelector(x)},
+		MinAvailable: &minAvailable,
 	}
 }
 
@@ -86,11 +94,11 @@ func (r *SummaIndexReconciler) ensurePDB(ctx context.Context, x *summav1.SummaIn
 		if err := r.Create(ctx, pdb); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create pod disruption budget %s: %w", name, err)
 		}
-		r.event(x, pdb, corev1.EventTypeNormal, "PodDisruptionBudgetCreated", "pod disruption budget %s created (maxUnavailable 1)", name)
+		r.event(x, pdb, corev1.EventTypeNormal, "PodDisruptionBudgetCreated", "pod disruption budget %s created (minAvailable %d)", name, x.EffectiveReplicas())
 		return nil
 	}
-	if equality.Semantic.DeepEqual(cur.Spec.Selector, spec.Selector) && equality.Semantic.DeepEqual(cur.Spec.MaxUnavailable, spec.MaxUnavailable) &&
-		cur.Spec.MinAvailable == nil {
+	if equality.Semantic.DeepEqual(cur.Spec.Selector, spec.Selector) && equality.Semantic.DeepEqual(cur.Spec.MinAvailable, spec.MinAvailable) &&
+		cur.Spec.MaxUnavailable == nil {
 		return nil
 	}
 	cur.Spec = spec

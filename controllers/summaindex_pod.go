@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,17 +39,36 @@ const (
 )
 
 // engineArgs returns the engine's command-line flags.
-func engineArgs(x *summav1.SummaIndex, shutdownDeadline int64, acc access) []string {
+func engineArgs(x *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, acc access) []string {
 	args := []string{
 		"--data-dir", DataMountPath,
 		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
 		"--shutdown-deadline=" + strconv.FormatInt(shutdownDeadline, 10) + "s",
+	}
+	// The delay hands searches over to the index's other serving pods;
+	// a lone pod has none to hand over to, and would only restart later.
+	if d := shutdownDelayFor(shutdownDeadline, shutdownDelay); d > 0 && x.EffectiveReplicas() > 0 {
+		args = append(args, "--shutdown-delay="+strconv.FormatInt(d, 10)+"s")
 	}
 	args = append(args, accessArgs(acc)...)
 	if s3 := backupS3(x); s3 != nil {
 		args = append(args, s3Args(s3)...)
 	}
 	return append(args, x.Spec.Engine.Args()...)
+}
+
+// DefaultEngineShutdownDelay is the manager's --engine-shutdown-delay:
+// the engine's --shutdown-delay, so that after SIGTERM it answers unready
+// and keeps serving this long (or as long as its drain takes, if longer)
+// while the EndpointSlice controller and kube-proxy stop routing to the
+// pod; a search the Service still sends it is answered, not refused.
+const DefaultEngineShutdownDelay = 5 * time.Second
+
+// shutdownDelayFor is the engine's --shutdown-delay in seconds (0: none)
+// when the index has read followers: the operator's setting, and half the
+// shutdown deadline at most, to leave the drain its time.
+func shutdownDelayFor(shutdownDeadline, maxDelay int64) int64 {
+	return max(0, min(maxDelay, shutdownDeadline/2))
 }
 
 // shutdownDeadlineFor is the engine's own deadline for a grace period: a
@@ -102,7 +122,7 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		Name:    EngineContainerName,
 		Image:   in.image,
 		Command: []string{EngineCommand},
-		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.access),
+		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.shutdownDelay, in.access),
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
@@ -167,6 +187,9 @@ type podInputs struct {
 	access access
 	// operatorVersion is recorded on the pod (not part of its revision).
 	operatorVersion string
+	// shutdownDelay is the longest engine --shutdown-delay in seconds
+	// (Options.EngineShutdownDelay; not part of the revision).
+	shutdownDelay int64
 }
 
 // desiredPod builds the engine pod. With app containers in

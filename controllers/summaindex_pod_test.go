@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,13 +77,14 @@ func TestShutdownDeadlineIsShorterThanGrace(t *testing.T) {
 
 func TestDesiredPodIsSecureAndCarriesTheContract(t *testing.T) {
 	x := podTestIndex()
-	pod := desiredPod(x, podInputs{image: "summa-server:v1", grace: 45})
+	x.Spec.Replicas = ptr.To[int32](1)
+	pod := desiredPod(x, podInputs{image: "summa-server:v1", grace: 45, shutdownDelay: 5})
 	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != EngineContainerName {
 		t.Fatalf("containers %+v", pod.Spec.Containers)
 	}
 	c := pod.Spec.Containers[0]
 	args := append([]string{c.Command[0]}, c.Args...)
-	for _, want := range []string{"summa-server", "--data-dir", "/data", "--listen", "0.0.0.0:8082", "--shutdown-deadline=40s"} {
+	for _, want := range []string{"summa-server", "--data-dir", "/data", "--listen", "0.0.0.0:8082", "--shutdown-deadline=40s", "--shutdown-delay=5s"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("engine command %v lacks %s", args, want)
 		}
@@ -181,5 +183,32 @@ func TestSmallGracesGrowByAtLeastFiveSeconds(t *testing.T) {
 	}
 	if got := nextGrace(x, 10, est(2.1)); got != 15 {
 		t.Errorf("target 15 over 10: %d, want 15", got)
+	}
+}
+
+func TestShutdownDelayLeavesTheDrainHalfTheDeadline(t *testing.T) {
+	for deadline, want := range map[int64]int64{1: 0, 3: 1, 8: 4, 10: 5, 40: 5, 3595: 5} {
+		if got := shutdownDelayFor(deadline, 5); got != want || (got > 0 && got >= deadline) {
+			t.Errorf("shutdownDelayFor(%d, 5) = %d, want %d", deadline, got, want)
+		}
+	}
+	if got := shutdownDelayFor(40, 0); got != 0 {
+		t.Errorf("without a delay set: %d", got)
+	}
+	// A 1-second deadline gets no --shutdown-delay (the engine refuses one
+	// as long as the deadline), nor does a lone pod (nothing to hand over
+	// to); a pod of an index with followers does.
+	withFollowers := podTestIndex()
+	withFollowers.Spec.Replicas = ptr.To[int32](2)
+	for _, c := range []struct {
+		x     *summav1.SummaIndex
+		grace int64
+		want  bool
+	}{{withFollowers, 2, false}, {podTestIndex(), 45, false}, {withFollowers, 45, true}} {
+		pod := desiredPod(c.x, podInputs{image: "img:1", grace: c.grace, shutdownDelay: 5})
+		has := slices.ContainsFunc(pod.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--shutdown-delay=") })
+		if has != c.want {
+			t.Errorf("replicas %d, grace %d: --shutdown-delay %v, want %v (%v)", c.x.EffectiveReplicas(), c.grace, has, c.want, pod.Spec.Containers[0].Args)
+		}
 	}
 }

@@ -38,7 +38,8 @@ make --no-print-directory images
 "$GO" run ./hack/imagebuild -out bin/images/next -containerd "$CLUSTER_DIR/run/containerd/containerd.sock" \
 	-tag e2e-next -version v-e2e-next summa-operator
 export SUMMA_E2E_NEXT_OPERATOR_IMG=summa-operator:e2e-next
-# The in-cluster network probe of the cluster networking spec.
+# The in-cluster network probe of the cluster networking spec (also the
+# search load of the read followers spec: netprobe -load).
 "$GO" run ./hack/imagebuild -out bin/images/e2e -containerd "$CLUSTER_DIR/run/containerd/containerd.sock" netprobe
 export SUMMA_E2E_NETPROBE_IMG=summa.dev/netprobe:1
 # The release's images from the Dockerfile (imported: the cluster runs), the

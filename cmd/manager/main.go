@@ -93,6 +93,7 @@ func run(args []string) error {
 		engineImage   = fs.String("engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
 		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
 		engineTimeout = fs.Duration("engine-timeout", 5*time.Second, "bound of each call to an engine's API")
+		shutdownDelay = fs.Duration("engine-shutdown-delay", controllers.DefaultEngineShutdownDelay, "how long an engine keeps answering, unready, after SIGTERM while kube-proxy drops its endpoint (its --shutdown-delay; half its shutdown deadline at most; 0: none)")
 		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
 		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
 		restarts      = fs.Int("max-concurrent-restarts", controllers.DefaultMaxConcurrentRestarts, "engines restarted at once for a new revision (a spec change, or an upgrade that needs one), across every index; the others wait their turn, still serving")
@@ -107,8 +108,8 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *resync <= 0 || *engineTimeout <= 0 || *certValidity <= 0 || *restarts <= 0 {
-		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity and --max-concurrent-restarts must be positive")
+	if *resync <= 0 || *engineTimeout <= 0 || *shutdownDelay < 0 || *certValidity <= 0 || *restarts <= 0 {
+		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity and --max-concurrent-restarts must be positive, --engine-shutdown-delay not negative")
 	}
 	policy, err := controllers.ParsePodTemplatePolicy(*podPolicy)
 	if err != nil {
@@ -156,6 +157,7 @@ func run(args []string) error {
 			DefaultImage:            *engineImage,
 			ResyncPeriod:            *resync,
 			EngineTimeout:           *engineTimeout,
+			EngineShutdownDelay:     *shutdownDelay,
 			VolumePermissions:       *volumePerms,
 			OperatorNamespace:       *operatorNS,
 			ClusterDomain:           *clusterDomain,

@@ -36,6 +36,11 @@ type Config struct {
 	SummaryFile string
 	// ShutdownDeadline bounds drain and ordered shutdown after a signal.
 	ShutdownDeadline time.Duration
+	// ShutdownDelay is how long the server keeps answering after a signal,
+	// unready and closing each connection after its response, before it
+	// stops serving HTTP (at least as long as the drain takes): the time a
+	// load balancer or kube-proxy needs to stop sending it requests.
+	ShutdownDelay time.Duration
 	// AutocommitInterval commits every index with uncommitted documents at
 	// this interval; 0 turns autocommit off.
 	AutocommitInterval time.Duration
@@ -233,6 +238,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&cfg.ReportID, "report-id", "", "with --doctor: keep the whole report in the data directory under this ID (a DNS label), served by GET /v1/admin/doctor-reports/ID")
 	fs.StringVar(&cfg.SummaryFile, "summary-file", "", "with --doctor: write a compact report of at most 4000 bytes to this file (e.g. /dev/termination-log)")
 	fs.DurationVar(&cfg.ShutdownDeadline, "shutdown-deadline", 25*time.Second, "bound of drain and ordered shutdown after SIGTERM/SIGINT")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", 0, "after SIGTERM/SIGINT, keep serving (unready, closing each connection after its response) this long before HTTP stops, for load balancers to drop the endpoint; within --shutdown-deadline")
 	fs.DurationVar(&cfg.AutocommitInterval, "autocommit-interval", 0, "commit every index with uncommitted documents at this interval (0: off)")
 	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 0, "indexing workers per index (0: GOMAXPROCS, at most 8)")
 	fs.DurationVar(&cfg.CommitFlushTimeout, "commit-flush-timeout", 5*time.Minute, "wait for the indexing workers' flush before a commit answers CommitFlushTimeout")
@@ -337,6 +343,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--report-id %q: %w", c.ReportID, registry.ErrInvalidReportID)
 	case c.ShutdownDeadline <= 0:
 		return errors.New("--shutdown-deadline must be positive")
+	case c.ShutdownDelay < 0 || c.ShutdownDelay >= c.ShutdownDeadline:
+		return errors.New("--shutdown-delay must be at least 0 and shorter than --shutdown-deadline")
 	case c.AutocommitInterval < 0:
 		return errors.New("--autocommit-interval must not be negative")
 	case c.IndexingWorkers < 0:

@@ -127,7 +127,9 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownDeadline)
 	defer cancel()
-	if err := shutdown(ctx, log, srv, reg, hs, func() { stopAuto(); <-autoDone; fol.stop() }); err != nil {
+	front.closing.Store(true)
+	lingerUntil := time.Now().Add(cfg.ShutdownDelay)
+	if err := shutdown(ctx, log, srv, reg, hs, lingerUntil, func() { stopAuto(); <-autoDone; fol.stop() }); err != nil {
 		log.Error(err, "Shutdown did not finish in order; exiting (nothing partial was published: commits are atomic)")
 		return exitFailure
 	}
@@ -139,10 +141,14 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 }
 
 // shutdown is the ordered shutdown: not ready, drain (commit everything
-// accepted), stop serving HTTP, stop autocommit, close the registry. Each
-// step is bounded by ctx (the shutdown deadline, measured from the signal).
+// accepted), keep serving until lingerUntil (--shutdown-delay from the
+// signal: readiness is already 503, so Kubernetes removes the endpoint
+// while requests that kube-proxy still routes here are answered; each
+// response closes its connection, so clients reconnect elsewhere), stop
+// serving HTTP, stop autocommit, close the registry. Each step is bounded
+// by ctx (the shutdown deadline, measured from the signal).
 func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *registry.Registry,
-	hs *http.Server, stopAutocommit func()) error {
+	hs *http.Server, lingerUntil time.Time, stopAutocommit func()) error {
 	srv.SetShuttingDown()
 	start := time.Now()
 	for {
@@ -159,6 +165,13 @@ func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *reg
 		log.Info("Drain was cancelled by a resume; draining again")
 	}
 	log.Info("Drained", "duration", time.Since(start).String())
+	if wait := time.Until(lingerUntil); wait > 0 {
+		log.Info("Serving unready until load balancers dropped this endpoint", "for", wait.String())
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+	}
 	if err := hs.Shutdown(ctx); err != nil {
 		_ = hs.Close()
 		return fmt.Errorf("stop serving HTTP: %w", err)
@@ -233,6 +246,10 @@ type front struct {
 	handler atomic.Pointer[http.Handler]
 	// errc receives the error that ended serving.
 	errc chan error
+	// closing is set once shutdown began: every response then carries
+	// "Connection: close", so that a client's kept-alive connection ends
+	// after an answer rather than being closed under a request it sends.
+	closing atomic.Bool
 }
 
 // startFront binds addr and serves the starting handler, over TLS when
@@ -248,7 +265,12 @@ func startFront(addr string, cfg AccessConfig, acc *access, log logr.Logger) (*f
 	f := &front{ln: ln, errc: make(chan error, 1)}
 	f.set(server.StartingHandler())
 	f.hs = &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*f.handler.Load()).ServeHTTP(w, r) }),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if f.closing.Load() {
+				w.Header().Set("Connection", "close")
+			}
+			(*f.handler.Load()).ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,

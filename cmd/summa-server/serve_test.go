@@ -59,7 +59,7 @@ func TestShutdownDeadline(t *testing.T) {
 	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = shutdown(sctx, logr.Discard(), srv, reg, hs, func() {})
+	err = shutdown(sctx, logr.Discard(), srv, reg, hs, time.Time{}, func() {})
 	if err == nil {
 		t.Fatal("shutdown finished although the drain's commit is blocked")
 	}

@@ -1,6 +1,7 @@
 // Package s3test runs a real S3 server for tests: SeaweedFS's `weed
 // server -s3`, built from the Go module proxy by hack/s3/build.sh (make
-// s3) into bin/s3/weed. It listens on 127.0.0.1 only, on free ports, with
+// s3) into bin/s3/weed. It listens on 127.0.0.1 only (StartOn: another
+// local address), on free ports, with
 // its data in the test's temporary directory, and is killed when the test
 // ends.
 //
@@ -102,8 +103,10 @@ func moduleRoot() (string, error) {
 
 // Server is one running S3 server.
 type Server struct {
-	// Endpoint is http://127.0.0.1:PORT.
+	// Endpoint is http://IP:PORT (127.0.0.1 unless StartOn).
 	Endpoint string
+	// Port is the S3 port.
+	Port int
 	// Bucket is a bucket created for the test.
 	Bucket string
 	// CredentialsFile holds AccessKey and SecretKey in the two-line form.
@@ -121,8 +124,16 @@ type Server struct {
 	log  *bytes.Buffer
 }
 
-// Start starts a server with one bucket and waits until it serves S3.
+// Start starts a server on 127.0.0.1 with one bucket and waits until it
+// serves S3.
 func Start(t TB) *Server {
+	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn is Start on another local address of this host (the e2e specs
+// use the local cluster's node address, which pods reach).
+func StartOn(t TB, ip string) *Server {
 	t.Helper()
 	bin := Need(t)
 	dir := t.TempDir()
@@ -143,7 +154,7 @@ func Start(t TB) *Server {
 	ports := freePorts(t, 7)
 	s3Port := ports[0]
 	args := []string{"server", "-s3", "-filer",
-		"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + data,
+		"-ip=" + ip, "-ip.bind=" + ip, "-dir=" + data,
 		"-master.port=" + strconv.Itoa(ports[1]), "-master.port.grpc=" + strconv.Itoa(ports[2]),
 		"-volume.port=" + strconv.Itoa(ports[3]), "-volume.port.grpc=" + strconv.Itoa(ports[4]),
 		"-filer.port=" + strconv.Itoa(ports[5]), "-filer.port.grpc=" + strconv.Itoa(ports[6]),
@@ -152,9 +163,10 @@ func Start(t TB) *Server {
 		"-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=0",
 		"-filer.localSocket=" + filepath.Join(dir, "filer.sock"),
 	}
-	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(s3Port), Bucket: "summa-backups",
+	hostPort := net.JoinHostPort(ip, strconv.Itoa(s3Port))
+	s := &Server{Endpoint: "http://" + hostPort, Port: s3Port, Bucket: "summa-backups",
 		CredentialsFile: credFile, t: t, bin: bin, dir: dir, args: args}
-	cl, err := minio.New("127.0.0.1:"+strconv.Itoa(s3Port), &minio.Options{
+	cl, err := minio.New(hostPort, &minio.Options{
 		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,10 @@
 // deadline (each step is retried: a new Service takes a moment to route).
 //
 //	netprobe -lookup NAME -engine URL -index NAME -query Q -ca FILE -token-file FILE [-kubernetes URL]
+//	netprobe -load -expect N -engine URL -index NAME -query Q -ca FILE -token-file FILE
+//
+// With -load it instead searches the engine back to back until it is
+// killed, as a client of a read Service would (load.go).
 package main
 
 import (
@@ -56,7 +60,17 @@ func main() {
 	flag.StringVar(&o.tokenFile, "token-file", "", "file of the bearer token (first line)")
 	flag.StringVar(&o.kubernetes, "kubernetes", "https://kubernetes.default.svc", "API server URL")
 	flag.DurationVar(&o.deadline, "deadline", 2*time.Minute, "how long each step is retried")
+	load := flag.Bool("load", false, "search continuously until killed, printing running totals (load.go)")
+	expect := flag.Int("expect", 0, "with -load: the total hits every search must find")
+	workers := flag.Int("workers", 2, "with -load: concurrent searchers")
 	flag.Parse()
+	if *load {
+		if err := runLoad(o, *expect, *workers); err != nil {
+			fmt.Fprintln(os.Stderr, "netprobe:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	r, err := run(o)
 	out, _ := json.Marshal(r)
 	fmt.Println(string(out))
