@@ -177,6 +177,7 @@ func (s *statusWatches) run(ctx context.Context, key types.NamespacedName, w *st
 		w.mu.Lock()
 		gen, q := w.generation, w.quarantined
 		w.mu.Unlock()
+		asked := time.Now()
 		st, err := s.poll(ctx, c, w.target.index, gen, q)
 		if ctx.Err() != nil {
 			return
@@ -192,6 +193,12 @@ func (s *statusWatches) run(ctx context.Context, key types.NamespacedName, w *st
 		retry = statusWatchRetryMin
 		ng, nq := int64(st.Generation), int64(len(st.Quarantined))
 		if ng == gen && nq == q {
+			if time.Since(asked) < statusWatchWait/2 {
+				// Unchanged and early: an engine that does not know the
+				// long poll answers at once; asked no more often than
+				// this, it stays with the resync's staleness.
+				sleepCtx(ctx, statusWatchRetryMax)
+			}
 			continue // the wait ran out
 		}
 		w.mu.Lock()

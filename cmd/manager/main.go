@@ -4,7 +4,7 @@
 //	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s] [--volume-permissions]
 //	        [--operator-namespace NS] [--cluster-domain cluster.local] [--certificate-validity 8760h]
 //	        [--metrics-secure=true] [--metrics-bind-address :8443] [--enable-http2]
-//	        [--health-probe-bind-address :8081]
+//	        [--health-probe-bind-address :8081] [--max-status-watches 1024]
 //
 // Metrics are served as kubebuilder v4 scaffolds them: over HTTPS on :8443
 // (a self-signed certificate unless --metrics-cert-dir holds tls.crt and
