@@ -114,6 +114,9 @@ func (s *statusWatches) Start(ctx context.Context) error {
 // begin marks the start of a pass of key: unless the pass observes the
 // engine (ensure), finish stops the watch.
 func (s *statusWatches) begin(key types.NamespacedName) {
+	if s == nil {
+		return // a reconciler not set up with a manager (unit tests)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.m[key]; w != nil {
@@ -124,6 +127,9 @@ func (s *statusWatches) begin(key types.NamespacedName) {
 // finish ends a pass of key: a watch the pass did not keep stops (the
 // engine is not ready, the index is suspended, deleted, restarting...).
 func (s *statusWatches) finish(key types.NamespacedName) {
+	if s == nil {
+		return // a reconciler not set up with a manager (unit tests)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.m[key]; w != nil && !w.kept {
@@ -136,6 +142,9 @@ func (s *statusWatches) finish(key types.NamespacedName) {
 // from generation and quarantined: it starts one, or replaces one on
 // another target.
 func (s *statusWatches) ensure(key types.NamespacedName, target watchTarget, generation, quarantined int64) {
+	if s == nil {
+		return // a reconciler not set up with a manager (unit tests)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx == nil || s.ctx.Err() != nil {
@@ -160,6 +169,9 @@ func (s *statusWatches) ensure(key types.NamespacedName, target watchTarget, gen
 
 // stop ends key's watch (the index is gone).
 func (s *statusWatches) stop(key types.NamespacedName) {
+	if s == nil {
+		return // a reconciler not set up with a manager (unit tests)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.m[key]; w != nil {
