@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -189,6 +190,26 @@ func (c *Client) CreateIndex(ctx context.Context, name string, schema json.RawMe
 func (c *Client) GetIndex(ctx context.Context, name string) (*IndexStatus, error) {
 	var st IndexStatus
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: indexPath(name), out: &st}); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// WaitIndex long-polls an index's STATUS: the server answers once the
+// index's generation is no longer generation or its number of quarantined
+// segments is no longer quarantined, its deletion starts, the server shuts
+// down, or wait (at most 30 s) ran out; the STATUS answered is the one of
+// that moment. A negative generation or quarantined is not waited on.
+func (c *Client) WaitIndex(ctx context.Context, name string, generation, quarantined int64, wait time.Duration) (*IndexStatus, error) {
+	q := url.Values{"wait": {strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)}}
+	if generation >= 0 {
+		q.Set("waitGeneration", strconv.FormatInt(generation, 10))
+	}
+	if quarantined >= 0 {
+		q.Set("waitQuarantined", strconv.FormatInt(quarantined, 10))
+	}
+	var st IndexStatus
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: indexPath(name) + "?" + q.Encode(), out: &st}); err != nil {
 		return nil, err
 	}
 	return &st, nil

@@ -59,6 +59,8 @@ var (
 	// operatorVersion is the version the next started operator records on
 	// its pods.
 	operatorVersion = "v-specs"
+	// resyncPeriod is the status resync of the next started operator.
+	resyncPeriod = time.Second
 	// podTemplatePolicy is the pod template policy of the next started
 	// operator (empty: the default).
 	podTemplatePolicy PodTemplatePolicy
@@ -150,7 +152,7 @@ func startOperator() {
 		Recorder:  mgr.GetEventRecorder("summa-operator"),
 		APIReader: mgr.GetAPIReader(),
 		Options: Options{
-			ResyncPeriod:            time.Second,
+			ResyncPeriod:            resyncPeriod,
 			EngineTimeout:           5 * time.Second,
 			DrainBackoff:            2 * time.Second,
 			VolumePermissions:       true,

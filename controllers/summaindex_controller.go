@@ -113,6 +113,10 @@ type Options struct {
 	// so that one slow engine does not hold up the others; zero means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// MaxStatusWatches bounds the status long polls open at once (one per
+	// running engine, summaindex_statuswatch.go); past it, watches take
+	// turns; zero means DefaultMaxStatusWatches.
+	MaxStatusWatches int
 	// PodTemplatePolicy is what spec.podTemplate may ask of the engine
 	// pod (summaindex_podsecurity.go); empty means
 	// DefaultPodTemplatePolicy.
@@ -153,6 +157,9 @@ type SummaIndexReconciler struct {
 	restarts *restartBudget
 	// unreachable backs off the polls of engines that do not answer.
 	unreachable backoffs
+	// watches long-poll the running engines, so that status follows a
+	// commit within seconds rather than at the next resync.
+	watches *statusWatches
 }
 
 // defaults fills unset options.
@@ -204,6 +211,12 @@ func (r *SummaIndexReconciler) defaults() {
 		r.restarts = newRestartBudget(1024)
 	}
 	r.clients.wrap = o.engineTransport
+	if o.MaxStatusWatches <= 0 {
+		o.MaxStatusWatches = DefaultMaxStatusWatches
+	}
+	if r.watches == nil {
+		r.watches = newStatusWatches(o.MaxStatusWatches, ctrl.Log.WithName("status-watch"))
+	}
 }
 
 // image is x's engine image.
@@ -224,12 +237,15 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 			r.warnings.forgetName(req.NamespacedName)
 			r.restarts.settle(req.NamespacedName, false, false, r.Options.MaxConcurrentRestarts)
 			r.unreachable.reset(req.NamespacedName)
+			r.watches.stop(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	sw := newStatusWriter(r.Client, x)
 	start := time.Now()
+	r.watches.begin(req.NamespacedName)
 	res, err := r.reconcile(ctx, x, sw)
+	r.watches.finish(req.NamespacedName)
 	if res.RequeueAfter == r.Options.ResyncPeriod {
 		// The next refresh is a period after this one began, not after
 		// it ended: status is never older than the period.
@@ -629,6 +645,9 @@ func fmtEstimate(f *float64) string {
 // caches only the operator's own Secrets.
 func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.defaults()
+	if err := mgr.Add(r.watches); err != nil {
+		return fmt.Errorf("add the status watches: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&summav1.SummaIndex{}).
 		Owns(&corev1.Pod{}).
@@ -644,6 +663,7 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&summav1.SummaIndexBackup{}, handler.EnqueueRequestsFromMapFunc(indexOfBackup)).
 		WatchesRawSource(source.Channel(r.restarts.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.watches.wake, &handler.EnqueueRequestForObject{})).
 		Named("summaindex").
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).

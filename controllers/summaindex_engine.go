@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	summav1 "github.com/summadev/summa/api/v1"
 	"github.com/summadev/summa/client"
@@ -83,10 +85,11 @@ func (e *errSchemaConflict) Error() string { return e.msg }
 func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	c, err := r.engineFor(ctx, x, pod)
+	base, hc, token, err := r.engineConn(ctx, x, pod)
 	if err != nil {
 		return err
 	}
+	c := client.New(base, hc).WithToken(token)
 	st, err := c.GetIndex(ctx, x.Name)
 	if client.IsCode(err, client.CodeIndexNotFound) {
 		schema, serr := engineSchema(x)
@@ -113,6 +116,18 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	if err != nil {
 		return fmt.Errorf("read the engine's drain estimate: %w", err)
 	}
+	// Status follows the engine from now on through a long poll
+	// (summaindex_statuswatch.go), not only at each resync.
+	r.watches.ensure(types.NamespacedName{Namespace: x.Namespace, Name: x.Name},
+		watchTarget{podUID: pod.UID, base: base, transport: transportOf(hc), token: token, index: x.Name},
+		int64(st.Generation), int64(len(st.Quarantined)))
+	before := engineFigures(x)
+	defer func() {
+		if engineFigures(x) != before {
+			now := metav1.NewTime(r.Options.Now())
+			x.Status.LastObservedTime = &now
+		}
+	}()
 	s := &x.Status
 	s.Documents = int64(st.Documents)
 	s.Segments = int64(len(st.Segments))
@@ -140,6 +155,33 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 		setCondition(x, summav1.ConditionDoctorRequired, false, "NoQuarantine", "every segment opens")
 	}
 	return nil
+}
+
+// figures are the parts of status read from the engine, compared to
+// tell whether an observation changed them (status.lastObservedTime).
+type figures struct {
+	documents, segments, generation, uncommitted, quarantined int64
+	degraded                                                  bool
+	firstQuarantined                                          string
+}
+
+// engineFigures returns x's engine figures.
+func engineFigures(x *summav1.SummaIndex) figures {
+	s := &x.Status
+	f := figures{documents: s.Documents, segments: s.Segments, generation: s.Generation,
+		uncommitted: s.UncommittedDocuments, quarantined: s.QuarantinedSegmentCount, degraded: s.DurabilityDegraded}
+	if len(s.QuarantinedSegments) > 0 {
+		f.firstQuarantined = s.QuarantinedSegments[0].ID
+	}
+	return f
+}
+
+// transportOf is hc's transport (the default one when unset).
+func transportOf(hc *http.Client) http.RoundTripper {
+	if hc == nil || hc.Transport == nil {
+		return http.DefaultTransport
+	}
+	return hc.Transport
 }
 
 // engineCalled marks the moment after an engine call that changed the

@@ -664,6 +664,16 @@ type SummaIndexStatus struct {
 	// +optional
 	UncommittedDocuments int64 `json:"uncommittedDocuments,omitempty"`
 
+	// LastObservedTime is when the operator read from the engine the
+	// figures status shows (documents, segments, generation,
+	// uncommittedDocuments, quarantinedSegments, durabilityDegraded). It
+	// moves when they change, not at every read, so that an index at rest
+	// costs no API writes: while Ready is True the operator long-polls the
+	// engine, and these figures follow a commit within about two seconds
+	// however old this time is.
+	// +optional
+	LastObservedTime *metav1.Time `json:"lastObservedTime,omitempty"`
+
 	// QuarantinedSegments are the segments the engine could not open: the
 	// first MaxQuarantinedSegments of them by ID, each reason cut to
 	// MaxQuarantineReasonLength, so that a badly damaged index cannot push

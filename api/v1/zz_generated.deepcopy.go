@@ -739,6 +739,10 @@ func (in *SummaIndexStatus) DeepCopyInto(out *SummaIndexStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.LastObservedTime != nil {
+		in, out := &in.LastObservedTime, &out.LastObservedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.QuarantinedSegments != nil {
 		in, out := &in.QuarantinedSegments, &out.QuarantinedSegments
 		*out = make([]QuarantinedSegment, len(*in))

@@ -4,7 +4,7 @@
 //	manager [--leader-elect] [--engine-image IMAGE] [--resync-period 30s] [--volume-permissions]
 //	        [--operator-namespace NS] [--cluster-domain cluster.local] [--certificate-validity 8760h]
 //	        [--metrics-secure=true] [--metrics-bind-address :8443] [--enable-http2]
-//	        [--health-probe-bind-address :8081]
+//	        [--health-probe-bind-address :8081] [--max-status-watches 1024]
 //
 // Metrics are served as kubebuilder v4 scaffolds them: over HTTPS on :8443
 // (a self-signed certificate unless --metrics-cert-dir holds tls.crt and
@@ -97,6 +97,7 @@ func run(args []string) error {
 		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
 		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
 		restarts      = fs.Int("max-concurrent-restarts", controllers.DefaultMaxConcurrentRestarts, "engines restarted at once for a new revision (a spec change, or an upgrade that needs one), across every index; the others wait their turn, still serving")
+		statusWatches = fs.Int("max-status-watches", controllers.DefaultMaxStatusWatches, "status long polls open at once, one per running engine, so that status follows a commit within seconds; past it the engines take turns")
 		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
 		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
 		watchNS       = fs.String("watch-namespaces", os.Getenv("WATCH_NAMESPACES"), "comma-separated namespaces whose SummaIndexes this operator reconciles, with Roles there instead of cluster-wide rights (default: every namespace; env WATCH_NAMESPACES)")
@@ -108,8 +109,8 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *resync <= 0 || *engineTimeout <= 0 || *shutdownDelay < 0 || *certValidity <= 0 || *restarts <= 0 {
-		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity and --max-concurrent-restarts must be positive, --engine-shutdown-delay not negative")
+	if *resync <= 0 || *engineTimeout <= 0 || *shutdownDelay < 0 || *certValidity <= 0 || *restarts <= 0 || *statusWatches <= 0 {
+		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity, --max-concurrent-restarts and --max-status-watches must be positive, --engine-shutdown-delay not negative")
 	}
 	policy, err := controllers.ParsePodTemplatePolicy(*podPolicy)
 	if err != nil {
@@ -153,6 +154,7 @@ func run(args []string) error {
 		Options: controllers.Options{
 			MaxConcurrentReconciles: *concurrent,
 			MaxConcurrentRestarts:   *restarts,
+			MaxStatusWatches:        *statusWatches,
 			OperatorVersion:         version,
 			DefaultImage:            *engineImage,
 			ResyncPeriod:            *resync,

@@ -367,6 +367,20 @@ func (idx *Index) IsQuarantined(id segid.ID) bool {
 	return q
 }
 
+// QuarantinedCount is the number of quarantined metadata-live segments
+// (the length of Status().Quarantined, without building the status).
+func (idx *Index) QuarantinedCount() int {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	n := 0
+	for _, s := range idx.mu.meta.Segments {
+		if _, q := idx.mu.quarantine[s.ID]; q {
+			n++
+		}
+	}
+	return n
+}
+
 // Sweep deletes orphan segment files (Q01): the optimizer calls it between
 // passes. A read-only index never sweeps (Q03).
 func (idx *Index) Sweep() (int, error) {

@@ -149,11 +149,19 @@ func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (*schema.Sch
 }
 
 // getIndex answers one STATUS, also while the index is being deleted.
+// With ?wait=SECONDS and ?waitGeneration=G and/or ?waitQuarantined=N it
+// is a long poll: the answer waits until the index no longer has that
+// generation or that many quarantined segments (statuswait.go).
 func (s *Server) getIndex(w http.ResponseWriter, r *http.Request) error {
 	name, err := indexName(r)
 	if err != nil {
 		return err
 	}
+	sw, err := parseStatusWait(r)
+	if err != nil {
+		return err
+	}
+	s.waitForChange(r, name, sw)
 	st, err := s.status(name)
 	if err != nil {
 		return err
