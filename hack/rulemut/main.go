@@ -124,15 +124,22 @@ func run(only string, timeout time.Duration, keep bool) error {
 		return err
 	}
 	killed := 0
+	var notCounted []string
 	for _, m := range list {
 		status, detail := mutate(scratch, m, passing, timeout)
 		if status == "killed" {
 			killed++
 		}
 		fmt.Printf("%-4s %-8s %s\n", m.Rule, status, m.Desc)
+		if status != "killed" {
+			notCounted = append(notCounted, m.Rule+" "+status)
+		}
 		if detail != "" {
 			fmt.Printf("     %s\n", strings.ReplaceAll(detail, "\n", "\n     "))
 		}
+	}
+	if len(notCounted) > 0 {
+		fmt.Printf("not killed by an assertion of the rule's tests: %s\n", strings.Join(notCounted, ", "))
 	}
 	fmt.Printf("rule mutations killed: %d/%d\n", killed, len(list))
 	fmt.Printf("elapsed: %s\n", time.Since(start).Round(time.Second))
@@ -337,13 +344,16 @@ func mutate(dir string, m Mutation, passing map[string][]string, timeout time.Du
 	if strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") {
 		return "BROKEN", "the mutant's tests do not build:\n" + tail(out, 15)
 	}
-	return "killed", why(out)
+	return classify(filepath.Join(dir, m.Pkg), out)
 }
 
 var (
 	failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
-	msgLine  = regexp.MustCompile(`(?m)^\s+(\S+_test\.go:\d+: .*)$`)
+	msgLine  = regexp.MustCompile(`(?m)^\s+(\S+_test\.go):(\d+): (.*)$`)
 	panicMsg = regexp.MustCompile(`(?m)^(panic: .*|.*test timed out.*)$`)
+	// assertCall is a line of a test that fails it: t.Errorf, t.Fatalf,
+	// t.Error, t.Fatal, t.Fail, t.FailNow (on any *testing.T variable).
+	assertCall = regexp.MustCompile(`\.(Errorf|Fatalf|Error|Fatal|Fail|FailNow)\(`)
 )
 
 // failures returns the lines of out that name a failed test, its
@@ -358,21 +368,83 @@ func failures(out string) string {
 	return strings.Join(keep, "\n")
 }
 
-// why names the first failing test of a killed mutant and its first
-// message, so that a kill can be checked to be the rule's.
-func why(out string) string {
-	var parts []string
+// classify tells how the rule's tests failed on a mutant, from their
+// output. A kill counts only when an assertion of the tests failed them:
+// the first failing test's message comes from a line that calls
+// t.Errorf/t.Fatalf/... (read in pkgDir), it is not a setup check (a
+// message starting with "setup"), and no panic or timeout ended the run.
+// Anything else is reported with the reason it does not count:
+// PANIC (a panic, a deadlock report or a test timeout), SETUP (a setup
+// check failed, not the rule's assertion), NOASSERT (no assertion line).
+// The detail names the test and the assertion: TestX: file_test.go:NN:
+// message, and the source line for a failure reported through a helper.
+func classify(pkgDir, out string) (status, detail string) {
+	test := ""
 	if m := failLine.FindStringSubmatch(out); m != nil {
-		parts = append(parts, m[1])
+		test = m[1]
 	}
-	if m := msgLine.FindStringSubmatch(out); m != nil {
-		parts = append(parts, m[1])
-	} else if m := panicMsg.FindStringSubmatch(out); m != nil {
-		parts = append(parts, m[1])
+	panicked := panicMsg.FindString(out)
+	setup := ""
+	for _, l := range strings.Split(out, "\n") {
+		if m := failLine.FindStringSubmatch(l); m != nil {
+			test = m[1]
+			continue
+		}
+		m := msgLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		file, line, msg := m[1], m[2], m[3]
+		src := sourceLine(filepath.Join(pkgDir, file), line)
+		where := fmt.Sprintf("%s: %s:%s: %s", test, file, line, clip(msg, 160))
+		if !assertCall.MatchString(src) {
+			if strings.Contains(src, ".Log") {
+				continue // a log line: the assertion comes after it
+			}
+			// A helper marked with t.Helper: say which.
+			where += "  [line: " + clip(strings.TrimSpace(src), 80) + "]"
+		}
+		switch {
+		case panicked != "":
+			return "PANIC", "not counted: " + panicked + "\n(first message " + where + ")"
+		case strings.HasPrefix(strings.ToLower(msg), "setup"):
+			if setup == "" {
+				setup = where
+			}
+			continue // another test may fail on its own assertion
+		}
+		return "killed", where
 	}
-	s := strings.Join(parts, ": ")
-	if len(s) > 200 {
-		s = s[:200] + "..."
+	switch {
+	case panicked != "":
+		return "PANIC", fmt.Sprintf("not counted: %s: %s", test, panicked)
+	case setup != "":
+		return "SETUP", "not counted: only a setup check failed: " + setup
+	}
+	return "NOASSERT", "not counted: no assertion message:\n" + tail(out, 10)
+}
+
+// sourceLine returns line n (1-based, decimal) of file, or "".
+func sourceLine(file, n string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	var i int
+	if _, err := fmt.Sscan(n, &i); err != nil {
+		return ""
+	}
+	ls := strings.Split(string(b), "\n")
+	if i < 1 || i > len(ls) {
+		return ""
+	}
+	return ls[i-1]
+}
+
+// clip shortens s to at most n bytes.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
 	}
 	return s
 }
