@@ -11,12 +11,18 @@
 //	go run ./hack/rulemut -check   # every snippet applies (seconds)
 //	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
 //
-// It prints one line per entry, `RULE killed|SURVIVED|BROKEN description`,
-// then `rule mutations killed: K/N` and the elapsed time. BROKEN means the
-// entry itself is wrong (its snippet is missing or not unique, the mutant
-// does not build, or the unmutated tests fail or match nothing); a
-// broken entry never counts as killed. It exits non-zero unless every entry
-// is killed.
+// It prints one line per entry, `RULE STATUS description`, and under it
+// the test and the assertion that failed (`TestX: file_test.go:NN:
+// message`), then `rule mutations killed: K/N` and the elapsed time. Only
+// `killed` counts: an assertion of the rule's own tests (a line calling
+// t.Errorf, t.Fatalf, ... or a helper marked with t.Helper, whose line is
+// shown) failed them. Not counted: PANIC (a panic, a synctest deadlock
+// report or a test timeout ended the run), SETUP (only a check whose
+// message starts with "setup" failed), NOASSERT (no assertion message),
+// SURVIVED (the tests pass), BROKEN (the entry itself is wrong: its
+// snippet is missing or not unique, the mutant or its tests do not build,
+// or the unmutated tests fail or match nothing). It exits non-zero unless
+// every entry is killed.
 package main
 
 import (
