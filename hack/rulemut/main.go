@@ -7,7 +7,7 @@
 //
 // Usage (from the repository root; `make rule-mutations` runs it):
 //
-//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-keep]
+//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-j 2] [-keep]
 //	go run ./hack/rulemut -check   # every snippet applies (seconds)
 //	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
 //
@@ -71,8 +71,15 @@ type Edit struct {
 	To string
 }
 
-// withVet makes every mutant pass go vet, not only go build.
-var withVet bool
+var (
+	// withVet makes every mutant pass go vet, not only go build.
+	withVet bool
+	// jobs is the number of mutants tested at once (-j).
+	jobs = 1
+	// baselineTimeout bounds the unmutated run of one package's rule
+	// tests, all of them at once (-baseline-timeout).
+	baselineTimeout = 20 * time.Minute
+)
 
 func main() {
 	only := flag.String("only", "", "comma-separated rule IDs to run (default: all)")
@@ -81,6 +88,8 @@ func main() {
 	vet := flag.Bool("vet", false, "go vet every mutant (tests included) before running its tests")
 	check := flag.Bool("check", false, "only check that every entry's snippets apply (no build, no test)")
 	table := flag.Bool("table", false, "print the entries as the Markdown table of docs/engine.md and exit")
+	j := flag.Int("j", 1, "mutants tested at once, each in a scratch copy of its own")
+	baseTimeout := flag.Duration("baseline-timeout", 20*time.Minute, "go test -timeout for the unmutated run of a package's rule tests")
 	flag.Parse()
 	if *table {
 		printTable()
@@ -94,6 +103,8 @@ func main() {
 		return
 	}
 	withVet = *vet
+	jobs = max(*j, 1)
+	baselineTimeout = *baseTimeout
 	if err := run(*only, *timeout, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "rulemut:", err)
 		os.Exit(2)
@@ -125,14 +136,48 @@ func run(only string, timeout time.Duration, keep bool) error {
 	if err := copyTree(root, scratch); err != nil {
 		return fmt.Errorf("copy the tree: %w", err)
 	}
-	passing, err := baseline(scratch, list, timeout)
+	passing, err := baseline(scratch, list, baselineTimeout)
 	if err != nil {
 		return err
 	}
+	// With -j, each further worker mutates a copy of its own.
+	dirs := []string{scratch}
+	for k := 1; k < jobs; k++ {
+		d, err := os.MkdirTemp("", "rulemut-")
+		if err != nil {
+			return fmt.Errorf("scratch directory: %w", err)
+		}
+		defer os.RemoveAll(d)
+		if err := copyTree(root, d); err != nil {
+			return fmt.Errorf("copy the tree: %w", err)
+		}
+		dirs = append(dirs, d)
+	}
+	type result struct{ status, detail string }
+	results := make([]chan result, len(list))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	next := make(chan int)
+	go func() {
+		for i := range list {
+			next <- i
+		}
+		close(next)
+	}()
+	for _, d := range dirs {
+		go func() {
+			for i := range next {
+				status, detail := mutate(d, list[i], passing, timeout)
+				results[i] <- result{status, detail}
+			}
+		}()
+	}
 	killed := 0
 	var notCounted []string
-	for _, m := range list {
-		status, detail := mutate(scratch, m, passing, timeout)
+	for i, m := range list {
+		r := <-results[i] // in list order
+		status, detail := r.status, r.detail
 		if status == "killed" {
 			killed++
 		}

@@ -190,15 +190,21 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestL09_",
 	},
 	{
-		Rule: "L09", Desc: "Snapshot hands out the current snapshot without taking a reference: the commit that replaces it releases the files its holder still reads",
+		Rule: "L09", Desc: "a snapshot reads its segment's mask from the current generation instead of the exact generation it captured",
 		Edits: []Edit{{File: "engine/index/snapshot.go",
 			From: `
-				s := idx.mu.current
-				s.refs.Add(1)
-				return s, nil`,
+				d := s.Segments[i].Deleted
+				return d == nil || !d.Contains(doc)`,
 			To: `
-				s := idx.mu.current
-				return s, nil`}},
+				d := s.Segments[i].Deleted
+				s.idx.mu.Lock()
+				for _, m := range s.idx.mu.meta.Segments {
+					if m.ID == s.Segments[i].Meta.ID && m.Deletes != nil {
+						d = s.idx.mu.masks[m.Deletes.ID]
+					}
+				}
+				s.idx.mu.Unlock()
+				return d == nil || !d.Contains(doc)`}},
 		Pkg: "./engine/index", Run: "^TestL09_",
 	},
 	{

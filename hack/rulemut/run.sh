@@ -10,4 +10,4 @@
 set -e
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
-exec nice -n 19 "$GO" run ./hack/rulemut "$@"
+exec nice -n 10 "$GO" run ./hack/rulemut "$@"
