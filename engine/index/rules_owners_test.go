@@ -162,9 +162,15 @@ func TestQ03_ReadOnlyOpenMutatesNothing(t *testing.T) {
 	}
 	mustCommit(t, idx)
 	mustClose(t, idx)
-	orphan := fs.PathJoin(testDir, "seg_ff.post")
-	f, _ := fs.Create(orphan, vfs.WriteCategoryUnspecified)
-	f.Close()
+	// An orphan and a crashed save's temporary file: the writer's open
+	// removes both, a read-only open neither.
+	for _, name := range []string{"seg_ff.post", metadata.TempFileName} {
+		f, err := fs.Create(fs.PathJoin(testDir, name), vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	before := fs.String()
 	ro, err := OpenReadOnly(fs, testDir, testOptions())
 	if err != nil {
@@ -474,5 +480,40 @@ func TestQ06_QuarantineDuringCloseKeepsSnapshotRefcountsExact(t *testing.T) {
 	if n := snap.refs.Load(); n != 0 {
 		t.Fatalf("snapshot refcount %d after close, want 0", n)
 	}
+	checkOwned(t, fs, idx)
+}
+
+// TestL03_DegradedCommitStillOwnsItsOutputs: a commit whose directory
+// fsync after the rename failed is committed (C04): metadata takes
+// ownership of its segments and masks before their claims are released,
+// as after a clean save, so none of its files is deleted.
+func TestL03_DegradedCommitStillOwnsItsOutputs(t *testing.T) {
+	inj := &failDirSync{}
+	fs := errorfs.Wrap(vfs.NewMem(), inj)
+	idx, err := Create(fs, testDir, testSchema, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	if err := idx.Add(docs(t, 0, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	if err := idx.Add(docs(t, 0, 2, 2)); err != nil { // upserts: a new mask
+		t.Fatal(err)
+	}
+	inj.armed = true
+	res, err := idx.Commit(context.Background())
+	inj.armed = false
+	if err != nil || !res.DurabilityDegraded {
+		t.Fatalf("setup: commit %+v %v, want a degraded commit", res, err)
+	}
+	meta := idx.Metadata()
+	for _, id := range meta.IDs() {
+		if !idx.Manager().OwnersOf(id).Live {
+			t.Fatalf("committed %s is not metadata-owned after a degraded commit", id)
+		}
+	}
+	checkCommittedFilesExist(t, fs, meta)
 	checkOwned(t, fs, idx)
 }

@@ -214,7 +214,8 @@ func TestM02_SingleSourceRewriteMaskOwnedBeforeTheSourceRetires(t *testing.T) {
 }
 
 // TestQ10_CorruptReorderSourceIsQuarantined: a reorder source whose files
-// fail full validation enters the merge quarantine: it stays in metadata
+// fail full validation, checked before any BP work, enters the merge
+// quarantine: it stays in metadata
 // and visible in status, is excluded from search, and the next manual
 // reorder skips it.
 func TestQ10_CorruptReorderSourceIsQuarantined(t *testing.T) {
@@ -222,9 +223,14 @@ func TestQ10_CorruptReorderSourceIsQuarantined(t *testing.T) {
 	defer mustClose(t, idx)
 	victim := idx.Metadata().Segments[1].ID
 	corruptPart(t, fs, idx.Metadata().Segments[1].Info, segment.SuffixForward)
-	_, err := idx.ReorderSegment(context.Background(), victim, ReorderOptions{})
+	// Counts the BP graph builder's checks: validation comes before it.
+	ctx := &cancelInside{Context: context.Background(), cancel: func() {}, in: "forwardGraph", n: -1}
+	_, err := idx.ReorderSegment(ctx, victim, ReorderOptions{})
 	if !errors.Is(err, ErrSourceQuarantined) {
 		t.Fatalf("reorder of a corrupt source: %v", err)
+	}
+	if n := ctx.seen.Load(); n != 0 {
+		t.Fatalf("the BP graph of a corrupt source was built (%d checks) before its validation", n)
 	}
 	if !idx.IsQuarantined(victim) || !idx.Manager().OwnersOf(victim).Live {
 		t.Fatal("the corrupt source is not quarantined, or left metadata")

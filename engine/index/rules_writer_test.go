@@ -2,8 +2,10 @@ package index
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -188,5 +190,59 @@ func TestC10_DeleteLookupRacingACommitLooksAgain(t *testing.T) {
 	mustCommit(t, idx)
 	if _, ok := visible(t, idx)["p0005"]; ok {
 		t.Fatal("the delete was lost")
+	}
+}
+
+// TestC10_DeleteLookupAcrossTheSealIsRefused: a Delete whose committed
+// lookup started before a commit sealed the generation, and ended while
+// that commit's finalizer runs, is refused with backpressure: it is not
+// recorded into the sealed generation, whose publication would lose it.
+func TestC10_DeleteLookupAcrossTheSealIsRefused(t *testing.T) {
+	looking, lookupRelease := make(chan struct{}, 1), make(chan struct{})
+	var armed atomic.Bool
+	opts := testOptions()
+	opts.Hooks.DuringPrimaryKeyLookup = func(pk string) {
+		if pk == "p0003" && armed.CompareAndSwap(true, false) {
+			looking <- struct{}{}
+			<-lookupRelease
+		}
+	}
+	idx, err := Create(vfs.NewMem(), testDir, testSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, idx)
+	if err := idx.Add(docs(t, 0, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	hooks, reached, release := blockingPublish()
+	idx.opts.Hooks.BeforePublish = hooks.BeforePublish
+	var unblockOnce sync.Once
+	unblock := func() { unblockOnce.Do(func() { close(release) }) }
+	defer unblock()
+	if err := idx.Add(docs(t, 10, 12, 1)); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	deleted := make(chan error, 1)
+	go func() { _, err := idx.Delete("p0003"); deleted <- err }()
+	<-looking // the lookup runs, without w.mu, in the open generation
+	committed := make(chan error, 1)
+	go func() { _, err := idx.Commit(context.Background()); committed <- err }()
+	<-reached // sealed; the finalizer runs
+	close(lookupRelease)
+	err = <-deleted
+	unblock()
+	if cerr := <-committed; cerr != nil {
+		t.Fatal(cerr)
+	}
+	if !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("Delete whose lookup ended during the finalizer: %v, want backpressure", err)
+	}
+	idx.opts.Hooks.BeforePublish = nil
+	mustCommit(t, idx)
+	if _, ok := visible(t, idx)["p0003"]; !ok {
+		t.Fatal("a refused delete was applied")
 	}
 }

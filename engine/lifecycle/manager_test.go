@@ -85,6 +85,22 @@ func TestL02_CleanupDeletesOnlyUnownedIDs(t *testing.T) {
 	if hasFilesOf(t, fs, 1) {
 		t.Fatal("retired segment kept after its last reader dropped")
 	}
+	// An active operation is an owner too: a rewrite source retired while
+	// the rewrite still holds its claim, with no reader, stays.
+	writeFiles(t, fs, 2, "post")
+	m.Publish([]segid.ID{2})
+	claims, err := m.ClaimExisting("merge", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Publish(nil)
+	if !hasFilesOf(t, fs, 2) {
+		t.Fatal("retired segment deleted while an operation holds its claim")
+	}
+	ReleaseAll(claims)
+	if hasFilesOf(t, fs, 2) {
+		t.Fatal("retired segment kept after its claim was released")
+	}
 }
 
 func TestL03_NextOwnerInstalledBeforeRelease(t *testing.T) {

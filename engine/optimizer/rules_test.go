@@ -156,7 +156,8 @@ func TestM04_PermitHeldUntilTheTaskDrains(t *testing.T) {
 
 // TestS02_ShutdownSignalsBPCancellationBeforeJoining: a running BP pass
 // that only stops when cancelled is cancelled first, then joined; joining
-// first would wait forever (the bubble reports that deadlock).
+// first would wait forever: once Shutdown is blocked for good, the task's
+// context must already be cancelled.
 func TestS02_ShutdownSignalsBPCancellationBeforeJoining(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := NewPermits(1)
@@ -174,10 +175,17 @@ func TestS02_ShutdownSignalsBPCancellationBeforeJoining(t *testing.T) {
 		}
 		o.Scan([]Target{f})
 		ctx := <-started
-		o.Shutdown()
+		shut := make(chan struct{})
+		go func() { o.Shutdown(); close(shut) }()
+		synctest.Wait() // Shutdown returned, or blocks for good
 		if ctx.Err() == nil {
+			// Unblock the join, so that the failure is this assertion and
+			// not the bubble's deadlock report.
+			o.cancelTasks()
+			<-shut
 			t.Fatal("Shutdown joined the BP task without cancelling it")
 		}
+		<-shut
 		if p.InUse() != 0 || o.Running() != 0 {
 			t.Fatal("Shutdown returned before the task drained")
 		}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -155,6 +156,11 @@ func TestS01_DrainIsNotDoneWhileAMergeRuns(t *testing.T) {
 		defer r.Close(context.Background())
 		h := mustCreate(t, r, "articles")
 		defer h.Release()
+		// The merge is let go before the close on every path: a failure
+		// below fails this test, not the bubble with a deadlock.
+		var once sync.Once
+		unblock := func() { once.Do(func() { close(release) }) }
+		defer unblock()
 		threeCommits(t, h)
 		merged := make(chan error, 1)
 		go func() { _, err := h.Merge(context.Background(), 1); merged <- err }()
@@ -164,7 +170,7 @@ func TestS01_DrainIsNotDoneWhileAMergeRuns(t *testing.T) {
 		if st := r.DrainStatus(); st.Drained || r.maintenanceRunning() == 0 {
 			t.Fatalf("drain done while a merge runs: %+v", st)
 		}
-		close(release)
+		unblock()
 		if err := r.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}

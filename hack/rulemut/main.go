@@ -7,16 +7,22 @@
 //
 // Usage (from the repository root; `make rule-mutations` runs it):
 //
-//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-keep]
+//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-j 2] [-keep]
 //	go run ./hack/rulemut -check   # every snippet applies (seconds)
 //	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
 //
-// It prints one line per entry, `RULE killed|SURVIVED|BROKEN description`,
-// then `rule mutations killed: K/N` and the elapsed time. BROKEN means the
-// entry itself is wrong (its snippet is missing or not unique, the mutant
-// does not build, or the unmutated tests fail or match nothing); a
-// broken entry never counts as killed. It exits non-zero unless every entry
-// is killed.
+// It prints one line per entry, `RULE STATUS description`, and under it
+// the test and the assertion that failed (`TestX: file_test.go:NN:
+// message`), then `rule mutations killed: K/N` and the elapsed time. Only
+// `killed` counts: an assertion of the rule's own tests (a line calling
+// t.Errorf, t.Fatalf, ... or a helper marked with t.Helper, whose line is
+// shown) failed them. Not counted: PANIC (a panic, a synctest deadlock
+// report or a test timeout ended the run), SETUP (only a check whose
+// message starts with "setup" failed), NOASSERT (no assertion message),
+// SURVIVED (the tests pass), BROKEN (the entry itself is wrong: its
+// snippet is missing or not unique, the mutant or its tests do not build,
+// or the unmutated tests fail or match nothing). It exits non-zero unless
+// every entry is killed.
 package main
 
 import (
@@ -65,8 +71,15 @@ type Edit struct {
 	To string
 }
 
-// withVet makes every mutant pass go vet, not only go build.
-var withVet bool
+var (
+	// withVet makes every mutant pass go vet, not only go build.
+	withVet bool
+	// jobs is the number of mutants tested at once (-j).
+	jobs = 1
+	// baselineTimeout bounds the unmutated run of one package's rule
+	// tests, all of them at once (-baseline-timeout).
+	baselineTimeout = 20 * time.Minute
+)
 
 func main() {
 	only := flag.String("only", "", "comma-separated rule IDs to run (default: all)")
@@ -75,6 +88,8 @@ func main() {
 	vet := flag.Bool("vet", false, "go vet every mutant (tests included) before running its tests")
 	check := flag.Bool("check", false, "only check that every entry's snippets apply (no build, no test)")
 	table := flag.Bool("table", false, "print the entries as the Markdown table of docs/engine.md and exit")
+	j := flag.Int("j", 1, "mutants tested at once, each in a scratch copy of its own")
+	baseTimeout := flag.Duration("baseline-timeout", 20*time.Minute, "go test -timeout for the unmutated run of a package's rule tests")
 	flag.Parse()
 	if *table {
 		printTable()
@@ -88,6 +103,8 @@ func main() {
 		return
 	}
 	withVet = *vet
+	jobs = max(*j, 1)
+	baselineTimeout = *baseTimeout
 	if err := run(*only, *timeout, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "rulemut:", err)
 		os.Exit(2)
@@ -119,20 +136,61 @@ func run(only string, timeout time.Duration, keep bool) error {
 	if err := copyTree(root, scratch); err != nil {
 		return fmt.Errorf("copy the tree: %w", err)
 	}
-	passing, err := baseline(scratch, list, timeout)
+	passing, err := baseline(scratch, list, baselineTimeout)
 	if err != nil {
 		return err
 	}
+	// With -j, each further worker mutates a copy of its own.
+	dirs := []string{scratch}
+	for k := 1; k < jobs; k++ {
+		d, err := os.MkdirTemp("", "rulemut-")
+		if err != nil {
+			return fmt.Errorf("scratch directory: %w", err)
+		}
+		defer os.RemoveAll(d)
+		if err := copyTree(root, d); err != nil {
+			return fmt.Errorf("copy the tree: %w", err)
+		}
+		dirs = append(dirs, d)
+	}
+	type result struct{ status, detail string }
+	results := make([]chan result, len(list))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	next := make(chan int)
+	go func() {
+		for i := range list {
+			next <- i
+		}
+		close(next)
+	}()
+	for _, d := range dirs {
+		go func() {
+			for i := range next {
+				status, detail := mutate(d, list[i], passing, timeout)
+				results[i] <- result{status, detail}
+			}
+		}()
+	}
 	killed := 0
-	for _, m := range list {
-		status, detail := mutate(scratch, m, passing, timeout)
+	var notCounted []string
+	for i, m := range list {
+		r := <-results[i] // in list order
+		status, detail := r.status, r.detail
 		if status == "killed" {
 			killed++
 		}
 		fmt.Printf("%-4s %-8s %s\n", m.Rule, status, m.Desc)
+		if status != "killed" {
+			notCounted = append(notCounted, m.Rule+" "+status)
+		}
 		if detail != "" {
 			fmt.Printf("     %s\n", strings.ReplaceAll(detail, "\n", "\n     "))
 		}
+	}
+	if len(notCounted) > 0 {
+		fmt.Printf("not killed by an assertion of the rule's tests: %s\n", strings.Join(notCounted, ", "))
 	}
 	fmt.Printf("rule mutations killed: %d/%d\n", killed, len(list))
 	fmt.Printf("elapsed: %s\n", time.Since(start).Round(time.Second))
@@ -337,13 +395,16 @@ func mutate(dir string, m Mutation, passing map[string][]string, timeout time.Du
 	if strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") {
 		return "BROKEN", "the mutant's tests do not build:\n" + tail(out, 15)
 	}
-	return "killed", why(out)
+	return classify(filepath.Join(dir, m.Pkg), out)
 }
 
 var (
 	failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
-	msgLine  = regexp.MustCompile(`(?m)^\s+(\S+_test\.go:\d+: .*)$`)
+	msgLine  = regexp.MustCompile(`(?m)^\s+(\S+_test\.go):(\d+): (.*)$`)
 	panicMsg = regexp.MustCompile(`(?m)^(panic: .*|.*test timed out.*)$`)
+	// assertCall is a line of a test that fails it: t.Errorf, t.Fatalf,
+	// t.Error, t.Fatal, t.Fail, t.FailNow (on any *testing.T variable).
+	assertCall = regexp.MustCompile(`\.(Errorf|Fatalf|Error|Fatal|Fail|FailNow)\(`)
 )
 
 // failures returns the lines of out that name a failed test, its
@@ -358,21 +419,83 @@ func failures(out string) string {
 	return strings.Join(keep, "\n")
 }
 
-// why names the first failing test of a killed mutant and its first
-// message, so that a kill can be checked to be the rule's.
-func why(out string) string {
-	var parts []string
+// classify tells how the rule's tests failed on a mutant, from their
+// output. A kill counts only when an assertion of the tests failed them:
+// the first failing test's message comes from a line that calls
+// t.Errorf/t.Fatalf/... (read in pkgDir), it is not a setup check (a
+// message starting with "setup"), and no panic or timeout ended the run.
+// Anything else is reported with the reason it does not count:
+// PANIC (a panic, a deadlock report or a test timeout), SETUP (a setup
+// check failed, not the rule's assertion), NOASSERT (no assertion line).
+// The detail names the test and the assertion: TestX: file_test.go:NN:
+// message, and the source line for a failure reported through a helper.
+func classify(pkgDir, out string) (status, detail string) {
+	test := ""
 	if m := failLine.FindStringSubmatch(out); m != nil {
-		parts = append(parts, m[1])
+		test = m[1]
 	}
-	if m := msgLine.FindStringSubmatch(out); m != nil {
-		parts = append(parts, m[1])
-	} else if m := panicMsg.FindStringSubmatch(out); m != nil {
-		parts = append(parts, m[1])
+	panicked := panicMsg.FindString(out)
+	setup := ""
+	for _, l := range strings.Split(out, "\n") {
+		if m := failLine.FindStringSubmatch(l); m != nil {
+			test = m[1]
+			continue
+		}
+		m := msgLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		file, line, msg := m[1], m[2], m[3]
+		src := sourceLine(filepath.Join(pkgDir, file), line)
+		where := fmt.Sprintf("%s: %s:%s: %s", test, file, line, clip(msg, 160))
+		if !assertCall.MatchString(src) {
+			if strings.Contains(src, ".Log") {
+				continue // a log line: the assertion comes after it
+			}
+			// A helper marked with t.Helper: say which.
+			where += "  [line: " + clip(strings.TrimSpace(src), 80) + "]"
+		}
+		switch {
+		case panicked != "":
+			return "PANIC", "not counted: " + panicked + "\n(first message " + where + ")"
+		case strings.HasPrefix(strings.ToLower(msg), "setup"):
+			if setup == "" {
+				setup = where
+			}
+			continue // another test may fail on its own assertion
+		}
+		return "killed", where
 	}
-	s := strings.Join(parts, ": ")
-	if len(s) > 200 {
-		s = s[:200] + "..."
+	switch {
+	case panicked != "":
+		return "PANIC", fmt.Sprintf("not counted: %s: %s", test, panicked)
+	case setup != "":
+		return "SETUP", "not counted: only a setup check failed: " + setup
+	}
+	return "NOASSERT", "not counted: no assertion message:\n" + tail(out, 10)
+}
+
+// sourceLine returns line n (1-based, decimal) of file, or "".
+func sourceLine(file, n string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	var i int
+	if _, err := fmt.Sscan(n, &i); err != nil {
+		return ""
+	}
+	ls := strings.Split(string(b), "\n")
+	if i < 1 || i > len(ls) {
+		return ""
+	}
+	return ls[i-1]
+}
+
+// clip shortens s to at most n bytes.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
 	}
 	return s
 }

@@ -22,6 +22,13 @@ var mutations = []Mutation{
 		Pkg: "./engine/lifecycle", Run: "^TestL02_",
 	},
 	{
+		Rule: "L02", Desc: "ownership forgets active operations: a rewrite source retired while still claimed is deleted under the rewrite",
+		Edits: []Edit{{File: "engine/lifecycle/manager.go",
+			From: `func (o Owners) Owned() bool { return o.Live || o.Active != "" || o.Refs > 0 }`,
+			To:   `func (o Owners) Owned() bool { return o.Live || o.Refs > 0 }`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL02_",
+	},
+	{
 		Rule: "L03", Desc: "the commit point releases the active claims before metadata takes ownership",
 		Edits: []Edit{{File: "engine/index/commitpoint.go",
 			From: `
@@ -39,6 +46,16 @@ var mutations = []Mutation{
 				mgr.Publish(cp.next.IDs())
 				if cp.install != nil {
 					cp.install(saveErr)
+				}`}},
+		Pkg: "./engine/index", Run: "^TestL03_",
+	},
+	{
+		Rule: "L03", Desc: "after a post-rename directory-sync failure the commit point skips installing metadata as owner, but still releases the claims",
+		Edits: []Edit{{File: "engine/index/commitpoint.go",
+			From: `mgr.Publish(cp.next.IDs()) // the next owner before the release (L03)`,
+			To: `
+				if saveErr == nil {
+					mgr.Publish(cp.next.IDs())
 				}`}},
 		Pkg: "./engine/index", Run: "^TestL03_",
 	},
@@ -113,6 +130,23 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestL07_",
 	},
 	{
+		Rule: "L07", Desc: "a rewrite writes its new deletion mask under the next free ID and claims that ID only after the write",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `
+				if maskClaim, err = idx.mgr.Claim(rw.kind + "-mask"); err != nil {
+					r.Close()
+					return RewriteResult{}, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
+				}
+				fi, err := segment.WriteMask(idx.fs, idx.dir, maskClaim.ID, deleted, info.Documents)`,
+			To: `
+				fi, err := segment.WriteMask(idx.fs, idx.dir, idx.mgr.NextID(), deleted, info.Documents)
+				if maskClaim, err = idx.mgr.Claim(rw.kind + "-mask"); err != nil {
+					r.Close()
+					return RewriteResult{}, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
+				}`}},
+		Pkg: "./engine/index", Run: "^TestL07_",
+	},
+	{
 		Rule: "L08", Desc: "ClaimExisting checks only the first source for another holder",
 		Edits: []Edit{{File: "engine/lifecycle/claim.go",
 			From: `
@@ -124,10 +158,53 @@ var mutations = []Mutation{
 		Pkg: "./engine/lifecycle", Run: "^TestL08_",
 	},
 	{
+		Rule: "L08", Desc: "ClaimExisting claims each source as it checks it: a refused claim leaves the sources before the conflict claimed",
+		Edits: []Edit{{File: "engine/lifecycle/claim.go",
+			From: `
+				for _, id := range ids {
+					if holder, held := m.mu.active[id]; held {
+						return nil, fmt.Errorf("%w: %s held by %s", ErrAlreadyClaimed, id, holder)
+					}
+				}
+				out := make([]*Claim, len(ids))
+				for i, id := range ids {
+					m.mu.active[id] = op
+					out[i] = &Claim{m: m, ID: id, op: op}
+				}`,
+			To: `
+				out := make([]*Claim, len(ids))
+				for i, id := range ids {
+					if holder, held := m.mu.active[id]; held {
+						return nil, fmt.Errorf("%w: %s held by %s", ErrAlreadyClaimed, id, holder)
+					}
+					m.mu.active[id] = op
+					out[i] = &Claim{m: m, ID: id, op: op}
+				}`}},
+		Pkg: "./engine/lifecycle", Run: "^TestL08_",
+	},
+	{
 		Rule: "L09", Desc: "a snapshot references its segments but not their mask generations",
 		Edits: []Edit{{File: "engine/index/snapshot.go",
 			From: `s.ids = append(s.ids, m.Deletes.ID)`,
 			To:   ``}},
+		Pkg: "./engine/index", Run: "^TestL09_",
+	},
+	{
+		Rule: "L09", Desc: "a snapshot reads its segment's mask from the current generation instead of the exact generation it captured",
+		Edits: []Edit{{File: "engine/index/snapshot.go",
+			From: `
+				d := s.Segments[i].Deleted
+				return d == nil || !d.Contains(doc)`,
+			To: `
+				d := s.Segments[i].Deleted
+				s.idx.mu.Lock()
+				for _, m := range s.idx.mu.meta.Segments {
+					if m.ID == s.Segments[i].Meta.ID && m.Deletes != nil {
+						d = s.idx.mu.masks[m.Deletes.ID]
+					}
+				}
+				s.idx.mu.Unlock()
+				return d == nil || !d.Contains(doc)`}},
 		Pkg: "./engine/index", Run: "^TestL09_",
 	},
 	{
@@ -150,12 +227,42 @@ var mutations = []Mutation{
 
 	// Commit point (C).
 	{
-		Rule: "C01", Desc: "flush publication no longer takes the metadata lock",
+		Rule: "C01", Desc: "a rewrite's publication reads the current generation under the metadata lock, then releases the lock before building and saving the next",
+		Edits: []Edit{
+			{File: "engine/index/rewrite.go",
+				From: `
+					idx.metaMu.Lock()
+					defer idx.metaMu.Unlock()
+					// A cancelled rewrite (deletion, shutdown, drain) publishes nothing.`,
+				To: `
+					idx.metaMu.Lock()
+					meta := idx.Metadata() // the generation this publication builds on
+					idx.metaMu.Unlock()
+					// A cancelled rewrite (deletion, shutdown, drain) publishes nothing.`},
+			{File: "engine/index/rewrite.go",
+				From: `
+					meta := idx.Metadata()
+					cur := make([]metadata.Segment, len(rw.sources))`,
+				To: `cur := make([]metadata.Segment, len(rw.sources))`},
+		},
+		Pkg: "./engine/index", Run: "^TestC01_",
+	},
+	{
+		Rule: "C01", Desc: "a commit's publication holds the metadata lock only while it reads the current generation, not through its save",
 		Edits: []Edit{{File: "engine/index/publish.go",
 			From: `
 				idx.metaMu.Lock() // C01
-				defer idx.metaMu.Unlock()`,
-			To: ``}},
+				defer idx.metaMu.Unlock()
+
+				outputs := job.outputs()
+				idx.mu.Lock()
+				meta := idx.mu.meta`,
+			To: `
+				idx.metaMu.Lock()
+				outputs := job.outputs()
+				idx.mu.Lock()
+				meta := idx.mu.meta
+				idx.metaMu.Unlock()`}},
 		Pkg: "./engine/index", Run: "^TestC01_",
 	},
 	{
@@ -333,12 +440,39 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC09_",
 	},
 	{
-		Rule: "C10", Desc: "admission no longer refuses ingestion while a commit's finalizer runs",
+		Rule: "C10", Desc: "Delete of a key added in the current generation takes a fast path before the admission check: during a finalizer it is recorded into the sealed generation",
 		Edits: []Edit{{File: "engine/index/writer.go",
 			From: `
-				case w.mu.job != nil:
-					return ErrBackpressure`,
-			To: ``}},
+				w.mu.Lock()
+				if err := w.admitLocked(); err != nil {
+					w.mu.Unlock()
+					return false, err
+				}
+				gen := w.mu.gen
+				if p, ok := gen.pending[pk]; ok {
+					w.recordDeleteLocked(gen, pk)
+					w.mu.Unlock()
+					return !p.deleted, nil
+				}`,
+			To: `
+				w.mu.Lock()
+				gen := w.mu.gen
+				if p, ok := gen.pending[pk]; ok {
+					w.recordDeleteLocked(gen, pk)
+					w.mu.Unlock()
+					return !p.deleted, nil
+				}
+				if err := w.admitLocked(); err != nil {
+					w.mu.Unlock()
+					return false, err
+				}`}},
+		Pkg: "./engine/index", Run: "^TestC10_",
+	},
+	{
+		Rule: "C10", Desc: "Delete rechecks only the generation after its lockless lookup, not admission: a lookup that ends during a finalizer records into the sealed generation",
+		Edits: []Edit{{File: "engine/index/writer.go",
+			From: `if w.mu.gen == gen && w.admitLocked() == nil {`,
+			To:   `if w.mu.gen == gen {`}},
 		Pkg: "./engine/index", Run: "^TestC10_",
 	},
 	{
@@ -379,16 +513,26 @@ var mutations = []Mutation{
 
 	// Cancellation and shutdown (S).
 	{
-		Rule: "S01", Desc: "the drain finishes while maintenance still runs instead of bringing it to rest",
+		Rule: "S01", Desc: "the drain counts only the optimizer's background tasks as running maintenance: it finishes while a manual merge still runs",
 		Edits: []Edit{{File: "engine/registry/drain.go",
+			From: `return r.permits.InUse()`,
+			To:   `return r.opt.Running()`}},
+		Pkg: "./engine/registry", Run: "^TestS01_",
+	},
+	{
+		Rule: "S01", Desc: "shutdown gives each index a short grace period to close, then abandons the maintenance still running in it",
+		Edits: []Edit{{File: "engine/registry/shutdown.go",
 			From: `
-				if !pending && err == nil && r.maintenanceRunning() > 0 {
-					// Blocking maintenance is brought to rest, never abandoned.
-					d.mu.Unlock()
-					time.Sleep(drainPoll)
-					continue
+				if err := e.idx.Close(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("registry: close %s: %w", e.name, err))
 				}`,
-			To: ``}},
+			To: `
+				grace, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+				err := e.idx.Close(grace)
+				cancel()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("registry: close %s: %w", e.name, err))
+				}`}},
 		Pkg: "./engine/registry", Run: "^TestS01_",
 	},
 	{
@@ -403,13 +547,17 @@ var mutations = []Mutation{
 		Pkg: "./engine/optimizer", Run: "^TestS02_", Timeout: 90 * time.Second,
 	},
 	{
-		Rule: "S03", Desc: "reorder graph building never checks cancellation",
+		Rule: "S03", Desc: "graph building checks cancellation once, before its first document, instead of between bounded units",
 		Edits: []Edit{{File: "engine/index/reorder.go",
-			From: `
-				if doc%1024 == 0 && ctx.Err() != nil {
-					return nil, fmt.Errorf("index: reorder graph: %w", ctx.Err())
-				}`,
-			To: ``}},
+			From: `if doc%1024 == 0 && ctx.Err() != nil {`,
+			To:   `if doc == 0 && ctx.Err() != nil {`}},
+		Pkg: "./engine/index", Run: "^TestS03_",
+	},
+	{
+		Rule: "S03", Desc: "BP's cancellation error formats the context's error with %v: a cancelled pass no longer reads as context.Canceled (error class lost)",
+		Edits: []Edit{{File: "engine/bp/stop.go",
+			From: `return fmt.Errorf("%w: %w", ErrCancelled, ctx.Err())`,
+			To:   `return fmt.Errorf("%w: %v", ErrCancelled, ctx.Err())`}},
 		Pkg: "./engine/index", Run: "^TestS03_",
 	},
 	{
@@ -476,17 +624,6 @@ var mutations = []Mutation{
 		Pkg: "./engine/registry", Run: "^TestD02_", Timeout: 90 * time.Second,
 	},
 	{
-		Rule: "D03", Desc: "the .deleting marker is not fsynced before deletion goes on",
-		Edits: []Edit{{File: "engine/registry/delete.go",
-			From: `
-				if err := f.Sync(); err != nil {
-					f.Close()
-					return err
-				}`,
-			To: ``}},
-		Pkg: "./engine/registry", Run: "^TestD03_",
-	},
-	{
 		Rule: "D03", Desc: "startup looks for the .deleting marker in the data directory instead of the index's: a marked index is opened again",
 		Edits: []Edit{{File: "engine/registry/trash.go",
 			From: `if _, err := r.fs.Stat(r.fs.PathJoin(dir, DeletingMarker)); errors.Is(err, iofs.ErrNotExist) {`,
@@ -516,13 +653,22 @@ var mutations = []Mutation{
 		Pkg: "./engine/registry", Run: "^TestD04_",
 	},
 	{
-		Rule: "D05", Desc: "manual reorder no longer commits the admitted generation first",
+		Rule: "D05", Desc: "manual reorder commits the admitted generation inside its owned task, once it holds a maintenance permit, instead of before waiting for capacity",
 		Edits: []Edit{{File: "engine/registry/maintenance.go",
 			From: `
 				if _, err := h.Commit(ctx); err != nil {
 					return nil, err
-				}`,
-			To: ``}},
+				}
+				return maintain(ctx, h, func(c context.Context, idx *index.Index) ([]index.RewriteResult, error) {
+					return idx.Reorder(c, h.r.opts.Reorder)
+				})`,
+			To: `
+				return maintain(ctx, h, func(c context.Context, idx *index.Index) ([]index.RewriteResult, error) {
+					if _, err := h.Commit(c); err != nil {
+						return nil, err
+					}
+					return idx.Reorder(c, h.r.opts.Reorder)
+				})`}},
 		Pkg: "./engine/registry", Run: "^TestD05_", Timeout: 90 * time.Second,
 	},
 
@@ -533,6 +679,17 @@ var mutations = []Mutation{
 			From: `if !m.ownersLocked(id).Owned() {`,
 			To:   `if !m.ownersLocked(id).Live {`}},
 		Pkg: "./engine/lifecycle", Run: "^TestQ01_",
+	},
+	{
+		Rule: "Q01", Desc: "metadata's owned IDs leave out the deletion-mask generations: the writer's open sweeps every committed mask",
+		Edits: []Edit{{File: "engine/metadata/metadata.go",
+			From: `
+				out = append(out, s.ID)
+				if s.Deletes != nil {
+					out = append(out, s.Deletes.ID)
+				}`,
+			To: `out = append(out, s.ID)`}},
+		Pkg: "./engine/index", Run: "^TestQ01_",
 	},
 	{
 		Rule: "Q02", Desc: "file names are cut at the last dot: multi-dot suffixes (seg_1a.tmp.1) are never swept",
@@ -561,15 +718,16 @@ var mutations = []Mutation{
 		Pkg: "./engine/lifecycle", Run: "^TestQ02_",
 	},
 	{
-		Rule: "Q03", Desc: "read-only open sweeps orphans like the writer open",
+		Rule: "Q03", Desc: "read-only open removes a crashed save's metadata.json.tmp, as the writer's open does",
 		Edits: []Edit{{File: "engine/index/index.go",
 			From: `
-				idx.readOnly = true
-				idx.loadSegments(meta)`,
+				idx := newIndex(fs, dir, meta, opts)
+				idx.readOnly = true`,
 			To: `
-				idx.readOnly = true
-				_, _ = idx.mgr.Sweep()
-				idx.loadSegments(meta)`}},
+				idx := newIndex(fs, dir, meta, opts)
+				// Crash leftovers, as at the writer's open.
+				_ = fs.Remove(fs.PathJoin(dir, metadata.TempFileName))
+				idx.readOnly = true`}},
 		Pkg: "./engine/index", Run: "^TestQ03_",
 	},
 	{
@@ -684,14 +842,41 @@ var mutations = []Mutation{
 		Pkg: "./engine/optimizer", Run: "^TestQ09_",
 	},
 	{
-		Rule: "Q10", Desc: "reorder skips the preflight validation of its source",
+		Rule: "Q10", Desc: "reorder validates its source only after building the BP graph from it: corruption fails the costly work first, as a plain error, never quarantined",
+		Edits: []Edit{{File: "engine/index/reorder.go",
+			From: `
+				if err := rw.preflight(ctx); err != nil {
+					return RewriteResult{}, err
+				}
+				src := rw.sources[0]
+				g, err := idx.forwardGraph(ctx, src)
+				if err != nil {
+					return RewriteResult{}, err
+				}`,
+			To: `
+				src := rw.sources[0]
+				g, err := idx.forwardGraph(ctx, src)
+				if err != nil {
+					return RewriteResult{}, err
+				}
+				if err := rw.preflight(ctx); err != nil {
+					return RewriteResult{}, err
+				}`}},
+		Pkg: "./engine/index", Run: "^TestQ10_",
+	},
+	{
+		Rule: "Q10", Desc: "reorder wraps its preflight failure with %v: the quarantine's error class (ErrSourceQuarantined) is lost and callers take it for a transient failure",
 		Edits: []Edit{{File: "engine/index/reorder.go",
 			From: `
 				if err := rw.preflight(ctx); err != nil {
 					return RewriteResult{}, err
 				}
 				src := rw.sources[0]`,
-			To: `src := rw.sources[0]`}},
+			To: `
+				if err := rw.preflight(ctx); err != nil {
+					return RewriteResult{}, fmt.Errorf("index: reorder %s: %v", id, err)
+				}
+				src := rw.sources[0]`}},
 		Pkg: "./engine/index", Run: "^TestQ10_",
 	},
 	{
@@ -759,6 +944,13 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestQ12_",
 	},
 	{
+		Rule: "Q12", Desc: "a rewrite output is opened with the cheap check instead of the full validation before publication",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `r, err := segment.OpenValidated(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info)`,
+			To:   `r, err := segment.Open(rw.idx.fs, rw.idx.dir, rw.idx.schema, info)`}},
+		Pkg: "./engine/index", Run: "^TestQ12_",
+	},
+	{
 		Rule: "Q13", Desc: "a budget-truncated BP pass does not count as unconverged",
 		Edits: []Edit{{File: "engine/index/reorder.go",
 			From: `
@@ -776,18 +968,6 @@ var mutations = []Mutation{
 			From: `if len(rep.RemovedSegments) > 0 {`,
 			To:   `if len(rep.RemovedSegments) > 1 {`}},
 		Pkg: "./engine/index", Run: "^TestR01_",
-	},
-	{
-		Rule: "R02", Desc: "the doctor runs without the single-writer lock",
-		Edits: []Edit{{File: "engine/index/doctor.go",
-			From: `
-				lock, err := lockDir(fs, dir)
-				if err != nil {
-					return rep, err
-				}
-				defer lock.Close()`,
-			To: ``}},
-		Pkg: "./engine/index", Run: "^TestR02_",
 	},
 	{
 		Rule: "R02", Desc: "normal writer open runs the doctor first: a segment with a missing file is dropped from metadata at startup",
@@ -847,13 +1027,24 @@ var mutations = []Mutation{
 		Pkg: "./engine/registry", Run: "^TestM06_", Timeout: 90 * time.Second,
 	},
 	{
-		Rule: "M05", Desc: "a completed automatic task records no cooldown: the next one starts at once",
+		Rule: "M05", Desc: "the completion cooldown is consumed by the first scan that meets it: the next scan, still within the cooldown, starts a task",
 		Edits: []Edit{{File: "engine/optimizer/optimizer.go",
 			From: `
-				if err == nil && o.cfg.CompletionCooldown > 0 {
-					o.cooldown[name] = now.Add(o.cfg.CompletionCooldown)
+				if until, ok := o.cooldown[t.Name()]; ok {
+					if now.Before(until) {
+						o.mu.Unlock()
+						return Task{}, false // M05: completion cooldown
+					}
+					delete(o.cooldown, t.Name())
 				}`,
-			To: ``}},
+			To: `
+				if until, ok := o.cooldown[t.Name()]; ok {
+					delete(o.cooldown, t.Name())
+					if now.Before(until) {
+						o.mu.Unlock()
+						return Task{}, false // M05: completion cooldown
+					}
+				}`}},
 		Pkg: "./engine/optimizer", Run: "^TestM05_",
 	},
 	{
@@ -875,30 +1066,24 @@ var mutations = []Mutation{
 		Pkg: "./cmd/summa-server", Run: "^TestM07_",
 	},
 	{
-		Rule: "M08", Desc: "coalescing copies the fragmented runs instead of re-encoding them through the dense writer: the debt is never cleared",
-		Edits: []Edit{{File: "engine/index/ivf.go",
-			From: `rw.freshIVF = true`,
-			To:   `rw.freshIVF = false`}},
+		Rule: "M08", Desc: "a merge re-encodes its sources' binary IVF runs (coalescing while it merges): runs are not preserved",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `segment.MergeOptions{ReencodeIVF: rw.freshIVF, SeismicBudget: rw.seismicBudget, Unsynced: true})`,
+			To:   `segment.MergeOptions{ReencodeIVF: rw.freshIVF || rw.kind == "merge", SeismicBudget: rw.seismicBudget, Unsynced: true})`}},
 		Pkg: "./engine/index", Run: "^TestM08_",
 	},
 	{
-		Rule: "M09", Desc: "a Seismic pass that leaves the debt unchanged counts as a partial pass instead of a stall",
-		Edits: []Edit{{File: "engine/metadata/seismic.go",
-			From: `
-		} else {
-			out.Stalls++
-		}`,
-			To: `
-		} else {
-			out.PartialPasses++
-		}`}},
+		Rule: "M09", Desc: "publication carries the source's persisted Seismic debt instead of reading the output's: a productive pass counts as a stall",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
+			From: `out.Seismic = rw.seismicDebt(cur, r.SeismicPendingTerms())`,
+			To:   `out.Seismic = rw.seismicDebt(cur, cur[0].SeismicPending())`}},
 		Pkg: "./engine/index", Run: "^TestM09_",
 	},
 	{
-		Rule: "M10", Desc: "selection offers a converged (debt-free) segment for BP again",
-		Edits: []Edit{{File: "engine/optimizer/policy.go",
-			From: `if !s.BPConverged && s.BPUnconvergedPasses < p.MaxUnconvergedPasses && s.Documents >= 2 {`,
-			To:   `if s.BPUnconvergedPasses < p.MaxUnconvergedPasses && s.Documents >= 2 {`}},
+		Rule: "M10", Desc: "coalescing selection infers the debt from the run count instead of the persisted fragmentation bit",
+		Edits: []Edit{{File: "engine/optimizer/policy_ivf.go",
+			From: `if s.IVFFragmented() {`,
+			To:   `if len(s.IVF) > 0 && s.IVF[0].Runs > 1 {`}},
 		Pkg: "./engine/optimizer", Run: "^TestM10_",
 	},
 	{

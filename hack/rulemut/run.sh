@@ -1,11 +1,13 @@
 #!/bin/sh
-# Rule mutations: one realistic mutation of the production code per rule of
-# docs/engine.md (hack/rulemut/mutations.go), each applied in a scratch
+# Rule mutations: realistic mutations of the production code, one or more
+# per rule of docs/engine.md (hack/rulemut/mutations.go), each applied in a scratch
 # copy of the tree; the rule's tests must fail on it. Prints
-# `RULE killed|SURVIVED|BROKEN description` per rule and
-# `rule mutations killed: K/N`. Arguments go to the runner (-only L03,C07).
+# `RULE killed|SURVIVED|BROKEN|PANIC|SETUP|NOASSERT description` per
+# entry, with the test and the assertion (file:line) that failed, and
+# `rule mutations killed: K/N`; only a kill by an assertion counts.
+# Arguments go to the runner (-only L03,C07).
 # Runs at low priority: it is a long, CPU-bound job.
 set -e
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
-exec nice -n 19 "$GO" run ./hack/rulemut "$@"
+exec nice -n 10 "$GO" run ./hack/rulemut "$@"
