@@ -2,30 +2,40 @@ package metadata
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // faultAIO stands in for the kernel's asynchronous I/O: it completes the
 // fsync of each descriptor of fail with that error and every other one
-// successfully, refuses to queue the descriptors of refuse (and those
+// with all (successfully if zero), refuses to queue the descriptors of refuse (and those
 // after them in the same call), hands the completions back newest first,
 // at most step at a time, after interrupts interrupted waits, and fails
 // every wait with waitErr if set.
 type faultAIO struct {
 	t          *testing.T
 	fail       map[uint32]syscall.Errno
+	all        syscall.Errno
 	refuse     map[uint32]bool
 	step       int
 	interrupts int
 	waitErr    syscall.Errno
 	// data maps a descriptor to the data its completion wrongly carries.
-	data    map[uint32]uint64
-	pending []ioEvent
+	data map[uint32]uint64
+	// onSubmit, if set, is called at each submission of n operations.
+	onSubmit func(n int)
+	pending  []ioEvent
 }
 
 func (k *faultAIO) submit(_ uintptr, cbs []*iocb) int {
+	if k.onSubmit != nil {
+		k.onSubmit(len(cbs))
+	}
 	for i, cb := range cbs {
 		if cb.opcode != iocbCmdFsync {
 			k.t.Errorf("operation %d submitted, want an fsync (%d)", cb.opcode, iocbCmdFsync)
@@ -33,7 +43,11 @@ func (k *faultAIO) submit(_ uintptr, cbs []*iocb) int {
 		if k.refuse[cb.fildes] {
 			return i
 		}
-		ev := ioEvent{data: cb.data, res: -int64(k.fail[cb.fildes])}
+		e, ok := k.fail[cb.fildes]
+		if !ok {
+			e = k.all
+		}
+		ev := ioEvent{data: cb.data, res: -int64(e)}
 		if d, ok := k.data[cb.fildes]; ok {
 			ev.data = d
 		}
@@ -140,4 +154,41 @@ func TestFsyncBatchIgnoresACompletionOfNoSlot(t *testing.T) {
 			t.Fatalf("errors %v, want %v", errs, want)
 		}
 	})
+}
+
+// TestC02_SaveOnDiskSyncsThroughTheEarlyBatch: on a real disk, a save
+// starts the fsyncs of the unsynced files and the directory as one
+// asynchronous batch, before the metadata is written, and an fsync of
+// that batch that completes with an error fails the save (a *SyncError
+// naming the file) with nothing renamed.
+func TestC02_SaveOnDiskSyncsThroughTheEarlyBatch(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"seg_1.cmp", "seg_1.msk"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var submissions []int
+	k := &faultAIO{t: t, all: syscall.EIO, step: 8, onSubmit: func(n int) {
+		if len(submissions) == 0 {
+			if _, err := os.Stat(filepath.Join(dir, TempFileName)); !os.IsNotExist(err) {
+				t.Errorf("the early fsyncs were submitted after the metadata file was created (%v)", err)
+			}
+		}
+		submissions = append(submissions, n)
+	}}
+	withAIO(t, k, func() {
+		err := SaveSyncing(vfs.Default, dir, generation(3), []string{"seg_1.cmp", "seg_1.msk"}, nil)
+		var se *SyncError
+		if !errors.As(err, &se) || se.Name != "seg_1.cmp" || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("save with failing asynchronous fsyncs: %v, want a *SyncError for seg_1.cmp with EIO", err)
+		}
+	})
+	if _, err := os.Stat(filepath.Join(dir, FileName)); !os.IsNotExist(err) {
+		t.Fatalf("%s after a failed save: %v", FileName, err)
+	}
+	// The two files and the directory, then the metadata file.
+	if !slices.Equal(submissions, []int{3, 1}) {
+		t.Fatalf("submissions of %v fsyncs, want [3 1]", submissions)
+	}
 }
