@@ -90,3 +90,28 @@ func TestL02_FailedDeletionStaysRetiredForTheNextSweep(t *testing.T) {
 		t.Fatalf("next sweep: deleted %v, err %v", res.Deleted, err)
 	}
 }
+
+// TestL01_IncomingIDsAreNeverClaimedAgain: the IDs a follower claims as
+// incoming (a leader's, at or above the next ID) move the next ID past
+// the largest, so no later claim reuses one, and an incoming ID already
+// owned is refused.
+func TestL01_IncomingIDsAreNeverClaimedAgain(t *testing.T) {
+	m, _ := newTestManager(t, nil, 3)
+	in, err := m.ClaimIncoming("follow", 3, 5)
+	if err != nil || len(in) != 2 || in[0].ID != 3 || in[1].ID != 5 {
+		t.Fatalf("incoming 3, 5: %v, %v", in, err)
+	}
+	if c, _ := m.Claim("indexing"); c.ID != 6 {
+		t.Fatalf("claim after incoming 3, 5 with next 3 got %v, want 6", c.ID)
+	}
+	if _, err := m.ClaimIncoming("follow", 6); !errors.Is(err, ErrAlreadyClaimed) {
+		t.Fatalf("incoming 6, claimed by the indexer: %v, want ErrAlreadyClaimed", err)
+	}
+	// At exactly the next ID.
+	if _, err := m.ClaimIncoming("follow", 7); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := m.Claim("indexing"); c.ID != 8 {
+		t.Fatalf("claim after incoming 7 with next 7 got %v, want 8", c.ID)
+	}
+}

@@ -276,7 +276,7 @@ func TestReadAllWholeFile(t *testing.T) {
 			if lie >= 0 {
 				file = statLies{f, lie}
 			}
-			got, err := readAll(file)
+			got, err := readAll(file, MaxFileBytes)
 			f.Close()
 			if err != nil || string(got) != want {
 				t.Fatalf("%d bytes, Stat says %d: read %d bytes, %v", n, lie, len(got), err)

@@ -82,6 +82,39 @@ func putContext(ctx uintptr) {
 	aioPool.Unlock()
 }
 
+// aioKernel is the part of the kernel's asynchronous I/O a batch uses.
+// Tests replace it (aio) to complete fsyncs with errors and to interrupt
+// or fail waits, which a healthy disk never does.
+type aioKernel interface {
+	// submit queues the operations cbs on context ctx and returns how
+	// many it queued, a prefix of cbs (none if it refused the first).
+	submit(ctx uintptr, cbs []*iocb) int
+	// getEvents waits until len(events) operations of ctx completed,
+	// writes them into events and returns how many it wrote (fewer if a
+	// signal interrupted the wait).
+	getEvents(ctx uintptr, events []ioEvent) (int, syscall.Errno)
+}
+
+// aio is the kernel's asynchronous I/O.
+var aio aioKernel = linuxAIO{}
+
+// linuxAIO makes the io_submit and io_getevents system calls.
+type linuxAIO struct{}
+
+func (linuxAIO) submit(ctx uintptr, cbs []*iocb) int {
+	r, _, e := syscall.Syscall(syscall.SYS_IO_SUBMIT, ctx, uintptr(len(cbs)), uintptr(unsafe.Pointer(&cbs[0])))
+	if e != 0 {
+		return 0
+	}
+	return int(r)
+}
+
+func (linuxAIO) getEvents(ctx uintptr, events []ioEvent) (int, syscall.Errno) {
+	n := uintptr(len(events))
+	r, _, e := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, ctx, n, n, uintptr(unsafe.Pointer(&events[0])), 0, 0)
+	return int(r), e
+}
+
 // fsyncs is a batch of asynchronous fsyncs (io_submit of IOCB_CMD_FSYNC),
 // which the kernel runs concurrently in its worker threads while the
 // caller goes on and, at wait, one thread waits for all of them: one
@@ -140,12 +173,8 @@ func (b *fsyncs) submit(fds []uintptr, direct bool) int {
 		cbs[i] = iocb{data: uint64(base + i), opcode: iocbCmdFsync, fildes: uint32(fd)}
 		ptrs[i] = &cbs[i]
 	}
-	r, _, e := syscall.Syscall(syscall.SYS_IO_SUBMIT, b.ctx, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
+	n := aio.submit(b.ctx, ptrs)
 	runtime.KeepAlive(cbs)
-	n := int(r)
-	if e != 0 {
-		n = 0
-	}
 	if n == 0 && !direct {
 		b.errs = b.errs[:base]
 		return 0
@@ -162,9 +191,8 @@ func (b *fsyncs) submit(fds []uintptr, direct bool) int {
 func (b *fsyncs) wait() []error {
 	events := make([]ioEvent, b.queued)
 	got := 0
-	for got < b.queued {
-		want := uintptr(b.queued - got)
-		n, _, e := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, b.ctx, want, want, uintptr(unsafe.Pointer(&events[got])), 0, 0)
+	for got < len(events) {
+		n, e := aio.getEvents(b.ctx, events[got:])
 		if e == syscall.EINTR {
 			continue
 		}
@@ -179,7 +207,7 @@ func (b *fsyncs) wait() []error {
 			}
 			return b.errs
 		}
-		got += int(n)
+		got += n
 	}
 	for _, ev := range events {
 		if ev.res < 0 && ev.data < uint64(len(b.errs)) {

@@ -228,6 +228,11 @@ func clip(s string) string {
 
 // Load reads dir/metadata.json.
 func Load(fs vfs.FS, dir string) (*Metadata, error) {
+	return load(fs, dir, MaxFileBytes)
+}
+
+// load is Load with a file larger than limit bytes refused as corrupt.
+func load(fs vfs.FS, dir string, limit int64) (*Metadata, error) {
 	f, err := fs.Open(fs.PathJoin(dir, FileName))
 	if err != nil {
 		if isNotExist(err) {
@@ -236,22 +241,24 @@ func Load(fs vfs.FS, dir string) (*Metadata, error) {
 		return nil, fmt.Errorf("metadata: open: %w", err)
 	}
 	defer f.Close()
-	data, err := readAll(f)
+	data, err := readAll(f, limit)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: read: %w", err)
 	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrCorrupt, MaxFileBytes)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrCorrupt, limit)
 	}
 	return Decode(data)
 }
 
-// readAll reads f whole, up to MaxFileBytes+1 bytes, into one buffer of
-// its size (plus the byte that shows it grew) instead of io.ReadAll's
-// doublings: a metadata.json of 1,000 segments is about 400 KB.
-func readAll(f vfs.File) ([]byte, error) {
+// readAll reads f whole, up to limit+1 bytes, into one buffer of its size
+// (plus the byte that shows it grew) instead of io.ReadAll's doublings: a
+// metadata.json of 1,000 segments is about 400 KB. Stat's size is only a
+// hint: a failed Stat, or a size below zero or above limit, leaves the
+// buffer to grow as the file is read.
+func readAll(f vfs.File, limit int64) ([]byte, error) {
 	var size int64
-	if st, err := f.Stat(); err == nil && st.Size() >= 0 && st.Size() <= MaxFileBytes {
+	if st, err := f.Stat(); err == nil && st.Size() >= 0 && st.Size() <= limit {
 		size = st.Size()
 	}
 	data := make([]byte, size+1)
@@ -263,7 +270,7 @@ func readAll(f vfs.File) ([]byte, error) {
 		return nil, err
 	}
 	// Longer than its size said: read the rest.
-	rest, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1-int64(n)))
+	rest, err := io.ReadAll(io.LimitReader(f, limit+1-int64(n)))
 	return append(data, rest...), err
 }
 

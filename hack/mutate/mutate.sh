@@ -6,8 +6,10 @@
 # MUTATE_TIMEOUT_COEFFICIENT times the package's coverage run, then prints
 # the survivors and `mutation score crash-critical: S` with
 # S = killed / (killed + survived) over every unit run; the mutants listed in
-# hack/mutate/equivalent.txt are left out. A mutant no test executes (NOT
-# COVERED) counts as survived; one whose tests time out counts as killed;
+# hack/mutate/equivalent.txt are left out, and those of
+# hack/mutate/killed-by-hand.txt (which gremlins cannot run: NOT COVERED)
+# count as killed. Any other mutant no test executes (NOT COVERED) counts
+# as survived; one whose tests time out counts as killed;
 # one that does not compile (NOT VIABLE) is not a mutant.
 #
 # Units (a package and the files of it that are mutated):
@@ -68,4 +70,4 @@ for unit in $SCOPE; do
 	results+=("$unit=$pkg=$OUT/$unit.json")
 done
 secs=$(( $(date +%s) - start ))
-"$GO" run ./hack/mutate/score -equivalent hack/mutate/equivalent.txt -seconds "$secs" "${results[@]}"
+"$GO" run ./hack/mutate/score -equivalent hack/mutate/equivalent.txt -by-hand hack/mutate/killed-by-hand.txt -seconds "$secs" "${results[@]}"

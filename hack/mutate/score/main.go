@@ -6,8 +6,12 @@
 // with S = killed / (killed + survived). A TIMED OUT mutant counts as
 // killed, a NOT COVERED one as survived (no test executes it), a NOT
 // VIABLE one is no mutant. Mutants listed in the equivalent file (one a
-// line: `path:line:column TYPE reason`, # comments) are left out; an entry
-// that matches no mutant of a file that ran is reported as stale.
+// line: `path:line:column TYPE reason`, # comments) are left out. Mutants
+// listed in the by-hand file (same format), which gremlins cannot run (NOT
+// COVERED: a switch's case expression, a constant) and which were killed
+// by hand, count as killed; one the tool did run is counted as the tool
+// found it, and reported. An entry of either file that matches no mutant
+// of a file that ran is reported as stale.
 package main
 
 import (
@@ -42,15 +46,26 @@ type results struct {
 
 func main() {
 	equivalentPath := flag.String("equivalent", "hack/mutate/equivalent.txt", "the list of equivalent mutants")
+	byHandPath := flag.String("by-hand", "hack/mutate/killed-by-hand.txt", "the list of mutants killed by hand")
 	seconds := flag.Int("seconds", 0, "the run's duration, printed")
 	flag.Parse()
 	equivalent, err := readEquivalent(*equivalentPath)
+	if err == nil {
+		var byHand map[string]string
+		byHand, err = readEquivalent(*byHandPath)
+		for key := range byHand {
+			if _, ok := equivalent[key]; ok {
+				err = fmt.Errorf("%s is listed both as equivalent and as killed by hand", key)
+			}
+			equivalent[key] = handMark
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "score:", err)
 		os.Exit(2)
 	}
 	used := map[string]bool{}
-	var killed, survived, excluded int
+	var killed, survived, excluded, hand int
 	var survivors, units []string
 	ran := map[string]bool{} // the files whose mutants ran
 	for _, arg := range flag.Args() {
@@ -67,15 +82,23 @@ func main() {
 			fmt.Fprintln(os.Stderr, "score:", unit, err)
 			os.Exit(2)
 		}
-		var uk, us int
+		var uk, us, uh int
 		for _, f := range r.Files {
 			ran[filepath.ToSlash(filepath.Join(pkg, f.Filename))] = true
 			for _, m := range f.Mutations {
 				key := fmt.Sprintf("%s:%d:%d %s", filepath.ToSlash(filepath.Join(pkg, f.Filename)), m.Line, m.Column, m.Type)
-				if _, ok := equivalent[key]; ok {
+				if reason, ok := equivalent[key]; ok {
 					used[key] = true
-					excluded++
-					continue
+					if reason != handMark {
+						excluded++
+						continue
+					}
+					if m.Status == "NOT COVERED" {
+						uk++
+						uh++
+						continue
+					}
+					fmt.Println("by-hand entry the tool ran (counted as it found):", key, m.Status)
 				}
 				switch m.Status {
 				case "KILLED", "TIMED OUT":
@@ -86,7 +109,8 @@ func main() {
 				}
 			}
 		}
-		fmt.Printf("%-14s killed %d, survived %d\n", unit, uk, us)
+		fmt.Printf("%-14s killed %d (by hand %d), survived %d\n", unit, uk, uh, us)
+		hand += uh
 		killed += uk
 		survived += us
 	}
@@ -96,17 +120,20 @@ func main() {
 	}
 	for key := range equivalent {
 		if file, _, _ := strings.Cut(key, ":"); !used[key] && ran[file] {
-			fmt.Println("stale equivalent entry (no such mutant):", key)
+			fmt.Println("stale entry (no such mutant):", key)
 		}
 	}
 	score := 0.0
 	if killed+survived > 0 {
 		score = float64(killed) / float64(killed+survived)
 	}
-	fmt.Printf("scope: %s; killed %d, survived %d, equivalent %d; %d s\n",
-		strings.Join(units, " "), killed, survived, excluded, *seconds)
+	fmt.Printf("scope: %s; killed %d (by hand %d), survived %d, equivalent %d; %d s\n",
+		strings.Join(units, " "), killed, hand, survived, excluded, *seconds)
 	fmt.Printf("mutation score crash-critical: %.2f\n", score)
 }
+
+// handMark marks, among the excluded, the mutants killed by hand.
+const handMark = "\x00killed by hand"
 
 // readEquivalent reads the equivalent mutants, keyed `path:line:col TYPE`.
 func readEquivalent(path string) (map[string]string, error) {
