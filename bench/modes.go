@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/summadev/summa/engine/search"
+)
+
+// Mode is a search-benchmark-game collection mode.
+type Mode string
+
+// The modes. Engine.Search is ModeTop10Count.
+const (
+	// ModeTop10 asks for the top 10 without an exact count: Lucene's
+	// default totalHitsThreshold (1000) with block-max WAND, ours with
+	// block-max pruning (the same threshold).
+	ModeTop10 Mode = "top10"
+	// ModeTop10Count asks for the top 10 and the exact count.
+	ModeTop10Count Mode = "top10count"
+	// ModeCount asks for the exact count only.
+	ModeCount Mode = "count"
+)
+
+// Modes are the modes timed, in report order.
+var Modes = []Mode{ModeTop10, ModeTop10Count, ModeCount}
+
+// top10Threshold is Lucene's default totalHitsThreshold, used by ours
+// in ModeTop10.
+const top10Threshold = 1000
+
+// ModeSearcher is an engine that runs a query in a given mode and returns
+// its total (a lower bound in ModeTop10).
+type ModeSearcher interface {
+	SearchMode(ctx context.Context, q Query, mode Mode) (int, error)
+}
+
+// SearchMode implements ModeSearcher: ModeTop10 sets TotalHitsThreshold
+// (block-max pruning when the count provably reaches it); ModeCount asks
+// for one hit without stored fields (the engine has no count-only path:
+// it still ranks).
+func (o *Ours) SearchMode(ctx context.Context, q Query, mode Mode) (int, error) {
+	raw, _ := json.Marshal(QueryString(q))
+	req := search.Request{Query: raw, Limit: 10}
+	switch mode {
+	case ModeTop10:
+		req.TotalHitsThreshold = top10Threshold
+	case ModeCount:
+		req.Limit, req.SkipFields = 1, true
+	}
+	snap, err := o.idx.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	defer snap.Close()
+	res, err := snap.Search(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	return res.TotalHits, nil
+}
+
+// SearchMode implements ModeSearcher: Bleve always counts exactly, so
+// ModeTop10 is ModeTop10Count; ModeCount is a request of size 0.
+func (b *Bleve) SearchMode(ctx context.Context, q Query, mode Mode) (int, error) {
+	if mode != ModeCount {
+		return b.Search(ctx, q)
+	}
+	req := bleve.NewSearchRequestOptions(BleveQuery(q), 0, 0, false)
+	res, err := b.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	return int(res.Total), nil
+}
+
+// searchIn runs q in mode on e (Engine.Search when e has no modes).
+func searchIn(ctx context.Context, e Engine, q Query, mode Mode) (int, error) {
+	if m, ok := e.(ModeSearcher); ok && mode != ModeTop10Count {
+		return m.SearchMode(ctx, q, mode)
+	}
+	return e.Search(ctx, q)
+}
