@@ -23,7 +23,9 @@ type Xapian struct {
 
 // NewXapian returns the Xapian engine run by the driver binary bin (see
 // BuildXapianDriver).
-func NewXapian(bin string) *Xapian { return &Xapian{pipeDriver: pipeDriver{name: "xapian", argv: []string{bin}}} }
+func NewXapian(bin string) *Xapian {
+	return &Xapian{pipeDriver: pipeDriver{name: "xapian", argv: []string{bin}}}
+}
 
 // Name implements Engine.
 func (x *Xapian) Name() string { return "xapian" }
