@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/summadev/summa/engine/analysis"
 )
@@ -67,6 +68,7 @@ func TestLuceneAgreesWithOurs(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewLucene(d)
+	l.WarmMax = time.Second
 	defer l.Shutdown()
 	engines := []Engine{ours, l}
 	for _, e := range engines {
@@ -87,8 +89,8 @@ func TestLuceneAgreesWithOurs(t *testing.T) {
 	if n := l.Segments(); n != 1 {
 		t.Errorf("lucene: %d segments after ForceMerge, want 1", n)
 	}
-	if err := l.Warmup(qs[:3]); err != nil || l.WarmRounds < 10 {
-		t.Errorf("lucene warm-up: %d rounds (%v), want at least 10", l.WarmRounds, err)
+	if err := l.Warmup(qs[:3]); err != nil || l.WarmRounds() < 10 {
+		t.Errorf("lucene warm-up: %d rounds (%v), want at least 10", l.WarmRounds(), err)
 	}
 	nonzero := 0
 	for _, q := range qs {

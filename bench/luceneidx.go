@@ -16,9 +16,16 @@ import (
 // searches (see Warmup).
 type Lucene struct {
 	pipeDriver
-	// WarmRounds is the number of warm-up rounds the last Warmup took.
-	WarmRounds int
+	warmRounds int
+	// WarmMax bounds Warmup's time (DefaultWarmMax when 0).
+	WarmMax time.Duration
 }
+
+// DefaultWarmMax is Lucene's default warm-up budget.
+const DefaultWarmMax = 30 * time.Second
+
+// WarmRounds is the number of warm-up rounds the last Warmup took.
+func (l *Lucene) WarmRounds() int { return l.warmRounds }
 
 // NewLucene returns the Lucene engine run by the driver d (see
 // BuildLuceneDriver).
@@ -82,7 +89,7 @@ func (l *Lucene) SearchMode(_ context.Context, q Query, mode Mode) (int, error) 
 
 // Warmup runs every query of qs in every mode, in rounds, until three
 // consecutive rounds take times within 3% (at least 10 rounds, at most
-// 500 or 60 s), as the search-benchmark-game warms the JIT up.
+// 500 or WarmMax), as the search-benchmark-game warms the JIT up.
 func (l *Lucene) Warmup(qs []Query) error {
 	var b strings.Builder
 	n := 0
@@ -92,12 +99,16 @@ func (l *Lucene) Warmup(qs []Query) error {
 			n++
 		}
 	}
-	f, err := l.call(fmt.Sprintf("warm %d\n", n), []byte(b.String()))
+	budget := l.WarmMax
+	if budget <= 0 {
+		budget = DefaultWarmMax
+	}
+	f, err := l.call(fmt.Sprintf("warm %d %d\n", n, budget.Milliseconds()), []byte(b.String()))
 	if err != nil {
 		return err
 	}
 	if len(f) == 1 {
-		l.WarmRounds, _ = strconv.Atoi(f[0])
+		l.warmRounds, _ = strconv.Atoi(f[0])
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/summadev/summa/engine/search"
@@ -81,4 +83,62 @@ func searchIn(ctx context.Context, e Engine, q Query, mode Mode) (int, error) {
 		return m.SearchMode(ctx, q, mode)
 	}
 	return e.Search(ctx, q)
+}
+
+// warmer is an engine with a JIT to warm up before timed searches.
+type warmer interface {
+	// Warmup runs qs in every mode until their times are stable.
+	Warmup(qs []Query) error
+	// WarmRounds is the number of rounds the last Warmup took.
+	WarmRounds() int
+}
+
+// tokenHasher is an engine that reads its token streams back (see
+// TokenStreamHash).
+type tokenHasher interface {
+	TokenHash() (string, int, error)
+}
+
+// modeBench times the fixed and heading queries in ModeTop10 and
+// ModeCount as searchBench does in ModeTop10Count (one warm-up round of
+// each first), and records every mode's overall and per-class latencies.
+func modeBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Query, run *EngineRun) error {
+	run.ModeSearch[ModeTop10Count] = run.Search
+	run.ModeClass[ModeTop10Count] = run.PerClass
+	for _, m := range []Mode{ModeTop10, ModeCount} {
+		for _, q := range append(append([]Query(nil), fixed...), heading...) {
+			if _, err := searchIn(ctx, e, q, m); err != nil {
+				return fmt.Errorf("%s: query %q: %w", m, q.Name, err)
+			}
+		}
+		var all []time.Duration
+		class := map[string][]time.Duration{}
+		timed := func(qs []Query, rounds int) error {
+			for r := 0; r < rounds; r++ {
+				for _, q := range qs {
+					t := time.Now()
+					if _, err := searchIn(ctx, e, q, m); err != nil {
+						return fmt.Errorf("%s: query %q: %w", m, q.Name, err)
+					}
+					d := opTime(e, time.Since(t))
+					all = append(all, d)
+					class[ClassOf(q)] = append(class[ClassOf(q)], d)
+				}
+			}
+			return nil
+		}
+		if err := timed(fixed, cfg.SearchRounds); err != nil {
+			return err
+		}
+		if err := timed(heading, cfg.HeadingRounds); err != nil {
+			return err
+		}
+		run.ModeSearch[m] = NewDist(all)
+		cd := map[string]Dist{}
+		for k, v := range class {
+			cd[k] = NewDist(v)
+		}
+		run.ModeClass[m] = cd
+	}
+	return nil
 }

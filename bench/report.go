@@ -193,9 +193,15 @@ func (res *Result) Text(command string) string {
 	if has(cfg.Engines, "xapian") {
 		fmt.Fprintf(&b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
 	}
+	if has(cfg.Engines, "lucene") {
+		fmt.Fprintf(&b, ", lucene (%s, BM25Similarity k1=1.2 b=0.75; a Java 17 driver process timing itself after a JIT warm-up of %s rounds)", LuceneVersion(), res.warmRounds())
+	}
 	b.WriteString("\n")
 	if res.XapianSkipped != "" {
 		fmt.Fprintf(&b, "xapian: skipped: %s\n", res.XapianSkipped)
+	}
+	if res.LuceneSkipped != "" {
+		fmt.Fprintf(&b, "lucene: skipped: %s\n", res.LuceneSkipped)
 	}
 	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
 		res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files, len(res.Corpus.HeldOut))
@@ -504,3 +510,14 @@ peers" names it.
   (go tool pprof) and, when perf is installed, a perf record of the
   Xapian driver to DIR/profile-xapian-PHASE.perf.data (perf report -i).
 `
+
+// warmRounds is Lucene's warm-up rounds over the repetitions.
+func (res *Result) warmRounds() string {
+	var vs []float64
+	for _, rep := range res.Reps {
+		if r := rep.Engines["lucene"]; r != nil {
+			vs = append(vs, float64(r.WarmRounds))
+		}
+	}
+	return newSpread(vs).format(0)
+}

@@ -12,9 +12,11 @@
 //                              default totalHitsThreshold 1000, block-max
 //                              WAND; top10count: exact count; count:
 //                              IndexSearcher.count); "ok NS TOTAL"
-//   warm NQ\n<NQ lines "MODE KIND T1 ...">
+//   warm NQ MAXMS\n<NQ lines "MODE KIND T1 ...">
 //                              JIT warm-up: rounds of every query until
-//                              the round time is stable; "ok NS ROUNDS"
+//                              three rounds' times are within 3% (at
+//                              least 10 rounds, at most 500 or MAXMS
+//                              milliseconds); "ok NS ROUNDS"
 //   segments                   "ok 0 N": the reader's segment count
 //
 // The batch payload is the Xapian driver's: the Go side tokenizes with
@@ -249,12 +251,12 @@ public final class LuceneDriver {
   }
 
   // warm runs rounds of every query until three consecutive rounds are
-  // within 3% of each other (at least 10 rounds; at most 500 or 60 s).
-  static int warm(List<Q> qs) throws IOException {
+  // within 3% of each other (at least 10 rounds; at most 500 or maxNs).
+  static int warm(List<Q> qs, long maxNs) throws IOException {
     long start = System.nanoTime();
     long[] last = new long[3];
     int r = 0;
-    while (r < 500 && System.nanoTime() - start < 60_000_000_000L) {
+    while (r < 500 && (r < 10 || System.nanoTime() - start < maxNs)) {
       long t0 = System.nanoTime();
       for (Q q : qs) run(searcher, q.mode, q.query, null);
       last[r % 3] = System.nanoTime() - t0;
@@ -452,11 +454,12 @@ public final class LuceneDriver {
           }
           case "warm": {
             need();
-            int n = Integer.parseInt(arg.trim());
+            String[] f = arg.trim().split(" +");
+            int n = Integer.parseInt(f[0]);
             List<Q> qs = new ArrayList<>();
             for (int i = 0; i < n; i++) qs.add(new Q(readLine(in)));
             t0 = System.nanoTime();
-            int rounds = warm(qs);
+            int rounds = warm(qs, Long.parseLong(f[1]) * 1_000_000L);
             r.append("ok ").append(System.nanoTime() - t0).append(' ').append(rounds);
             break;
           }
