@@ -85,13 +85,16 @@ func TestPipeline(t *testing.T) {
 	if o := res.Reps[0].Engines["ours"]; o.OpenMany <= 0 || o.OpenManySegments < cfg.ManyCommits {
 		t.Errorf("open at many segments not measured: %v over %d segments", o.OpenMany, o.OpenManySegments)
 	}
+	if s := res.Reps[0].Engines["ours"].BPShuffled; s == nil || s.Err != "" || s.DocBefore <= 0 || s.DocAfter <= 0 || s.SearchBefore <= 0 || s.SearchAfter <= 0 {
+		t.Errorf("bp on the shuffled order not measured: %+v", s)
+	}
 	text := res.Text("go test")
 	for _, line := range []string{"ratio search_p50 ours/best_peer: ", "ratio search_p50_worst_class ours/best_peer: ",
 		"ratio small_commit_p50 ours/best_peer: ", "ratio merge_ms ours/best_peer: ", "open_ms at ", "bp doc-id bytes smaller: ",
 		"top10 overlap with xapian: ", "top10 overlap with bleve: ", "headings: phrase (", "all (",
 		"ratio top10_p50 ours/best_peer: ", "ratio top10_worst_class ours/best_peer: ", "ratio count_p50 ours/best_peer: ",
 		"ratio ingest_docs_per_s ours/best_peer: ", "ratio index_bytes_merged ours/best_peer: ", "ratio open_ms ours/best_peer: ",
-		"TOP_10: class (queries)", "COUNT: class (queries)"} {
+		"TOP_10: class (queries)", "COUNT: class (queries)", "bp doc-id bytes smaller (shuffled): ", "bp search speedup (shuffled): "} {
 		if !strings.Contains(text, line) {
 			t.Errorf("report lacks %q:\n%s", line, text)
 		}

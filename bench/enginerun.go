@@ -144,6 +144,9 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 		if err := bpPhase(ctx, cfg, o, dir, run, rep, BMPQueries(c, qs)); err != nil {
 			return nil, err
 		}
+		if run.BPShuffled, err = bpShuffledPhase(ctx, cfg, c, qs); err != nil {
+			return nil, fmt.Errorf("bp on the shuffled order: %w", err)
+		}
 	}
 	return run, nil
 }

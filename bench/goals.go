@@ -142,6 +142,7 @@ func (res *Result) goalLines() string {
 		bb, aa := newSpread(before), newSpread(after)
 		fmt.Fprintf(&b, "bp doc-id bytes smaller: %.1f%%\n", 100*(1-aa.med/bb.med))
 	}
+	b.WriteString(res.bpShuffledLines())
 	for _, p := range []string{"xapian", "bleve", "lucene"} {
 		if o, ok := res.overlap(p); ok {
 			fmt.Fprintf(&b, "top10 overlap with %s: %.2f\n", p, o)

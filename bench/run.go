@@ -209,6 +209,8 @@ type EngineRun struct {
 	// BMP compares block-max pruning with exhaustive evaluation on the
 	// merged index before and after BP (ours only; see bmp.go).
 	BMP []*BMPRun
+	// BPShuffled is BP on the shuffled arrival order (ours only).
+	BPShuffled *BPShuffled
 }
 
 // Rep is one repetition.

@@ -121,16 +121,24 @@ public final class LuceneDriver {
     refresh();
     order = new ArrayList<>();
     seen = new HashSet<>();
-    if (!create) {
-      for (LeafReaderContext lc : reader.leaves()) {
-        LeafReader lr = lc.reader();
-        for (int d = 0; d < lr.maxDoc(); d++) {
-          if (lr.getLiveDocs() != null && !lr.getLiveDocs().get(d)) continue;
-          String id = lr.document(d).get("id");
-          if (seen.add(id)) order.add(id);
-        }
+    reopened = !create;
+  }
+
+  // reopened is set when the index was opened, not created: the ids'
+  // arrival order is then the index's document order before any merge
+  // (segments in flush order), read when first needed.
+  static boolean reopened;
+
+  static void orderFromIndex() throws IOException {
+    for (LeafReaderContext lc : reader.leaves()) {
+      LeafReader lr = lc.reader();
+      for (int d = 0; d < lr.maxDoc(); d++) {
+        if (lr.getLiveDocs() != null && !lr.getLiveDocs().get(d)) continue;
+        String id = lr.document(d, Collections.singleton("id")).get("id");
+        if (seen.add(id)) order.add(id);
       }
     }
+    reopened = false;
   }
 
   static void refresh() throws IOException {
@@ -312,6 +320,7 @@ public final class LuceneDriver {
   // postings of "text" and hashes them in arrival order (see TokenStreamHash
   // in bench/xapianidx.go): "HEX DOCS".
   static String hash() throws IOException {
+    if (reopened) orderFromIndex();
     Map<String, long[]> toks = new HashMap<>();
     Map<String, int[]> counts = new HashMap<>();
     List<String> terms = new ArrayList<>();
@@ -465,6 +474,10 @@ public final class LuceneDriver {
           }
           case "merge":
             need();
+            // The merge reorders documents: note the arrival order first
+            // (untimed) when the index was reopened.
+            if (reopened) orderFromIndex();
+            t0 = System.nanoTime();
             writer.forceMerge(1);
             writer.commit();
             refresh();
