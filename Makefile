@@ -123,7 +123,7 @@ down: cluster-down ## Stop what `make run` started and restore the host.
 # linux-doc-6.1, libxapian-dev and g++ with apt-get when they are missing and
 # compiles the Xapian driver into bin/.
 BENCH_FLAGS ?=
-bench: ## Engine vs Bleve v2 and Xapian 1.4 on Debian linux-doc (full corpus, 3 reps, ~10 min); writes docs/performance.md.
+bench: ## Engine vs Bleve v2, Xapian 1.4 and Lucene 8.8 on Debian linux-doc (full corpus, 3 reps); TOP_10/TOP_10_COUNT/COUNT modes, BP on a shuffled order; writes docs/performance.md.
 	$(GO) run ./bench/cmd/summa-bench -out docs/performance.md $(BENCH_FLAGS)
 
 bench-quick: ## The same on a 5,000-document sample (~2-3 min); prints only.

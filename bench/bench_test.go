@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/summadev/summa/engine/analysis"
 )
@@ -31,6 +32,11 @@ func TestPipeline(t *testing.T) {
 	if XapianAvailable() == "" {
 		engines = append(engines, "xapian")
 	}
+	if LuceneAvailable() == "" {
+		engines = append(engines, "lucene")
+	} else if os.Getenv(requireLucene) == "1" {
+		t.Fatalf("lucene: %s (%s=1 requires it)", LuceneAvailable(), requireLucene)
+	}
 	cfg := Config{
 		WorkDir:       t.TempDir(),
 		Quick:         true,
@@ -44,6 +50,7 @@ func TestPipeline(t *testing.T) {
 		Reps:          1,
 		FloorSeqMB:    4,
 		FloorSyncs:    3,
+		WarmMax:       time.Second,
 		Engines:       engines,
 		NoInstall:     true,
 		HTTP:          os.Getenv("SUMMA_BENCH_TEST_HTTP") == "1",
@@ -78,16 +85,27 @@ func TestPipeline(t *testing.T) {
 	if o := res.Reps[0].Engines["ours"]; o.OpenMany <= 0 || o.OpenManySegments < cfg.ManyCommits {
 		t.Errorf("open at many segments not measured: %v over %d segments", o.OpenMany, o.OpenManySegments)
 	}
+	if s := res.Reps[0].Engines["ours"].BPShuffled; s == nil || s.Err != "" || s.DocBefore <= 0 || s.DocAfter <= 0 || s.SearchBefore <= 0 || s.SearchAfter <= 0 {
+		t.Errorf("bp on the shuffled order not measured: %+v", s)
+	}
 	text := res.Text("go test")
 	for _, line := range []string{"ratio search_p50 ours/best_peer: ", "ratio search_p50_worst_class ours/best_peer: ",
 		"ratio small_commit_p50 ours/best_peer: ", "ratio merge_ms ours/best_peer: ", "open_ms at ", "bp doc-id bytes smaller: ",
-		"top10 overlap with xapian: ", "top10 overlap with bleve: ", "headings: phrase (", "all ("} {
+		"top10 overlap with xapian: ", "top10 overlap with bleve: ", "headings: phrase (", "all (",
+		"ratio top10_p50 ours/best_peer: ", "ratio top10_worst_class ours/best_peer: ", "ratio count_p50 ours/best_peer: ",
+		"ratio ingest_docs_per_s ours/best_peer: ", "ratio index_bytes_merged ours/best_peer: ", "ratio open_ms ours/best_peer: ",
+		"TOP_10: class (queries)", "COUNT: class (queries)", "bp doc-id bytes smaller (shuffled): ", "bp search speedup (shuffled): "} {
 		if !strings.Contains(text, line) {
 			t.Errorf("report lacks %q:\n%s", line, text)
 		}
 	}
-	if has(engines, "xapian") && !strings.Contains(text, ": match\n") {
-		t.Errorf("report lacks the token-stream hash match:\n%s", text)
+	for _, p := range []string{"xapian", "lucene"} {
+		if has(engines, p) && !strings.Contains(text, p+" (read back from its index) ") {
+			t.Errorf("report lacks %s's token-stream hash:\n%s", p, text)
+		}
+	}
+	if strings.Contains(text, "MISMATCH") {
+		t.Errorf("report has a mismatch:\n%s", text)
 	}
 	for _, key := range []string{"ingest_docs_per_s", "ingest_mb_per_s", "commit_p50", "search_p50", "search_p99", "qps", "index_bytes", "open_ms", "merge_ms"} {
 		if !strings.Contains(text, "ratio "+key+" ours/bleve: ") {

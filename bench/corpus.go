@@ -128,8 +128,7 @@ func PrepareCorpus(opts CorpusOptions) (*Corpus, error) {
 		c.Name += fmt.Sprintf(" (strided sample of %d documents)", len(c.Docs))
 	}
 	if opts.Shuffle {
-		r := rand.New(rand.NewPCG(1, 2))
-		r.Shuffle(len(c.Docs), func(i, j int) { c.Docs[i], c.Docs[j] = c.Docs[j], c.Docs[i] })
+		c.Docs = Shuffled(c.Docs)
 		c.Name += ", shuffled"
 	}
 	c.Bytes = 0
@@ -448,5 +447,14 @@ func NDJSON(docs []Doc) [][]byte {
 		}
 		out[i] = b
 	}
+	return out
+}
+
+// Shuffled returns a copy of docs in a fixed pseudo-random order (PCG
+// seeded 1, 2): how documents reach a real index, not grouped by topic.
+func Shuffled(docs []Doc) []Doc {
+	out := append([]Doc(nil), docs...)
+	r := rand.New(rand.NewPCG(1, 2))
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
 }

@@ -16,7 +16,8 @@ import (
 // the fixed queries, the rest the heading queries.
 func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]byte, qs []Query, fixed, rep int) (*EngineRun, error) {
 	name := e.Name()
-	run := &EngineRun{PerQuery: map[string]Dist{}, PerClass: map[string]Dist{}, Hits: map[string]int{}, Top: map[string][]string{}}
+	run := &EngineRun{PerQuery: map[string]Dist{}, PerClass: map[string]Dist{}, Hits: map[string]int{}, Top: map[string][]string{},
+		ModeSearch: map[Mode]Dist{}, ModeClass: map[Mode]map[string]Dist{}}
 	base, err := os.MkdirTemp(cfg.WorkDir, name+"-")
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 		}
 		run.Hits[q.Name], run.Top[q.Name] = n, top
 	}
-	if x, ok := e.(*Xapian); ok && rep == 0 {
+	if x, ok := e.(tokenHasher); ok && rep == 0 {
 		if run.TokenHash, run.TokenDocs, err = x.TokenHash(); err != nil {
 			return nil, err
 		}
@@ -142,6 +143,9 @@ func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]by
 	if o, ok := e.(*Ours); ok {
 		if err := bpPhase(ctx, cfg, o, dir, run, rep, BMPQueries(c, qs)); err != nil {
 			return nil, err
+		}
+		if run.BPShuffled, err = bpShuffledPhase(ctx, cfg, c, qs); err != nil {
+			return nil, fmt.Errorf("bp on the shuffled order: %w", err)
 		}
 	}
 	return run, nil
@@ -197,6 +201,12 @@ func searchBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Qu
 		}
 		return nil
 	}
+	if w, ok := e.(warmer); ok {
+		if err := w.Warmup(append(append([]Query(nil), fixed...), heading...)); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		run.WarmRounds = w.WarmRounds()
+	}
 	if err := warm(fixed, 3); err != nil {
 		return err
 	}
@@ -235,6 +245,9 @@ func searchBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Qu
 	}
 	for k, v := range class {
 		run.PerClass[k] = NewDist(v)
+	}
+	if err := modeBench(ctx, cfg, e, fixed, heading, run); err != nil {
+		return err
 	}
 	total := cfg.SearchRounds * len(fixed)
 	clients := runtime.GOMAXPROCS(0)

@@ -9,11 +9,17 @@ import (
 )
 
 // peers are the engines ours is compared with, in report order.
-var peers = []string{"bleve", "xapian"}
+var peers = []string{"bleve", "xapian", "lucene"}
 
 // bestPeer returns the peer with the lowest median of get over the
 // repetitions (a latency, time or size) and that median.
 func (res *Result) bestPeer(get func(r *EngineRun) (float64, bool)) (string, spread) {
+	return res.bestPeerBy(get, false)
+}
+
+// bestPeerBy is bestPeer, or with higher the peer with the highest
+// median (a throughput).
+func (res *Result) bestPeerBy(get func(r *EngineRun) (float64, bool), higher bool) (string, spread) {
 	best, bs := "", spread{}
 	for _, p := range peers {
 		if !has(res.Config.Engines, p) {
@@ -28,7 +34,7 @@ func (res *Result) bestPeer(get func(r *EngineRun) (float64, bool)) (string, spr
 			}
 		}
 		s := newSpread(vs)
-		if s.n > 0 && (best == "" || s.med < bs.med) {
+		if s.n > 0 && (best == "" || (!higher && s.med < bs.med) || (higher && s.med > bs.med)) {
 			best, bs = p, s
 		}
 	}
@@ -83,25 +89,40 @@ func (res *Result) goalLines() string {
 		}
 		fmt.Fprintf(&b, "ratio %s ours/best_peer: %s\n", key, r)
 	}
+	worstLine := func(key string, get func(class string) func(r *EngineRun) (float64, bool)) {
+		// The worst class: the highest ours/best-peer ratio of class p50s.
+		worst, worstClass, worstPeer := math.Inf(-1), "", ""
+		for _, c := range res.classes() {
+			p, ps := res.bestPeer(get(c))
+			o := res.oursSpread(get(c))
+			if p == "" || o.n == 0 || ps.med == 0 {
+				continue
+			}
+			if r := o.med / ps.med; r > worst {
+				worst, worstClass, worstPeer = r, c, p
+			}
+		}
+		if worstClass == "" {
+			fmt.Fprintf(&b, "ratio %s ours/best_peer: n/a\n", key)
+			return
+		}
+		fmt.Fprintf(&b, "ratio %s ours/best_peer: %s\n", key, strconv.FormatFloat(worst, 'f', 2, 64))
+		best = append(best, fmt.Sprintf("%s=%s on %q", key, worstPeer, worstClass))
+	}
 	line("search_p50", metricByKey("search_p50").get)
-	// The worst class: the highest ours/best-peer ratio of class p50s.
-	worst, worstClass, worstPeer := math.Inf(-1), "", ""
-	for _, c := range res.classes() {
-		p, ps := res.bestPeer(classP50(c))
-		o := res.oursSpread(classP50(c))
-		if p == "" || o.n == 0 || ps.med == 0 {
-			continue
-		}
-		if r := o.med / ps.med; r > worst {
-			worst, worstClass, worstPeer = r, c, p
-		}
-	}
-	if worstClass == "" {
-		b.WriteString("ratio search_p50_worst_class ours/best_peer: n/a\n")
+	worstLine("search_p50_worst_class", classP50)
+	line("top10_p50", modeP50(ModeTop10))
+	worstLine("top10_worst_class", func(c string) func(r *EngineRun) (float64, bool) { return modeClassP50(ModeTop10, c) })
+	line("count_p50", modeP50(ModeCount))
+	p, ps := res.bestPeerBy(metricByKey("ingest_docs_per_s").get, true)
+	if p == "" {
+		b.WriteString("ratio ingest_docs_per_s ours/best_peer: n/a\n")
 	} else {
-		fmt.Fprintf(&b, "ratio search_p50_worst_class ours/best_peer: %s\n", strconv.FormatFloat(worst, 'f', 2, 64))
-		best = append(best, fmt.Sprintf("search_p50_worst_class=%s on %q", worstPeer, worstClass))
+		fmt.Fprintf(&b, "ratio ingest_docs_per_s ours/best_peer: %s\n", ratioString(res.oursSpread(metricByKey("ingest_docs_per_s").get), ps))
+		best = append(best, "ingest_docs_per_s="+p)
 	}
+	line("index_bytes_merged", metricByKey("index_bytes_merged").get)
+	line("open_ms", metricByKey("open_ms").get)
 	line("small_commit_p50", metricByKey("small_commit_p50").get)
 	line("merge_ms", metricByKey("merge_ms").get)
 	fmt.Fprintf(&b, "open_ms at %d segments: %s\n", res.manySegments(), res.oursSpread(metricByKey("open_ms_many").get).format(2))
@@ -121,7 +142,8 @@ func (res *Result) goalLines() string {
 		bb, aa := newSpread(before), newSpread(after)
 		fmt.Fprintf(&b, "bp doc-id bytes smaller: %.1f%%\n", 100*(1-aa.med/bb.med))
 	}
-	for _, p := range []string{"xapian", "bleve"} {
+	b.WriteString(res.bpShuffledLines())
+	for _, p := range []string{"xapian", "bleve", "lucene"} {
 		if o, ok := res.overlap(p); ok {
 			fmt.Fprintf(&b, "top10 overlap with %s: %.2f\n", p, o)
 		} else {
@@ -206,11 +228,25 @@ func (res *Result) queryTables() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+	for _, m := range Modes {
+		b.WriteString(res.classTable(m))
+	}
+	return b.String()
+}
+
+// modeNames are the modes' names in the search-benchmark-game.
+var modeNames = map[Mode]string{ModeTop10: "TOP_10", ModeTop10Count: "TOP_10_COUNT", ModeCount: "COUNT"}
+
+// classTable prints every class's p50/p99 in mode m and the overall
+// figures.
+func (res *Result) classTable(m Mode) string {
+	var b strings.Builder
+	engines := res.Config.Engines
 	count := map[string]int{}
 	for _, q := range res.Queries {
 		count[ClassOf(q)]++
 	}
-	fmt.Fprintf(&b, "%-26s", "class (queries)")
+	fmt.Fprintf(&b, "%-26s", modeNames[m]+": class (queries)")
 	for _, e := range engines {
 		fmt.Fprintf(&b, " %-26s", e+" p50 / p99 ms")
 	}
@@ -238,9 +274,9 @@ func (res *Result) queryTables() string {
 	classes := res.classes()
 	sort.SliceStable(classes, func(i, j int) bool { return count[classes[i]] < count[classes[j]] })
 	for _, c := range classes {
-		row(fmt.Sprintf("%s (%d)", c, count[c]), func(r *EngineRun) Dist { return r.PerClass[c] })
+		row(fmt.Sprintf("%s (%d)", c, count[c]), func(r *EngineRun) Dist { return r.ModeClass[m][c] })
 	}
-	row(fmt.Sprintf("all (%d)", len(res.Queries)), func(r *EngineRun) Dist { return r.Search })
+	row(fmt.Sprintf("all (%d)", len(res.Queries)), func(r *EngineRun) Dist { return r.ModeSearch[m] })
 	b.WriteString("\n")
 	return b.String()
 }
@@ -263,9 +299,12 @@ func (res *Result) checkLines() string {
 			}
 		}
 	}
-	if res.TokenHash != "" {
+	for _, p := range []string{"xapian", "lucene"} {
+		if res.TokenHash == "" {
+			break
+		}
 		for _, rep := range res.Reps {
-			r := rep.Engines["xapian"]
+			r := rep.Engines[p]
 			if r == nil || r.TokenHash == "" {
 				continue
 			}
@@ -273,10 +312,26 @@ func (res *Result) checkLines() string {
 			if r.TokenHash != res.TokenHash || r.TokenDocs != len(res.Corpus.Docs) {
 				verdict = "MISMATCH"
 			}
-			fmt.Fprintf(&b, "token-stream hash: ours (engine/analysis) %s over %d documents, xapian (read back from its index) %s over %d documents: %s\n",
-				res.TokenHash, len(res.Corpus.Docs), r.TokenHash, r.TokenDocs, verdict)
+			fmt.Fprintf(&b, "token-stream hash: ours (engine/analysis) %s over %d documents, %s (read back from its index) %s over %d documents: %s\n",
+				res.TokenHash, len(res.Corpus.Docs), p, r.TokenHash, r.TokenDocs, verdict)
 			break
 		}
 	}
 	return b.String()
+}
+
+// modeP50 reads the overall p50 in ms of one mode.
+func modeP50(m Mode) func(r *EngineRun) (float64, bool) {
+	return func(r *EngineRun) (float64, bool) {
+		d, ok := r.ModeSearch[m]
+		return ms(d.P50), ok && d.N > 0
+	}
+}
+
+// modeClassP50 reads one class's p50 in ms in one mode.
+func modeClassP50(m Mode, class string) func(r *EngineRun) (float64, bool) {
+	return func(r *EngineRun) (float64, bool) {
+		d, ok := r.ModeClass[m][class]
+		return ms(d.P50), ok && d.N > 0
+	}
 }

@@ -75,35 +75,23 @@ func NewEngine(cfg *Config, name string) (Engine, error) {
 			return nil, fmt.Errorf("xapian: driver not built")
 		}
 		return NewXapian(cfg.XapianBin), nil
+	case "lucene":
+		if cfg.Lucene == nil {
+			return nil, fmt.Errorf("lucene: driver not built")
+		}
+		l := NewLucene(cfg.Lucene)
+		l.WarmMax = cfg.WarmMax
+		return l, nil
 	}
-	return nil, fmt.Errorf("unknown engine %q (ours, bleve, xapian)", name)
+	return nil, fmt.Errorf("unknown engine %q (ours, bleve, xapian, lucene)", name)
 }
 
 // Run runs every repetition on corpus c.
 func Run(ctx context.Context, cfg Config, c *Corpus) (*Result, error) {
 	fixed := QuerySet(c)
 	res := &Result{Corpus: c, Queries: append(fixed, HeadingQueries(c)...), Fixed: len(fixed), Started: time.Now()}
-	if has(cfg.Engines, "xapian") && cfg.XapianBin == "" {
-		cache := filepath.Join(cfg.ModuleRoot, "bin")
-		if cfg.ModuleRoot == "" {
-			cache = filepath.Join(os.TempDir(), "summa-bench-bin")
-		}
-		bin, err := BuildXapianDriver(cache, !cfg.NoInstall, cfg.Log)
-		if err != nil {
-			res.XapianSkipped = err.Error()
-			cfg.logf("xapian: skipped: %v", err)
-			var keep []string
-			for _, e := range cfg.Engines {
-				if e != "xapian" {
-					keep = append(keep, e)
-				}
-			}
-			cfg.Engines = keep
-		} else {
-			cfg.XapianBin = bin
-		}
-	}
-	if has(cfg.Engines, "xapian") {
+	buildDrivers(&cfg, res)
+	if has(cfg.Engines, "xapian") || has(cfg.Engines, "lucene") {
 		res.TokenHash = TokenStreamHash(c.Docs)
 	}
 	res.Config = cfg
@@ -171,8 +159,10 @@ func Run(ctx context.Context, cfg Config, c *Corpus) (*Result, error) {
 			rep.HTTP = h
 		}
 		res.Mismatches = append(res.Mismatches, mismatches(r, cfg.Engines, res.Queries, rep)...)
-		if x := rep.Engines["xapian"]; x != nil && x.TokenHash != "" && (x.TokenHash != res.TokenHash || x.TokenDocs != len(c.Docs)) {
-			res.Mismatches = append(res.Mismatches, fmt.Sprintf("rep %d: token-stream hash ours=%s over %d documents, xapian=%s over %d", r+1, res.TokenHash, len(c.Docs), x.TokenHash, x.TokenDocs))
+		for _, p := range []string{"xapian", "lucene"} {
+			if x := rep.Engines[p]; x != nil && x.TokenHash != "" && (x.TokenHash != res.TokenHash || x.TokenDocs != len(c.Docs)) {
+				res.Mismatches = append(res.Mismatches, fmt.Sprintf("rep %d: token-stream hash ours=%s over %d documents, %s=%s over %d", r+1, res.TokenHash, len(c.Docs), p, x.TokenHash, x.TokenDocs))
+			}
 		}
 		res.Reps = append(res.Reps, rep)
 	}
@@ -343,4 +333,39 @@ func openMany(ctx context.Context, cfg *Config, e Engine, parent string, run *En
 	}
 	run.OpenManySegments = e.Segments()
 	return e.Close(ctx)
+}
+
+// buildDrivers builds the Xapian and Lucene drivers of the engines asked
+// for (installing their packages unless cfg.NoInstall); an engine whose
+// driver cannot be built is dropped, and the report says why.
+func buildDrivers(cfg *Config, res *Result) {
+	cache := filepath.Join(cfg.ModuleRoot, "bin")
+	if cfg.ModuleRoot == "" {
+		cache = filepath.Join(os.TempDir(), "summa-bench-bin")
+	}
+	drop := func(name string, err error) string {
+		cfg.logf("%s: skipped: %v", name, err)
+		var keep []string
+		for _, e := range cfg.Engines {
+			if e != name {
+				keep = append(keep, e)
+			}
+		}
+		cfg.Engines = keep
+		return err.Error()
+	}
+	if has(cfg.Engines, "xapian") && cfg.XapianBin == "" {
+		if bin, err := BuildXapianDriver(cache, !cfg.NoInstall, cfg.Log); err != nil {
+			res.XapianSkipped = drop("xapian", err)
+		} else {
+			cfg.XapianBin = bin
+		}
+	}
+	if has(cfg.Engines, "lucene") && cfg.Lucene == nil {
+		if d, err := BuildLuceneDriver(cache, !cfg.NoInstall, cfg.Log); err != nil {
+			res.LuceneSkipped = drop("lucene", err)
+		} else {
+			cfg.Lucene = d
+		}
+	}
 }

@@ -193,9 +193,15 @@ func (res *Result) Text(command string) string {
 	if has(cfg.Engines, "xapian") {
 		fmt.Fprintf(&b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
 	}
+	if has(cfg.Engines, "lucene") {
+		fmt.Fprintf(&b, ", lucene (%s, BM25Similarity k1=1.2 b=0.75; a Java 17 driver process timing itself after a JIT warm-up of %s rounds)", LuceneVersion(), res.warmRounds())
+	}
 	b.WriteString("\n")
 	if res.XapianSkipped != "" {
 		fmt.Fprintf(&b, "xapian: skipped: %s\n", res.XapianSkipped)
+	}
+	if res.LuceneSkipped != "" {
+		fmt.Fprintf(&b, "lucene: skipped: %s\n", res.LuceneSkipped)
 	}
 	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
 		res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files, len(res.Corpus.HeldOut))
@@ -401,14 +407,23 @@ func (res *Result) WriteMarkdown(path, command string) error {
 
 const methodology = `## What is measured
 
-The three engines run one after the other (the order rotates between
+The four engines run one after the other (the order rotates between
 repetitions), on the same documents, in fresh directories under the same
 temporary directory, so on the same disk. Ours and Bleve run in this
 process as libraries. Xapian runs in a child process, the C++ driver
 bench/xapian/driver.cc compiled against Debian's libxapian-dev into bin/;
 it times every operation itself (steady_clock around the Xapian calls),
 so the pipe round trip is not counted, and its CPU time is added to the
-*_cpu figures. Ratio columns are ours/peer of the medians: above 1 is
+*_cpu figures. Lucene runs the same way: the Java driver
+bench/lucene/LuceneDriver.java, compiled with javac against Debian's
+liblucene8-java (Lucene 8.8.1; the jars are named 8.7.0) into bin/ and
+run by OpenJDK 17 (-XX:+UseParallelGC -Xms1g), timing itself with
+System.nanoTime. Before the timed searches it warms the JIT up as the
+search-benchmark-game does: rounds of every query in every mode until
+three consecutive rounds' times are within 3% (at least 10 rounds, at
+most 500 or 30 s). The bench installs liblucene8-java and
+openjdk-17-jdk-headless with apt-get when they are missing (and says so);
+without them Lucene is skipped with the reason in the report. Ratio columns are ours/peer of the medians: above 1 is
 better for throughputs (docs/s, MB/s, q/s), below 1 is better for
 latencies, times and bytes. "best_peer" lines divide ours by the faster
 (smaller) of Bleve and Xapian on that measure in the same run; "best
@@ -433,10 +448,17 @@ peers" names it.
   the terms with positions (title tokens first, then the body's after a
   gap so that no phrase spans the two fields), added with
   Document::add_posting; the id is the unique term Q+id (upserts are
-  replace_document), the document data is id and title. The token-stream
-  hash line checks it: the driver reads every document's terms and
-  positions back from its index and hashes them; the Go side hashes our
-  analysis of the same documents.
+  replace_document), the document data is id and title. Lucene: the
+  same tokens and positions, fed to one indexed field "text" (DOCS,
+  FREQS, POSITIONS, norms) by a TokenStream that emits them (so its
+  analysis is ours exactly), the id a stored StringField (upserts are
+  updateDocument), the title a StoredField; no compound files; its
+  merge policy is TieredMergePolicy for forceMerge only (no natural
+  merges, as for Bleve and ours). The token-stream
+  hash lines check it: each driver reads every document's terms and
+  positions back from its index (Lucene: from the postings of "text")
+  and hashes them; the Go side hashes our analysis of the same
+  documents.
 - **Ingest**: documents in batches of the commit cadence; ours:
   schema.ParseDocument of each JSON line (what the server does), Add,
   Commit; Bleve: Batch.Index of a map per document, then Index.Batch,
@@ -481,7 +503,19 @@ peers" names it.
   rest). Latency: queries one at a time after warm-up rounds; the fixed
   queries (each its own class) SearchRounds times, the heading queries
   (classes "headings: or/and/phrase", rotating) HeadingRounds times;
-  "all" is every timed query. QPS: the fixed queries from GOMAXPROCS
+  "all" is every timed query. Lucene: IndexSearcher with
+  BM25Similarity(1.2, 0.75); TermQuery, BooleanQuery of SHOULD or MUST
+  TermQuerys, PhraseQuery; TopScoreDocCollector, the top 10's stored id
+  and title read. **Modes**, as in the search-benchmark-game: TOP_10 (no
+  exact count: Lucene's default totalHitsThreshold of 1000, so block-max
+  WAND on its impacts; ours with TotalHitsThreshold 1000, so block-max
+  pruning; Xapian get_mset(0, 10) with its default check_at_least, an
+  estimated count; Bleve has no such mode and counts), TOP_10_COUNT (top
+  10 and the exact count: the mode of every other search figure) and
+  COUNT (Lucene IndexSearcher.count; Xapian get_mset(0, 0, doccount);
+  Bleve a request of size 0; ours has no count-only path and asks for one
+  hit without stored fields). Each mode is timed over the same rounds;
+  the TOP_10 and COUNT tables give each class's p50/p99. QPS: the fixed queries from GOMAXPROCS
   concurrent clients (Xapian: driver threads, each with its own
   read-only Database). totalHits of every query must agree between the
   engines. top10 overlap with P: the mean over queries of
@@ -495,6 +529,12 @@ peers" names it.
   bytes (segment.Reader.DocSectionBytes: the doc-id gaps alone, no
   frequencies or positions) of the merged index before and after
   Index.Reorder, when the engine has it.
+- **bp (shuffled)**: the corpus in a fixed pseudo-random order (PCG
+  seeded 1, 2: how documents reach a real index, not grouped by topic as
+  in path order) is ingested into a new index of ours with the
+  many-segment cadence and force-merged; doc-id bytes before and after
+  Index.Reorder, and search time before and after: the sum, over every
+  query in every mode, of the fastest of 3 runs; speedup = before/after.
 - **http**: summa-server built from ./cmd/summa-server on a fresh data
   directory, the same batches as NDJSON to POST /v1/indexes/bench/documents
   then POST /commit; its default background maintenance runs; the fixed
@@ -504,3 +544,14 @@ peers" names it.
   (go tool pprof) and, when perf is installed, a perf record of the
   Xapian driver to DIR/profile-xapian-PHASE.perf.data (perf report -i).
 `
+
+// warmRounds is Lucene's warm-up rounds over the repetitions.
+func (res *Result) warmRounds() string {
+	var vs []float64
+	for _, rep := range res.Reps {
+		if r := rep.Engines["lucene"]; r != nil {
+			vs = append(vs, float64(r.WarmRounds))
+		}
+	}
+	return newSpread(vs).format(0)
+}

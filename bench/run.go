@@ -114,11 +114,16 @@ type Config struct {
 	Reps int
 	// FloorSeqMB and FloorSyncs size the floor measurement.
 	FloorSeqMB, FloorSyncs int
-	// Engines to run ("ours", "bleve", "xapian").
+	// Engines to run ("ours", "bleve", "xapian", "lucene").
 	Engines []string
 	// XapianBin is the built driver (set by Run when "xapian" is run).
 	XapianBin string
-	// NoInstall never runs apt-get for Xapian.
+	// Lucene is the built Java driver (set by Run when "lucene" is run).
+	Lucene *LuceneDriver
+	// WarmMax bounds Lucene's JIT warm-up before the timed searches
+	// (DefaultWarmMax when 0).
+	WarmMax time.Duration
+	// NoInstall never runs apt-get for Xapian or Lucene.
 	NoInstall bool
 	// HTTP also ingests through summa-server when it builds.
 	HTTP bool
@@ -174,6 +179,12 @@ type EngineRun struct {
 	PerQuery map[string]Dist
 	// PerClass is the latency of each query class (see ClassOf).
 	PerClass map[string]Dist
+	// ModeSearch and ModeClass are Search and PerClass in each Mode
+	// (ModeTop10Count's are Search and PerClass).
+	ModeSearch map[Mode]Dist
+	ModeClass  map[Mode]map[string]Dist
+	// WarmRounds is the number of JIT warm-up rounds (Lucene).
+	WarmRounds int
 	// Hits is each query's total hit count; Top its top 10 ids.
 	Hits map[string]int
 	Top  map[string][]string
@@ -182,7 +193,8 @@ type EngineRun struct {
 	OpenMany         time.Duration
 	OpenManySegments int
 	// TokenHash and TokenDocs are the hash of the indexed token streams
-	// and the documents hashed, for engines that can report them (Xapian).
+	// and the documents hashed, for engines that can report them (Xapian,
+	// Lucene).
 	TokenHash string
 	TokenDocs int
 	// BP reorder (ours only): postings bytes before and after, time.
@@ -197,6 +209,8 @@ type EngineRun struct {
 	// BMP compares block-max pruning with exhaustive evaluation on the
 	// merged index before and after BP (ours only; see bmp.go).
 	BMP []*BMPRun
+	// BPShuffled is BP on the shuffled arrival order (ours only).
+	BPShuffled *BPShuffled
 }
 
 // Rep is one repetition.
@@ -223,8 +237,10 @@ type Result struct {
 	// XapianSkipped says why Xapian did not run ("" when it ran or was
 	// not asked for).
 	XapianSkipped string
+	// LuceneSkipped says why Lucene did not run.
+	LuceneSkipped string
 	// TokenHash is our analysis's token-stream hash of the corpus (see
-	// TokenStreamHash), when Xapian ran.
+	// TokenStreamHash), when Xapian or Lucene ran.
 	TokenHash string
 	// Started is when the run began.
 	Started time.Time

@@ -1,13 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -20,110 +17,18 @@ import (
 // driver times every operation itself, so the pipe round trip is not
 // counted (see LastOpTime).
 type Xapian struct {
-	bin  string
-	cmd  *exec.Cmd
-	in   *bufio.Writer
-	out  *bufio.Reader
-	dir  string
-	last time.Duration
+	pipeDriver
+	dir string
 }
 
 // NewXapian returns the Xapian engine run by the driver binary bin (see
 // BuildXapianDriver).
-func NewXapian(bin string) *Xapian { return &Xapian{bin: bin} }
+func NewXapian(bin string) *Xapian {
+	return &Xapian{pipeDriver: pipeDriver{name: "xapian", argv: []string{bin}}}
+}
 
 // Name implements Engine.
 func (x *Xapian) Name() string { return "xapian" }
-
-func (x *Xapian) start() error {
-	if x.cmd != nil {
-		return nil
-	}
-	cmd := exec.Command(x.bin)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("xapian: start driver: %w", err)
-	}
-	x.cmd, x.in, x.out = cmd, bufio.NewWriterSize(in, 1<<20), bufio.NewReaderSize(out, 1<<16)
-	return nil
-}
-
-// Shutdown ends the driver process.
-func (x *Xapian) Shutdown() error {
-	if x.cmd == nil {
-		return nil
-	}
-	_, _ = x.call("quit\n", nil)
-	err := x.cmd.Wait()
-	x.cmd = nil
-	return err
-}
-
-// call sends a request (and payload) and returns the reply's fields after
-// "ok NS", recording NS as the last operation's time.
-func (x *Xapian) call(req string, payload []byte) ([]string, error) {
-	if err := x.start(); err != nil {
-		return nil, err
-	}
-	if _, err := x.in.WriteString(req); err != nil {
-		return nil, fmt.Errorf("xapian: write: %w", err)
-	}
-	if _, err := x.in.Write(payload); err != nil {
-		return nil, fmt.Errorf("xapian: write: %w", err)
-	}
-	if err := x.in.Flush(); err != nil {
-		return nil, fmt.Errorf("xapian: write: %w", err)
-	}
-	line, err := x.out.ReadString('\n')
-	if err != nil {
-		return nil, fmt.Errorf("xapian: driver died: %w", err)
-	}
-	line = strings.TrimSuffix(line, "\n")
-	if rest, ok := strings.CutPrefix(line, "err "); ok {
-		return nil, fmt.Errorf("xapian: %s", rest)
-	}
-	f := strings.Fields(line)
-	if len(f) < 2 || f[0] != "ok" {
-		return nil, fmt.Errorf("xapian: bad reply %q", line)
-	}
-	ns, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("xapian: bad reply %q", line)
-	}
-	x.last = time.Duration(ns)
-	return f[2:], nil
-}
-
-// PID is the driver process's id (0 when it is not running).
-func (x *Xapian) PID() int {
-	if x.cmd == nil || x.cmd.Process == nil {
-		return 0
-	}
-	return x.cmd.Process.Pid
-}
-
-// LastOpTime is the driver-measured time of the last operation.
-func (x *Xapian) LastOpTime() time.Duration { return x.last }
-
-// ExtraCPU is the driver process's CPU time so far.
-func (x *Xapian) ExtraCPU() time.Duration {
-	if x.cmd == nil {
-		return 0
-	}
-	f, err := x.call("cpu\n", nil)
-	if err != nil || len(f) != 1 {
-		return 0
-	}
-	ns, _ := strconv.ParseInt(f[0], 10, 64)
-	return time.Duration(ns)
-}
 
 // Create implements Engine.
 func (x *Xapian) Create(dir string) error {
@@ -165,12 +70,19 @@ func XapianTermPositions(d *Doc, fn func(term string, pos uint32)) {
 // Prepare implements Engine: it tokenizes the documents with our analysis
 // into the driver's batch payload (the counterpart of our JSON parsing).
 func (x *Xapian) Prepare(docs []Doc, _ [][]byte) (any, error) {
+	return tokenBatch("xapian", docs)
+}
+
+// tokenBatch is the batch payload of the Xapian and Lucene drivers: per
+// document "D IDLEN TITLELEN NTOK\n", the id, the title, then NTOK lines
+// "POS TERM\n" of XapianTermPositions.
+func tokenBatch(who string, docs []Doc) ([]byte, error) {
 	var b []byte
 	var toks []byte
 	for i := range docs {
 		d := &docs[i]
 		if strings.ContainsRune(d.ID, '\n') {
-			return nil, fmt.Errorf("xapian: document id %q has a newline", d.ID)
+			return nil, fmt.Errorf("%s: document id %q has a newline", who, d.ID)
 		}
 		toks = toks[:0]
 		n := 0
@@ -209,27 +121,14 @@ func (x *Xapian) Search(ctx context.Context, q Query) (int, error) {
 
 // SearchTop implements Engine.
 func (x *Xapian) SearchTop(_ context.Context, q Query) (int, []string, error) {
-	f, err := x.call("search "+xapianQueryLine(q)+"\n", nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	if len(f) != 2 {
-		return 0, nil, fmt.Errorf("xapian: bad search reply %q", f)
-	}
-	total, err1 := strconv.Atoi(f[0])
-	k, err2 := strconv.Atoi(f[1])
-	if err := errors.Join(err1, err2); err != nil || k < 0 || k > 10 {
-		return 0, nil, fmt.Errorf("xapian: bad search reply %q", f)
-	}
-	ids := make([]string, k)
-	for i := range ids {
-		l, err := x.out.ReadString('\n')
-		if err != nil {
-			return 0, nil, fmt.Errorf("xapian: driver died: %w", err)
-		}
-		ids[i] = strings.TrimSuffix(l, "\n")
-	}
-	return total, ids, nil
+	return x.searchTop(xapianQueryLine(q))
+}
+
+// SearchMode implements ModeSearcher: top10 is get_mset(0, 10) with
+// Xapian's default check_at_least (an estimated count), count is
+// get_mset(0, 0, doccount) (exact, no ranking).
+func (x *Xapian) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
+	return x.searchMode(mode, xapianQueryLine(q))
 }
 
 // RunQPS runs total queries of qs from clients threads of the driver, each

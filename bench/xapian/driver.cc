@@ -10,6 +10,11 @@
 //   batch NBYTES\n<payload>    replace_document each document, commit
 //   search KIND T1 T2 ...      top 10 by BM25 with exact totalHits; reply
 //                              "ok NS TOTAL K" then K id lines
+//   searchm MODE KIND T1 ...   one search in MODE: top10 (get_mset(0, 10),
+//                              Xapian's default check_at_least, so an
+//                              estimated count), top10count (as search),
+//                              count (get_mset(0, 0, doccount): exact);
+//                              reply "ok NS TOTAL"
 //   merge                      Database::compact into DIR.compact, fsync,
 //                              swap it in place of DIR and reopen
 //   qps CLIENTS TOTAL NQ\n<NQ lines "KIND T1 T2 ...">
@@ -89,6 +94,26 @@ Xapian::doccount runQuery(const Xapian::Database &d, const std::string &kind,
     std::string data = it.get_document().get_data();
     if (ids) ids->push_back(data.substr(0, data.find('\n')));
   }
+  return m.get_matches_estimated();
+}
+
+// runMode runs one query in a search-benchmark-game mode and returns its
+// total (an estimate in top10).
+Xapian::doccount runMode(const Xapian::Database &d, const std::string &mode, const std::string &kind,
+                         const std::vector<std::string> &terms) {
+  if (mode == "top10count") return runQuery(d, kind, terms, nullptr);
+  Xapian::Enquire enq(d);
+  enq.set_weighting_scheme(bm25());
+  enq.set_query(build(kind, terms));
+  if (mode == "count") {
+    Xapian::MSet m = enq.get_mset(0, 0, d.get_doccount());
+    if (m.get_matches_lower_bound() != m.get_matches_upper_bound())
+      throw std::runtime_error("inexact match count");
+    return m.get_matches_estimated();
+  }
+  if (mode != "top10") throw std::runtime_error("unknown mode " + mode);
+  Xapian::MSet m = enq.get_mset(0, 10);
+  for (Xapian::MSetIterator it = m.begin(); it != m.end(); ++it) it.get_document().get_data();
   return m.get_matches_estimated();
 }
 
@@ -268,6 +293,15 @@ int main() {
         Xapian::doccount total = runQuery(*db, kind, terms, &ids);
         out << "ok " << since(t0) << " " << total << " " << ids.size();
         for (const auto &id : ids) out << "\n" << id;
+      } else if (cmd == "searchm") {
+        needDB();
+        std::string mode = arg.substr(0, arg.find(' '));
+        std::string kind;
+        std::vector<std::string> terms;
+        splitQuery(arg.size() > mode.size() ? arg.substr(mode.size() + 1) : "", &kind, &terms);
+        t0 = Clock::now();
+        Xapian::doccount total = runMode(*db, mode, kind, terms);
+        out << "ok " << since(t0) << " " << total;
       } else if (cmd == "merge") {
         needDB();
         std::string tmp = dbdir + ".compact";

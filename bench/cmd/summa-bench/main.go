@@ -26,7 +26,7 @@ func main() {
 	out := flag.String("out", "docs/performance.md", "write the report as Markdown to this file (\"\" for none); -quick writes nothing unless -out is given")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles of the first repetition's phases to PREFIX-ENGINE-PHASE.pprof (Go engines)")
 	profileDir := flag.String("profile-dir", "", "write CPU profiles of the first repetition's phases (ingest, small-commit, open, merge, search, open-many, bp) to DIR/profile-ENGINE-PHASE.pprof (Go engines) and DIR/profile-xapian-PHASE.perf.data (perf record of the driver, when perf is installed)")
-	engines := flag.String("engines", "ours,bleve,xapian", "comma-separated engines to run")
+	engines := flag.String("engines", "ours,bleve,xapian,lucene", "comma-separated engines to run")
 	heldOut := flag.Int("heading-queries", 600, "sections held out of the index whose headings become queries")
 	headingRounds := flag.Int("heading-rounds", 0, "timed rounds of the heading queries (default 3; 1 with -quick)")
 	manyCommits := flag.Int("many-commits", 1000, "one-document commits of ours' index for open_ms at many segments (0: skip)")
