@@ -94,6 +94,9 @@ func copyGeneration(idx *Index, g leaderGen, dead func() bool) (published, degra
 		if err == nil && i%2 == 0 {
 			in.Closed(f.Name) // one file in two has its fsync started early
 		}
+		if err == nil && i%3 == 0 {
+			err = in.Check(context.Background(), f.Name) // and one in three its segment checked early
+		}
 		if err != nil {
 			in.Abandon()
 			return false, false, err
