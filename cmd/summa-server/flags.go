@@ -36,6 +36,10 @@ type Config struct {
 	SummaryFile string
 	// ShutdownDeadline bounds drain and ordered shutdown after a signal.
 	ShutdownDeadline time.Duration
+	// ShutdownDelay is how long reads are still answered after a signal,
+	// /readyz answering 503, before the listener closes (routers drop
+	// the endpoint meanwhile).
+	ShutdownDelay time.Duration
 	// AutocommitInterval commits every index with uncommitted documents at
 	// this interval; 0 turns autocommit off.
 	AutocommitInterval time.Duration
@@ -233,6 +237,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&cfg.ReportID, "report-id", "", "with --doctor: keep the whole report in the data directory under this ID (a DNS label), served by GET /v1/admin/doctor-reports/ID")
 	fs.StringVar(&cfg.SummaryFile, "summary-file", "", "with --doctor: write a compact report of at most 4000 bytes to this file (e.g. /dev/termination-log)")
 	fs.DurationVar(&cfg.ShutdownDeadline, "shutdown-deadline", 25*time.Second, "bound of drain and ordered shutdown after SIGTERM/SIGINT")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", 2*time.Second, "after SIGTERM/SIGINT, keep answering reads this long with /readyz 503 (while the drain runs) before the listener closes, so that routers drop this endpoint first (at most half of --shutdown-deadline)")
 	fs.DurationVar(&cfg.AutocommitInterval, "autocommit-interval", 0, "commit every index with uncommitted documents at this interval (0: off)")
 	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 0, "indexing workers per index (0: GOMAXPROCS, at most 8)")
 	fs.DurationVar(&cfg.CommitFlushTimeout, "commit-flush-timeout", 5*time.Minute, "wait for the indexing workers' flush before a commit answers CommitFlushTimeout")
@@ -337,6 +342,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--report-id %q: %w", c.ReportID, registry.ErrInvalidReportID)
 	case c.ShutdownDeadline <= 0:
 		return errors.New("--shutdown-deadline must be positive")
+	case c.ShutdownDelay < 0:
+		return errors.New("--shutdown-delay must not be negative")
 	case c.AutocommitInterval < 0:
 		return errors.New("--autocommit-interval must not be negative")
 	case c.IndexingWorkers < 0:

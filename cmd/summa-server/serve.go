@@ -127,7 +127,8 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownDeadline)
 	defer cancel()
-	if err := shutdown(ctx, log, srv, reg, hs, func() { stopAuto(); <-autoDone; fol.stop() }); err != nil {
+	delay := min(cfg.ShutdownDelay, cfg.ShutdownDeadline/2)
+	if err := shutdown(ctx, log, srv, reg, hs, delay, func() { stopAuto(); <-autoDone; fol.stop() }); err != nil {
 		log.Error(err, "Shutdown did not finish in order; exiting (nothing partial was published: commits are atomic)")
 		return exitFailure
 	}
@@ -139,10 +140,13 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 }
 
 // shutdown is the ordered shutdown: not ready, drain (commit everything
-// accepted), stop serving HTTP, stop autocommit, close the registry. Each
-// step is bounded by ctx (the shutdown deadline, measured from the signal).
+// accepted), keep answering reads until delay has passed since the start
+// (routers see /readyz 503 and drop this endpoint meanwhile: no search
+// reaches a closed listener), stop serving HTTP, stop autocommit, close
+// the registry. Each step is bounded by ctx (the shutdown deadline,
+// measured from the signal).
 func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *registry.Registry,
-	hs *http.Server, stopAutocommit func()) error {
+	hs *http.Server, delay time.Duration, stopAutocommit func()) error {
 	srv.SetShuttingDown()
 	start := time.Now()
 	for {
@@ -159,6 +163,13 @@ func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *reg
 		log.Info("Drain was cancelled by a resume; draining again")
 	}
 	log.Info("Drained", "duration", time.Since(start).String())
+	if rest := delay - time.Since(start); rest > 0 {
+		log.Info("Answering reads a little longer, not ready, before the listener closes", "delay", rest.String())
+		select {
+		case <-time.After(rest):
+		case <-ctx.Done():
+		}
+	}
 	if err := hs.Shutdown(ctx); err != nil {
 		_ = hs.Close()
 		return fmt.Errorf("stop serving HTTP: %w", err)

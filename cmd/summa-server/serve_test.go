@@ -59,7 +59,7 @@ func TestShutdownDeadline(t *testing.T) {
 	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = shutdown(sctx, logr.Discard(), srv, reg, hs, func() {})
+	err = shutdown(sctx, logr.Discard(), srv, reg, hs, 0, func() {})
 	if err == nil {
 		t.Fatal("shutdown finished although the drain's commit is blocked")
 	}
@@ -74,5 +74,56 @@ func TestShutdownDeadline(t *testing.T) {
 	defer ccancel()
 	if err := reg.Close(cctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestShutdownAnswersReadsDuringTheDelay: after the signal, /readyz
+// answers 503 at once while reads are still answered until the delay has
+// passed, so a router that drops the endpoint on /readyz never sends a
+// search to a closed listener.
+func TestShutdownAnswersReadsDuringTheDelay(t *testing.T) {
+	reg, err := registry.Open(vfs.Default, t.TempDir(), registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(reg, server.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	hs := &http.Server{Handler: srv}
+	go func() { _ = hs.Serve(ln) }()
+	status := func(path string) int {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status("/v1/indexes"); got != http.StatusOK {
+		t.Fatalf("GET /v1/indexes before the signal: %d", got)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done <- shutdown(ctx, logr.Discard(), srv, reg, hs, 3*time.Second, func() {})
+	}()
+	for deadline := time.Now().Add(30 * time.Second); status("/readyz") != http.StatusServiceUnavailable; {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz never answered 503 after the signal")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := status("/v1/indexes"); got != http.StatusOK {
+		t.Fatalf("GET /v1/indexes while not ready, within the delay: %d, want 200", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := status("/v1/indexes"); got != 0 {
+		t.Fatalf("GET /v1/indexes after the shutdown: %d, want no answer", got)
 	}
 }
