@@ -137,7 +137,7 @@ bench-vectors-quick: ## The same on smaller data sets (a few minutes).
 	$(GO) run ./bench/cmd/bench-vectors -quick
 
 .PHONY: bench-replication bench-replication-quick
-bench-replication: ## Read followers on the real binary: commit-to-visible lag p99 and a new follower's catch-up rate on a 1 GiB index, beside the disk's sequential write rate measured in the same run.
+bench-replication: ## Read followers on the real binary: commit-to-visible lag p99, a new follower's catch-up rate on a 1 GiB index beside the disk's sequential write rate measured in the same run, and the searches failed during a rolling restart (2 followers, then the leader).
 	$(GO) run ./bench/cmd/bench-replication $(BENCH_REPLICATION_FLAGS)
 
 bench-replication-quick: ## The same on a 128 MiB index and 100 commits.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/errors/oserror"
@@ -41,11 +42,16 @@ type Incoming struct {
 	files map[string]SnapshotFile
 	// newSegs and newMasks are the IDs whose files are new.
 	newSegs, newMasks map[segid.ID]bool
+	// mu guards created, started and the checks: the files of a copy are
+	// downloaded, closed and checked by several goroutines at once.
+	mu sync.Mutex
 	// created names the files Create made; closed ones have their fsync
 	// started (Closed), the save waits for those and syncs the rest (C02).
 	created []string
 	// started are the fsyncs Closed started, by file name.
 	started map[string]*metadata.FileSync
+	// checks are the early checks of Check (replica_check.go).
+	checks
 }
 
 // PrepareIncoming compares next (a leader's committed generation) with the
@@ -70,7 +76,7 @@ func (idx *Index) PrepareIncoming(next *metadata.Metadata) (*Incoming, error) {
 		live[id] = true
 	}
 	in := &Incoming{idx: idx, next: next.Clone(), files: make(map[string]SnapshotFile),
-		newSegs: make(map[segid.ID]bool), newMasks: make(map[segid.ID]bool)}
+		newSegs: make(map[segid.ID]bool), newMasks: make(map[segid.ID]bool), checks: newChecks()}
 	var ids []segid.ID
 	for _, s := range next.Segments {
 		if !live[s.ID] {
@@ -124,11 +130,14 @@ func (in *Incoming) Create(name string) (vfs.File, error) {
 	if err := in.idx.fs.Remove(path); err != nil && !oserror.IsNotExist(err) {
 		return nil, fmt.Errorf("index: remove the previous %s: %w", name, err)
 	}
+	in.forget(name) // a check of its former bytes no longer holds
 	f, err := in.idx.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("index: create %s: %w", name, err)
 	}
+	in.mu.Lock()
 	in.created = append(in.created, name)
+	in.mu.Unlock()
 	return f, nil
 }
 
@@ -136,6 +145,8 @@ func (in *Incoming) Create(name string) (vfs.File, error) {
 // its fsync starts now, in the background, so that the disk writes it
 // back while the next files download (the save waits for it).
 func (in *Incoming) Closed(name string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	if _, ok := in.files[name]; !ok || in.started[name] != nil {
 		return
 	}
@@ -149,6 +160,8 @@ func (in *Incoming) Closed(name string) {
 // up and its claims abandoned, so the files written so far are deleted
 // through the tracker (L05).
 func (in *Incoming) Abandon() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	for _, s := range in.started {
 		s.Release()
 	}
@@ -157,7 +170,8 @@ func (in *Incoming) Abandon() {
 }
 
 // Publish checks every file of the incoming generation in full (the
-// doctor's validation; F03), opens the new segments and commits the
+// doctor's validation; F03), unless Check did since the file's Create,
+// opens the new segments and commits the
 // generation through the commit point: metadata saved with the downloaded
 // files synced first, ownership published, readers installed, claims
 // released. On error nothing is published and the caller abandons.
@@ -170,8 +184,12 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 			_ = r.Close()
 		}
 	}
-	for _, s := range in.next.Segments {
-		bm, err := in.validate(ctx, s)
+	for i, s := range in.next.Segments {
+		bm, early := in.checked(i)
+		var err error
+		if !early {
+			bm, err = in.validate(ctx, s)
+		}
 		if err != nil {
 			closeReaders()
 			return false, fmt.Errorf("index: incoming generation %d, segment %s: %w", in.next.Generation, s.ID, err)
@@ -201,6 +219,8 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 	}
 	var unsynced []string
 	var started []*metadata.FileSync
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	for _, name := range in.created {
 		if s := in.started[name]; s != nil {
 			started = append(started, s)

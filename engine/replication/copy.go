@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/metadata"
+	"golang.org/x/sync/errgroup"
 )
 
 // step is one round of an index's loop: one long poll and, when the
@@ -109,14 +111,10 @@ func (f *Follower) install(ctx context.Context, c *client.Client, name string, s
 	case err != nil:
 		return 0, err
 	}
-	var copied int64
-	for _, file := range in.Files() {
-		n, err := f.download(ctx, c, in, name, st.Hold, file)
-		copied += n
-		if err != nil {
-			in.Abandon()
-			return copied, err
-		}
+	copied, err := f.downloadAll(ctx, c, in, name, st.Hold)
+	if err != nil {
+		in.Abandon()
+		return copied, err
 	}
 	if _, err := in.Publish(ctx); err != nil {
 		in.Abandon()
@@ -126,8 +124,41 @@ func (f *Follower) install(ctx context.Context, c *client.Client, name string, s
 	return copied, nil
 }
 
+// downloadAll copies the files of the hold that in lacks, cfg.Downloads
+// at a time. Each file is checked as it arrives: a segment whose files are
+// all there is validated in full (F03) on the goroutine that downloaded
+// its last one while the others go on downloading; Publish validates
+// whatever was not. It returns the bytes copied and the first failure
+// (the others are cancelled then).
+func (f *Follower) downloadAll(ctx context.Context, c *client.Client, in *index.Incoming, name, hold string) (int64, error) {
+	var copied atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.cfg.Downloads)
+	for _, file := range in.Files() {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			n, err := f.download(gctx, c, in, name, hold, file)
+			copied.Add(n)
+			if err != nil {
+				return err
+			}
+			if err := in.Check(gctx, file.Name); err != nil {
+				return fmt.Errorf("%w: %w", errRefused, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return copied.Load(), err
+}
+
 // download copies one file of the hold into the incoming generation and
-// checks its size (its content is checked in full by Publish).
+// checks its size (its content is checked in full by Check or Publish).
 func (f *Follower) download(ctx context.Context, c *client.Client, in *index.Incoming, name, hold string, file index.SnapshotFile) (int64, error) {
 	dst, err := in.Create(file.Name)
 	if err != nil {

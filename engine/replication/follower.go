@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -35,6 +36,10 @@ type Config struct {
 	// ListInterval is how often the leader's index list is read to find
 	// created and deleted indexes (default 1 s).
 	ListInterval time.Duration
+	// Downloads is how many files of a generation download at once
+	// (default 4): one stream rarely fills both the network and the disk,
+	// and each arrival's full check runs on its own goroutine.
+	Downloads int
 	// BackoffMin and BackoffMax bound the retry backoff while the leader
 	// is unreachable (default 200 ms and 10 s).
 	BackoffMin, BackoffMax time.Duration
@@ -50,6 +55,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ListInterval <= 0 {
 		c.ListInterval = time.Second
+	}
+	if c.Downloads <= 0 {
+		c.Downloads = 4
 	}
 	if c.BackoffMin <= 0 {
 		c.BackoffMin = 200 * time.Millisecond
@@ -109,6 +117,11 @@ func New(cfg Config, reg *registry.Registry) (*Follower, error) {
 	hc, err := client.NewHTTPClient(ca, cfg.ServerName, 0)
 	if err != nil {
 		return nil, fmt.Errorf("replication: %w", err)
+	}
+	if tr, ok := hc.Transport.(*http.Transport); ok {
+		// Every parallel download keeps its connection for the next file
+		// (the default keeps two per host), besides the long polls.
+		tr.MaxIdleConnsPerHost = cfg.Downloads + 4
 	}
 	f := &Follower{cfg: cfg, reg: reg, base: client.New(cfg.Leader, hc), log: cfg.Logger}
 	f.mu.indexes = make(map[string]*followed)

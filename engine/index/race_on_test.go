@@ -1,6 +1,0 @@
-//go:build race
-
-package index
-
-// raceEnabled is true under the race detector.
-const raceEnabled = true
