@@ -62,7 +62,8 @@ func (s *Server) withReplication(st IndexStatus) IndexStatus {
 }
 
 // replicationState is the long poll of a follower: it waits (up to
-// ?wait=SECONDS) until the committed generation is above ?after=G, then
+// ?wait=SECONDS, and never past the start of shutdown, which answers 503
+// NotReady) until the committed generation is above ?after=G, then
 // answers that generation, pinned by a new hold (F01) with its metadata
 // and files, or just the generation number when the wait ran out.
 func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error {
@@ -84,7 +85,7 @@ func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error 
 	tick := time.NewTicker(replicationPoll)
 	defer tick.Stop()
 poll:
-	for int64(idx.Generation()) <= after {
+	for int64(idx.Generation()) <= after && !s.shuttingDown.Load() {
 		select {
 		case <-tick.C:
 		case <-deadline.C:
@@ -97,6 +98,11 @@ poll:
 	}
 	if g := idx.Generation(); int64(g) <= after {
 		h.Release()
+		if s.shuttingDown.Load() {
+			// A follower's wait must not hold the shutdown: it backs off
+			// and asks again (this process, restarted, or the next leader).
+			return unavailable(CodeNotReady, retryDraining, "shutting down")
+		}
 		writeJSON(w, http.StatusOK, client.ReplicationState{Index: h.Name(), Generation: g})
 		return nil
 	}

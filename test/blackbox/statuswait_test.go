@@ -113,3 +113,33 @@ func TestStatusLongPollShutdown(t *testing.T) {
 		t.Errorf("the long poll answered generation %d, older than %d", a.status.Generation, st.Generation)
 	}
 }
+
+// TestReplicationLongPollEndsAtShutdown: a follower's long poll of the
+// replication route (GET /v1/indexes/{index}/replication?after=G&wait=30)
+// does not hold the leader's shutdown: after SIGTERM it ends with 503
+// NotReady (the follower backs off and asks again), and the leader exits
+// in order, code 0, well within a 10 s --shutdown-deadline.
+func TestReplicationLongPollEndsAtShutdown(t *testing.T) {
+	needBinary(t)
+	s := startServer(t, t.TempDir(), "--shutdown-deadline", "10s")
+	const index = "replterm"
+	s.CreateIndex(index, testSchema)
+	g := s.Status(index).Generation
+	poll := make(chan waitAnswer, 1)
+	go func() {
+		r, err := s.Do(s.t.Context(), "GET", fmt.Sprintf("/v1/indexes/%s/replication?after=%d&wait=30", index, g), nil)
+		if err != nil {
+			poll <- waitAnswer{err: err}
+			return
+		}
+		poll <- waitAnswer{code: r.Status, body: r.String()}
+	}()
+	time.Sleep(100 * time.Millisecond) // let the poll reach the server
+	code, took := s.Term(shutdownDeadline + 5*time.Second)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM with a replication long poll open, want 0 (took %v)\n%s", code, took, tail(s.Output(), 30))
+	}
+	if a := <-poll; a.err == nil && a.code != http.StatusServiceUnavailable {
+		t.Errorf("the replication long poll answered %d at shutdown, want 503 NotReady: %s", a.code, a.body)
+	}
+}
