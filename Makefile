@@ -126,7 +126,7 @@ BENCH_FLAGS ?=
 bench: ## Engine vs Bleve v2, Xapian 1.4 and Lucene 8.8 on Debian linux-doc (full corpus, 3 reps); TOP_10/TOP_10_COUNT/COUNT modes, BP on a shuffled order; writes docs/performance.md.
 	$(GO) run ./bench/cmd/summa-bench -out docs/performance.md $(BENCH_FLAGS)
 
-bench-quick: ## The same on a 5,000-document sample (~2-3 min); prints only.
+bench-quick: ## The same on a 5,000-document sample (a few minutes on an idle machine: 17 min under a load of 40 with Lucene's JIT warm-up); prints only.
 	$(GO) run ./bench/cmd/summa-bench -quick $(BENCH_FLAGS)
 
 .PHONY: bench-vectors bench-vectors-quick
