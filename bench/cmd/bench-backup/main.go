@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/summadev/summa/bench/serverproc"
 	"github.com/summadev/summa/internal/corpus"
 	"github.com/summadev/summa/internal/s3test"
 )
@@ -81,12 +82,12 @@ func run(indexMB int, work string) (err error) {
 	}
 	store := s3test.Start(tb)
 	const prefix = "bench"
-	leader, err := start(bin, filepath.Join(work, "data"), append(store.Flags(prefix), "--optimizer-threads", "0")...)
+	leader, err := serverproc.Start(bin, filepath.Join(work, "data"), append(store.Flags(prefix), "--optimizer-threads", "0")...)
 	if err != nil {
 		return err
 	}
-	defer leader.stop()
-	if err := leader.call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
+	defer leader.Stop()
+	if err := leader.Call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
 		`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)}, nil); err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func run(indexMB int, work string) (err error) {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "index: %.0f MiB, %d documents\n", float64(size)/(1<<20), docs)
-	disk, err := diskWriteRate(filepath.Join(work, "disk-probe"), size)
+	disk, err := serverproc.DiskWriteRate(filepath.Join(work, "disk-probe"), size)
 	if err != nil {
 		return err
 	}
@@ -139,15 +140,15 @@ func run(indexMB int, work string) (err error) {
 
 // backup runs one online backup to its end and returns it with its
 // duration from the request to its completion.
-func backup(p *proc) (backupStatus, time.Duration, error) {
+func backup(p *serverproc.Proc) (backupStatus, time.Duration, error) {
 	t0 := time.Now()
 	var b backupStatus
-	if err := p.call("POST", "/v1/indexes/bench/backups", nil, &b); err != nil {
+	if err := p.Call("POST", "/v1/indexes/bench/backups", nil, &b); err != nil {
 		return b, 0, err
 	}
 	for b.State == "running" {
 		time.Sleep(10 * time.Millisecond)
-		if err := p.call("GET", "/v1/indexes/bench/backups/"+b.ID, nil, &b); err != nil {
+		if err := p.Call("GET", "/v1/indexes/bench/backups/"+b.ID, nil, &b); err != nil {
 			return b, 0, err
 		}
 	}
@@ -161,7 +162,7 @@ func backup(p *proc) (backupStatus, time.Duration, error) {
 // change upserts n documents picked at random among the first docs (new
 // bodies, same primary keys) in one commit: a new segment, and a new
 // deletion mask for every segment that held one of them.
-func change(p *proc, docs, n int) (int, error) {
+func change(p *serverproc.Proc, docs, n int) (int, error) {
 	ps, err := corpus.Paragraphs()
 	if err != nil {
 		return 0, err
@@ -176,10 +177,10 @@ func change(p *proc, docs, n int) (int, error) {
 	for id := range picked {
 		_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body(ps, id+docs)})
 	}
-	if err := p.call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
+	if err := p.Call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
 		return 0, err
 	}
-	return len(picked), p.call("POST", "/v1/indexes/bench/commit", nil, nil)
+	return len(picked), p.Call("POST", "/v1/indexes/bench/commit", nil, nil)
 }
 
 // body is a document text made of the corpus's paragraphs.
@@ -194,7 +195,7 @@ func body(ps []string, id int) string {
 
 // fill ingests documents until the index holds target bytes, committing
 // every 16 MiB batch, and returns the index's size and document count.
-func fill(p *proc, target int64) (int64, int, error) {
+func fill(p *serverproc.Proc, target int64) (int64, int, error) {
 	ps, err := corpus.Paragraphs()
 	if err != nil {
 		return 0, 0, err
@@ -208,13 +209,13 @@ func fill(p *proc, target int64) (int64, int, error) {
 			_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body(ps, id)})
 			id++
 		}
-		if err := p.call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
+		if err := p.Call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
 			return 0, 0, err
 		}
-		if err := p.call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
+		if err := p.Call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
 			return 0, 0, err
 		}
-		if size, err = indexSize(p); err != nil {
+		if size, err = p.IndexSize("bench"); err != nil {
 			return 0, 0, err
 		}
 		if batch%10 == 0 {

@@ -19,16 +19,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/summadev/summa/bench/serverproc"
 	"github.com/summadev/summa/internal/corpus"
 )
 
@@ -66,8 +65,8 @@ func run(indexMB, commits int, work string) error {
 	if err != nil {
 		return err
 	}
-	defer leader.stop()
-	if err := leader.call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
+	defer leader.Stop()
+	if err := leader.Call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
 		`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)}, nil); err != nil {
 		return err
 	}
@@ -76,7 +75,7 @@ func run(indexMB, commits int, work string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "leader index: %.0f MiB\n", float64(size)/(1<<20))
-	disk, err := diskWriteRate(filepath.Join(work, "disk-probe"), size)
+	disk, err := serverproc.DiskWriteRate(filepath.Join(work, "disk-probe"), size)
 	if err != nil {
 		return err
 	}
@@ -84,14 +83,14 @@ func run(indexMB, commits int, work string) error {
 	if err := os.RemoveAll(fdir); err != nil {
 		return err
 	}
-	follower, err := start(bin, fdir, "--follow", leader.url)
+	follower, err := start(bin, fdir, "--follow", leader.URL)
 	if err != nil {
 		return err
 	}
-	defer follower.stop()
+	defer follower.Stop()
 	t0 := time.Now()
-	want := leader.generation()
-	for follower.generation() < want {
+	want := generation(leader)
+	for generation(follower) < want {
 		time.Sleep(5 * time.Millisecond)
 	}
 	catchUp := float64(size) / (1 << 20) / time.Since(t0).Seconds()
@@ -117,18 +116,18 @@ func lagSamples(leader, follower *proc, n int) ([]time.Duration, error) {
 	var lags []time.Duration
 	for i := range n {
 		doc := fmt.Sprintf(`{"id":"lag%d","body":"lag probe %d"}`+"\n", i, i)
-		if err := leader.call("POST", "/v1/indexes/bench/documents", doc, nil); err != nil {
+		if err := leader.Call("POST", "/v1/indexes/bench/documents", doc, nil); err != nil {
 			return nil, err
 		}
 		var res struct {
 			Generation uint64 `json:"generation"`
 		}
-		if err := leader.call("POST", "/v1/indexes/bench/commit", nil, &res); err != nil {
+		if err := leader.Call("POST", "/v1/indexes/bench/commit", nil, &res); err != nil {
 			return nil, err
 		}
 		t := time.Now()
 		deadline := t.Add(time.Minute)
-		for follower.generation() < res.Generation {
+		for generation(follower) < res.Generation {
 			if time.Now().After(deadline) {
 				return nil, fmt.Errorf("generation %d not on the follower after a minute", res.Generation)
 			}
@@ -148,7 +147,7 @@ func fill(leader *proc, target int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	size, err := indexSize(leader)
+	size, err := leader.IndexSize("bench")
 	if err != nil {
 		return 0, err
 	}
@@ -156,7 +155,7 @@ func fill(leader *proc, target int64) (int64, error) {
 	var st struct {
 		Documents int `json:"documents"`
 	}
-	if err := leader.call("GET", "/v1/indexes/bench", nil, &st); err != nil {
+	if err := leader.Call("GET", "/v1/indexes/bench", nil, &st); err != nil {
 		return 0, err
 	}
 	for batch, id := 0, st.Documents; size < target; batch++ {
@@ -171,13 +170,13 @@ func fill(leader *proc, target int64) (int64, error) {
 			_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body.String()})
 			id++
 		}
-		if err := leader.call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
+		if err := leader.Call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
 			return 0, err
 		}
-		if err := leader.call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
+		if err := leader.Call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
 			return 0, err
 		}
-		if size, err = indexSize(leader); err != nil {
+		if size, err = leader.IndexSize("bench"); err != nil {
 			return 0, err
 		}
 		if batch%10 == 0 {
@@ -187,154 +186,31 @@ func fill(leader *proc, target int64) (int64, error) {
 	return size, nil
 }
 
-// indexSize returns the bytes of the bench index's live segments.
-func indexSize(leader *proc) (int64, error) {
-	var st struct {
-		Segments []struct {
-			SizeBytes int64 `json:"sizeBytes"`
-		} `json:"segments"`
-	}
-	if err := leader.call("GET", "/v1/indexes/bench", nil, &st); err != nil {
-		return 0, err
-	}
-	var size int64
-	for _, s := range st.Segments {
-		size += s.SizeBytes
-	}
-	return size, nil
-}
-
-// diskWriteRate writes n bytes sequentially to path in 4 MiB writes,
-// fsyncs, and returns MiB/s.
-func diskWriteRate(path string, n int64) (float64, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(path)
-	buf := make([]byte, 4<<20)
-	for i := range buf {
-		buf[i] = byte(i*31 + i>>9)
-	}
-	t0 := time.Now()
-	for w := int64(0); w < n; w += int64(len(buf)) {
-		if _, err := f.Write(buf); err != nil {
-			f.Close()
-			return 0, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return 0, err
-	}
-	if err := f.Close(); err != nil {
-		return 0, err
-	}
-	return float64(n) / (1 << 20) / time.Since(t0).Seconds(), nil
-}
-
 // proc is one summa-server process.
-type proc struct {
-	cmd *exec.Cmd
-	url string
-	hc  *http.Client
-}
+type proc = serverproc.Proc
 
-// start runs bin on dataDir on a free loopback port and waits until it
-// is ready.
+// shutdownDelay is every process's --shutdown-delay: after SIGTERM it
+// answers 2 s more, unready, as the operator runs engines with followers,
+// so that the rolling restart's router drops it before its port closes.
+var shutdownDelay = []string{"--shutdown-delay", "2s"}
+
+// start runs bin on dataDir on a free loopback port (serverproc.Start).
 func start(bin, dataDir string, extra ...string) (*proc, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return startOn(bin, dataDir, addr, extra...)
+	return serverproc.Start(bin, dataDir, slices.Concat(shutdownDelay, extra)...)
 }
 
-// startOn runs bin on dataDir listening on addr and waits until it is
-// ready. Each process answers 2 s more after SIGTERM, unready
-// (--shutdown-delay), as the operator runs engines with followers, so
-// that the rolling restart's router drops it before its port closes.
+// startOn runs bin on dataDir listening on addr (serverproc.StartOn).
 func startOn(bin, dataDir, addr string, extra ...string) (*proc, error) {
-	args := append([]string{"--data-dir", dataDir, "--listen", addr, "--log-level", "0", "--shutdown-delay", "2s"}, extra...)
-	cmd := exec.Command(bin, args...)
-	logf, err := os.OpenFile(dataDir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &proc{cmd: cmd, url: "http://" + addr, hc: &http.Client{Timeout: 5 * time.Minute}}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := p.hc.Get(p.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("summa-server on %s not ready (see %s.log)", dataDir, dataDir)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop kills the process.
-func (p *proc) stop() {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-}
-
-// call sends one request (a string body is sent as NDJSON, anything else
-// as JSON) and decodes a 2xx answer into out.
-func (p *proc) call(method, path string, body, out any) error {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, p.url+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return serverproc.StartOn(bin, dataDir, addr, slices.Concat(shutdownDelay, extra)...)
 }
 
 // generation returns the served generation of the bench index (0 when it
 // does not exist yet).
-func (p *proc) generation() uint64 {
+func generation(p *proc) uint64 {
 	var st struct {
 		Generation uint64 `json:"generation"`
 	}
-	if err := p.call("GET", "/v1/indexes/bench", nil, &st); err != nil {
+	if err := p.Call("GET", "/v1/indexes/bench", nil, &st); err != nil {
 		return 0
 	}
 	return st.Generation

@@ -75,7 +75,7 @@ func (r *router) probe() {
 	for _, m := range r.members {
 		p, _ := m.current()
 		ok := false
-		if resp, err := r.hc.Get(p.url + "/readyz"); err == nil {
+		if resp, err := r.hc.Get(p.URL + "/readyz"); err == nil {
 			resp.Body.Close()
 			ok = resp.StatusCode == http.StatusOK
 		}
@@ -111,14 +111,14 @@ func (r *router) search(i int) {
 			continue
 		}
 		body := fmt.Sprintf(`{"query":%q,"limit":10}`, words[n%len(words)])
-		resp, err := r.hc.Post(target.url+"/v1/indexes/bench/search", "application/json", strings.NewReader(body))
+		resp, err := r.hc.Post(target.URL+"/v1/indexes/bench/search", "application/json", strings.NewReader(body))
 		switch {
 		case err != nil:
 			r.fail(err.Error())
 		default:
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
-				r.fail(fmt.Sprintf("%s: %d", target.url, resp.StatusCode))
+				r.fail(fmt.Sprintf("%s: %d", target.URL, resp.StatusCode))
 			}
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -141,13 +141,13 @@ func (r *router) close() {
 // again on the same directory and address and waits until it is ready.
 func restart(bin string, m *member) error {
 	p, _ := m.current()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.Cmd.Wait(); err != nil {
 		return fmt.Errorf("%s after SIGTERM: %w (see %s.log)", m.dir, err, m.dir)
 	}
-	np, err := startOn(bin, m.dir, strings.TrimPrefix(p.url, "http://"), m.extra...)
+	np, err := startOn(bin, m.dir, strings.TrimPrefix(p.URL, "http://"), m.extra...)
 	if err != nil {
 		return err
 	}
@@ -166,14 +166,14 @@ func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []stri
 	if err := os.RemoveAll(f2dir); err != nil {
 		return 0, 0, err
 	}
-	follower2, err := start(bin, f2dir, "--follow", leader.url)
+	follower2, err := start(bin, f2dir, "--follow", leader.URL)
 	if err != nil {
 		return 0, 0, err
 	}
 	lm := &member{dir: work + "/leader", extra: leaderExtra, p: leader}
 	members := []*member{lm,
-		{dir: work + "/follower", extra: []string{"--follow", leader.url}, p: follower},
-		{dir: f2dir, extra: []string{"--follow", leader.url}, p: follower2}}
+		{dir: work + "/follower", extra: []string{"--follow", leader.URL}, p: follower},
+		{dir: f2dir, extra: []string{"--follow", leader.URL}, p: follower2}}
 	if err := caughtUp(follower2, leader); err != nil {
 		return 0, 0, err
 	}
@@ -181,7 +181,7 @@ func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []stri
 	defer func() {
 		for _, m := range members {
 			p, _ := m.current()
-			p.stop()
+			p.Stop()
 		}
 	}()
 	time.Sleep(time.Second) // the load runs before the first restart
@@ -211,10 +211,10 @@ func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []stri
 
 // caughtUp waits until f serves the leader's generation.
 func caughtUp(f, leader *proc) error {
-	want := leader.generation()
-	for deadline := time.Now().Add(5 * time.Minute); f.generation() < want; {
+	want := generation(leader)
+	for deadline := time.Now().Add(5 * time.Minute); generation(f) < want; {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("follower %s did not reach generation %d", f.url, want)
+			return fmt.Errorf("follower %s did not reach generation %d", f.URL, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

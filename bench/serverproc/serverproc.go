@@ -1,0 +1,160 @@
+// Package serverproc runs summa-server processes for the benchmarks that
+// measure the real binary (bench-replication, bench-backup): start on a
+// loopback port, wait until ready, call the HTTP API, kill; and the
+// disk's sequential write rate those benchmarks print beside their own.
+package serverproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Proc is one summa-server process.
+type Proc struct {
+	// Cmd is the running command.
+	Cmd *exec.Cmd
+	// URL is the server's base URL (http://host:port).
+	URL string
+	// HC is the client of its calls.
+	HC *http.Client
+}
+
+// Start runs bin on dataDir on a free loopback port and waits until it
+// is ready.
+func Start(bin, dataDir string, extra ...string) (*Proc, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("pick a port: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return StartOn(bin, dataDir, addr, extra...)
+}
+
+// StartOn runs bin on dataDir listening on addr, its output appended to
+// dataDir.log, and waits (a minute at most) until /readyz answers 200.
+func StartOn(bin, dataDir, addr string, extra ...string) (*Proc, error) {
+	args := append([]string{"--data-dir", dataDir, "--listen", addr, "--log-level", "0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	logf, err := os.OpenFile(dataDir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open the server log: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &Proc{Cmd: cmd, URL: "http://" + addr, HC: &http.Client{Timeout: 5 * time.Minute}}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := p.HC.Get(p.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return nil, fmt.Errorf("summa-server on %s not ready (see %s.log)", dataDir, dataDir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the process (SIGKILL) and waits for it.
+func (p *Proc) Stop() {
+	_ = p.Cmd.Process.Kill()
+	_ = p.Cmd.Wait()
+}
+
+// Call sends one request (a string body is sent as NDJSON, anything else
+// as JSON) and decodes a 2xx answer into out.
+func (p *Proc) Call(method, path string, body, out any) error {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return fmt.Errorf("encode the body of %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, p.URL+path, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	resp, err := p.HC.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// IndexSize returns the bytes of index's live segments.
+func (p *Proc) IndexSize(index string) (int64, error) {
+	var st struct {
+		Segments []struct {
+			SizeBytes int64 `json:"sizeBytes"`
+		} `json:"segments"`
+	}
+	if err := p.Call("GET", "/v1/indexes/"+index, nil, &st); err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, s := range st.Segments {
+		size += s.SizeBytes
+	}
+	return size, nil
+}
+
+// DiskWriteRate writes n bytes sequentially to path in 4 MiB writes,
+// fsyncs, removes the file, and returns MiB/s.
+func DiskWriteRate(path string, n int64) (float64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("disk probe: %w", err)
+	}
+	defer os.Remove(path)
+	buf := make([]byte, 4<<20)
+	for i := range buf {
+		buf[i] = byte(i*31 + i>>9)
+	}
+	t0 := time.Now()
+	for w := int64(0); w < n; w += int64(len(buf)) {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return 0, fmt.Errorf("disk probe: %w", err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return 0, fmt.Errorf("disk probe: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("disk probe: %w", err)
+	}
+	return float64(n) / (1 << 20) / time.Since(t0).Seconds(), nil
+}
