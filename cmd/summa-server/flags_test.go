@@ -41,7 +41,7 @@ func TestFlagsFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{DataDir: "/env/data", Listen: "127.0.0.1:1234", ShutdownDeadline: 40 * time.Second, ShutdownDelay: 2 * time.Second,
+	want := Config{DataDir: "/env/data", Listen: "127.0.0.1:1234", ShutdownDeadline: 40 * time.Second,
 		CommitFlushTimeout: 5 * time.Minute, IndexingBufferBytes: 64 << 20,
 		PublicationRetryMin: time.Second, PublicationRetryMax: 30 * time.Second, PublicationRetryLimit: 120, MinFreeBytes: diskspace.AutoReserve, MaxRequestBytes: 8 << 20, MaxDocumentBytes: 512 << 10, LogVerbosity: 1,
 		Maintenance: MaintenanceConfig{OptimizerThreads: 0, OptimizerScanInterval: 30 * time.Second,
