@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,15 +48,18 @@ func eventReasons(name string) []string {
 	return out
 }
 
-// setOperatorEnv sets, or with an empty value removes, an environment variable of the
-// operator's Deployment and waits for the rollout.
-func setOperatorEnv(name, value string) {
+// setOperatorArg sets the operator container's command-line flag (the
+// argument "--flag=..." that config/ states) to value, and waits for the
+// rollout. The Deployment states every default as a flag, and the
+// command line wins over SUMMA_* variables, so a flag is what changes it.
+func setOperatorArg(flag, value string) {
 	GinkgoHelper()
-	arg := name + "=" + value
-	if value == "" {
-		arg = name + "-"
-	}
-	kubectl("-n", "summa-system", "set", "env", "deployment/summa-operator", "--containers=manager", arg)
+	args := strings.Fields(kubectl("-n", "summa-system", "get", "deployment/summa-operator",
+		"-o", `jsonpath={range .spec.template.spec.containers[?(@.name=="manager")].args[*]}{@}{"\n"}{end}`))
+	i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, flag+"=") })
+	Expect(i).To(BeNumerically(">=", 0), "the operator has no %s argument: %v", flag, args)
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/args/%d","value":%q}]`, i, flag+"="+value)
+	kubectl("-n", "summa-system", "patch", "deployment/summa-operator", "--type=json", "-p", patch)
 	kubectl("-n", "summa-system", "rollout", "status", "deployment/summa-operator", "--timeout=180s")
 }
 
@@ -235,8 +240,8 @@ var _ = Describe("Operator hardening on a real kubelet", func() {
 		Expect(gone(&corev1.Pod{}, "e2e-privileged-engine")).To(BeTrue(), "the refused pod was created")
 
 		By("running the operator with --pod-template-policy=unrestricted")
-		setOperatorEnv("SUMMA_POD_TEMPLATE_POLICY", "unrestricted")
-		DeferCleanup(func() { setOperatorEnv("SUMMA_POD_TEMPLATE_POLICY", "") })
+		setOperatorArg("--pod-template-policy", "unrestricted")
+		DeferCleanup(func() { setOperatorArg("--pod-template-policy", "baseline") })
 		waitReady("e2e-privileged")
 		pod, err := enginePod("e2e-privileged")
 		Expect(err).NotTo(HaveOccurred())
