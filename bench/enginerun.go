@@ -12,143 +12,190 @@ import (
 	"time"
 )
 
+// engineRun is one engine's run over one corpus: what every phase needs.
+type engineRun struct {
+	ctx   context.Context
+	cfg   *Config
+	e     Engine
+	c     *Corpus
+	raw   [][]byte
+	rep   int
+	base  string
+	run   *EngineRun
+	label string
+}
+
 // runEngine runs one engine's phases on a fresh directory. qs[:fixed] are
 // the fixed queries, the rest the heading queries.
 func runEngine(ctx context.Context, cfg *Config, e Engine, c *Corpus, raw [][]byte, qs []Query, fixed, rep int) (*EngineRun, error) {
 	name := e.Name()
-	run := &EngineRun{PerQuery: map[string]Dist{}, PerClass: map[string]Dist{}, Hits: map[string]int{}, Top: map[string][]string{},
-		ModeSearch: map[Mode]Dist{}, ModeClass: map[Mode]map[string]Dist{}}
 	base, err := os.MkdirTemp(cfg.WorkDir, name+"-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(base)
-	mb := c.MB()
+	r := &engineRun{ctx: ctx, cfg: cfg, e: e, c: c, raw: raw, rep: rep, base: base,
+		label: fmt.Sprintf("rep %d/%d: %s", rep+1, cfg.Reps, name),
+		run: &EngineRun{PerQuery: map[string]Dist{}, PerClass: map[string]Dist{}, Hits: map[string]int{}, Top: map[string][]string{},
+			ModeSearch: map[Mode]Dist{}, ModeClass: map[Mode]map[string]Dist{}}}
+	if err := r.ingestPhase(); err != nil {
+		return nil, err
+	}
+	if err := r.segmentsPhase(qs, fixed); err != nil {
+		return nil, err
+	}
+	// BP reorder of the merged index (ours only, when the engine has it).
+	if o, ok := e.(*Ours); ok {
+		if err := bpPhase(ctx, cfg, o, filepath.Join(base, "segments"), r.run, rep, BMPQueries(c, qs)); err != nil {
+			return nil, err
+		}
+		if r.run.BPShuffled, err = bpShuffledPhase(ctx, cfg, c, qs); err != nil {
+			return nil, fmt.Errorf("bp on the shuffled order: %w", err)
+		}
+	}
+	return r.run, nil
+}
 
-	// Phase 1: ingest at the commit cadence.
-	cfg.logf("rep %d/%d: %s: ingest %d docs, a commit every %d", rep+1, cfg.Reps, name, len(c.Docs), cfg.CommitEvery)
-	dir := filepath.Join(base, "ingest")
+// ingestPhase (phase 1) ingests the corpus at the commit cadence, then
+// times one-document commits (upserts of existing documents) on it.
+func (r *engineRun) ingestPhase() error {
+	cfg, e, c, run := r.cfg, r.e, r.c, r.run
+	cfg.logf("%s: ingest %d docs, a commit every %d", r.label, len(c.Docs), cfg.CommitEvery)
+	dir := filepath.Join(r.base, "ingest")
 	settle()
 	if err := e.Create(dir); err != nil {
-		return nil, err
+		return err
 	}
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	stop := startProfile(cfg, rep, e, "ingest")
+	stop := startProfile(cfg, r.rep, e, "ingest")
 	cpu0 := engineCPU(e)
-	total, prepare, commits, err := ingest(ctx, e, c.Docs, raw, cfg.CommitEvery)
+	total, prepare, commits, err := ingest(r.ctx, e, c.Docs, r.raw, cfg.CommitEvery)
 	run.IngestCPU = engineCPU(e) - cpu0
 	stop()
 	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
+		return fmt.Errorf("ingest: %w", err)
 	}
 	runtime.ReadMemStats(&ms1)
 	run.AllocMB = float64(ms1.TotalAlloc-ms0.TotalAlloc) / 1e6
 	run.Ingest = total
 	run.Prepare = prepare
 	run.IngestDocsPerS = float64(len(c.Docs)) / total.Seconds()
-	run.IngestMBPerS = mb / total.Seconds()
+	run.IngestMBPerS = c.MB() / total.Seconds()
 	run.Commit = NewDist(commits)
 	run.IngestSegments = e.Segments()
-	if err := e.Close(ctx); err != nil {
-		return nil, err
+	if err := e.Close(r.ctx); err != nil {
+		return err
 	}
 	if run.IndexBytes, err = dirSize(dir); err != nil {
-		return nil, err
+		return err
 	}
-	// One-document commits (an upsert of an existing document).
 	if err := e.Open(dir); err != nil {
-		return nil, fmt.Errorf("reopen: %w", err)
+		return fmt.Errorf("reopen: %w", err)
 	}
+	small, err := r.smallCommits()
+	if err != nil {
+		return err
+	}
+	run.SmallCommit = NewDist(small)
+	if err := e.Close(r.ctx); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// smallCommits times cfg.SmallCommits one-document commits, each an
+// upsert of an existing document, on the open engine.
+func (r *engineRun) smallCommits() ([]time.Duration, error) {
+	stop := startProfile(r.cfg, r.rep, r.e, "small-commit")
+	defer stop()
 	var small []time.Duration
-	stop = startProfile(cfg, rep, e, "small-commit")
-	for i := 0; i < cfg.SmallCommits; i++ {
-		j := i * len(c.Docs) / max(1, cfg.SmallCommits)
-		p, err := e.Prepare(c.Docs[j:j+1], raw[j:j+1])
+	for i := 0; i < r.cfg.SmallCommits; i++ {
+		j := i * len(r.c.Docs) / max(1, r.cfg.SmallCommits)
+		p, err := r.e.Prepare(r.c.Docs[j:j+1], r.raw[j:j+1])
 		if err != nil {
-			stop()
 			return nil, err
 		}
 		t := time.Now()
-		if err := e.Commit(ctx, p); err != nil {
-			stop()
+		if err := r.e.Commit(r.ctx, p); err != nil {
 			return nil, fmt.Errorf("small commit: %w", err)
 		}
-		small = append(small, opTime(e, time.Since(t)))
+		small = append(small, opTime(r.e, time.Since(t)))
 	}
-	stop()
-	run.SmallCommit = NewDist(small)
-	if err := e.Close(ctx); err != nil {
-		return nil, err
-	}
-	os.RemoveAll(dir)
+	return small, nil
+}
 
-	// Phase 2: many segments, open, merge, search.
-	cfg.logf("rep %d/%d: %s: %d commits, open, merge, search", rep+1, cfg.Reps, name, cfg.OpenCommits)
-	dir = filepath.Join(base, "segments")
+// segmentsPhase (phase 2) builds an index of many segments, then times
+// its open, its forced merge and the searches on the merged index.
+func (r *engineRun) segmentsPhase(qs []Query, fixed int) error {
+	cfg, e, c, run := r.cfg, r.e, r.c, r.run
+	cfg.logf("%s: %d commits, open, merge, search", r.label, cfg.OpenCommits)
+	dir := filepath.Join(r.base, "segments")
 	settle()
 	if err := e.Create(dir); err != nil {
-		return nil, err
+		return err
 	}
 	per := (len(c.Docs) + cfg.OpenCommits - 1) / cfg.OpenCommits
-	if run.Ingest40, _, _, err = ingest(ctx, e, c.Docs, raw, max(1, per)); err != nil {
-		return nil, fmt.Errorf("ingest for open: %w", err)
+	var err error
+	if run.Ingest40, _, _, err = ingest(r.ctx, e, c.Docs, r.raw, max(1, per)); err != nil {
+		return fmt.Errorf("ingest for open: %w", err)
 	}
-	if err := e.Close(ctx); err != nil {
-		return nil, err
+	if err := e.Close(r.ctx); err != nil {
+		return err
 	}
-	if run.Open, err = openRounds(ctx, cfg, e, dir, qs[fixed/2], rep); err != nil {
-		return nil, err
+	if run.Open, err = openRounds(r.ctx, cfg, e, dir, qs[fixed/2], r.rep); err != nil {
+		return err
 	}
 	run.OpenSegments = e.Segments()
-	stop = startProfile(cfg, rep, e, "merge")
+	r.merge()
+	if err := r.searches(qs, fixed); err != nil {
+		return err
+	}
+	if err := e.Close(r.ctx); err != nil {
+		return err
+	}
+	run.MergedBytes, err = dirSize(dir)
+	return err
+}
+
+// merge times the open engine's forced merge; a failure is recorded in
+// the run, not returned (a peer may not support it).
+func (r *engineRun) merge() {
+	stop := startProfile(r.cfg, r.rep, r.e, "merge")
 	t := time.Now()
-	cpu0 = engineCPU(e)
-	err = e.ForceMerge(ctx)
-	merged := opTime(e, time.Since(t))
-	run.MergeCPU = engineCPU(e) - cpu0
+	cpu0 := engineCPU(r.e)
+	err := r.e.ForceMerge(r.ctx)
+	merged := opTime(r.e, time.Since(t))
+	r.run.MergeCPU = engineCPU(r.e) - cpu0
 	stop()
 	if err != nil {
-		run.MergeErr = err.Error()
+		r.run.MergeErr = err.Error()
 	} else {
-		run.Merge = merged
+		r.run.Merge = merged
 	}
+}
+
+// searches records every query's hits and top documents, the token hash
+// of the first rep, then times the queries.
+func (r *engineRun) searches(qs []Query, fixed int) error {
+	run := r.run
 	for _, q := range qs {
-		n, top, err := e.SearchTop(ctx, q)
+		n, top, err := r.e.SearchTop(r.ctx, q)
 		if err != nil {
-			return nil, fmt.Errorf("query %q: %w", q.Name, err)
+			return fmt.Errorf("query %q: %w", q.Name, err)
 		}
 		run.Hits[q.Name], run.Top[q.Name] = n, top
 	}
-	if x, ok := e.(tokenHasher); ok && rep == 0 {
+	if x, ok := r.e.(tokenHasher); ok && r.rep == 0 {
+		var err error
 		if run.TokenHash, run.TokenDocs, err = x.TokenHash(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	settle()
-	stop = startProfile(cfg, rep, e, "search")
-	err = searchBench(ctx, cfg, e, qs[:fixed], qs[fixed:], run)
-	stop()
-	if err != nil {
-		return nil, err
-	}
-	if err := e.Close(ctx); err != nil {
-		return nil, err
-	}
-	if run.MergedBytes, err = dirSize(dir); err != nil {
-		return nil, err
-	}
-
-	// BP reorder of the merged index (ours only, when the engine has it).
-	if o, ok := e.(*Ours); ok {
-		if err := bpPhase(ctx, cfg, o, dir, run, rep, BMPQueries(c, qs)); err != nil {
-			return nil, err
-		}
-		if run.BPShuffled, err = bpShuffledPhase(ctx, cfg, c, qs); err != nil {
-			return nil, fmt.Errorf("bp on the shuffled order: %w", err)
-		}
-	}
-	return run, nil
+	stop := startProfile(r.cfg, r.rep, r.e, "search")
+	defer stop()
+	return searchBench(r.ctx, r.cfg, r.e, qs[:fixed], qs[fixed:], run)
 }
 
 // bpPhase runs ours' BP reorder on the merged index in dir and records

@@ -181,72 +181,111 @@ func moduleVersion(path string) string {
 // hit-count check, HTTP and BP lines.
 func (res *Result) Text(command string) string {
 	var b strings.Builder
+	hasOurs := has(res.Config.Engines, "ours")
+	res.writeHeader(&b, command)
+	cf := res.writeFloor(&b)
+	res.writeMetricTable(&b)
+	res.writeRatios(&b, cf)
+	if hasOurs {
+		b.WriteString(res.goalLines())
+	}
+	b.WriteString("\n")
+	b.WriteString(res.queryTables())
+	b.WriteString(res.checkLines())
+	res.writeHTTP(&b)
+	if hasOurs {
+		b.WriteString(res.bpLine())
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "elapsed: %s\n", res.Elapsed.Round(time.Second))
+	return b.String()
+}
+
+// writeHeader writes the run's mode, command, machine, engines, corpus
+// and cadence.
+func (res *Result) writeHeader(b *strings.Builder, command string) {
 	cfg := res.Config
 	mode := "full"
 	if cfg.Quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(&b, "summa-bench (%s mode, %d repetitions; %s)\n", mode, len(res.Reps), res.Started.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "command: %s\n", command)
-	fmt.Fprintf(&b, "machine: %s\n", Machine())
-	fmt.Fprintf(&b, "engines: ours (%s), %s (scorch, BM25)", "this tree", bleveVersion())
+	fmt.Fprintf(b, "summa-bench (%s mode, %d repetitions; %s)\n", mode, len(res.Reps), res.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(b, "command: %s\n", command)
+	fmt.Fprintf(b, "machine: %s\n", Machine())
+	fmt.Fprintf(b, "engines: ours (%s), %s (scorch, BM25)", "this tree", bleveVersion())
 	if has(cfg.Engines, "xapian") {
-		fmt.Fprintf(&b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
+		fmt.Fprintf(b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
 	}
 	if has(cfg.Engines, "lucene") {
-		fmt.Fprintf(&b, ", lucene (%s, BM25Similarity k1=1.2 b=0.75; a Java 17 driver process timing itself after a JIT warm-up of %s rounds)", LuceneVersion(), res.warmRounds())
+		fmt.Fprintf(b, ", lucene (%s, BM25Similarity k1=1.2 b=0.75; a Java 17 driver process timing itself after a JIT warm-up of %s rounds)", LuceneVersion(), res.warmRounds())
 	}
 	b.WriteString("\n")
 	if res.XapianSkipped != "" {
-		fmt.Fprintf(&b, "xapian: skipped: %s\n", res.XapianSkipped)
+		fmt.Fprintf(b, "xapian: skipped: %s\n", res.XapianSkipped)
 	}
 	if res.LuceneSkipped != "" {
-		fmt.Fprintf(&b, "lucene: skipped: %s\n", res.LuceneSkipped)
+		fmt.Fprintf(b, "lucene: skipped: %s\n", res.LuceneSkipped)
 	}
-	fmt.Fprintf(&b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
+	fmt.Fprintf(b, "corpus: %s: %d documents, %.2f MB text, %d files; %d sections held out (not indexed) for the heading queries\n",
 		res.Corpus.Name, len(res.Corpus.Docs), res.Corpus.MB(), res.Corpus.Files, len(res.Corpus.HeldOut))
-	fmt.Fprintf(&b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of the %d fixed queries, %d of the %d heading queries; %d one-document commits; %d open cycles; open at many segments: %d one-document commits\n",
+	fmt.Fprintf(b, "cadence: a commit every %d documents; many-segment index: %d commits; %d search rounds of the %d fixed queries, %d of the %d heading queries; %d one-document commits; %d open cycles; open at many segments: %d one-document commits\n",
 		cfg.CommitEvery, cfg.OpenCommits, cfg.SearchRounds, res.Fixed, cfg.HeadingRounds, len(res.Queries)-res.Fixed, cfg.SmallCommits, max(1, cfg.OpenRounds), cfg.ManyCommits)
-	fmt.Fprintf(&b, "disk: %s\n", cfg.WorkDir)
-	fmt.Fprintf(&b, "\nvalues: median (min–max) over the repetitions\n\n")
+	fmt.Fprintf(b, "disk: %s\n", cfg.WorkDir)
+	fmt.Fprintf(b, "\nvalues: median (min–max) over the repetitions\n\n")
 
+}
+
+// writeFloor writes the disk's physical floor and returns the commit floor.
+func (res *Result) writeFloor(b *strings.Builder) spread {
+	cfg := res.Config
 	seq := res.floorSpread(func(f Floor) float64 { return f.SeqWriteMBps })
 	fs := res.floorSpread(func(f Floor) float64 { return ms(f.FsyncSmall.P50) })
 	fs99 := res.floorSpread(func(f Floor) float64 { return ms(f.FsyncSmall.P99) })
 	rn := res.floorSpread(func(f Floor) float64 { return ms(f.RenameDirSync.P50) })
 	cf := res.floorSpread(func(f Floor) float64 { return ms(f.CommitFloor()) })
-	fmt.Fprintf(&b, "physical floor (%d MiB sequential write; %d small fsyncs)\n", cfg.FloorSeqMB, cfg.FloorSyncs)
-	fmt.Fprintf(&b, "  %-34s %s\n", "sequential write+fsync MB/s", seq.format(0))
-	fmt.Fprintf(&b, "  %-34s %s\n", "fsync 4 KiB new file p50 ms", fs.format(3))
-	fmt.Fprintf(&b, "  %-34s %s\n", "fsync 4 KiB new file p99 ms", fs99.format(3))
-	fmt.Fprintf(&b, "  %-34s %s\n", "rename + dir fsync p50 ms", rn.format(3))
-	fmt.Fprintf(&b, "  %-34s %s\n", "fsync_floor (fsync + rename) ms", cf.format(3))
+	fmt.Fprintf(b, "physical floor (%d MiB sequential write; %d small fsyncs)\n", cfg.FloorSeqMB, cfg.FloorSyncs)
+	fmt.Fprintf(b, "  %-34s %s\n", "sequential write+fsync MB/s", seq.format(0))
+	fmt.Fprintf(b, "  %-34s %s\n", "fsync 4 KiB new file p50 ms", fs.format(3))
+	fmt.Fprintf(b, "  %-34s %s\n", "fsync 4 KiB new file p99 ms", fs99.format(3))
+	fmt.Fprintf(b, "  %-34s %s\n", "rename + dir fsync p50 ms", rn.format(3))
+	fmt.Fprintf(b, "  %-34s %s\n", "fsync_floor (fsync + rename) ms", cf.format(3))
 	b.WriteString("\n")
 
+	return cf
+}
+
+// writeMetricTable writes every metric per engine with ours' ratios.
+func (res *Result) writeMetricTable(b *strings.Builder) {
+	cfg := res.Config
 	engines := cfg.Engines
-	fmt.Fprintf(&b, "%-22s %-7s", "metric", "unit")
+	fmt.Fprintf(b, "%-22s %-7s", "metric", "unit")
 	for _, e := range engines {
-		fmt.Fprintf(&b, " %-30s", e)
+		fmt.Fprintf(b, " %-30s", e)
 	}
 	for _, e := range engines[1:] {
-		fmt.Fprintf(&b, " %-11s", engines[0]+"/"+e)
+		fmt.Fprintf(b, " %-11s", engines[0]+"/"+e)
 	}
 	b.WriteString("\n")
 	for _, m := range metrics {
-		fmt.Fprintf(&b, "%-22s %-7s", m.key, m.unit)
+		fmt.Fprintf(b, "%-22s %-7s", m.key, m.unit)
 		var sp []spread
 		for _, e := range engines {
 			s := res.engineSpread(e, m)
 			sp = append(sp, s)
-			fmt.Fprintf(&b, " %-30s", s.format(m.prec))
+			fmt.Fprintf(b, " %-30s", s.format(m.prec))
 		}
 		for _, o := range sp[1:] {
-			fmt.Fprintf(&b, " %-11s", ratioString(sp[0], o))
+			fmt.Fprintf(b, " %-11s", ratioString(sp[0], o))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 
+}
+
+// writeRatios writes the ratio lines against Bleve and the fsync floor.
+func (res *Result) writeRatios(b *strings.Builder, cf spread) {
+	engines := res.Config.Engines
 	ours, hasOurs, hasBleve := "ours", has(engines, "ours"), has(engines, "bleve")
 	if hasOurs && hasBleve {
 		for _, m := range metrics {
@@ -258,26 +297,26 @@ func (res *Result) Text(command string) string {
 			if r == "n/a" && m.key == "merge_ms" {
 				r = "n/a (" + res.mergeErr() + ")"
 			}
-			fmt.Fprintf(&b, "ratio %s ours/bleve: %s\n", m.key, r)
+			fmt.Fprintf(b, "ratio %s ours/bleve: %s\n", m.key, r)
 		}
 	}
 	if hasOurs {
 		c50 := res.engineSpread(ours, metricByKey("commit_p50"))
 		sc50 := res.engineSpread(ours, metricByKey("small_commit_p50"))
-		fmt.Fprintf(&b, "ratio commit_p50 ours/fsync_floor: %s\n", ratioString(c50, cf))
-		fmt.Fprintf(&b, "ratio small_commit_p50 ours/fsync_floor: %s\n", ratioString(sc50, cf))
+		fmt.Fprintf(b, "ratio commit_p50 ours/fsync_floor: %s\n", ratioString(c50, cf))
+		fmt.Fprintf(b, "ratio small_commit_p50 ours/fsync_floor: %s\n", ratioString(sc50, cf))
 	}
 	b.WriteString("\n")
 
-	if hasOurs {
-		b.WriteString(res.goalLines())
-	}
-	b.WriteString("\n")
-	b.WriteString(res.queryTables())
-	b.WriteString(res.checkLines())
+}
+
+// writeHTTP writes the summa-server HTTP figures, or why they were skipped.
+func (res *Result) writeHTTP(b *strings.Builder) {
+	cfg := res.Config
+	hasOurs, ours := has(cfg.Engines, "ours"), "ours"
 	// HTTP.
 	if res.HTTPSkipped != "" {
-		fmt.Fprintf(&b, "http: skipped (%s)\n", res.HTTPSkipped)
+		fmt.Fprintf(b, "http: skipped (%s)\n", res.HTTPSkipped)
 	} else {
 		var errs []string
 		for i, rep := range res.Reps {
@@ -291,27 +330,20 @@ func (res *Result) Text(command string) string {
 		hp := res.httpSpread(func(h *HTTPRun) float64 { return ms(h.Post.P50) })
 		hs := res.httpSpread(func(h *HTTPRun) float64 { return ms(h.Search.P50) })
 		nd := res.httpSpread(func(h *HTTPRun) float64 { return h.NDJSONMB })
-		fmt.Fprintf(&b, "http (summa-server, NDJSON POST /v1/indexes/%s/documents + POST commit every %d docs, %s MB of NDJSON):\n", IndexName, cfg.CommitEvery, nd.format(2))
-		fmt.Fprintf(&b, "  %-22s %s\n", "ingest docs/s", hd.format(0))
-		fmt.Fprintf(&b, "  %-22s %s\n", "ingest MB/s", hm.format(2))
-		fmt.Fprintf(&b, "  %-22s %s\n", "POST documents p50 ms", hp.format(2))
-		fmt.Fprintf(&b, "  %-22s %s\n", "commit p50 ms", hc.format(2))
-		fmt.Fprintf(&b, "  %-22s %s\n", "search p50 ms", hs.format(3))
+		fmt.Fprintf(b, "http (summa-server, NDJSON POST /v1/indexes/%s/documents + POST commit every %d docs, %s MB of NDJSON):\n", IndexName, cfg.CommitEvery, nd.format(2))
+		fmt.Fprintf(b, "  %-22s %s\n", "ingest docs/s", hd.format(0))
+		fmt.Fprintf(b, "  %-22s %s\n", "ingest MB/s", hm.format(2))
+		fmt.Fprintf(b, "  %-22s %s\n", "POST documents p50 ms", hp.format(2))
+		fmt.Fprintf(b, "  %-22s %s\n", "commit p50 ms", hc.format(2))
+		fmt.Fprintf(b, "  %-22s %s\n", "search p50 ms", hs.format(3))
 		if hasOurs {
-			fmt.Fprintf(&b, "ratio ingest_docs_per_s http/ours: %s\n", ratioString(hd, res.engineSpread(ours, metricByKey("ingest_docs_per_s"))))
+			fmt.Fprintf(b, "ratio ingest_docs_per_s http/ours: %s\n", ratioString(hd, res.engineSpread(ours, metricByKey("ingest_docs_per_s"))))
 		}
 		for _, e := range errs {
-			fmt.Fprintf(&b, "http error: %s\n", e)
+			fmt.Fprintf(b, "http error: %s\n", e)
 		}
 	}
 
-	// BP.
-	if hasOurs {
-		b.WriteString(res.bpLine())
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "elapsed: %s\n", res.Elapsed.Round(time.Second))
-	return b.String()
 }
 
 func (res *Result) mergeErr() string {
