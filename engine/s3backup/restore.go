@@ -68,81 +68,125 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	fs := req.FS
+	source, err := req.source()
+	if err != nil {
+		return nil, err
+	}
+	release, err := lockEmptyDataDir(req.FS, req.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { release(err != nil) }()
+
+	cl, err := newClient(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, meta, err := s.restorable(ctx, cl, source, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Restoring a backup", "index", req.Index, "sourceIndex", source, "backup", m.ID, "generation", m.Generation,
+		"files", len(m.Files), "bytes", m.TotalBytes(), "documents", m.Documents)
+	if err := s.restoreIndex(ctx, cl, req, source, m, meta); err != nil {
+		return nil, err
+	}
+	log.Info("Restored", "index", req.Index, "backup", m.ID, "generation", m.Generation, "documents", m.Documents)
+	return m, nil
+}
+
+// source checks the request's names and returns the index whose backups
+// are read: SourceIndex, or Index when it is empty.
+func (req RestoreRequest) source() (string, error) {
 	if !registry.ValidIndexName(req.Index) {
-		return nil, fmt.Errorf("s3backup: restore: %w: %q", registry.ErrInvalidIndexName, req.Index)
+		return "", fmt.Errorf("s3backup: restore: %w: %q", registry.ErrInvalidIndexName, req.Index)
 	}
 	source := req.SourceIndex
 	if source == "" {
 		source = req.Index
 	}
 	if !registry.ValidIndexName(source) {
-		return nil, fmt.Errorf("s3backup: restore: source index: %w: %q", registry.ErrInvalidIndexName, source)
+		return "", fmt.Errorf("s3backup: restore: source index: %w: %q", registry.ErrInvalidIndexName, source)
 	}
 	if req.ID != "" && !ValidID(req.ID) {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidID, req.ID)
+		return "", fmt.Errorf("%w: %q", ErrInvalidID, req.ID)
 	}
+	return source, nil
+}
+
+// lockEmptyDataDir creates dataDir if needed, refuses it unless it is
+// empty (its lock file and an empty-volume lost+found aside) and takes
+// its lock. release(failed) drops the lock and, after a failure, removes
+// what this call created.
+func lockEmptyDataDir(fs vfs.FS, dataDir string) (release func(failed bool), err error) {
 	createdRoot := false
-	if _, statErr := fs.Stat(req.DataDir); errors.Is(statErr, os.ErrNotExist) {
+	if _, statErr := fs.Stat(dataDir); errors.Is(statErr, os.ErrNotExist) {
 		createdRoot = true
 	}
-	if err := fs.MkdirAll(req.DataDir, 0o755); err != nil {
+	if err := fs.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("s3backup: restore: create the data directory: %w", err)
 	}
-	names, err := fs.List(req.DataDir)
+	names, err := fs.List(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("s3backup: restore: list the data directory: %w", err)
 	}
 	lockExisted := slices.Contains(names, registry.LockFileName)
 	for _, n := range names {
-		if n == registry.LockFileName || n == LostFound && isDir(fs, fs.PathJoin(req.DataDir, n)) {
+		if n == registry.LockFileName || n == LostFound && isDir(fs, fs.PathJoin(dataDir, n)) {
 			continue
 		}
 		return nil, fmt.Errorf("%w: %s holds %q (restore fills an empty data directory only; nothing was touched)",
-			ErrDataDirNotEmpty, req.DataDir, n)
+			ErrDataDirNotEmpty, dataDir, n)
 	}
-	lock, err := registry.LockDataDir(fs, req.DataDir)
+	lock, err := registry.LockDataDir(fs, dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("s3backup: restore: %w", err)
 	}
-	defer func() {
+	return func(failed bool) {
 		_ = lock.Close()
-		if err != nil && !lockExisted {
-			_ = fs.Remove(fs.PathJoin(req.DataDir, registry.LockFileName))
+		if failed && !lockExisted {
+			_ = fs.Remove(fs.PathJoin(dataDir, registry.LockFileName))
 			if createdRoot {
-				_ = fs.Remove(req.DataDir)
+				_ = fs.Remove(dataDir)
 			}
 		}
-	}()
+	}, nil
+}
 
-	cl, err := newClient(s.cfg)
-	if err != nil {
-		return nil, err
-	}
-	if req.ID == "" {
+// restorable reads the manifest of backup id of source (the latest when
+// id is empty) and checks it against the metadata it carries.
+func (s *Store) restorable(ctx context.Context, cl *minio.Client, source, id string) (*Manifest, *metadata.Metadata, error) {
+	var m *Manifest
+	var err error
+	if id == "" {
 		m, err = s.latest(ctx, cl, source)
 	} else {
-		m, err = s.get(ctx, cl, source, req.ID)
+		m, err = s.get(ctx, cl, source, id)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	meta, err := metadata.Decode(m.Metadata)
 	if err != nil {
-		return nil, fmt.Errorf("s3backup: restore %s: the manifest's metadata: %w", m.ID, err)
+		return nil, nil, fmt.Errorf("s3backup: restore %s: the manifest's metadata: %w", m.ID, err)
 	}
 	if meta.Generation != m.Generation {
-		return nil, fmt.Errorf("s3backup: restore %s: the manifest says generation %d, its metadata %d", m.ID, m.Generation, meta.Generation)
+		return nil, nil, fmt.Errorf("s3backup: restore %s: the manifest says generation %d, its metadata %d", m.ID, m.Generation, meta.Generation)
 	}
 	if err := s.checkFileList(m, meta); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	log.Info("Restoring a backup", "index", req.Index, "sourceIndex", source, "backup", m.ID, "generation", m.Generation,
-		"files", len(m.Files), "bytes", m.TotalBytes(), "documents", m.Documents)
+	return m, meta, nil
+}
 
+// restoreIndex downloads every file of m into the index directory,
+// validates them as the doctor does and publishes the metadata last. On
+// failure the index directory is removed.
+func (s *Store) restoreIndex(ctx context.Context, cl *minio.Client, req RestoreRequest, source string, m *Manifest, meta *metadata.Metadata) (err error) {
+	fs := req.FS
 	dir := fs.PathJoin(req.DataDir, req.Index)
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("s3backup: restore: create %s: %w", dir, err)
+		return fmt.Errorf("s3backup: restore: create %s: %w", dir, err)
 	}
 	defer func() {
 		if err != nil {
@@ -155,29 +199,28 @@ func (s *Store) Restore(ctx context.Context, req RestoreRequest) (m *Manifest, e
 	if err := forEach(ctx, len(m.Files), func(ctx context.Context, i int) error {
 		return downloadFile(ctx, cl, s.cfg.Bucket, fs, dir, m.Files[i], make([]byte, 1<<20))
 	}); err != nil {
-		return nil, fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, source, err)
+		return fmt.Errorf("s3backup: restore %s of index %s: %w", m.ID, source, err)
 	}
 	if err := metadata.SyncDir(fs, dir); err != nil {
-		return nil, fmt.Errorf("s3backup: restore: %w", err)
+		return fmt.Errorf("s3backup: restore: %w", err)
 	}
 	// The doctor's full check of every segment and mask (checksums,
 	// format, document counts), before anything is published.
 	if err := index.ValidateCommitted(ctx, fs, dir, meta); err != nil {
-		return nil, fmt.Errorf("s3backup: restore %s of index %s: validation failed: %w", m.ID, source, err)
+		return fmt.Errorf("s3backup: restore %s of index %s: validation failed: %w", m.ID, source, err)
 	}
 	// The commit point, last (C02).
 	if err := metadata.Save(fs, dir, meta); err != nil {
-		return nil, fmt.Errorf("s3backup: restore: write metadata.json: %w", err)
+		return fmt.Errorf("s3backup: restore: write metadata.json: %w", err)
 	}
 	if err := metadata.SyncDir(fs, req.DataDir); err != nil {
-		return nil, fmt.Errorf("s3backup: restore: %w", err)
+		return fmt.Errorf("s3backup: restore: %w", err)
 	}
 	got, err := metadata.Load(fs, dir)
 	if err != nil || got.Generation != meta.Generation {
-		return nil, fmt.Errorf("s3backup: restore: the written metadata.json does not load back as generation %d: %v", meta.Generation, err)
+		return fmt.Errorf("s3backup: restore: the written metadata.json does not load back as generation %d: %v", meta.Generation, err)
 	}
-	log.Info("Restored", "index", req.Index, "backup", m.ID, "generation", m.Generation, "documents", m.Documents)
-	return m, nil
+	return nil
 }
 
 // checkFileList checks that the manifest lists exactly the files the
