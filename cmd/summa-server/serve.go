@@ -27,31 +27,9 @@ import (
 // serve runs the server until SIGTERM/SIGINT, then drains and shuts down
 // in order within --shutdown-deadline.
 func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
-	// Fail fast beside another server or doctor, before binding the port.
-	if err := probeLock(cfg.DataDir); err != nil {
-		fmt.Fprintf(stderr, "summa-server: %v; refusing to start (nothing was touched)\n", err)
-		if errors.Is(err, registry.ErrDataDirLocked) {
-			return exitUsage
-		}
-		return exitFailure
-	}
-	acc, err := loadAccess(cfg, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "summa-server: %v\n", err)
-		return exitUsage
-	}
-	var store *s3backup.Store
-	if cfg.S3.Configured() {
-		if store, err = s3backup.New(cfg.S3); err != nil {
-			fmt.Fprintf(stderr, "summa-server: %v\n", err)
-			return exitUsage
-		}
-		// Fail fast on an unreadable key file; the store itself may be
-		// down now and back later (each backup reads the file again).
-		if _, _, err := s3backup.ReadCredentials(cfg.S3.CredentialsFile); err != nil {
-			fmt.Fprintf(stderr, "summa-server: %v\n", err)
-			return exitUsage
-		}
+	acc, store, code := prepareServe(cfg, log, stderr)
+	if code != exitOK {
+		return code
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
@@ -70,26 +48,10 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 	// Background maintenance reports into the server's metrics, which exist
 	// only once the registry is open.
 	var metrics atomic.Pointer[server.Metrics]
-	opts := registryOptions(cfg, log)
-	if cfg.Follow.Leader != "" {
-		// A follower publishes only the leader's generations: no
-		// maintenance of its own (merges reach it from the leader).
-		opts.Optimizer.Threads = 0
-	}
-	opts.Optimizer.OnTask = func(kind, outcome string) {
-		if m := metrics.Load(); m != nil {
-			m.RecordMaintenance("", kind, outcome)
-		}
-	}
-	reg, err := registry.Open(vfs.Default, cfg.DataDir, opts)
-	if err != nil {
+	reg, code := openRegistry(cfg, log, &metrics, stderr)
+	if code != exitOK {
 		_ = hs.Close()
-		if errors.Is(err, registry.ErrDataDirLocked) {
-			fmt.Fprintf(stderr, "summa-server: %v; refusing to start (nothing was touched)\n", err)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "summa-server: open data directory %s: %v\n", cfg.DataDir, err)
-		return exitFailure
+		return code
 	}
 	fol, err := startFollower(cfg, log, reg)
 	if err != nil {
@@ -138,6 +100,67 @@ func serve(cfg Config, log logr.Logger, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// prepareServe does the checks that fail fast, before the port is bound:
+// the data directory's lock, the access files and the object store's
+// configuration. A code other than exitOK is the exit code.
+func prepareServe(cfg Config, log logr.Logger, stderr io.Writer) (*access, *s3backup.Store, int) {
+	// Fail fast beside another server or doctor, before binding the port.
+	if err := probeLock(cfg.DataDir); err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v; refusing to start (nothing was touched)\n", err)
+		if errors.Is(err, registry.ErrDataDirLocked) {
+			return nil, nil, exitUsage
+		}
+		return nil, nil, exitFailure
+	}
+	acc, err := loadAccess(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return nil, nil, exitUsage
+	}
+	if !cfg.S3.Configured() {
+		return acc, nil, exitOK
+	}
+	store, err := s3backup.New(cfg.S3)
+	if err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return nil, nil, exitUsage
+	}
+	// Fail fast on an unreadable key file; the store itself may be
+	// down now and back later (each backup reads the file again).
+	if _, _, err := s3backup.ReadCredentials(cfg.S3.CredentialsFile); err != nil {
+		fmt.Fprintf(stderr, "summa-server: %v\n", err)
+		return nil, nil, exitUsage
+	}
+	return acc, store, exitOK
+}
+
+// openRegistry opens the data directory with the server's options;
+// background maintenance reports into *metrics once it is set. A code
+// other than exitOK is the exit code.
+func openRegistry(cfg Config, log logr.Logger, metrics *atomic.Pointer[server.Metrics], stderr io.Writer) (*registry.Registry, int) {
+	opts := registryOptions(cfg, log)
+	if cfg.Follow.Leader != "" {
+		// A follower publishes only the leader's generations: no
+		// maintenance of its own (merges reach it from the leader).
+		opts.Optimizer.Threads = 0
+	}
+	opts.Optimizer.OnTask = func(kind, outcome string) {
+		if m := metrics.Load(); m != nil {
+			m.RecordMaintenance("", kind, outcome)
+		}
+	}
+	reg, err := registry.Open(vfs.Default, cfg.DataDir, opts)
+	if err == nil {
+		return reg, exitOK
+	}
+	if errors.Is(err, registry.ErrDataDirLocked) {
+		fmt.Fprintf(stderr, "summa-server: %v; refusing to start (nothing was touched)\n", err)
+		return nil, exitUsage
+	}
+	fmt.Fprintf(stderr, "summa-server: open data directory %s: %v\n", cfg.DataDir, err)
+	return nil, exitFailure
 }
 
 // shutdown is the ordered shutdown: not ready, drain (commit everything
