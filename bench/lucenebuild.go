@@ -93,14 +93,7 @@ func BuildLuceneDriver(cacheDir string, install bool, log io.Writer) (*LuceneDri
 		if err := os.Rename(tmp, out); err != nil {
 			return nil, err
 		}
-		// Drivers of older sources are stale.
-		if old, err := filepath.Glob(filepath.Join(cacheDir, "lucene-driver-*")); err == nil {
-			for _, o := range old {
-				if o != out {
-					os.RemoveAll(o)
-				}
-			}
-		}
+		removeStaleDrivers(cacheDir, "lucene-driver-", out)
 	}
 	if luceneBuilds.dirs == nil {
 		luceneBuilds.dirs = map[string]bool{}

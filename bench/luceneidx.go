@@ -113,24 +113,6 @@ func (l *Lucene) Warmup(qs []Query) error {
 	return nil
 }
 
-// RunQPS runs total queries of qs from clients threads of the driver
-// sharing one IndexSearcher, and returns the elapsed time.
-func (l *Lucene) RunQPS(qs []Query, total, clients int) (time.Duration, error) {
-	var b strings.Builder
-	for _, q := range qs {
-		b.WriteString(xapianQueryLine(q) + "\n")
-	}
-	_, err := l.call(fmt.Sprintf("qps %d %d %d\n", clients, total, len(qs)), []byte(b.String()))
-	return l.last, err
-}
-
-// ForceMerge implements Engine: IndexWriter.forceMerge(1), commit and a
-// reader reopen.
-func (l *Lucene) ForceMerge(context.Context) error {
-	_, err := l.call("merge\n", nil)
-	return err
-}
-
 // Segments implements Engine: the reader's segment count.
 func (l *Lucene) Segments() int {
 	f, err := l.call("segments\n", nil)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -147,4 +148,24 @@ func (x *pipeDriver) searchMode(mode Mode, line string) (int, error) {
 		return 0, fmt.Errorf("%s: bad searchm reply %q", x.name, f)
 	}
 	return strconv.Atoi(f[0])
+}
+
+// RunQPS runs total queries of qs from clients threads of the driver
+// (Lucene's share one IndexSearcher, Xapian's each open a read-only
+// Database), and returns the elapsed time the driver measured.
+func (x *pipeDriver) RunQPS(qs []Query, total, clients int) (time.Duration, error) {
+	var b strings.Builder
+	for _, q := range qs {
+		b.WriteString(xapianQueryLine(q) + "\n")
+	}
+	_, err := x.call(fmt.Sprintf("qps %d %d %d\n", clients, total, len(qs)), []byte(b.String()))
+	return x.last, err
+}
+
+// ForceMerge implements Engine: Lucene's IndexWriter.forceMerge(1) and
+// commit, Xapian's Database::compact into a new directory (fsynced) that
+// replaces the old one; then a reopen.
+func (x *pipeDriver) ForceMerge(context.Context) error {
+	_, err := x.call("merge\n", nil)
+	return err
 }

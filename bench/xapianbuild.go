@@ -100,19 +100,26 @@ func BuildXapianDriver(cacheDir string, install bool, log io.Writer) (string, er
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
-	// Drivers of older sources are stale.
-	if old, err := filepath.Glob(filepath.Join(cacheDir, "xapian-driver-*")); err == nil {
-		for _, o := range old {
-			if o != bin {
-				os.Remove(o)
-			}
-		}
-	}
+	removeStaleDrivers(cacheDir, "xapian-driver-", bin)
 	if xapianBuilds.bins == nil {
 		xapianBuilds.bins = map[string]string{}
 	}
 	xapianBuilds.bins[bin] = bin
 	return bin, nil
+}
+
+// removeStaleDrivers removes the drivers built from older sources: every
+// entry of cacheDir named prefix* but keep.
+func removeStaleDrivers(cacheDir, prefix, keep string) {
+	old, err := filepath.Glob(filepath.Join(cacheDir, prefix+"*"))
+	if err != nil {
+		return
+	}
+	for _, o := range old {
+		if o != keep {
+			os.RemoveAll(o)
+		}
+	}
 }
 
 // XapianVersion is the installed Xapian version, for the report.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/summadev/summa/engine/analysis"
 )
@@ -129,24 +128,6 @@ func (x *Xapian) SearchTop(_ context.Context, q Query) (int, []string, error) {
 // get_mset(0, 0, doccount) (exact, no ranking).
 func (x *Xapian) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
 	return x.searchMode(mode, xapianQueryLine(q))
-}
-
-// RunQPS runs total queries of qs from clients threads of the driver, each
-// with its own read-only Database, and returns the elapsed time.
-func (x *Xapian) RunQPS(qs []Query, total, clients int) (time.Duration, error) {
-	var b strings.Builder
-	for _, q := range qs {
-		b.WriteString(xapianQueryLine(q) + "\n")
-	}
-	_, err := x.call(fmt.Sprintf("qps %d %d %d\n", clients, total, len(qs)), []byte(b.String()))
-	return x.last, err
-}
-
-// ForceMerge implements Engine: Database::compact into a new directory
-// (fsynced), which replaces the old one, and a reopen.
-func (x *Xapian) ForceMerge(context.Context) error {
-	_, err := x.call("merge\n", nil)
-	return err
 }
 
 // Segments implements Engine: a glass database is one set of B-trees.
