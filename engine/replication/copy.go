@@ -1,10 +1,11 @@
 package replication
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,11 +165,9 @@ func (f *Follower) download(ctx context.Context, c *client.Client, in *index.Inc
 	if err != nil {
 		return 0, err
 	}
-	w := bufio.NewWriterSize(dst, 1<<20)
+	w := &chunkWriter{dst: dst}
 	n, err := c.DownloadReplicationFile(ctx, name, hold, file.Name, w)
-	if err == nil {
-		err = w.Flush()
-	}
+	w.release()
 	if cerr := dst.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("replication: close %s: %w", file.Name, cerr)
 	}
@@ -180,6 +179,58 @@ func (f *Follower) download(ctx context.Context, c *client.Client, in *index.Inc
 	}
 	in.Closed(file.Name) // its fsync runs while the next file downloads
 	return n, nil
+}
+
+// chunkSize is the size of a download's writes to its file.
+const chunkSize = 1 << 20
+
+// chunks are the buffers of downloads in progress, reused from file to
+// file (a fresh buffer per file cost its zeroing, a share of a copy of
+// small files).
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// chunkWriter copies what it reads into its file chunkSize bytes at a
+// time: io.Copy hands it the response body (ReadFrom), which it reads
+// straight into a pooled buffer, so each byte is copied once from the
+// socket and once to the file.
+type chunkWriter struct {
+	dst io.Writer
+	buf *[]byte
+}
+
+// ReadFrom reads r to its end, writing every full chunk and the rest.
+func (w *chunkWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.buf == nil {
+		w.buf = chunks.Get().(*[]byte)
+	}
+	buf := *w.buf
+	var total int64
+	for {
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			if _, err := w.dst.Write(buf[:n]); err != nil {
+				return total, fmt.Errorf("replication: write: %w", err)
+			}
+			total += int64(n)
+		}
+		switch {
+		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+			return total, nil
+		case rerr != nil:
+			return total, rerr
+		}
+	}
+}
+
+// Write writes p as it is (io.Copy calls ReadFrom instead).
+func (w *chunkWriter) Write(p []byte) (int, error) { return w.dst.Write(p) }
+
+// release returns the buffer to the pool.
+func (w *chunkWriter) release() {
+	if w.buf != nil {
+		chunks.Put(w.buf)
+		w.buf = nil
+	}
 }
 
 // decodeMetadata decodes and validates a generation's metadata.

@@ -479,7 +479,7 @@ func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kind
 		}
 		if vals == nil && raw[0] == '"' {
 			// Checked only (checkRecord): the whole document is valid
-			// JSON (json.Valid above, or the map's Unmarshal), so a
+			// JSON (jsonvalid.Valid above, or the map's Unmarshal), so a
 			// value opening with a quote is a JSON string, which the
 			// decoding into a string below cannot refuse (it replaces
 			// invalid UTF-8): nothing is left to check.

@@ -2,9 +2,9 @@ package segment
 
 import (
 	"bytes"
-	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/summadev/summa/engine/internal/jsonvalid"
 	"github.com/summadev/summa/engine/schema"
 )
 
@@ -16,7 +16,7 @@ import (
 // stored is not valid JSON, not an object, or has a key whose decoding
 // could differ from its bytes (an escape or a non-ASCII byte).
 func scanStoredStrings(stored []byte, s *schema.Schema, kinds []byte) (raws [][]byte, ok bool) {
-	if !json.Valid(stored) {
+	if !jsonvalid.Valid(stored) {
 		return nil, false
 	}
 	b := stored
@@ -96,14 +96,26 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the end of the JSON string starting at b[i].
+// skipString returns the end of the JSON string starting at b[i], in a
+// document known to be valid: the first quote after b[i] not preceded by
+// an odd run of backslashes (in valid JSON a backslash always opens an
+// escape, and `\\` is one).
 func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
+	for i++; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
 		}
+		q += i
+		run := 0
+		for q-run-1 >= i && b[q-run-1] == '\\' {
+			run++
+		}
+		if run%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
 	}
-	return i + 1
 }
 
 // plainJSONString returns the value of a JSON string without escapes whose

@@ -3,12 +3,12 @@ package segment
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"runtime"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/internal/jsonvalid"
 	"github.com/summadev/summa/engine/internal/par"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
@@ -223,7 +223,7 @@ func (r *Reader) validateStore(ctx context.Context, lo, hi uint32) error {
 			stored, err := sr.checkRecord(rec, r.schema)
 			// A record flagged recFromJSON had its JSON checked whole by
 			// parseRecord (stringsFromJSON); others are checked here.
-			if err == nil && len(stored) > 0 && rec[0] != recFromJSON && !json.Valid(stored) {
+			if err == nil && len(stored) > 0 && rec[0] != recFromJSON && !jsonvalid.Valid(stored) {
 				err = corruptf(r.id, SuffixStore, "doc %d: stored document is not valid JSON", first+uint32(i))
 			}
 			if err != nil {
