@@ -74,7 +74,7 @@ func TestPeerDriverAgreesWithExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	faiss, hnsw := p.peerCurve(res, "faiss"), p.peerCurve(res, "hnswlib")
+	faiss, hnsw := p.peerCurve(res, "faiss", p.exact), p.peerCurve(res, "hnswlib", p.exact)
 	if len(faiss) != 1 || len(hnsw) != 1 {
 		t.Fatalf("curves: faiss %v, hnswlib %v", faiss, hnsw)
 	}
@@ -89,7 +89,7 @@ func TestPeerDriverAgreesWithExact(t *testing.T) {
 	if bad := outsideHammingTop(set, faissIDs, in.Rescore); bad > 0 {
 		t.Errorf("faiss at nprobe=nlist: %d answers are not among the %d nearest codes", bad, in.Rescore)
 	}
-	oursRecall := p.recall(ours)
+	oursRecall := recallAgainst(ours, p.exact)
 	if math.Abs(faiss[0].Recall-oursRecall) > 0.01 {
 		t.Errorf("recall@10: faiss %.4f, ours %.4f", faiss[0].Recall, oursRecall)
 	}
@@ -102,7 +102,7 @@ func TestPeerDriverAgreesWithExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.peerCurve(all, "faiss"); len(c) != 1 || c[0].Recall != 1 {
+	if c := p.peerCurve(all, "faiss", p.exact); len(c) != 1 || c[0].Recall != 1 {
 		t.Errorf("faiss rescoring all %d vectors: %v, want recall 1", n, c)
 	}
 	if res.Build["faiss"] <= 0 || res.Build["hnswlib"] <= 0 || faiss[0].QPS <= 0 || hnsw[0].QPS <= 0 {
