@@ -8,7 +8,8 @@ meta.json, vectors.f32 (n x dims little-endian float32), codes.u8
 (n x dims/8 bytes: the engine's uint64 code words, little-endian),
 queries.f32 and qcodes.u8 likewise. For every point of each curve the
 driver writes the top-k ids (nq x k int32, -1 for none) to a file of DIR
-and prints one JSON line on stdout; the Go side computes recall against
+(one file per pass: the Go side may still be reading
+the previous one) and prints one JSON line on stdout; the Go side computes recall against
 its exact answers. Times are taken in-process with time.perf_counter:
 Python start-up, loading and index build are excluded from query times
 (build time is reported separately). Everything runs on one thread.
@@ -75,12 +76,12 @@ def run_faiss(d, meta, vecs, codes, queries, qcodes):
          version=faiss.__version__)
     for nprobe in meta["nprobes"]:
         index.nprobe = nprobe
-        for _ in range(meta["passes"]):
+        for rep in range(meta["passes"]):
             start = time.perf_counter()
             _, cand = index.search(qcodes, cands)
             top = rescore(vecs, queries, cand, k)
             secs = time.perf_counter() - start
-            name = save(d, "faiss-%d.i32" % nprobe, top)
+            name = save(d, "faiss-%d-%d.i32" % (nprobe, rep), top)
             emit(peer="faiss", event="point", param=nprobe, seconds=secs, file=name)
 
 
@@ -98,11 +99,11 @@ def run_hnswlib(d, meta, vecs, queries):
          version=getattr(hnswlib, "__version__", "0.6.2"))
     for ef in meta["efs"]:
         index.set_ef(max(ef, k))
-        for _ in range(meta["passes"]):
+        for rep in range(meta["passes"]):
             start = time.perf_counter()
             labels, _ = index.knn_query(queries, k=k, num_threads=1)
             secs = time.perf_counter() - start
-            name = save(d, "hnswlib-%d.i32" % ef, labels.astype(np.int64))
+            name = save(d, "hnswlib-%d-%d.i32" % (ef, rep), labels.astype(np.int64))
             emit(peer="hnswlib", event="point", param=ef, seconds=secs, file=name)
 
 
