@@ -130,7 +130,7 @@ bench-quick: ## The same on a 5,000-document sample (a few minutes on an idle ma
 	$(GO) run ./bench/cmd/summa-bench -quick $(BENCH_FLAGS)
 
 .PHONY: bench-vectors bench-vectors-quick
-bench-vectors: ## Vector indexes (dense binary IVF, Seismic, block-max pruning) on vectors derived from real text, against exact answers in the same run; prints recall, speedup and latency in the issues' forms.
+bench-vectors: ## Vector indexes (dense binary IVF, Seismic, block-max pruning) on vectors derived from real text, against exact answers in the same run, and the binary IVF against FAISS's IndexBinaryIVF and hnswlib (python3-faiss, python3-hnswlib: installed with apt when missing); prints recall, speedup, latency and recall/QPS curves in the issues' forms.
 	$(GO) run ./bench/cmd/bench-vectors
 
 bench-vectors-quick: ## The same on smaller data sets (a few minutes).

@@ -68,7 +68,7 @@ func BuildLuceneDriver(cacheDir string, install bool, log io.Writer) (*LuceneDri
 		return d, nil
 	}
 	if why := LuceneAvailable(); why != "" && install {
-		aptInstall("lucene", why, LucenePackages, log)
+		AptInstall("lucene", why, LucenePackages, log)
 	}
 	if why := LuceneAvailable(); why != "" {
 		return nil, fmt.Errorf("lucene: %s; install with: apt-get install %s", why, strings.Join(LucenePackages, " "))
@@ -102,9 +102,9 @@ func BuildLuceneDriver(cacheDir string, install bool, log io.Writer) (*LuceneDri
 	return d, nil
 }
 
-// aptInstall runs apt-get install of pkgs (after an apt-get update when
+// AptInstall runs apt-get install of pkgs (after an apt-get update when
 // the first attempt fails), logging why; failures are only logged.
-func aptInstall(who, why string, pkgs []string, log io.Writer) {
+func AptInstall(who, why string, pkgs []string, log io.Writer) {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return
 	}

@@ -30,6 +30,12 @@ type DenseSet struct {
 	Codes []uint64
 	// Queries holds the held-out query codes back to back.
 	Queries []uint64
+	// Vectors holds, when DenseOptions.Floats asked for them, the float
+	// vectors the codes are the signs of (Dims components each, back to
+	// back): the reduced TF-IDF vector minus the dimensions' medians.
+	Vectors []float32
+	// QueryVectors holds the queries' float vectors likewise.
+	QueryVectors []float32
 }
 
 // Len returns the number of indexed vectors.
@@ -53,6 +59,9 @@ type DenseOptions struct {
 	CacheDir string
 	// NoInstall never runs apt-get for the corpus (tests).
 	NoInstall bool
+	// Floats keeps the float vectors too (Vectors, QueryVectors): 4·Dims
+	// bytes per vector more, in memory and in the cache.
+	Floats bool
 	// Log receives progress (may be nil).
 	Log func(format string, args ...any)
 }
@@ -86,8 +95,12 @@ func LoadDenseSet(opts DenseOptions) (*DenseSet, error) {
 	opts.defaults()
 	cache := ""
 	if opts.CacheDir != "" {
-		cache = filepath.Join(opts.CacheDir, fmt.Sprintf("dense-v1-%d-%d-%d-%d-%d-%d-%d.gob",
-			opts.MinDocs, opts.Window, opts.Stride, opts.Dims, opts.Vocab, opts.Sample, opts.MaxQueries))
+		kind := "v1"
+		if opts.Floats {
+			kind = "v1f"
+		}
+		cache = filepath.Join(opts.CacheDir, fmt.Sprintf("dense-%s-%d-%d-%d-%d-%d-%d-%d.gob",
+			kind, opts.MinDocs, opts.Window, opts.Stride, opts.Dims, opts.Vocab, opts.Sample, opts.MaxQueries))
 		if f, err := os.Open(cache); err == nil {
 			defer f.Close()
 			var s DenseSet
@@ -173,8 +186,8 @@ func deriveDenseSet(opts DenseOptions) (*DenseSet, error) {
 	}
 	s := &DenseSet{Source: strings.Join(sources, " + "), Dims: opts.Dims}
 	median := proj.medians(tf, windows, opts.Sample)
-	s.Codes = proj.encode(tf, windows, median)
-	s.Queries = proj.encode(tf, queries, median)
+	s.Codes, s.Vectors = proj.encode(tf, windows, median, opts.Floats)
+	s.Queries, s.QueryVectors = proj.encode(tf, queries, median, opts.Floats)
 	return s, nil
 }
 
@@ -395,10 +408,15 @@ func (p *projection) medians(tf *tfidf, windows [][]int32, sample int) []float64
 	return out
 }
 
-// encode returns the sign codes of windows around the medians.
-func (p *projection) encode(tf *tfidf, windows [][]int32, median []float64) []uint64 {
+// encode returns the sign codes of windows around the medians and, when
+// floats is set, the float vectors they are the signs of.
+func (p *projection) encode(tf *tfidf, windows [][]int32, median []float64, floats bool) ([]uint64, []float32) {
 	w := ivf.Words(p.dims)
 	codes := make([]uint64, len(windows)*w)
+	var vecs []float32
+	if floats {
+		vecs = make([]float32, 0, len(windows)*p.dims)
+	}
 	x := make([]float64, p.dims)
 	v := make([]float32, p.dims)
 	var cols []int32
@@ -409,6 +427,9 @@ func (p *projection) encode(tf *tfidf, windows [][]int32, median []float64) []ui
 			v[j] = float32(x[j] - median[j])
 		}
 		ivf.Encode(codes[i*w:(i+1)*w], v)
+		if floats {
+			vecs = append(vecs, v...)
+		}
 	}
-	return codes
+	return codes, vecs
 }

@@ -1,8 +1,10 @@
 // Package vectors benchmarks the engine's vector indexes (dense binary IVF,
 // Seismic for sparse vectors, block-max pruning) on vectors derived
 // deterministically from real text, against exact answers computed in the
-// same run. Its command is bench/cmd/bench-vectors; each index registers
-// its own Section from its own file.
+// same run, and the binary IVF against FAISS's IndexBinaryIVF and hnswlib
+// (peers.go, through the Python driver of peers/). Its command is
+// bench/cmd/bench-vectors; each index registers its own Section from its
+// own file.
 package vectors
 
 import (
