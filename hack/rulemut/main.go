@@ -7,7 +7,7 @@
 //
 // Usage (from the repository root; `make rule-mutations` runs it):
 //
-//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-j 2] [-keep]
+//	go run ./hack/rulemut [-only L03,C07,C04:2] [-vet] [-timeout 4m] [-j 2] [-keep]
 //	go run ./hack/rulemut -check   # every snippet applies (seconds)
 //	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
 //
@@ -82,7 +82,7 @@ var (
 )
 
 func main() {
-	only := flag.String("only", "", "comma-separated rule IDs to run (default: all)")
+	only := flag.String("only", "", "comma-separated rule IDs to run, RULE:N for a rule's Nth entry only (default: all)")
 	timeout := flag.Duration("timeout", 4*time.Minute, "go test -timeout for one mutant (a mutant that hangs its tests fails them)")
 	keep := flag.Bool("keep", false, "keep the scratch copy of the tree")
 	vet := flag.Bool("vet", false, "go vet every mutant (tests included) before running its tests")
@@ -258,7 +258,9 @@ func checkAll(only string) error {
 	return nil
 }
 
-// selected returns the entries of the rules named in only (all if empty).
+// selected returns the entries named in only (all if empty): a rule ID
+// selects all of that rule's entries, RULE:N only its Nth (1-based, in
+// the order of mutations), e.g. "L03,C04:2".
 func selected(only string) ([]Mutation, error) {
 	want := map[string]bool{}
 	for _, id := range strings.Split(only, ",") {
@@ -267,21 +269,24 @@ func selected(only string) ([]Mutation, error) {
 		}
 	}
 	seen := map[string]bool{}
+	count := map[string]int{}
 	var list []Mutation
 	for _, m := range mutations {
 		// A rule may have several entries (several realistic ways to
 		// break it); each must be killed by that rule's tests.
-		seen[m.Rule] = true
+		count[m.Rule]++
+		entry := fmt.Sprintf("%s:%d", m.Rule, count[m.Rule])
+		seen[m.Rule], seen[entry] = true, true
 		if strings.Contains(m.Run, "/") {
 			return nil, fmt.Errorf("rule %s: -run %q contains a slash", m.Rule, m.Run)
 		}
-		if len(want) == 0 || want[m.Rule] {
+		if len(want) == 0 || want[m.Rule] || want[entry] {
 			list = append(list, m)
 		}
 	}
 	for id := range want {
 		if !seen[id] {
-			return nil, fmt.Errorf("no entry for rule %s", id)
+			return nil, fmt.Errorf("no entry %s", id)
 		}
 	}
 	return list, nil
@@ -389,11 +394,13 @@ func mutate(dir string, m Mutation, passing map[string][]string, timeout time.Du
 		timeout = m.Timeout
 	}
 	out, err := goTest(dir, m.Pkg, m.Run, timeout, false)
-	if err == nil {
+	switch {
+	case err == nil:
 		return "SURVIVED", fmt.Sprintf("%s -run %q still passes (%s)", m.Pkg, m.Run, strings.Join(names, ", "))
-	}
-	if strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") {
+	case errors.Is(err, errTestBuild):
 		return "BROKEN", "the mutant's tests do not build:\n" + tail(out, 15)
+	case errors.Is(err, errDeadline):
+		return "PANIC", fmt.Sprintf("not counted: the tests ran past -timeout %s and were %v:\n%s", timeout, errDeadline, tail(out, 10))
 	}
 	return classify(filepath.Join(dir, m.Pkg), out)
 }
@@ -588,15 +595,41 @@ func dedent(s string) []string {
 	return out
 }
 
+var (
+	// errTestBuild: the package's test binary does not build.
+	errTestBuild = errors.New("the tests do not build")
+	// errDeadline: the test binary outlived -timeout by a minute and was
+	// killed by the runner (its own timeout report never came).
+	errDeadline = errors.New("killed at the runner's deadline")
+)
+
+// testBuildTimeout bounds the compilation of one test binary; it is apart
+// from the run's deadline so that a slow build on a loaded machine never
+// eats into the time the tests are given.
+const testBuildTimeout = 30 * time.Minute
+
+// goTest compiles pkg's test binary in dir (go test -c), then runs it in
+// the package's directory, as go test does, with -test.run run and
+// -test.timeout timeout. The returned error wraps errTestBuild or
+// errDeadline when the tests did not run to their own end.
 func goTest(dir, pkg, run string, timeout time.Duration, verbose bool) (string, error) {
-	args := []string{"test", "-count=1", "-timeout", timeout.String(), "-run", run}
-	if verbose {
-		args = append(args, "-v")
+	bin := filepath.Join(dir, ".rulemut-bin", strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+".test")
+	bctx, bcancel := context.WithTimeout(context.Background(), testBuildTimeout)
+	defer bcancel()
+	if out, err := output(bctx, dir, "go", "test", "-c", "-o", bin, pkg); err != nil {
+		return out, fmt.Errorf("%w: %v", errTestBuild, err)
 	}
-	args = append(args, pkg)
+	args := []string{"-test.count=1", "-test.timeout", timeout.String(), "-test.run", run}
+	if verbose {
+		args = append(args, "-test.v")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
 	defer cancel()
-	return output(ctx, dir, "go", args...)
+	out, err := output(ctx, filepath.Join(dir, pkg), bin, args...)
+	if err != nil && ctx.Err() != nil {
+		return out, fmt.Errorf("%w: %v", errDeadline, err)
+	}
+	return out, err
 }
 
 func output(ctx context.Context, dir, name string, args ...string) (string, error) {
