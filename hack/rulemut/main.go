@@ -2,8 +2,10 @@
 // docs/engine.md has a test that fails when the rule breaks: for every
 // entry of mutations (a realistic mutation of the production code; a rule
 // may have several) it applies the mutation in a scratch copy of the tree, checks that
-// the mutated packages still build (and vet, with -vet), runs that rule's
-// tests, and expects them to fail. The real checkout is never modified.
+// the mutated packages still build (and vet, with -vet), compiles the
+// package's test binary (no deadline: a slow build under load takes no
+// time from the tests), runs that rule's tests with it under -timeout, and
+// expects them to fail. The real checkout is never modified.
 //
 // Usage (from the repository root; `make rule-mutations` runs it):
 //
@@ -17,7 +19,8 @@
 // `killed` counts: an assertion of the rule's own tests (a line calling
 // t.Errorf, t.Fatalf, ... or a helper marked with t.Helper, whose line is
 // shown) failed them. Not counted: PANIC (a panic, a synctest deadlock
-// report or a test timeout ended the run), SETUP (only a check whose
+// report, a test timeout, or the runner killing a binary a minute past
+// its -timeout ended the run), SETUP (only a check whose
 // message starts with "setup" failed), NOASSERT (no assertion message),
 // SURVIVED (the tests pass), BROKEN (the entry itself is wrong: its
 // snippet is missing or not unique, the mutant or its tests do not build,
