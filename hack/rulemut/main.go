@@ -327,6 +327,9 @@ func baseline(dir string, list []Mutation, timeout time.Duration) (map[string][]
 		t0 := time.Now()
 		out, err := goTest(dir, pkg, strings.Join(runs[pkg], "|"), timeout, true)
 		if err != nil {
+			out, err = rerunFailed(dir, pkg, out, timeout)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("the unmutated rule tests of %s fail:\n%s\n%s", pkg, failures(out), tail(out, 15))
 		}
 		for _, sub := range passLine.FindAllStringSubmatch(out, -1) {
@@ -335,6 +338,30 @@ func baseline(dir string, list []Mutation, timeout time.Duration) (map[string][]
 		fmt.Printf("baseline %s: %d rule tests pass (%s)\n", pkg, len(passing[pkg]), time.Since(t0).Round(time.Second))
 	}
 	return passing, nil
+}
+
+// rerunFailed runs once more, alone, the top-level tests that failed in
+// the unmutated run out (a test that failed only under the machine's load
+// passes then, and the run goes on), and returns the whole output with the
+// rerun's appended. It fails if any of them fails again, or if out names
+// no failed test (a build failure, a crash of the binary).
+func rerunFailed(dir, pkg, out string, timeout time.Duration) (string, error) {
+	var names []string
+	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
+		if top, _, _ := strings.Cut(m[1], "/"); !slices.Contains(names, top) {
+			names = append(names, top)
+		}
+	}
+	if len(names) == 0 {
+		return out, fmt.Errorf("%s: no failed test named", pkg)
+	}
+	fmt.Printf("baseline %s: %s failed; run again alone\n", pkg, strings.Join(names, ", "))
+	again, err := goTest(dir, pkg, "^("+strings.Join(names, "|")+")$", timeout, true)
+	if err != nil {
+		return again, err
+	}
+	fmt.Printf("baseline %s: %s passed on the second run\n", pkg, strings.Join(names, ", "))
+	return out + "\n" + again, nil
 }
 
 // mutate applies m in dir, runs its tests and restores the files.
