@@ -103,7 +103,7 @@ mutate: $(GREMLINS) ## Mutation testing of the crash-critical code (lifecycle, m
 # subset.
 RULES ?=
 .PHONY: rule-mutations
-rule-mutations: ## Per rule, break the production code the ways a careless change would and check that an assertion of the rule's tests fails; prints the assertion per mutation and `rule mutations killed: K/N`. RULES=L03,C07 a subset, JOBS=2 two mutants at once. Not part of test.
+rule-mutations: ## Per rule, break the production code the ways a careless change would and check that an assertion of the rule's tests fails; prints the assertion per mutation and `rule mutations killed: K/N`. RULES=L03,C07 a subset (RULES=C04:2 one entry: the rule's second), JOBS=2 two mutants at once. Not part of test.
 	GO=$(GO) hack/rulemut/run.sh $(if $(RULES),-only $(RULES)) $(if $(JOBS),-j $(JOBS))
 
 ##@ Run

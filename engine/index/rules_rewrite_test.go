@@ -347,17 +347,20 @@ func TestQ11_ReorderRebuildsEveryFileAndAnyWriteFailureFailsTheOutput(t *testing
 	}
 }
 
-// corruptOutputPost flips a byte in the middle of the first seg_*.post
-// file synced while armed: an output damaged between write and publish.
-type corruptOutputPost struct {
+// corruptOutput flips a byte in the middle of the first seg_*.cmp file
+// other than skip that is opened or synced while armed: an output damaged
+// after its writer closed it, before it is first read back (validated, or
+// only opened) for publication.
+type corruptOutput struct {
 	mu    sync.Mutex
 	mem   *vfs.MemFS
+	skip  string
 	armed bool
 	hit   string
 }
 
-func (c *corruptOutputPost) MaybeError(op errorfs.Op) error {
-	if op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, "."+segment.SuffixCompound) {
+func (c *corruptOutput) MaybeError(op errorfs.Op) error {
+	if op.Kind != errorfs.OpOpen && op.Kind != errorfs.OpFileSync || !strings.HasSuffix(op.Path, "."+segment.SuffixCompound) || op.Path == c.skip {
 		return nil
 	}
 	c.mu.Lock()
@@ -386,7 +389,7 @@ func (c *corruptOutputPost) MaybeError(op errorfs.Op) error {
 	return err
 }
 
-func (c *corruptOutputPost) String() string { return "corruptOutputPost" }
+func (c *corruptOutput) String() string { return "corruptOutput" }
 
 // TestQ12_OutputFullyValidatedBeforePublication: an output whose bytes
 // are damaged after they were written (its sizes and headers intact, so
@@ -394,10 +397,11 @@ func (c *corruptOutputPost) String() string { return "corruptOutputPost" }
 // source stays, the output's files are deleted.
 func TestQ12_OutputFullyValidatedBeforePublication(t *testing.T) {
 	mem := vfs.NewMem()
-	inj := &corruptOutputPost{mem: mem}
+	inj := &corruptOutput{mem: mem}
 	idx := oneSegment(t, errorfs.Wrap(mem, inj), testOptions(), 300)
 	defer mustClose(t, idx)
 	src := idx.Metadata().Segments[0]
+	inj.skip = mem.PathJoin(testDir, segid.FileName(src.ID, segment.SuffixCompound))
 	gen := idx.Metadata().Generation
 	before := segFiles(t, mem)
 	inj.mu.Lock()
@@ -405,7 +409,7 @@ func TestQ12_OutputFullyValidatedBeforePublication(t *testing.T) {
 	inj.mu.Unlock()
 	_, err := idx.ReorderSegment(context.Background(), src.ID, ReorderOptions{})
 	if inj.hit == "" {
-		t.Fatal("setup: no output .post file was synced")
+		t.Fatal("setup: the output .cmp file was never opened or synced")
 	}
 	if err == nil {
 		t.Fatalf("an output damaged after its write (%s) was published", inj.hit)

@@ -130,13 +130,19 @@ func TestM04_PermitHeldUntilTheTaskDrains(t *testing.T) {
 		f := newFakeTarget()
 		release := make(chan struct{})
 		f.run = func(Task) error { <-release; return context.Canceled } // blocking work ignores ctx
+		stopped := make(chan struct{})
+		shutdown := sync.OnceFunc(func() { go func() { o.Shutdown(); close(stopped) }() })
+		unblock := sync.OnceFunc(func() { close(release) })
+		// On every path, a failed assertion included, the task drains and
+		// the optimizer is joined before the bubble ends: the failure is
+		// the assertion's, not a report of goroutines left blocked.
+		defer func() { unblock(); shutdown(); <-stopped }()
 		o.Scan([]Target{f})
 		synctest.Wait()
 		if f.ran() != 1 || p.InUse() != 1 {
 			t.Fatalf("task started %d, permits in use %d", f.ran(), p.InUse())
 		}
-		stopped := make(chan struct{})
-		go func() { o.Shutdown(); close(stopped) }()
+		shutdown()
 		synctest.Wait()
 		select {
 		case <-stopped:
@@ -146,7 +152,7 @@ func TestM04_PermitHeldUntilTheTaskDrains(t *testing.T) {
 		if p.InUse() != 1 || p.TryAcquire() {
 			t.Fatal("the permit was returned before the blocking work drained")
 		}
-		close(release)
+		unblock()
 		<-stopped
 		if p.InUse() != 0 {
 			t.Fatal("the permit was not returned after the task drained")

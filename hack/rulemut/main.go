@@ -2,12 +2,14 @@
 // docs/engine.md has a test that fails when the rule breaks: for every
 // entry of mutations (a realistic mutation of the production code; a rule
 // may have several) it applies the mutation in a scratch copy of the tree, checks that
-// the mutated packages still build (and vet, with -vet), runs that rule's
-// tests, and expects them to fail. The real checkout is never modified.
+// the mutated packages still build (and vet, with -vet), compiles the
+// package's test binary (no deadline: a slow build under load takes no
+// time from the tests), runs that rule's tests with it under -timeout, and
+// expects them to fail. The real checkout is never modified.
 //
 // Usage (from the repository root; `make rule-mutations` runs it):
 //
-//	go run ./hack/rulemut [-only L03,C07] [-vet] [-timeout 4m] [-j 2] [-keep]
+//	go run ./hack/rulemut [-only L03,C07,C04:2] [-vet] [-timeout 4m] [-j 2] [-keep]
 //	go run ./hack/rulemut -check   # every snippet applies (seconds)
 //	go run ./hack/rulemut -table   # the Markdown table of docs/engine.md
 //
@@ -17,7 +19,8 @@
 // `killed` counts: an assertion of the rule's own tests (a line calling
 // t.Errorf, t.Fatalf, ... or a helper marked with t.Helper, whose line is
 // shown) failed them. Not counted: PANIC (a panic, a synctest deadlock
-// report or a test timeout ended the run), SETUP (only a check whose
+// report, a test timeout, or the runner killing a binary a minute past
+// its -timeout ended the run), SETUP (only a check whose
 // message starts with "setup" failed), NOASSERT (no assertion message),
 // SURVIVED (the tests pass), BROKEN (the entry itself is wrong: its
 // snippet is missing or not unique, the mutant or its tests do not build,
@@ -82,7 +85,7 @@ var (
 )
 
 func main() {
-	only := flag.String("only", "", "comma-separated rule IDs to run (default: all)")
+	only := flag.String("only", "", "comma-separated rule IDs to run, RULE:N for a rule's Nth entry only (default: all)")
 	timeout := flag.Duration("timeout", 4*time.Minute, "go test -timeout for one mutant (a mutant that hangs its tests fails them)")
 	keep := flag.Bool("keep", false, "keep the scratch copy of the tree")
 	vet := flag.Bool("vet", false, "go vet every mutant (tests included) before running its tests")
@@ -258,7 +261,9 @@ func checkAll(only string) error {
 	return nil
 }
 
-// selected returns the entries of the rules named in only (all if empty).
+// selected returns the entries named in only (all if empty): a rule ID
+// selects all of that rule's entries, RULE:N only its Nth (1-based, in
+// the order of mutations), e.g. "L03,C04:2".
 func selected(only string) ([]Mutation, error) {
 	want := map[string]bool{}
 	for _, id := range strings.Split(only, ",") {
@@ -267,21 +272,24 @@ func selected(only string) ([]Mutation, error) {
 		}
 	}
 	seen := map[string]bool{}
+	count := map[string]int{}
 	var list []Mutation
 	for _, m := range mutations {
 		// A rule may have several entries (several realistic ways to
 		// break it); each must be killed by that rule's tests.
-		seen[m.Rule] = true
+		count[m.Rule]++
+		entry := fmt.Sprintf("%s:%d", m.Rule, count[m.Rule])
+		seen[m.Rule], seen[entry] = true, true
 		if strings.Contains(m.Run, "/") {
 			return nil, fmt.Errorf("rule %s: -run %q contains a slash", m.Rule, m.Run)
 		}
-		if len(want) == 0 || want[m.Rule] {
+		if len(want) == 0 || want[m.Rule] || want[entry] {
 			list = append(list, m)
 		}
 	}
 	for id := range want {
 		if !seen[id] {
-			return nil, fmt.Errorf("no entry for rule %s", id)
+			return nil, fmt.Errorf("no entry %s", id)
 		}
 	}
 	return list, nil
@@ -319,6 +327,9 @@ func baseline(dir string, list []Mutation, timeout time.Duration) (map[string][]
 		t0 := time.Now()
 		out, err := goTest(dir, pkg, strings.Join(runs[pkg], "|"), timeout, true)
 		if err != nil {
+			out, err = rerunFailed(dir, pkg, out, timeout)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("the unmutated rule tests of %s fail:\n%s\n%s", pkg, failures(out), tail(out, 15))
 		}
 		for _, sub := range passLine.FindAllStringSubmatch(out, -1) {
@@ -327,6 +338,30 @@ func baseline(dir string, list []Mutation, timeout time.Duration) (map[string][]
 		fmt.Printf("baseline %s: %d rule tests pass (%s)\n", pkg, len(passing[pkg]), time.Since(t0).Round(time.Second))
 	}
 	return passing, nil
+}
+
+// rerunFailed runs once more, alone, the top-level tests that failed in
+// the unmutated run out (a test that failed only under the machine's load
+// passes then, and the run goes on), and returns the whole output with the
+// rerun's appended. It fails if any of them fails again, or if out names
+// no failed test (a build failure, a crash of the binary).
+func rerunFailed(dir, pkg, out string, timeout time.Duration) (string, error) {
+	var names []string
+	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
+		if top, _, _ := strings.Cut(m[1], "/"); !slices.Contains(names, top) {
+			names = append(names, top)
+		}
+	}
+	if len(names) == 0 {
+		return out, fmt.Errorf("%s: no failed test named", pkg)
+	}
+	fmt.Printf("baseline %s: %s failed; run again alone\n", pkg, strings.Join(names, ", "))
+	again, err := goTest(dir, pkg, "^("+strings.Join(names, "|")+")$", timeout, true)
+	if err != nil {
+		return again, err
+	}
+	fmt.Printf("baseline %s: %s passed on the second run\n", pkg, strings.Join(names, ", "))
+	return out + "\n" + again, nil
 }
 
 // mutate applies m in dir, runs its tests and restores the files.
@@ -389,11 +424,13 @@ func mutate(dir string, m Mutation, passing map[string][]string, timeout time.Du
 		timeout = m.Timeout
 	}
 	out, err := goTest(dir, m.Pkg, m.Run, timeout, false)
-	if err == nil {
+	switch {
+	case err == nil:
 		return "SURVIVED", fmt.Sprintf("%s -run %q still passes (%s)", m.Pkg, m.Run, strings.Join(names, ", "))
-	}
-	if strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") {
+	case errors.Is(err, errTestBuild):
 		return "BROKEN", "the mutant's tests do not build:\n" + tail(out, 15)
+	case errors.Is(err, errDeadline):
+		return "PANIC", fmt.Sprintf("not counted: the tests ran past -timeout %s and were %v:\n%s", timeout, errDeadline, tail(out, 10))
 	}
 	return classify(filepath.Join(dir, m.Pkg), out)
 }
@@ -586,62 +623,4 @@ func dedent(s string) []string {
 		out[i] = strings.TrimRight(strings.TrimPrefix(l, prefix), " \t")
 	}
 	return out
-}
-
-func goTest(dir, pkg, run string, timeout time.Duration, verbose bool) (string, error) {
-	args := []string{"test", "-count=1", "-timeout", timeout.String(), "-run", run}
-	if verbose {
-		args = append(args, "-v")
-	}
-	args = append(args, pkg)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
-	defer cancel()
-	return output(ctx, dir, "go", args...)
-}
-
-func output(ctx context.Context, dir, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// copyTree copies the files git sees in root (tracked, and untracked but
-// not ignored) to dst, leaving out large stray binaries.
-func copyTree(root, dst string) error {
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-	if err != nil {
-		return fmt.Errorf("git ls-files: %w", err)
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		src := filepath.Join(root, name)
-		st, err := os.Lstat(src)
-		if err != nil || !st.Mode().IsRegular() {
-			continue // deleted in the work tree, or a symlink or directory
-		}
-		if st.Size() > 8<<20 && !strings.HasSuffix(name, ".go") {
-			continue
-		}
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, name)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, data, st.Mode().Perm()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

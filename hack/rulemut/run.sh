@@ -5,7 +5,8 @@
 # `RULE killed|SURVIVED|BROKEN|PANIC|SETUP|NOASSERT description` per
 # entry, with the test and the assertion (file:line) that failed, and
 # `rule mutations killed: K/N`; only a kill by an assertion counts.
-# Arguments go to the runner (-only L03,C07).
+# Arguments go to the runner (-only L03,C07; -only C04:2 for C04's second
+# entry alone).
 # Runs at low priority: it is a long, CPU-bound job.
 set -e
 cd "$(dirname "$0")/../.."
