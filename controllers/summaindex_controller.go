@@ -430,24 +430,22 @@ func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.S
 			engineUp = true
 		}
 	}
-	// The decided grace is kept in status at once: it never shrinks, so an
-	// estimate that falls while the engine drains (the drain commits the
-	// backlog it measured) cannot undo a restart already under way.
-	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
-	if grace != x.Status.TerminationGracePeriodSeconds {
-		r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
-			x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
-		x.Status.TerminationGracePeriodSeconds = grace
+	// Status shows the running pod's grace. The grace the estimate asks
+	// for is not part of the revision (summaindex_grace.go): the desired
+	// pod carries it, and it reaches the next pod made anyway.
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		x.Status.TerminationGracePeriodSeconds = *g
 	}
-	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, grace)
+	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, x.Status.TerminationGracePeriodSeconds)
 	if !acc.known {
 		// Without the access step's decisions the desired pod is unknown:
 		// keep the running one.
 		markRunning(x, engineUp, pod)
 		return reconcile.Result{RequeueAfter: failureRetry}, engineErr
 	}
-	desired := desiredPod(x, r.podInputs(x, grace, acc))
-	if adopted, err := r.adoptLegacyRevision(ctx, x, pod, desired); err != nil {
+	in := r.podInputs(x, nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds), acc)
+	desired := desiredPod(x, in)
+	if adopted, err := r.adoptLegacyRevision(ctx, x, pod, desired, in); err != nil {
 		return reconcile.Result{}, failed(ReasonPodFailed, err)
 	} else if adopted {
 		x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
@@ -566,7 +564,8 @@ func (r *SummaIndexReconciler) podInputs(x *summav1.SummaIndex, grace int64, acc
 }
 
 // createPod creates the engine pod at the desired revision, with the grace
-// the last estimate asks for.
+// the last estimate asks for (nextGrace from the previous pod's grace,
+// kept in status).
 func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex, acc access) (reconcile.Result, error) {
 	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
 	pod := desiredPod(x, r.podInputs(x, grace, acc))
@@ -581,6 +580,10 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIn
 		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
 	}
 	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
+	if prev := x.Status.TerminationGracePeriodSeconds; prev > 0 && prev != grace {
+		r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
+			prev, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
+	}
 	x.Status.TerminationGracePeriodSeconds = grace
 	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, grace)
 	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]

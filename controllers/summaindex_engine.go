@@ -137,8 +137,11 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	r.observeStorage(ctx, x, pod, st.Storage)
 	// The estimate moves with every measurement: status follows it only
 	// when it moved enough to matter, so a steady index is never rewritten.
-	if est := lc.DrainEstimateSeconds; s.DrainEstimateSeconds == nil ||
-		math.Abs(est-*s.DrainEstimateSeconds) > max(0.5, 0.2**s.DrainEstimateSeconds) {
+	// While a drain runs it stays the one read before: the drain commits
+	// the backlog it measured, and the next pod's grace is sized from it
+	// (summaindex_grace.go).
+	if est := lc.DrainEstimateSeconds; s.DrainStartTime == nil && (s.DrainEstimateSeconds == nil ||
+		math.Abs(est-*s.DrainEstimateSeconds) > max(0.5, 0.2**s.DrainEstimateSeconds)) {
 		est = math.Round(est*10) / 10
 		s.DrainEstimateSeconds = &est
 	}
