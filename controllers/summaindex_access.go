@@ -124,6 +124,15 @@ func (r *SummaIndexReconciler) reconcileAccess(ctx context.Context, x *summav1.S
 	return acc, nil
 }
 
+// accessStep is the pass step of the credentials, the certificate and the
+// NetworkPolicies; the later steps read its decisions from p.access (not
+// known when it failed).
+func (r *SummaIndexReconciler) accessStep(ctx context.Context, p *pass) error {
+	acc, err := r.reconcileAccess(ctx, p.index)
+	p.access = acc
+	return err
+}
+
 // ensureAccess is reconcileAccess's work.
 func (r *SummaIndexReconciler) ensureAccess(ctx context.Context, x *summav1.SummaIndex) (access, error) {
 	creds, err := r.ensureCredentials(ctx, x)

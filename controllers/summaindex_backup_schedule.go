@@ -211,3 +211,17 @@ func indexOfBackup(_ context.Context, obj client.Object) []reconcile.Request {
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.Index}}}
 }
+
+// backupCredentialsStep is the pass step of the S3 credentials Secret of
+// spec.backup.
+func (r *SummaIndexReconciler) backupCredentialsStep(ctx context.Context, p *pass) error {
+	return r.ensureBackupCredentials(ctx, p.index)
+}
+
+// backupsStep is the pass step of the scheduled backups and their
+// retention.
+func (r *SummaIndexReconciler) backupsStep(ctx context.Context, p *pass) error {
+	wait, err := r.reconcileBackups(ctx, p.index)
+	p.requeue(reconcile.Result{RequeueAfter: wait})
+	return err
+}

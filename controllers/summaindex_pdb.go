@@ -107,3 +107,13 @@ func (r *SummaIndexReconciler) ensurePDB(ctx context.Context, x *summav1.SummaIn
 	}
 	return nil
 }
+
+// readServiceStep is the pass step of Service <name>-read.
+func (r *SummaIndexReconciler) readServiceStep(ctx context.Context, p *pass) error {
+	return failed(ReasonServiceFailed, r.ensureReadService(ctx, p.index))
+}
+
+// pdbStep is the pass step of the PodDisruptionBudget.
+func (r *SummaIndexReconciler) pdbStep(ctx context.Context, p *pass) error {
+	return failed(ReasonPodFailed, r.ensurePDB(ctx, p.index))
+}

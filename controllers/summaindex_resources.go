@@ -205,3 +205,13 @@ func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, x *summav1.Summ
 	r.event(x, cur, corev1.EventTypeNormal, "VolumeRetained", "volume %s kept (reclaimPolicy Retain)", name)
 	return nil
 }
+
+// claimStep is the pass step of the data volume.
+func (r *SummaIndexReconciler) claimStep(ctx context.Context, p *pass) error {
+	return r.ensureDataClaim(ctx, p.index)
+}
+
+// serviceStep is the pass step of the engine's Service.
+func (r *SummaIndexReconciler) serviceStep(ctx context.Context, p *pass) error {
+	return failed(ReasonServiceFailed, r.ensureService(ctx, p.index))
+}

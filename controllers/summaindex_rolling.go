@@ -335,3 +335,14 @@ func sooner(a, b reconcile.Result) reconcile.Result {
 	}
 	return a
 }
+
+// replicasStep is the pass step of the read followers (reconcileReplicas),
+// which follow the leader pod as the engine step left it.
+func (r *SummaIndexReconciler) replicasStep(ctx context.Context, p *pass) error {
+	leader, err := r.enginePod(ctx, p.index)
+	if err != nil {
+		return failed(ReasonPodFailed, err)
+	}
+	p.requeue(r.reconcileReplicas(ctx, p.index, p.access, leader, &p.failures))
+	return nil
+}
