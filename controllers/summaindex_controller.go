@@ -218,10 +218,10 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 }
 
-// image is x's engine image.
-func (r *SummaIndexReconciler) image(x *summav1.SummaIndex) string {
-	if x.Spec.Image != "" {
-		return x.Spec.Image
+// image is index's engine image.
+func (r *SummaIndexReconciler) image(index *summav1.SummaIndex) string {
+	if index.Spec.Image != "" {
+		return index.Spec.Image
 	}
 	return r.Options.DefaultImage
 }
@@ -229,8 +229,8 @@ func (r *SummaIndexReconciler) image(x *summav1.SummaIndex) string {
 // Reconcile runs one pass for a SummaIndex and writes its status once, at
 // the end, if it changed.
 func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	x := &summav1.SummaIndex{}
-	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
+	index := &summav1.SummaIndex{}
+	if err := r.Get(ctx, req.NamespacedName, index); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetIndexMetrics(req.Namespace, req.Name)
 			r.warnings.forgetName(req.NamespacedName)
@@ -240,10 +240,10 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	sw := newStatusWriter(r.Client, x)
+	sw := newStatusWriter(r.Client, index)
 	start := time.Now()
 	r.watches.begin(req.NamespacedName)
-	res, err := r.reconcile(ctx, x, sw)
+	res, err := r.reconcile(ctx, index, sw)
 	r.watches.finish(req.NamespacedName)
 	if res.RequeueAfter == r.Options.ResyncPeriod {
 		// The next refresh is a period after this one began, not after
@@ -251,23 +251,23 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		res.RequeueAfter = max(pollInterval, res.RequeueAfter-time.Since(start))
 	}
 	if err != nil {
-		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
+		reconcileErrorsTotal.WithLabelValues(string(index.Status.Phase)).Inc()
 	} else {
 		// Every step of this generation was decided (a step that failed
 		// says so in Degraded): status tells of this spec.
-		x.Status.ObservedGeneration = x.Generation
+		index.Status.ObservedGeneration = index.Generation
 	}
-	queued := x.GetCondition(summav1.ConditionProgressing)
-	r.restarts.settle(req.NamespacedName, holdsRestartSlot(x, r.Options.Now(), r.Options.RestartProgressDeadline),
+	queued := index.GetCondition(summav1.ConditionProgressing)
+	r.restarts.settle(req.NamespacedName, holdsRestartSlot(index, r.Options.Now(), r.Options.RestartProgressDeadline),
 		queued != nil && queued.Status == metav1.ConditionTrue && queued.Reason == ReasonRestartQueued, r.Options.MaxConcurrentRestarts)
-	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
-		forgetIndexMetrics(x.Namespace, x.Name)
+	if index.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(index, summav1.Finalizer) {
+		forgetIndexMetrics(index.Namespace, index.Name)
 		r.warnings.forgetName(req.NamespacedName)
 		return res, err // gone once the finalizer left
 	}
-	summarize(x)
-	recordIndexMetrics(x)
-	if werr := sw.write(ctx, x); werr != nil {
+	summarize(index)
+	recordIndexMetrics(index)
+	if werr := sw.write(ctx, index); werr != nil {
 		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
 			return reconcile.Result{Requeue: true}, err
 		}
@@ -276,27 +276,27 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return res, err
 }
 
-// enginePod returns x's engine pod, or nil when there is none.
-func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIndex) (*corev1.Pod, error) {
+// enginePod returns index's engine pod, or nil when there is none.
+func (r *SummaIndexReconciler) enginePod(ctx context.Context, index *summav1.SummaIndex) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.EnginePodName()}, pod)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get engine pod: %w", err)
 	}
-	if metav1.IsControlledBy(pod, x) {
+	if metav1.IsControlledBy(pod, index) {
 		return pod, nil
 	}
-	if !isOrphanOf(x, pod) {
-		return nil, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s", pod.Name, x.Name)
+	if !isOrphanOf(index, pod) {
+		return nil, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s", pod.Name, index.Name)
 	}
 	// An engine pod left by a SummaIndex of this name deleted with orphan
-	// propagation (or orphaned while x itself is deleted that way): x stops
+	// propagation (or orphaned while index itself is deleted that way): index stops
 	// it when deleting, and adopts it otherwise.
-	if x.DeletionTimestamp == nil {
-		if err := r.adoptOrphan(ctx, x, pod); err != nil {
+	if index.DeletionTimestamp == nil {
+		if err := r.adoptOrphan(ctx, index, pod); err != nil {
 			return nil, err
 		}
 	}
@@ -304,27 +304,27 @@ func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIn
 }
 
 // reconcileSuspend drains and stops the engine pod, keeping the volume.
-func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
 	if pod != nil {
 		if pod.DeletionTimestamp == nil {
-			return r.replacePod(ctx, x, pod, purposeSuspend)
+			return r.replacePod(ctx, index, pod, purposeSuspend)
 		}
-		notReady(x, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
+		notReady(index, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
 		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
 	// The engine is stopped: drains that timed out on the way are over,
 	// and Degraded=DrainTimeout with them.
-	x.Status.DrainFailures, x.Status.LastDrainFailureTime, x.Status.DrainStartTime = 0, nil, nil
-	if x.Status.Phase != summav1.PhaseSuspended {
-		r.event(x, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", x.DataClaimName())
+	index.Status.DrainFailures, index.Status.LastDrainFailureTime, index.Status.DrainStartTime = 0, nil, nil
+	if index.Status.Phase != summav1.PhaseSuspended {
+		r.event(index, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", index.DataClaimName())
 	}
-	x.Status.PodName, x.Status.PodUID = "", ""
-	notReady(x, summav1.PhaseSuspended, "Suspended", "spec.suspend is set: the engine is stopped, the volume kept", false)
+	index.Status.PodName, index.Status.PodUID = "", ""
+	notReady(index, summav1.PhaseSuspended, "Suspended", "spec.suspend is set: the engine is stopped, the volume kept", false)
 	return reconcile.Result{}, nil
 }
 
-// event records a lifecycle event about x (and related, when set).
-func (r *SummaIndexReconciler) event(x *summav1.SummaIndex, related runtime.Object, eventType, reason, note string, args ...any) {
+// event records a lifecycle event about index (and related, when set).
+func (r *SummaIndexReconciler) event(index *summav1.SummaIndex, related runtime.Object, eventType, reason, note string, args ...any) {
 	if r.Recorder == nil {
 		return
 	}
@@ -333,7 +333,7 @@ func (r *SummaIndexReconciler) event(x *summav1.SummaIndex, related runtime.Obje
 			related = nil
 		}
 	}
-	r.Recorder.Eventf(x, related, eventType, reason, reason, note, args...)
+	r.Recorder.Eventf(index, related, eventType, reason, reason, note, args...)
 }
 
 // fmtEstimate formats an optional estimate.

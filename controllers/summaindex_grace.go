@@ -38,12 +38,12 @@ const (
 // graceTarget is the grace period the estimate asks for, plus the app
 // containers' stop time when the engine is their sidecar (it gets SIGTERM
 // only after them), clamped to the spec's bounds.
-func graceTarget(x *summav1.SummaIndex, estimate float64) int64 {
-	lo, hi := x.Spec.Lifecycle.GraceBounds()
+func graceTarget(index *summav1.SummaIndex, estimate float64) int64 {
+	lo, hi := index.Spec.Lifecycle.GraceBounds()
 	if math.IsNaN(estimate) || estimate < 0 {
 		estimate = 0
 	}
-	want := int64(math.Ceil(estimate*graceSafetyFactor)) + graceFixedSeconds + appShutdownSeconds(x)
+	want := int64(math.Ceil(estimate*graceSafetyFactor)) + graceFixedSeconds + appShutdownSeconds(index)
 	return min(max(want, int64(lo)), int64(hi))
 }
 
@@ -56,13 +56,13 @@ func graceTarget(x *summav1.SummaIndex, estimate float64) int64 {
 //     when the estimate fell.
 //   - Otherwise the current grace, clamped into the spec's bounds (they
 //     may have changed).
-func nextGrace(x *summav1.SummaIndex, current int64, estimate *float64) int64 {
-	lo, hi := x.Spec.Lifecycle.GraceBounds()
+func nextGrace(index *summav1.SummaIndex, current int64, estimate *float64) int64 {
+	lo, hi := index.Spec.Lifecycle.GraceBounds()
 	est := 0.0
 	if estimate != nil {
 		est = *estimate
 	}
-	target := graceTarget(x, est)
+	target := graceTarget(index, est)
 	if current <= 0 {
 		return target
 	}

@@ -77,41 +77,41 @@ type revisionInputsV1 struct {
 	Backup            *summav1.S3Spec             `json:"backup,omitempty"`
 }
 
-// revisionOf is the revision of x's desired pod under in (in.grace is not
+// revisionOf is the revision of index's desired pod under in (in.grace is not
 // part of it).
-func revisionOf(x *summav1.SummaIndex, in podInputs) string {
-	lo, hi := x.Spec.Lifecycle.GraceBounds()
+func revisionOf(index *summav1.SummaIndex, in podInputs) string {
+	lo, hi := index.Spec.Lifecycle.GraceBounds()
 	return hashRevision(revisionFormat, revisionInputs{
 		Image:             in.image,
 		GraceBounds:       [2]int32{lo, hi},
-		Resources:         x.Spec.Resources,
-		Engine:            x.Spec.Engine,
-		PodTemplate:       x.Spec.PodTemplate,
-		RestartedAt:       x.Annotations[AnnotationRestartedAt],
+		Resources:         index.Spec.Resources,
+		Engine:            index.Spec.Engine,
+		PodTemplate:       index.Spec.PodTemplate,
+		RestartedAt:       index.Annotations[AnnotationRestartedAt],
 		CredentialsSecret: in.access.credentialsSecret,
 		TLSSecret:         in.access.tlsSecret,
 		CAPresent:         in.access.caPresent,
 		VolumePermissions: in.volumePermissions,
-		Backup:            backupS3(x),
+		Backup:            backupS3(index),
 	})
 }
 
-// revisionV1Of is the revision an operator of format v1 gave x's desired
+// revisionV1Of is the revision an operator of format v1 gave index's desired
 // pod under in, with grace in.grace.
-func revisionV1Of(x *summav1.SummaIndex, in podInputs) string {
+func revisionV1Of(index *summav1.SummaIndex, in podInputs) string {
 	return hashRevision(revisionFormatV1, revisionInputsV1{
 		Image:             in.image,
 		Grace:             in.grace,
-		ShutdownDeadline:  engineShutdownDeadline(x, in.grace),
-		Resources:         x.Spec.Resources,
-		Engine:            x.Spec.Engine,
-		PodTemplate:       x.Spec.PodTemplate,
-		RestartedAt:       x.Annotations[AnnotationRestartedAt],
+		ShutdownDeadline:  engineShutdownDeadline(index, in.grace),
+		Resources:         index.Spec.Resources,
+		Engine:            index.Spec.Engine,
+		PodTemplate:       index.Spec.PodTemplate,
+		RestartedAt:       index.Annotations[AnnotationRestartedAt],
 		CredentialsSecret: in.access.credentialsSecret,
 		TLSSecret:         in.access.tlsSecret,
 		CAPresent:         in.access.caPresent,
 		VolumePermissions: in.volumePermissions,
-		Backup:            backupS3(x),
+		Backup:            backupS3(index),
 	})
 }
 
@@ -154,10 +154,10 @@ func engineImageOf(pod *corev1.Pod) string {
 //
 // A pod that does not pass is restarted (under the budget), as the scheme
 // change cannot prove it current. It reports whether pod was adopted.
-func (r *SummaIndexReconciler) adoptLegacyRevision(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod,
+func (r *SummaIndexReconciler) adoptLegacyRevision(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod,
 	desired *corev1.Pod, in podInputs) (bool, error) {
 	rev := pod.Annotations[AnnotationRevision]
-	if !legacyRevision(rev) || !currentLegacy(x, pod, desired, in) {
+	if !legacyRevision(rev) || !currentLegacy(index, pod, desired, in) {
 		return false, nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())
@@ -165,25 +165,25 @@ func (r *SummaIndexReconciler) adoptLegacyRevision(ctx context.Context, x *summa
 	if err := r.Patch(ctx, pod, patch); err != nil {
 		return false, fmt.Errorf("record revision %s on engine pod %s: %w", desired.Annotations[AnnotationRevision], pod.Name, err)
 	}
-	r.event(x, pod, corev1.EventTypeNormal, "RevisionAdopted", "engine pod %s of revision %s (previous scheme) adopted as %s without a restart",
+	r.event(index, pod, corev1.EventTypeNormal, "RevisionAdopted", "engine pod %s of revision %s (previous scheme) adopted as %s without a restart",
 		pod.Name, rev, desired.Annotations[AnnotationRevision])
 	return true, nil
 }
 
 // currentLegacy reports whether pod, of a revision of a previous scheme,
 // is current (adoptLegacyRevision).
-func currentLegacy(x *summav1.SummaIndex, pod, desired *corev1.Pod, in podInputs) bool {
+func currentLegacy(index *summav1.SummaIndex, pod, desired *corev1.Pod, in podInputs) bool {
 	rev := pod.Annotations[AnnotationRevision]
 	if strings.HasPrefix(rev, revisionFormatV1+"-") {
 		g := pod.Spec.TerminationGracePeriodSeconds
 		if g == nil {
 			return false
 		}
-		lo, hi := x.Spec.Lifecycle.GraceBounds()
+		lo, hi := index.Spec.Lifecycle.GraceBounds()
 		in.grace = *g
-		return *g >= int64(lo) && *g <= int64(hi) && revisionV1Of(x, in) == rev
+		return *g >= int64(lo) && *g <= int64(hi) && revisionV1Of(index, in) == rev
 	}
-	return rev == x.Status.UpdateRevision && x.Status.ObservedGeneration == x.Generation &&
+	return rev == index.Status.UpdateRevision && index.Status.ObservedGeneration == index.Generation &&
 		engineImageOf(pod) == engineImageOf(desired) &&
 		pod.Annotations[AnnotationRestartedAt] == desired.Annotations[AnnotationRestartedAt]
 }
