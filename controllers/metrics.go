@@ -114,10 +114,10 @@ func init() {
 	metrics.Registry.MustRegister(indexInfo)
 }
 
-// recordIndexMetrics sets the per-index gauges from x's status.
-func recordIndexMetrics(x *summav1.SummaIndex) {
-	ns, name := x.Namespace, x.Name
-	st := &x.Status
+// recordIndexMetrics sets the per-index gauges from index's status.
+func recordIndexMetrics(index *summav1.SummaIndex) {
+	ns, name := index.Namespace, index.Name
+	st := &index.Status
 	cond := func(t string) (float64, string) {
 		c := meta.FindStatusCondition(st.Conditions, t)
 		if c == nil {

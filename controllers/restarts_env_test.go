@@ -89,6 +89,47 @@ var _ = Describe("Restarts and upgrades", func() {
 		deleteAndWaitGone("upgrade")
 	})
 
+	It("keeps a pod labelled with a revision of format v1, which hashed the grace, and re-labels it", func() {
+		createReady("v1pod", nil)
+		pod, err := enginePodOf("v1pod")
+		Expect(err).NotTo(HaveOccurred())
+		rev := pod.Annotations[AnnotationRevision]
+		Expect(rev).To(HavePrefix(revisionFormat + "-"))
+
+		By("the pod as an operator of format v1 labelled it")
+		stopOperator()
+		x := getIndex("v1pod")
+		acc := access{known: true, credentialsSecret: x.Status.Access.CredentialsSecret, tlsSecret: x.Status.Access.TLSSecret}
+		if acc.tlsSecret != "" {
+			s := &corev1.Secret{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: acc.tlsSecret}, s)).To(Succeed())
+			acc.caPresent = len(s.Data[summav1.CACertKey]) > 0
+		}
+		// The test operator runs with --volume-permissions.
+		in := podInputs{image: engineImageOf(pod), grace: *pod.Spec.TerminationGracePeriodSeconds, volumePermissions: true, access: acc}
+		v1 := revisionV1Of(x, in)
+		Expect(v1).To(HavePrefix("v1-"))
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Annotations[AnnotationRevision] = v1
+		Expect(k8sClient.Patch(ctx, pod, patch)).To(Succeed())
+		x.Status.CurrentRevision, x.Status.UpdateRevision = v1, v1
+		Expect(k8sClient.Status().Update(ctx, x)).To(Succeed())
+
+		startOperator()
+		Eventually(func(g Gomega) {
+			p, err := enginePodOf("v1pod")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(p.UID).To(Equal(pod.UID), "a v1 pod of the current spec was restarted")
+			g.Expect(p.Annotations[AnnotationRevision]).To(Equal(rev), "the v1 pod was not re-labelled")
+			x := getIndex("v1pod")
+			g.Expect(x.Status.CurrentRevision).To(Equal(rev))
+			g.Expect(x.Status.UpdateRevision).To(Equal(rev))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Expect(getIndex("v1pod").IsReady()).To(BeTrue())
+		Expect(eventReasons("v1pod")).To(ContainElement("RevisionAdopted"))
+		deleteAndWaitGone("v1pod")
+	})
+
 	It("rolls a spec change through the indexes at most max-concurrent-restarts at a time, each drained", func() {
 		Eventually(restartingIndexes).WithTimeout(readyTimeout).WithPolling(poll).Should(BeEmpty(),
 			"indexes of earlier specs still restarting would hold the budget")

@@ -110,10 +110,10 @@ type accessError struct {
 func (e *accessError) Error() string { return e.msg }
 
 // reconcileAccess makes the credentials, the certificate and the
-// NetworkPolicies what x asks for and records them in status.access. Its
+// NetworkPolicies what index asks for and records them in status.access. Its
 // error is a step failure (Degraded with a reason naming the problem).
-func (r *SummaIndexReconciler) reconcileAccess(ctx context.Context, x *summav1.SummaIndex) (access, error) {
-	acc, err := r.ensureAccess(ctx, x)
+func (r *SummaIndexReconciler) reconcileAccess(ctx context.Context, index *summav1.SummaIndex) (access, error) {
+	acc, err := r.ensureAccess(ctx, index)
 	var ae *accessError
 	switch {
 	case errors.As(err, &ae):
@@ -124,24 +124,33 @@ func (r *SummaIndexReconciler) reconcileAccess(ctx context.Context, x *summav1.S
 	return acc, nil
 }
 
+// accessStep is the pass step of the credentials, the certificate and the
+// NetworkPolicies; the later steps read its decisions from p.access (not
+// known when it failed).
+func (r *SummaIndexReconciler) accessStep(ctx context.Context, p *pass) error {
+	acc, err := r.reconcileAccess(ctx, p.index)
+	p.access = acc
+	return err
+}
+
 // ensureAccess is reconcileAccess's work.
-func (r *SummaIndexReconciler) ensureAccess(ctx context.Context, x *summav1.SummaIndex) (access, error) {
-	creds, err := r.ensureCredentials(ctx, x)
+func (r *SummaIndexReconciler) ensureAccess(ctx context.Context, index *summav1.SummaIndex) (access, error) {
+	creds, err := r.ensureCredentials(ctx, index)
 	if err != nil {
 		return access{}, err
 	}
-	tlsSecret, cert, err := r.ensureTLS(ctx, x)
+	tlsSecret, cert, err := r.ensureTLS(ctx, index)
 	if err != nil {
 		return access{}, err
 	}
-	if err := r.ensureNetworkPolicies(ctx, x); err != nil {
+	if err := r.ensureNetworkPolicies(ctx, index); err != nil {
 		return access{}, err
 	}
 	acc := access{known: true, credentialsSecret: creds.Name, hash: accessHash(creds, tlsSecret)}
-	if x.Status.Access == nil {
-		x.Status.Access = &summav1.AccessStatus{}
+	if index.Status.Access == nil {
+		index.Status.Access = &summav1.AccessStatus{}
 	}
-	st := x.Status.Access
+	st := index.Status.Access
 	st.CredentialsSecret = creds.Name
 	st.TLSSecret, st.CertificateNotAfter, st.CertificateRenewalTime = "", nil, nil
 	if tlsSecret != nil {
@@ -149,7 +158,7 @@ func (r *SummaIndexReconciler) ensureAccess(ctx context.Context, x *summav1.Summ
 		acc.caPresent = len(tlsSecret.Data[summav1.CACertKey]) > 0
 		st.TLSSecret = tlsSecret.Name
 		st.CertificateNotAfter = &metav1.Time{Time: cert.notAfter}
-		if x.IssuesCertificate() {
+		if index.IssuesCertificate() {
 			st.CertificateRenewalTime = &metav1.Time{Time: cert.renewAt}
 		}
 	}
@@ -197,13 +206,13 @@ func (r *SummaIndexReconciler) getLive(ctx context.Context, key client.ObjectKey
 // spec.access.credentialsSecret names (checked, never changed), or
 // <name>-credentials, created with random tokens, its missing keys filled
 // in and its existing values left alone.
-func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, x *summav1.SummaIndex) (*corev1.Secret, error) {
-	name := x.CredentialsSecretName()
-	s, err := r.getSecret(ctx, x.Namespace, name)
+func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, index *summav1.SummaIndex) (*corev1.Secret, error) {
+	name := index.CredentialsSecretName()
+	s, err := r.getSecret(ctx, index.Namespace, name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("get credentials secret %s: %w", name, err)
 	}
-	if !x.GeneratesCredentials() {
+	if !index.GeneratesCredentials() {
 		if err != nil {
 			return nil, &accessError{reason: ReasonCredentialsSecretMissing, msg: fmt.Sprintf(
 				"Secret %s named by spec.access.credentialsSecret does not exist: create it with the keys %s",
@@ -216,9 +225,9 @@ func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, x *summav1
 		return s, nil
 	}
 	if err != nil {
-		return r.createCredentials(ctx, x)
+		return r.createCredentials(ctx, index)
 	}
-	if err := r.checkOwned(ctx, x, s, "spec.access.credentialsSecret"); err != nil {
+	if err := r.checkOwned(ctx, index, s, "spec.access.credentialsSecret"); err != nil {
 		return nil, err
 	}
 	missing := missingTokens(s)
@@ -240,14 +249,14 @@ func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, x *summav1
 	if err := r.Update(ctx, s); err != nil {
 		return nil, fmt.Errorf("fill in the tokens %s of secret %s: %w", strings.Join(missing, ", "), name, err)
 	}
-	r.event(x, s, corev1.EventTypeNormal, "CredentialsUpdated", "generated %s in secret %s", strings.Join(missing, ", "), name)
+	r.event(index, s, corev1.EventTypeNormal, "CredentialsUpdated", "generated %s in secret %s", strings.Join(missing, ", "), name)
 	return s, nil
 }
 
 // createCredentials creates <name>-credentials with three random tokens.
-func (r *SummaIndexReconciler) createCredentials(ctx context.Context, x *summav1.SummaIndex) (*corev1.Secret, error) {
+func (r *SummaIndexReconciler) createCredentials(ctx context.Context, index *summav1.SummaIndex) (*corev1.Secret, error) {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: x.GeneratedCredentialsSecretName(), Namespace: x.Namespace, Labels: x.Labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: index.GeneratedCredentialsSecretName(), Namespace: index.Namespace, Labels: index.Labels()},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{},
 	}
@@ -258,7 +267,7 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, x *summav1
 		}
 		s.Data[k] = []byte(tok)
 	}
-	if err := controllerutil.SetControllerReference(x, s, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
 		return nil, fmt.Errorf("owner reference on secret: %w", err)
 	}
 	if err := r.Create(ctx, s); err != nil {
@@ -269,29 +278,29 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, x *summav1
 		}
 		return nil, fmt.Errorf("create credentials secret %s: %w", s.Name, err)
 	}
-	r.event(x, s, corev1.EventTypeNormal, "CredentialsCreated", "secret %s created with admin, write and read tokens", s.Name)
+	r.event(index, s, corev1.EventTypeNormal, "CredentialsCreated", "secret %s created with admin, write and read tokens", s.Name)
 	return s, nil
 }
 
-// checkOwned refuses an object of a generated name that x does not
+// checkOwned refuses an object of a generated name that index does not
 // control; one still controlled by a deleted SummaIndex of the same name
 // is waited for (the garbage collector removes it), and one orphaned by
 // such an index is adopted, or replaced if it is a Secret
 // (summaindex_orphans.go).
-func (r *SummaIndexReconciler) checkOwned(ctx context.Context, x *summav1.SummaIndex, obj client.Object, field string) error {
-	if metav1.IsControlledBy(obj, x) {
+func (r *SummaIndexReconciler) checkOwned(ctx context.Context, index *summav1.SummaIndex, obj client.Object, field string) error {
+	if metav1.IsControlledBy(obj, index) {
 		return nil
 	}
 	kind := kindOf(obj)
-	if isOrphanOf(x, obj) {
+	if isOrphanOf(index, obj) {
 		if _, ok := obj.(*corev1.Secret); ok {
-			return r.replaceOrphanSecret(ctx, x, obj)
+			return r.replaceOrphanSecret(ctx, index, obj)
 		}
-		return r.adoptOrphan(ctx, x, obj)
+		return r.adoptOrphan(ctx, index, obj)
 	}
-	if owner := metav1.GetControllerOf(obj); owner != nil && owner.Kind == "SummaIndex" && owner.Name == x.Name {
+	if owner := metav1.GetControllerOf(obj); owner != nil && owner.Kind == "SummaIndex" && owner.Name == index.Name {
 		return &accessError{reason: ReasonWaitingForGarbageCollection, msg: fmt.Sprintf(
-			"%s %s still belongs to a deleted SummaIndex %s; waiting for the garbage collector", kind, obj.GetName(), x.Name)}
+			"%s %s still belongs to a deleted SummaIndex %s; waiting for the garbage collector", kind, obj.GetName(), index.Name)}
 	}
 	msg := fmt.Sprintf("%s %s exists and was not made by the operator for this SummaIndex: delete or rename it", kind, obj.GetName())
 	if field != "" {
@@ -339,13 +348,13 @@ func newToken() (string, error) {
 // a renewed certificate by changing its annotation summa.dev/access-hash:
 // the kubelet then refreshes the pod's Secret volumes at once, and the
 // engine re-reads the files. The pod is not restarted.
-func (r *SummaIndexReconciler) syncAccessAnnotation(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access) error {
+func (r *SummaIndexReconciler) syncAccessAnnotation(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, acc access) error {
 	if acc.hash == "" {
 		return nil
 	}
 	if pod.Annotations[AnnotationAccessHash] == acc.hash {
-		if st := x.Status.Access; st == nil || st.SyncedHash != acc.hash {
-			r.recordAccessSync(x, acc.hash) // a new pod, or a pass cut short after the patch
+		if st := index.Status.Access; st == nil || st.SyncedHash != acc.hash {
+			r.recordAccessSync(index, acc.hash) // a new pod, or a pass cut short after the patch
 		}
 		return nil
 	}
@@ -357,27 +366,27 @@ func (r *SummaIndexReconciler) syncAccessAnnotation(ctx context.Context, x *summ
 	if err := r.Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("annotate engine pod %s with the new access hash: %w", pod.Name, err)
 	}
-	r.recordAccessSync(x, acc.hash)
-	r.event(x, pod, corev1.EventTypeNormal, "AccessUpdated",
+	r.recordAccessSync(index, acc.hash)
+	r.event(index, pod, corev1.EventTypeNormal, "AccessUpdated",
 		"tokens or certificate changed: engine pod %s told to reload them (no restart)", pod.Name)
 	return nil
 }
 
 // recordAccessSync notes in status that the engine pod was told about
 // hash now.
-func (r *SummaIndexReconciler) recordAccessSync(x *summav1.SummaIndex, hash string) {
-	if x.Status.Access == nil {
-		x.Status.Access = &summav1.AccessStatus{}
+func (r *SummaIndexReconciler) recordAccessSync(index *summav1.SummaIndex, hash string) {
+	if index.Status.Access == nil {
+		index.Status.Access = &summav1.AccessStatus{}
 	}
 	now := metav1.NewTime(r.Options.Now())
-	x.Status.Access.SyncedHash, x.Status.Access.SyncTime = hash, &now
+	index.Status.Access.SyncedHash, index.Status.Access.SyncTime = hash, &now
 }
 
 // rotationInFlight reports whether err is the engine refusing the admin
 // token soon after the pod was told about new credentials: the kubelet
 // and the engine have not caught up yet, which is no failure.
-func (r *SummaIndexReconciler) rotationInFlight(x *summav1.SummaIndex, err error) bool {
-	st := x.Status.Access
+func (r *SummaIndexReconciler) rotationInFlight(index *summav1.SummaIndex, err error) bool {
+	st := index.Status.Access
 	return engineclient.IsCode(err, engineclient.CodeUnauthorized) &&
 		st != nil && st.SyncTime != nil && r.Options.Now().Sub(st.SyncTime.Time) < rotationGrace
 }
@@ -385,19 +394,19 @@ func (r *SummaIndexReconciler) rotationInFlight(x *summav1.SummaIndex, err error
 // refusedToken turns a refused admin token that reached the end of the
 // pod step (a drain, a resume) into what it is: during a rotation, a
 // retry in unauthorizedRetry; after it, the failure Unauthorized.
-func (r *SummaIndexReconciler) refusedToken(ctx context.Context, x *summav1.SummaIndex, res reconcile.Result, err error) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) refusedToken(ctx context.Context, index *summav1.SummaIndex, res reconcile.Result, err error) (reconcile.Result, error) {
 	switch {
-	case r.rotationInFlight(x, err):
+	case r.rotationInFlight(index, err):
 		log.FromContext(ctx).Info("Engine refuses the admin token; the rotated credentials are still reaching it", "error", err.Error())
 		return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
 	case engineclient.IsCode(err, engineclient.CodeUnauthorized):
-		return res, failed(ReasonUnauthorized, unauthorized(x, err))
+		return res, failed(ReasonUnauthorized, unauthorized(index, err))
 	}
 	return res, err
 }
 
 // unauthorized explains a refused admin token.
-func unauthorized(x *summav1.SummaIndex, err error) error {
+func unauthorized(index *summav1.SummaIndex, err error) error {
 	return fmt.Errorf("the engine refuses the admin token of Secret %s (%w): check that the engine pod mounts that Secret and that its admin-token is the one the engine was given",
-		x.CredentialsSecretName(), err)
+		index.CredentialsSecretName(), err)
 }

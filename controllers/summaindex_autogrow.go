@@ -32,11 +32,11 @@ const ReasonVolumeAutoGrow = "VolumeAutoGrow"
 // class does not allow.
 const ReasonVolumeAutoGrowRefused = "VolumeAutoGrowRefused"
 
-// autoGrow grows x's data volume when spec.storage.autoGrow and the
+// autoGrow grows index's data volume when spec.storage.autoGrow and the
 // engine's report st call for it. Failures are events and log lines: the
 // next pass tries again.
-func (r *SummaIndexReconciler) autoGrow(ctx context.Context, x *summav1.SummaIndex, st *client.StorageStatus) {
-	ag := x.Spec.Storage.AutoGrow
+func (r *SummaIndexReconciler) autoGrow(ctx context.Context, index *summav1.SummaIndex, st *client.StorageStatus) {
+	ag := index.Spec.Storage.AutoGrow
 	if ag == nil || st == nil || st.FreeBytes+st.UsedBytes <= 0 {
 		return
 	}
@@ -44,7 +44,7 @@ func (r *SummaIndexReconciler) autoGrow(ctx context.Context, x *summav1.SummaInd
 		return
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Get(ctx, ctrlclient.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, pvc); err != nil {
+	if err := r.Get(ctx, ctrlclient.ObjectKey{Namespace: index.Namespace, Name: index.DataClaimName()}, pvc); err != nil {
 		log.FromContext(ctx).Info("Volume auto-grow: cannot read the claim", "error", err.Error())
 		return
 	}
@@ -61,8 +61,8 @@ func (r *SummaIndexReconciler) autoGrow(ctx context.Context, x *summav1.SummaInd
 		if err := r.Get(ctx, ctrlclient.ObjectKey{Name: class}, sc); err == nil && !ptr.Deref(sc.AllowVolumeExpansion, false) {
 			msg := fmt.Sprintf("volume %s is %d%% used but cannot grow: storage class %s does not set allowVolumeExpansion",
 				pvc.Name, st.UsedBytes*100/(st.FreeBytes+st.UsedBytes), class)
-			if r.warnings.due(x, ReasonVolumeAutoGrowRefused, msg) {
-				r.event(x, pvc, corev1.EventTypeWarning, ReasonVolumeAutoGrowRefused, "%s", msg)
+			if r.warnings.due(index, ReasonVolumeAutoGrowRefused, msg) {
+				r.event(index, pvc, corev1.EventTypeWarning, ReasonVolumeAutoGrowRefused, "%s", msg)
 			}
 			return
 		}
@@ -73,7 +73,7 @@ func (r *SummaIndexReconciler) autoGrow(ctx context.Context, x *summav1.SummaInd
 		log.FromContext(ctx).Info("Volume auto-grow refused", "claim", pvc.Name, "error", err.Error())
 		return
 	}
-	r.event(x, pvc, corev1.EventTypeNormal, ReasonVolumeAutoGrow, "data volume %s: %s -> %s (%s free, %s used; autoGrow.maxSize %s)",
+	r.event(index, pvc, corev1.EventTypeNormal, ReasonVolumeAutoGrow, "data volume %s: %s -> %s (%s free, %s used; autoGrow.maxSize %s)",
 		pvc.Name, have.String(), want.String(), bytesString(st.FreeBytes), bytesString(st.UsedBytes), ag.MaxSize.String())
 }
 

@@ -39,12 +39,12 @@ const (
 )
 
 // retainBackups applies spec.backup.keep; backups is newest first.
-func (r *SummaIndexReconciler) retainBackups(ctx context.Context, x *summav1.SummaIndex, backups []summav1.SummaIndexBackup) error {
-	keep := x.Spec.Backup.BackupKeep()
+func (r *SummaIndexReconciler) retainBackups(ctx context.Context, index *summav1.SummaIndex, backups []summav1.SummaIndexBackup) error {
+	keep := index.Spec.Backup.BackupKeep()
 	kept := map[summav1.BackupPhase]int{}
 	for i := range backups {
 		b := &backups[i]
-		if !b.Finished() || !isOwnedBy(b, x) {
+		if !b.Finished() || !isOwnedBy(b, index) {
 			continue
 		}
 		kept[b.Status.Phase]++
@@ -54,18 +54,18 @@ func (r *SummaIndexReconciler) retainBackups(ctx context.Context, x *summav1.Sum
 		if err := r.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete SummaIndexBackup %s beyond keep %d: %w", b.Name, keep, err)
 		}
-		r.event(x, nil, corev1.EventTypeNormal, "BackupRetired", "SummaIndexBackup %s deleted (keep %d)", b.Name, keep)
+		r.event(index, nil, corev1.EventTypeNormal, "BackupRetired", "SummaIndexBackup %s deleted (keep %d)", b.Name, keep)
 	}
-	return r.pruneBucket(ctx, x, backups)
+	return r.pruneBucket(ctx, index, backups)
 }
 
 // pruneBucket runs the prune Job after the newest completed backup.
-func (r *SummaIndexReconciler) pruneBucket(ctx context.Context, x *summav1.SummaIndex, backups []summav1.SummaIndexBackup) error {
+func (r *SummaIndexReconciler) pruneBucket(ctx context.Context, index *summav1.SummaIndex, backups []summav1.SummaIndexBackup) error {
 	job := &batchv1.Job{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.BackupPruneJobName()}, job)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.BackupPruneJobName()}, job)
 	switch {
 	case err == nil:
-		return r.finishPrune(ctx, x, job, backups)
+		return r.finishPrune(ctx, index, job, backups)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("get prune job: %w", err)
 	}
@@ -79,24 +79,24 @@ func (r *SummaIndexReconciler) pruneBucket(ctx context.Context, x *summav1.Summa
 	if newest == nil || newest.Annotations[AnnotationPruned] != "" {
 		return nil
 	}
-	if err := r.ensureBackupCredentials(ctx, x); err != nil {
+	if err := r.ensureBackupCredentials(ctx, index); err != nil {
 		return err
 	}
-	job = r.pruneJob(x, newest.Name)
-	if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
+	job = r.pruneJob(index, newest.Name)
+	if err := controllerutil.SetControllerReference(index, job, r.Scheme); err != nil {
 		return fmt.Errorf("owner reference on job: %w", err)
 	}
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create prune job %s: %w", job.Name, err)
 	}
-	r.event(x, job, corev1.EventTypeNormal, "BackupPruneStarted", "prune job %s keeps the newest %d backups (after %s)",
-		job.Name, x.Spec.Backup.BackupKeep(), newest.Status.BackupID)
+	r.event(index, job, corev1.EventTypeNormal, "BackupPruneStarted", "prune job %s keeps the newest %d backups (after %s)",
+		job.Name, index.Spec.Backup.BackupKeep(), newest.Status.BackupID)
 	return nil
 }
 
 // finishPrune records the end of a prune Job on its backup and deletes
 // the Job.
-func (r *SummaIndexReconciler) finishPrune(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job, backups []summav1.SummaIndexBackup) error {
+func (r *SummaIndexReconciler) finishPrune(ctx context.Context, index *summav1.SummaIndex, job *batchv1.Job, backups []summav1.SummaIndexBackup) error {
 	done, jobFailed := jobFinished(job)
 	if !done || job.DeletionTimestamp != nil {
 		return nil
@@ -105,7 +105,7 @@ func (r *SummaIndexReconciler) finishPrune(ctx context.Context, x *summav1.Summa
 	if jobFailed {
 		result = "Failed"
 		msg, _ := r.jobMessage(ctx, job)
-		r.event(x, job, corev1.EventTypeWarning, "BackupPruneFailed", "prune job %s failed: %s", job.Name, clip(msg, 512))
+		r.event(index, job, corev1.EventTypeWarning, "BackupPruneFailed", "prune job %s failed: %s", job.Name, clip(msg, 512))
 	}
 	for i := range backups {
 		if b := &backups[i]; b.Name == job.Annotations[AnnotationPruned] && b.Annotations[AnnotationPruned] == "" {
@@ -122,14 +122,14 @@ func (r *SummaIndexReconciler) finishPrune(ctx context.Context, x *summav1.Summa
 
 // pruneJob is the Job pruning the bucket after backup (a SummaIndexBackup
 // name): it reaches the object store only, not the data volume.
-func (r *SummaIndexReconciler) pruneJob(x *summav1.SummaIndex, backup string) *batchv1.Job {
-	s3 := &x.Spec.Backup.S3
-	args := append([]string{"backup", "prune", "--index", x.Name, "--keep", strconv.Itoa(x.Spec.Backup.BackupKeep())}, s3Args(s3)...)
-	job := r.jobFor(x, x.BackupPruneJobName(), pruneContainer, args)
+func (r *SummaIndexReconciler) pruneJob(index *summav1.SummaIndex, backup string) *batchv1.Job {
+	s3 := &index.Spec.Backup.S3
+	args := append([]string{"backup", "prune", "--index", index.Name, "--keep", strconv.Itoa(index.Spec.Backup.BackupKeep())}, s3Args(s3)...)
+	job := r.jobFor(index, index.BackupPruneJobName(), pruneContainer, args)
 	job.Annotations = map[string]string{AnnotationPruned: backup}
 	pod := &job.Spec.Template.Spec
 	pod.InitContainers = nil
-	pod.Volumes = s3Volumes(s3, x.S3CredentialsSecretName())
+	pod.Volumes = s3Volumes(s3, index.S3CredentialsSecretName())
 	pod.Containers[0].VolumeMounts = s3Mounts(s3)
 	pod.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	return job

@@ -99,11 +99,11 @@ func s3Volumes(s *summav1.S3Spec, derived string) []corev1.Volume {
 }
 
 // backupS3 is the leader engine's object store, nil without spec.backup.
-func backupS3(x *summav1.SummaIndex) *summav1.S3Spec {
-	if x.Spec.Backup == nil {
+func backupS3(index *summav1.SummaIndex) *summav1.S3Spec {
+	if index.Spec.Backup == nil {
 		return nil
 	}
-	return &x.Spec.Backup.S3
+	return &index.Spec.Backup.S3
 }
 
 // s3Port is the TCP port of an endpoint (443 or 80 by scheme when the URL
@@ -128,11 +128,11 @@ func s3Port(endpoint string) int32 {
 	return 443
 }
 
-// ensureS3Credentials keeps the derived Secret name (owned by x) holding
+// ensureS3Credentials keeps the derived Secret name (owned by index) holding
 // the credentials file of the Secret s names. Its errors carry the reason
 // BackupCredentialsInvalid.
-func (r *SummaIndexReconciler) ensureS3Credentials(ctx context.Context, x *summav1.SummaIndex, s *summav1.S3Spec, name string) error {
-	src, err := r.getSecret(ctx, x.Namespace, s.CredentialsSecret)
+func (r *SummaIndexReconciler) ensureS3Credentials(ctx context.Context, index *summav1.SummaIndex, s *summav1.S3Spec, name string) error {
+	src, err := r.getSecret(ctx, index.Namespace, s.CredentialsSecret)
 	if apierrors.IsNotFound(err) {
 		return failed(ReasonBackupCredentials, fmt.Errorf(
 			"Secret %s named by s3.credentialsSecret does not exist: create it with the keys %s and %s",
@@ -149,11 +149,11 @@ func (r *SummaIndexReconciler) ensureS3Credentials(ctx context.Context, x *summa
 			s.CredentialsSecret, summav1.S3AccessKeyIDKey, summav1.S3SecretAccessKeyKey))
 	}
 	want := []byte("AWS_ACCESS_KEY_ID=" + id + "\nAWS_SECRET_ACCESS_KEY=" + key + "\n")
-	cur, err := r.getSecret(ctx, x.Namespace, name)
+	cur, err := r.getSecret(ctx, index.Namespace, name)
 	if apierrors.IsNotFound(err) {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()},
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()},
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{s3CredentialsKey: want}}
-		if err := controllerutil.SetControllerReference(x, sec, r.Scheme); err != nil {
+		if err := controllerutil.SetControllerReference(index, sec, r.Scheme); err != nil {
 			return fmt.Errorf("owner reference on secret %s: %w", name, err)
 		}
 		if err := r.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -164,7 +164,7 @@ func (r *SummaIndexReconciler) ensureS3Credentials(ctx context.Context, x *summa
 	if err != nil {
 		return failed(ReasonBackupCredentials, fmt.Errorf("get secret %s: %w", name, err))
 	}
-	if err := r.checkOwned(ctx, x, cur, ""); err != nil {
+	if err := r.checkOwned(ctx, index, cur, ""); err != nil {
 		return failed(ReasonBackupCredentials, err)
 	}
 	if string(cur.Data[s3CredentialsKey]) == string(want) {
@@ -174,13 +174,13 @@ func (r *SummaIndexReconciler) ensureS3Credentials(ctx context.Context, x *summa
 	if err := r.Update(ctx, cur); err != nil {
 		return failed(ReasonBackupCredentials, fmt.Errorf("update secret %s: %w", name, err))
 	}
-	r.event(x, nil, corev1.EventTypeNormal, "BackupCredentialsUpdated", "object store credentials %s updated from %s", name, s.CredentialsSecret)
+	r.event(index, nil, corev1.EventTypeNormal, "BackupCredentialsUpdated", "object store credentials %s updated from %s", name, s.CredentialsSecret)
 	return nil
 }
 
 // backupMounts are the engine container's mounts of spec.backup.s3.
-func backupMounts(x *summav1.SummaIndex) []corev1.VolumeMount {
-	if s3 := backupS3(x); s3 != nil {
+func backupMounts(index *summav1.SummaIndex) []corev1.VolumeMount {
+	if s3 := backupS3(index); s3 != nil {
 		return s3Mounts(s3)
 	}
 	return nil
@@ -189,13 +189,13 @@ func backupMounts(x *summav1.SummaIndex) []corev1.VolumeMount {
 // desiredObjectStoreJobsNetworkPolicy selects the restore and prune Jobs'
 // pods: nothing in; out, only DNS and the TCP ports of the object stores
 // of spec.backup.s3 and spec.restore.s3.
-func desiredObjectStoreJobsNetworkPolicy(x *summav1.SummaIndex) networkingv1.NetworkPolicySpec {
+func desiredObjectStoreJobsNetworkPolicy(index *summav1.SummaIndex) networkingv1.NetworkPolicySpec {
 	ports := []networkingv1.NetworkPolicyPort{
 		{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))},
 		{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(53))},
 	}
 	seen := map[int32]bool{}
-	for _, s := range []*summav1.S3Spec{backupS3(x), x.RestoreS3()} {
+	for _, s := range []*summav1.S3Spec{backupS3(index), index.RestoreS3()} {
 		if s == nil || seen[s3Port(s.Endpoint)] {
 			continue
 		}
@@ -204,7 +204,7 @@ func desiredObjectStoreJobsNetworkPolicy(x *summav1.SummaIndex) networkingv1.Net
 	}
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{
-			MatchLabels: x.Labels(),
+			MatchLabels: index.Labels(),
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{restoreContainer, pruneContainer},
 			}},
@@ -217,10 +217,10 @@ func desiredObjectStoreJobsNetworkPolicy(x *summav1.SummaIndex) networkingv1.Net
 // deleteObjectStoreJobsPolicy removes the restore and prune Jobs' policy
 // of an index without an object store (looked up in the cache only: most
 // indexes never had one).
-func (r *SummaIndexReconciler) deleteObjectStoreJobsPolicy(ctx context.Context, x *summav1.SummaIndex) error {
+func (r *SummaIndexReconciler) deleteObjectStoreJobsPolicy(ctx context.Context, index *summav1.SummaIndex) error {
 	cur := &networkingv1.NetworkPolicy{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.ObjectStoreJobsNetworkPolicyName()}, cur); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.ObjectStoreJobsNetworkPolicyName()}, cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	return r.deleteNetworkPolicy(ctx, x, cur.Name)
+	return r.deleteNetworkPolicy(ctx, index, cur.Name)
 }

@@ -35,15 +35,15 @@ import (
 // backup.
 const backupBusyPoll = 5 * time.Second
 
-// backupsOf lists the SummaIndexBackups of x (spec.index), newest first.
-func (r *SummaIndexReconciler) backupsOf(ctx context.Context, x *summav1.SummaIndex) ([]summav1.SummaIndexBackup, error) {
+// backupsOf lists the SummaIndexBackups of index (spec.index), newest first.
+func (r *SummaIndexReconciler) backupsOf(ctx context.Context, index *summav1.SummaIndex) ([]summav1.SummaIndexBackup, error) {
 	list := &summav1.SummaIndexBackupList{}
-	if err := r.List(ctx, list, client.InNamespace(x.Namespace)); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(index.Namespace)); err != nil {
 		return nil, fmt.Errorf("list SummaIndexBackups: %w", err)
 	}
 	var out []summav1.SummaIndexBackup
 	for _, b := range list.Items {
-		if b.Spec.Index == x.Name {
+		if b.Spec.Index == index.Name {
 			out = append(out, b)
 		}
 	}
@@ -56,7 +56,7 @@ func (r *SummaIndexReconciler) backupsOf(ctx context.Context, x *summav1.SummaIn
 
 // recordLastBackup sets status.lastBackup from the newest completed
 // backup and the last-success gauge.
-func recordLastBackup(x *summav1.SummaIndex, backups []summav1.SummaIndexBackup) {
+func recordLastBackup(index *summav1.SummaIndex, backups []summav1.SummaIndexBackup) {
 	var last *summav1.SummaIndexBackup
 	for i := range backups {
 		b := &backups[i]
@@ -67,57 +67,57 @@ func recordLastBackup(x *summav1.SummaIndex, backups []summav1.SummaIndexBackup)
 			last = b
 		}
 	}
-	success := x.CreationTimestamp.Time
+	success := index.CreationTimestamp.Time
 	if last != nil {
-		x.Status.LastBackup = &summav1.LastBackup{ID: last.Status.BackupID, Generation: last.Status.Generation,
+		index.Status.LastBackup = &summav1.LastBackup{ID: last.Status.BackupID, Generation: last.Status.Generation,
 			CompletedAt: last.Status.CompletedAt.DeepCopy()}
 		success = last.Status.CompletedAt.Time
 	}
-	if x.Spec.Backup != nil {
-		lastBackupSuccess.WithLabelValues(x.Namespace, x.Name).Set(float64(success.Unix()))
+	if index.Spec.Backup != nil {
+		lastBackupSuccess.WithLabelValues(index.Namespace, index.Name).Set(float64(success.Unix()))
 	}
 }
 
 // ensureBackupCredentials keeps the engine's credentials file of
 // spec.backup.s3 (before the pod that mounts it).
-func (r *SummaIndexReconciler) ensureBackupCredentials(ctx context.Context, x *summav1.SummaIndex) error {
-	if x.Spec.Backup == nil || x.DeletionTimestamp != nil {
+func (r *SummaIndexReconciler) ensureBackupCredentials(ctx context.Context, index *summav1.SummaIndex) error {
+	if index.Spec.Backup == nil || index.DeletionTimestamp != nil {
 		return nil
 	}
-	return r.ensureS3Credentials(ctx, x, &x.Spec.Backup.S3, x.S3CredentialsSecretName())
+	return r.ensureS3Credentials(ctx, index, &index.Spec.Backup.S3, index.S3CredentialsSecretName())
 }
 
 // reconcileBackups records the last backup, starts a scheduled one when
 // due and prunes after a success; it returns when to look again (zero:
 // no wish).
-func (r *SummaIndexReconciler) reconcileBackups(ctx context.Context, x *summav1.SummaIndex) (time.Duration, error) {
-	if x.DeletionTimestamp != nil {
+func (r *SummaIndexReconciler) reconcileBackups(ctx context.Context, index *summav1.SummaIndex) (time.Duration, error) {
+	if index.DeletionTimestamp != nil {
 		return 0, nil
 	}
-	backups, err := r.backupsOf(ctx, x)
+	backups, err := r.backupsOf(ctx, index)
 	if err != nil {
 		return 0, err
 	}
-	recordLastBackup(x, backups)
-	if x.Spec.Backup == nil {
-		forgetBackupMetrics(x.Namespace, x.Name)
+	recordLastBackup(index, backups)
+	if index.Spec.Backup == nil {
+		forgetBackupMetrics(index.Namespace, index.Name)
 		return 0, nil
 	}
 	var wait time.Duration
-	if spec := x.Spec.Backup.Schedule; spec != "" {
+	if spec := index.Spec.Backup.Schedule; spec != "" {
 		sched, perr := cron.ParseStandard(spec)
 		if perr != nil {
-			backupSchedulePeriod.DeleteLabelValues(x.Namespace, x.Name)
+			backupSchedulePeriod.DeleteLabelValues(index.Namespace, index.Name)
 			err = failed(ReasonInvalidBackupSchedule, fmt.Errorf("spec.backup.schedule %q is not a valid cron expression (five fields, UTC): %w", spec, perr))
 		} else {
 			now := r.Options.BackupClock().UTC()
-			backupSchedulePeriod.WithLabelValues(x.Namespace, x.Name).Set(schedulePeriod(sched, now).Seconds())
-			wait, err = r.scheduleBackup(ctx, x, sched, backups, now)
+			backupSchedulePeriod.WithLabelValues(index.Namespace, index.Name).Set(schedulePeriod(sched, now).Seconds())
+			wait, err = r.scheduleBackup(ctx, index, sched, backups, now)
 		}
 	} else {
-		backupSchedulePeriod.DeleteLabelValues(x.Namespace, x.Name)
+		backupSchedulePeriod.DeleteLabelValues(index.Namespace, index.Name)
 	}
-	return wait, errors.Join(err, r.retainBackups(ctx, x, backups))
+	return wait, errors.Join(err, r.retainBackups(ctx, index, backups))
 }
 
 // schedulePeriod is the longest gap between the next runs of sched.
@@ -147,8 +147,8 @@ func scheduledAt(b *summav1.SummaIndexBackup) (time.Time, bool) {
 
 // scheduleBackup creates the SummaIndexBackup of the latest due run of
 // sched, if any, and returns the time until the next run.
-func (r *SummaIndexReconciler) scheduleBackup(ctx context.Context, x *summav1.SummaIndex, sched cron.Schedule, backups []summav1.SummaIndexBackup, now time.Time) (time.Duration, error) {
-	base := x.CreationTimestamp.UTC()
+func (r *SummaIndexReconciler) scheduleBackup(ctx context.Context, index *summav1.SummaIndex, sched cron.Schedule, backups []summav1.SummaIndexBackup, now time.Time) (time.Duration, error) {
+	base := index.CreationTimestamp.UTC()
 	busy := false
 	for i := range backups {
 		if t, ok := scheduledAt(&backups[i]); ok && t.After(base) {
@@ -171,17 +171,17 @@ func (r *SummaIndexReconciler) scheduleBackup(ctx context.Context, x *summav1.Su
 		return backupBusyPoll, nil
 	}
 	b := &summav1.SummaIndexBackup{
-		ObjectMeta: metav1.ObjectMeta{Name: x.Name + "-" + due.Format("20060102-150405"), Namespace: x.Namespace,
-			Labels: x.Labels(), Annotations: map[string]string{summav1.AnnotationScheduledAt: due.Format(time.RFC3339)}},
-		Spec: summav1.SummaIndexBackupSpec{Index: x.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: index.Name + "-" + due.Format("20060102-150405"), Namespace: index.Namespace,
+			Labels: index.Labels(), Annotations: map[string]string{summav1.AnnotationScheduledAt: due.Format(time.RFC3339)}},
+		Spec: summav1.SummaIndexBackupSpec{Index: index.Name},
 	}
-	if err := controllerutil.SetControllerReference(x, b, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(index, b, r.Scheme); err != nil {
 		return 0, fmt.Errorf("owner reference on backup: %w", err)
 	}
 	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 		return 0, failed(ReasonBackupFailed, fmt.Errorf("create scheduled SummaIndexBackup %s: %w", b.Name, err))
 	}
-	r.event(x, nil, corev1.EventTypeNormal, "BackupScheduled", "scheduled backup %s created for the run of %s", b.Name, due.Format(time.RFC3339))
+	r.event(index, nil, corev1.EventTypeNormal, "BackupScheduled", "scheduled backup %s created for the run of %s", b.Name, due.Format(time.RFC3339))
 	return max(pollInterval, sched.Next(due).Sub(now)), nil
 }
 
@@ -198,9 +198,9 @@ func (r *SummaIndexReconciler) markBackup(ctx context.Context, b *summav1.SummaI
 	return nil
 }
 
-// isOwnedBy reports whether x controls b (a scheduled backup).
-func isOwnedBy(b *summav1.SummaIndexBackup, x *summav1.SummaIndex) bool {
-	return ptr.Deref(metav1.GetControllerOf(b), metav1.OwnerReference{}).UID == x.UID
+// isOwnedBy reports whether index controls b (a scheduled backup).
+func isOwnedBy(b *summav1.SummaIndexBackup, index *summav1.SummaIndex) bool {
+	return ptr.Deref(metav1.GetControllerOf(b), metav1.OwnerReference{}).UID == index.UID
 }
 
 // indexOfBackup maps a SummaIndexBackup to the SummaIndex it backs up.
@@ -210,4 +210,18 @@ func indexOfBackup(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.Index}}}
+}
+
+// backupCredentialsStep is the pass step of the S3 credentials Secret of
+// spec.backup.
+func (r *SummaIndexReconciler) backupCredentialsStep(ctx context.Context, p *pass) error {
+	return r.ensureBackupCredentials(ctx, p.index)
+}
+
+// backupsStep is the pass step of the scheduled backups and their
+// retention.
+func (r *SummaIndexReconciler) backupsStep(ctx context.Context, p *pass) error {
+	wait, err := r.reconcileBackups(ctx, p.index)
+	p.requeue(reconcile.Result{RequeueAfter: wait})
+	return err
 }

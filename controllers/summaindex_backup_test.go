@@ -20,8 +20,7 @@ func TestBackupRevisionOnlyWhenConfigured(t *testing.T) {
 	x := podTestIndex()
 	in := podInputs{image: "img:1", grace: 30}
 	rev := revisionOf(x, in)
-	// The revision of this index before spec.backup existed.
-	if want := "v1-"; !strings.HasPrefix(rev, want) {
+	if want := revisionFormat + "-"; !strings.HasPrefix(rev, want) {
 		t.Fatalf("revision %q", rev)
 	}
 	y := x.DeepCopy()

@@ -35,59 +35,59 @@ import (
 // adopts it (and says so once).
 const AnnotationIndexUID = "summa.dev/index-uid"
 
-// ownsClaim reports whether pvc is one of x's volumes: controlled by x
+// ownsClaim reports whether pvc is one of index's volumes: controlled by index
 // (reclaimPolicy Delete, or a volume of an earlier version) or marked with
-// x's UID (reclaimPolicy Retain).
-func ownsClaim(x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) bool {
-	return metav1.IsControlledBy(pvc, x) || (x.UID != "" && pvc.Annotations[AnnotationIndexUID] == string(x.UID))
+// index's UID (reclaimPolicy Retain).
+func ownsClaim(index *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) bool {
+	return metav1.IsControlledBy(pvc, index) || (index.UID != "" && pvc.Annotations[AnnotationIndexUID] == string(index.UID))
 }
 
-// newClaim builds a volume of x named name, owned as x's reclaimPolicy
+// newClaim builds a volume of index named name, owned as index's reclaimPolicy
 // asks.
-func (r *SummaIndexReconciler) newClaim(x *summav1.SummaIndex, name string, size resource.Quantity) (*corev1.PersistentVolumeClaim, error) {
-	pvc := claim(x, name, size)
-	pvc.Annotations = map[string]string{AnnotationIndexUID: string(x.UID)}
-	if x.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
-		if err := controllerutil.SetControllerReference(x, pvc, r.Scheme); err != nil {
+func (r *SummaIndexReconciler) newClaim(index *summav1.SummaIndex, name string, size resource.Quantity) (*corev1.PersistentVolumeClaim, error) {
+	pvc := claim(index, name, size)
+	pvc.Annotations = map[string]string{AnnotationIndexUID: string(index.UID)}
+	if index.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
+		if err := controllerutil.SetControllerReference(index, pvc, r.Scheme); err != nil {
 			return nil, fmt.Errorf("owner reference on volume %s: %w", name, err)
 		}
 	}
 	return pvc, nil
 }
 
-// syncClaimOwnership brings cur, one of x's volumes, in line with x's
-// reclaimPolicy: its owner reference to x (none for Retain, a controller
-// reference for Delete) and AnnotationIndexUID. A volume of x's name that
-// is labelled for another index, or controlled by anything but x, is
-// refused. It reports whether x took the volume over from an earlier
+// syncClaimOwnership brings cur, one of index's volumes, in line with index's
+// reclaimPolicy: its owner reference to index (none for Retain, a controller
+// reference for Delete) and AnnotationIndexUID. A volume of index's name that
+// is labelled for another index, or controlled by anything but index, is
+// refused. It reports whether index took the volume over from an earlier
 // SummaIndex of the same name (a retained volume adopted).
-func (r *SummaIndexReconciler) syncClaimOwnership(ctx context.Context, x *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) (bool, error) {
-	if owner := metav1.GetControllerOf(cur); owner != nil && owner.UID != x.UID {
+func (r *SummaIndexReconciler) syncClaimOwnership(ctx context.Context, index *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) (bool, error) {
+	if owner := metav1.GetControllerOf(cur); owner != nil && owner.UID != index.UID {
 		return false, fmt.Errorf("volume %s is controlled by %s %s, not by this SummaIndex", cur.Name, owner.Kind, owner.Name)
 	}
-	if cur.Labels[summav1.LabelIndex] != x.Name {
-		return false, fmt.Errorf("volume %s exists and does not carry %s=%s: refusing to adopt it", cur.Name, summav1.LabelIndex, x.Name)
+	if cur.Labels[summav1.LabelIndex] != index.Name {
+		return false, fmt.Errorf("volume %s exists and does not carry %s=%s: refusing to adopt it", cur.Name, summav1.LabelIndex, index.Name)
 	}
-	adopted := !ownsClaim(x, cur)
-	policy := x.Spec.Storage.EffectiveReclaimPolicy()
+	adopted := !ownsClaim(index, cur)
+	policy := index.Spec.Storage.EffectiveReclaimPolicy()
 	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	changed := false
-	if cur.Annotations[AnnotationIndexUID] != string(x.UID) {
+	if cur.Annotations[AnnotationIndexUID] != string(index.UID) {
 		if cur.Annotations == nil {
 			cur.Annotations = map[string]string{}
 		}
-		cur.Annotations[AnnotationIndexUID] = string(x.UID)
+		cur.Annotations[AnnotationIndexUID] = string(index.UID)
 		changed = true
 	}
-	owned := metav1.IsControlledBy(cur, x)
+	owned := metav1.IsControlledBy(cur, index)
 	switch {
 	case policy == summav1.ReclaimDelete && !owned:
-		if err := controllerutil.SetControllerReference(x, cur, r.Scheme); err != nil {
+		if err := controllerutil.SetControllerReference(index, cur, r.Scheme); err != nil {
 			return false, fmt.Errorf("owner reference on volume %s: %w", cur.Name, err)
 		}
 		changed = true
-	case policy != summav1.ReclaimDelete && hasOwnerUID(cur, x):
-		cur.OwnerReferences = withoutOwner(cur.OwnerReferences, x)
+	case policy != summav1.ReclaimDelete && hasOwnerUID(cur, index):
+		cur.OwnerReferences = withoutOwner(cur.OwnerReferences, index)
 		changed = true
 	}
 	if !changed {
@@ -98,32 +98,32 @@ func (r *SummaIndexReconciler) syncClaimOwnership(ctx context.Context, x *summav
 	}
 	switch {
 	case adopted:
-		r.event(x, cur, corev1.EventTypeNormal, "VolumeAdopted", "retained volume %s adopted (reclaimPolicy %s)", cur.Name, policy)
+		r.event(index, cur, corev1.EventTypeNormal, "VolumeAdopted", "retained volume %s adopted (reclaimPolicy %s)", cur.Name, policy)
 	case policy == summav1.ReclaimDelete && !owned:
-		r.event(x, cur, corev1.EventTypeNormal, "VolumeOwnershipUpdated",
+		r.event(index, cur, corev1.EventTypeNormal, "VolumeOwnershipUpdated",
 			"volume %s is now owned by the SummaIndex: reclaimPolicy Delete deletes it with the index", cur.Name)
 	case policy != summav1.ReclaimDelete && owned:
-		r.event(x, cur, corev1.EventTypeNormal, "VolumeOwnershipUpdated",
+		r.event(index, cur, corev1.EventTypeNormal, "VolumeOwnershipUpdated",
 			"owner reference removed from volume %s: reclaimPolicy %s keeps it through any deletion of the index", cur.Name, policy)
 	}
 	return adopted, nil
 }
 
-// hasOwnerUID reports whether obj has an owner reference to x.
-func hasOwnerUID(obj metav1.Object, x *summav1.SummaIndex) bool {
+// hasOwnerUID reports whether obj has an owner reference to index.
+func hasOwnerUID(obj metav1.Object, index *summav1.SummaIndex) bool {
 	for _, o := range obj.GetOwnerReferences() {
-		if o.UID == x.UID {
+		if o.UID == index.UID {
 			return true
 		}
 	}
 	return false
 }
 
-// withoutOwner returns refs less those to x.
-func withoutOwner(refs []metav1.OwnerReference, x *summav1.SummaIndex) []metav1.OwnerReference {
+// withoutOwner returns refs less those to index.
+func withoutOwner(refs []metav1.OwnerReference, index *summav1.SummaIndex) []metav1.OwnerReference {
 	var kept []metav1.OwnerReference
 	for _, o := range refs {
-		if o.UID != x.UID {
+		if o.UID != index.UID {
 			kept = append(kept, o)
 		}
 	}

@@ -35,29 +35,29 @@ type cause struct {
 	reason, message string
 }
 
-// degradedCauses lists why x is degraded now, the pass's failures f first.
-func degradedCauses(x *summav1.SummaIndex, f failures) []cause {
+// degradedCauses lists why index is degraded now, the pass's failures f first.
+func degradedCauses(index *summav1.SummaIndex, f failures) []cause {
 	var cs []cause
 	for _, err := range f {
 		cs = append(cs, cause{failureReason(err), err.Error()})
 	}
-	if x.Status.DrainFailures > 0 {
-		msg := fmt.Sprintf("%d drain(s) in a row did not finish within %s", x.Status.DrainFailures, x.Spec.Lifecycle.DrainTimeout())
-		if t := x.Status.LastDrainFailureTime; t != nil {
+	if index.Status.DrainFailures > 0 {
+		msg := fmt.Sprintf("%d drain(s) in a row did not finish within %s", index.Status.DrainFailures, index.Spec.Lifecycle.DrainTimeout())
+		if t := index.Status.LastDrainFailureTime; t != nil {
 			msg += ", the last at " + t.UTC().Format("15:04:05Z")
 		}
 		msg += "; the pod keeps running and the drain is retried with backoff (the DrainTimedOut event says what was left)"
 		cs = append(cs, cause{ReasonDrainTimeout, msg})
 	}
-	if v := x.Status.Volume; v != nil && v.Resize == summav1.VolumeResizeFailed {
+	if v := index.Status.Volume; v != nil && v.Resize == summav1.VolumeResizeFailed {
 		cs = append(cs, cause{ReasonVolumeExpansionFailed, "volume " + v.ClaimName + " could not grow: " + v.Message})
 	}
-	cs = append(cs, storageCauses(x)...)
-	if x.Status.DurabilityDegraded {
+	cs = append(cs, storageCauses(index)...)
+	if index.Status.DurabilityDegraded {
 		cs = append(cs, cause{ReasonDurabilityDegraded, "a directory fsync failed after a commit; the engine's disk needs attention"})
 	}
-	if doctorFailed(x) && doctorFailureLasts(x) {
-		cs = append(cs, cause{ReasonDoctorFailed, "doctor run " + x.Status.Doctor.RequestID + " failed: " + x.Status.Doctor.Message})
+	if doctorFailed(index) && doctorFailureLasts(index) {
+		cs = append(cs, cause{ReasonDoctorFailed, "doctor run " + index.Status.Doctor.RequestID + " failed: " + index.Status.Doctor.Message})
 	}
 	return cs
 }
@@ -65,25 +65,25 @@ func degradedCauses(x *summav1.SummaIndex, f failures) []cause {
 // doctorFailureLasts reports whether a failed doctor run still matters:
 // quarantined segments remain, or the engine has not served again since
 // (a suspended index serves nothing and waits for nothing).
-func doctorFailureLasts(x *summav1.SummaIndex) bool {
-	if x.IsConditionTrue(summav1.ConditionDoctorRequired) {
+func doctorFailureLasts(index *summav1.SummaIndex) bool {
+	if index.IsConditionTrue(summav1.ConditionDoctorRequired) {
 		return true
 	}
-	return !x.Spec.Suspend && !x.IsReady()
+	return !index.Spec.Suspend && !index.IsReady()
 }
 
 // setDegraded sets Degraded from causes and reports whether it went from
 // True to False (a recovery, worth an event).
-func setDegraded(x *summav1.SummaIndex, cs []cause) (recovered string) {
-	cur := x.GetCondition(summav1.ConditionDegraded)
+func setDegraded(index *summav1.SummaIndex, cs []cause) (recovered string) {
+	cur := index.GetCondition(summav1.ConditionDegraded)
 	if len(cs) == 0 {
 		switch {
 		case cur != nil && cur.Status == "True":
 			was := cur.Reason
-			setCondition(x, summav1.ConditionDegraded, false, "Recovered", "the failure ("+was+") went away")
+			setCondition(index, summav1.ConditionDegraded, false, "Recovered", "the failure ("+was+") went away")
 			return was
 		case cur == nil:
-			setCondition(x, summav1.ConditionDegraded, false, "Healthy", "")
+			setCondition(index, summav1.ConditionDegraded, false, "Healthy", "")
 		}
 		return ""
 	}
@@ -95,6 +95,6 @@ func setDegraded(x *summav1.SummaIndex, cs []cause) (recovered string) {
 	if len(cs) > 1 {
 		msg = strings.Join(msgs, "; ")
 	}
-	setCondition(x, summav1.ConditionDegraded, true, cs[0].reason, clip(msg, 1024))
+	setCondition(index, summav1.ConditionDegraded, true, cs[0].reason, clip(msg, 1024))
 	return ""
 }

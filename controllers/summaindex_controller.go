@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	engineclient "github.com/summadev/summa/client"
 )
 
 // Defaults of the reconciler's options (cmd/manager flags).
@@ -219,10 +218,10 @@ func (r *SummaIndexReconciler) defaults() {
 	}
 }
 
-// image is x's engine image.
-func (r *SummaIndexReconciler) image(x *summav1.SummaIndex) string {
-	if x.Spec.Image != "" {
-		return x.Spec.Image
+// image is index's engine image.
+func (r *SummaIndexReconciler) image(index *summav1.SummaIndex) string {
+	if index.Spec.Image != "" {
+		return index.Spec.Image
 	}
 	return r.Options.DefaultImage
 }
@@ -230,8 +229,8 @@ func (r *SummaIndexReconciler) image(x *summav1.SummaIndex) string {
 // Reconcile runs one pass for a SummaIndex and writes its status once, at
 // the end, if it changed.
 func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	x := &summav1.SummaIndex{}
-	if err := r.Get(ctx, req.NamespacedName, x); err != nil {
+	index := &summav1.SummaIndex{}
+	if err := r.Get(ctx, req.NamespacedName, index); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetIndexMetrics(req.Namespace, req.Name)
 			r.warnings.forgetName(req.NamespacedName)
@@ -241,10 +240,10 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	sw := newStatusWriter(r.Client, x)
+	sw := newStatusWriter(r.Client, index)
 	start := time.Now()
 	r.watches.begin(req.NamespacedName)
-	res, err := r.reconcile(ctx, x, sw)
+	res, err := r.reconcile(ctx, index, sw)
 	r.watches.finish(req.NamespacedName)
 	if res.RequeueAfter == r.Options.ResyncPeriod {
 		// The next refresh is a period after this one began, not after
@@ -252,23 +251,23 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		res.RequeueAfter = max(pollInterval, res.RequeueAfter-time.Since(start))
 	}
 	if err != nil {
-		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
+		reconcileErrorsTotal.WithLabelValues(string(index.Status.Phase)).Inc()
 	} else {
 		// Every step of this generation was decided (a step that failed
 		// says so in Degraded): status tells of this spec.
-		x.Status.ObservedGeneration = x.Generation
+		index.Status.ObservedGeneration = index.Generation
 	}
-	queued := x.GetCondition(summav1.ConditionProgressing)
-	r.restarts.settle(req.NamespacedName, holdsRestartSlot(x, r.Options.Now(), r.Options.RestartProgressDeadline),
+	queued := index.GetCondition(summav1.ConditionProgressing)
+	r.restarts.settle(req.NamespacedName, holdsRestartSlot(index, r.Options.Now(), r.Options.RestartProgressDeadline),
 		queued != nil && queued.Status == metav1.ConditionTrue && queued.Reason == ReasonRestartQueued, r.Options.MaxConcurrentRestarts)
-	if x.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
-		forgetIndexMetrics(x.Namespace, x.Name)
+	if index.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(index, summav1.Finalizer) {
+		forgetIndexMetrics(index.Namespace, index.Name)
 		r.warnings.forgetName(req.NamespacedName)
 		return res, err // gone once the finalizer left
 	}
-	summarize(x)
-	recordIndexMetrics(x)
-	if werr := sw.write(ctx, x); werr != nil {
+	summarize(index)
+	recordIndexMetrics(index)
+	if werr := sw.write(ctx, index); werr != nil {
 		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
 			return reconcile.Result{Requeue: true}, err
 		}
@@ -277,349 +276,55 @@ func (r *SummaIndexReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return res, err
 }
 
-// reconcile walks the phases. Each returns early with a requeue while it
-// waits for something.
-func (r *SummaIndexReconciler) reconcile(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
-	if x.DeletionTimestamp != nil {
-		return r.reconcileDelete(ctx, x, sw)
-	}
-	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
-		if err := addFinalizer(ctx, r.Client, x); err != nil {
-			return reconcile.Result{}, err
-		}
-		sw.last = *x.Status.DeepCopy()
-	}
-	if x.Status.Phase == "" {
-		x.Status.Phase = summav1.PhasePending
-	}
-	// Every step runs whatever another one met: a volume that cannot grow
-	// must not stop a suspend, a doctor run or a restart. What failed is
-	// shown as Degraded at the end of the pass.
-	var f failures
-	f.add(r.ensureDataClaim(ctx, x))
-	f.add(failed(ReasonServiceFailed, r.ensureService(ctx, x)))
-	acc, err := r.reconcileAccess(ctx, x)
-	f.add(err)
-	f.add(failed(ReasonServiceFailed, r.ensureReadService(ctx, x)))
-	f.add(failed(ReasonPodFailed, r.ensurePDB(ctx, x)))
-	f.add(r.ensureBackupCredentials(ctx, x))
-	res, err := r.reconcilePod(ctx, x, acc, sw)
-	if res, err = r.refusedToken(ctx, x, res, err); err != nil {
-		f.add(err)
-	}
-	if leader, lerr := r.enginePod(ctx, x); lerr != nil {
-		f.add(failed(ReasonPodFailed, lerr))
-	} else {
-		res = sooner(res, r.reconcileReplicas(ctx, x, acc, leader, &f))
-	}
-	wait, berr := r.reconcileBackups(ctx, x)
-	f.add(berr)
-	res = sooner(res, reconcile.Result{RequeueAfter: wait})
-	if f.dropConflicts() {
-		// Another writer changed an object since this pass read it: normal
-		// under concurrent updates, so no event and no Degraded; the next
-		// pass, soon, reads the new version.
-		res = reconcile.Result{RequeueAfter: conflictRetry}
-		if apierrors.IsConflict(err) {
-			err = nil
-		}
-	}
-	r.report(ctx, x, f)
-	err = returned(err)
-	if err == nil && len(f) > 0 {
-		reconcileErrorsTotal.WithLabelValues(string(x.Status.Phase)).Inc()
-		if res.RequeueAfter == 0 || res.RequeueAfter > failureRetry {
-			// A failure of a step that did not stop the pass is retried soon.
-			res.RequeueAfter = failureRetry
-		}
-	}
-	return res, err
-}
-
-// reconcilePod is the part of a pass that acts on the engine pod: the
-// doctor, suspend, or keeping the engine at its desired revision. With the
-// reconcile annotation at "paused", the pod is only observed. acc is what
-// the access step decided (not known when it failed: then no pod is
-// created or replaced).
-func (r *SummaIndexReconciler) reconcilePod(ctx context.Context, x *summav1.SummaIndex, acc access, sw *statusWriter) (reconcile.Result, error) {
-	pod, err := r.enginePod(ctx, x)
-	if err != nil {
-		return reconcile.Result{}, failed(ReasonPodFailed, err)
-	}
-	switch {
-	case paused(x):
-		return r.reconcilePaused(ctx, x, pod)
-	case doctorActive(x):
-		return r.reconcileDoctor(ctx, x, pod, acc, sw)
-	case x.Spec.Suspend:
-		return r.reconcileSuspend(ctx, x, pod)
-	}
-	if hold, res, err := r.restoreGate(ctx, x, pod); hold || err != nil {
-		return res, err
-	}
-	return r.reconcileEngine(ctx, x, pod, acc)
-}
-
-// enginePod returns x's engine pod, or nil when there is none.
-func (r *SummaIndexReconciler) enginePod(ctx context.Context, x *summav1.SummaIndex) (*corev1.Pod, error) {
+// enginePod returns index's engine pod, or nil when there is none.
+func (r *SummaIndexReconciler) enginePod(ctx context.Context, index *summav1.SummaIndex) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.EnginePodName()}, pod)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.EnginePodName()}, pod)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get engine pod: %w", err)
 	}
-	if metav1.IsControlledBy(pod, x) {
+	if metav1.IsControlledBy(pod, index) {
 		return pod, nil
 	}
-	if !isOrphanOf(x, pod) {
-		return nil, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s", pod.Name, x.Name)
+	if !isOrphanOf(index, pod) {
+		return nil, fmt.Errorf("pod %s exists and is not controlled by SummaIndex %s", pod.Name, index.Name)
 	}
 	// An engine pod left by a SummaIndex of this name deleted with orphan
-	// propagation (or orphaned while x itself is deleted that way): x stops
+	// propagation (or orphaned while index itself is deleted that way): index stops
 	// it when deleting, and adopts it otherwise.
-	if x.DeletionTimestamp == nil {
-		if err := r.adoptOrphan(ctx, x, pod); err != nil {
+	if index.DeletionTimestamp == nil {
+		if err := r.adoptOrphan(ctx, index, pod); err != nil {
 			return nil, err
 		}
 	}
 	return pod, nil
 }
 
-// reconcileEngine keeps the engine pod at the desired revision and the
-// status current: create the pod, wait for Ready, create the index, read
-// the engine's status, size the grace, and drain before any restart.
-func (r *SummaIndexReconciler) reconcileEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access) (reconcile.Result, error) {
-	if pod == nil {
-		if !acc.known {
-			// The access step failed (and says why): no pod without its
-			// Secrets.
-			return reconcile.Result{RequeueAfter: failureRetry}, nil
-		}
-		return r.createPod(ctx, x, acc)
-	}
-	if pod.DeletionTimestamp != nil {
-		notReady(x, summav1.PhaseRestarting, "PodTerminating", "waiting for the previous engine pod to stop", true)
-		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
-	}
-	if err := r.syncAccessAnnotation(ctx, x, pod, acc); err != nil {
-		return reconcile.Result{}, failed(ReasonPodFailed, err)
-	}
-	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
-	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
-	engineUp := false
-	var engineErr error
-	if engineReady(pod) {
-		err := r.observeEngine(ctx, x, pod)
-		var conflict *errSchemaConflict
-		switch {
-		case r.rotationInFlight(x, err):
-			// The rotated admin token has not reached the engine yet:
-			// asked again shortly, nothing else decided meanwhile.
-			return reconcile.Result{RequeueAfter: unauthorizedRetry}, nil
-		case errors.As(err, &conflict):
-			x.Status.Phase = summav1.PhaseFailed
-			setCondition(x, summav1.ConditionReady, false, ReasonSchemaConflict, err.Error())
-			return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, failed(ReasonSchemaConflict, err)
-		case engineclient.IsCode(err, engineclient.CodeUnauthorized):
-			engineErr = failed(ReasonUnauthorized, unauthorized(x, err))
-		case err != nil:
-			engineErr = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
-		default:
-			engineUp = true
-		}
-	}
-	// The decided grace is kept in status at once: it never shrinks, so an
-	// estimate that falls while the engine drains (the drain commits the
-	// backlog it measured) cannot undo a restart already under way.
-	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
-	if grace != x.Status.TerminationGracePeriodSeconds {
-		r.event(x, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
-			x.Status.TerminationGracePeriodSeconds, grace, fmtEstimate(x.Status.DrainEstimateSeconds))
-		x.Status.TerminationGracePeriodSeconds = grace
-	}
-	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, grace)
-	if !acc.known {
-		// Without the access step's decisions the desired pod is unknown:
-		// keep the running one.
-		markRunning(x, engineUp, pod)
-		return reconcile.Result{RequeueAfter: failureRetry}, engineErr
-	}
-	desired := desiredPod(x, r.podInputs(x, grace, acc))
-	if adopted, err := r.adoptLegacyRevision(ctx, x, pod, desired); err != nil {
-		return reconcile.Result{}, failed(ReasonPodFailed, err)
-	} else if adopted {
-		x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
-	}
-	x.Status.UpdateRevision = desired.Annotations[AnnotationRevision]
-	if x.Status.UpdateRevision == x.Status.CurrentRevision {
-		if x.Status.DrainStartTime != nil {
-			// A drain for a restart that is no longer wanted (the spec
-			// went back): admit writes again rather than leave the engine
-			// drained.
-			if err := r.resumeEngine(ctx, x, pod); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		// No restart is pending: drains that timed out for one are over.
-		x.Status.DrainFailures, x.Status.LastDrainFailureTime = 0, nil
-	}
-	if x.Status.UpdateRevision != x.Status.CurrentRevision {
-		if wait, ok := r.drainBackoff(x); !ok {
-			// The last drain timed out: the pod keeps running, taking
-			// writes, until the next attempt. An engine found draining
-			// meanwhile is resumed, with backoff until that holds.
-			if !engineReady(pod) {
-				if _, _, err := r.resumeStrayDrain(ctx, x, pod); err != nil {
-					markRunning(x, engineUp, pod)
-					return reconcile.Result{RequeueAfter: min(wait, r.unreachable.next(client.ObjectKeyFromObject(x), r.Options.ResyncPeriod))},
-						failed(ReasonEngineUnreachable, err)
-				}
-			}
-			markRunning(x, engineUp, pod)
-			setCondition(x, summav1.ConditionProgressing, true, "RestartPending", "a restart waits for the drain backoff")
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-		if x.Status.DrainStartTime == nil && engineUp {
-			// Followers restart first, the leader last (summaindex_rolling.go).
-			if ok, why, err := r.followersSettled(ctx, x, x.Status.UpdateRevision); !ok {
-				markRunning(x, engineUp, pod)
-				setCondition(x, summav1.ConditionProgressing, true, ReasonRollingFollowers, why)
-				return reconcile.Result{RequeueAfter: pollInterval}, err
-			}
-		}
-		if err := r.holdInvalidRestart(ctx, x, pod, desired, engineUp); err != nil {
-			return reconcile.Result{RequeueAfter: failureRetry}, err
-		}
-		if x.Status.DrainStartTime == nil && engineUp {
-			// An engine that serves restarts under the budget; one that
-			// does not restarts at once.
-			ok, why, err := r.admitRestart(ctx, x)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if !ok {
-				markRunning(x, engineUp, pod)
-				setCondition(x, summav1.ConditionProgressing, true, ReasonRestartQueued, why)
-				return reconcile.Result{RequeueAfter: restartQueueRetry}, nil
-			}
-		}
-		return r.replacePod(ctx, x, pod, purposeRestart)
-	}
-	key := client.ObjectKeyFromObject(x)
-	if !engineUp && engineErr == nil && !engineReady(pod) {
-		resumed, silent, err := r.resumeStrayDrain(ctx, x, pod)
-		switch {
-		case err != nil:
-			engineErr = failed(ReasonEngineUnreachable, err)
-		case resumed:
-			return reconcile.Result{RequeueAfter: pollInterval}, nil
-		case silent:
-			// Not answering, and not ready: asked again with backoff (its
-			// readiness changing wakes a pass at once).
-			markRunning(x, false, pod)
-			return reconcile.Result{RequeueAfter: r.unreachable.next(key, r.Options.ResyncPeriod)}, nil
-		}
-	}
-	markRunning(x, engineUp, pod)
-	if engineErr != nil {
-		// Shown as Degraded and a Warning by report; asked again with
-		// exponential backoff (a pod or Secret change still wakes it at
-		// once), not through the error path.
-		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, engineErr.Error())
-		return reconcile.Result{RequeueAfter: r.unreachable.next(key, r.Options.ResyncPeriod)}, engineErr
-	}
-	r.unreachable.reset(key)
-	if !engineUp {
-		// The pod's own changes (readiness) wake the next pass; this is
-		// the fallback.
-		return reconcile.Result{RequeueAfter: notReadyPoll}, nil
-	}
-	return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
-}
-
-// markRunning sets phase and conditions of a pod at its desired revision
-// (or waiting for a restart).
-func markRunning(x *summav1.SummaIndex, engineUp bool, pod *corev1.Pod) {
-	if !engineUp {
-		reason, msg := "PodNotReady", "the engine pod "+pod.Name+" is not ready"
-		phase := summav1.PhasePending
-		if x.Status.Phase == summav1.PhaseRestarting || x.Status.Phase == summav1.PhaseDraining {
-			phase = summav1.PhaseRestarting
-		}
-		if x.Status.Phase == summav1.PhaseRunning {
-			phase = summav1.PhaseRunning
-		}
-		notReady(x, phase, reason, msg, phase != summav1.PhaseRunning)
-		return
-	}
-	x.Status.Phase = summav1.PhaseRunning
-	setCondition(x, summav1.ConditionReady, true, "EngineReady", "the engine serves index "+x.Name)
-	setCondition(x, summav1.ConditionProgressing, false, "Stable", "the engine pod runs the desired revision")
-}
-
-// podInputs are the operator's decisions for x's pod.
-func (r *SummaIndexReconciler) podInputs(x *summav1.SummaIndex, grace int64, acc access) podInputs {
-	return podInputs{image: r.image(x), grace: grace, volumePermissions: r.Options.VolumePermissions, access: acc,
-		operatorVersion: r.Options.OperatorVersion, shutdownDelay: int64(r.Options.EngineShutdownDelay / time.Second)}
-}
-
-// createPod creates the engine pod at the desired revision, with the grace
-// the last estimate asks for.
-func (r *SummaIndexReconciler) createPod(ctx context.Context, x *summav1.SummaIndex, acc access) (reconcile.Result, error) {
-	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
-	pod := desiredPod(x, r.podInputs(x, grace, acc))
-	if err := controllerutil.SetControllerReference(x, pod, r.Scheme); err != nil {
-		return reconcile.Result{}, fmt.Errorf("owner reference on pod: %w", err)
-	}
-	if err := r.checkDesiredPod(ctx, x, pod); err != nil {
-		notReady(x, x.Status.Phase, failureReason(err), "the engine pod cannot be created: "+err.Error(), false)
-		return reconcile.Result{RequeueAfter: failureRetry}, err
-	}
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, failed(ReasonPodFailed, fmt.Errorf("create engine pod %s: %w", pod.Name, err))
-	}
-	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
-	x.Status.TerminationGracePeriodSeconds = grace
-	x.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(x, grace)
-	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
-	x.Status.UpdateRevision = x.Status.CurrentRevision
-	if acc.hash != "" {
-		r.recordAccessSync(x, acc.hash)
-	}
-	phase := summav1.PhasePending
-	if x.Status.Phase != summav1.PhasePending {
-		phase = summav1.PhaseRestarting
-	}
-	notReady(x, phase, "PodCreated", "engine pod "+pod.Name+" created; waiting for it to be ready", true)
-	r.event(x, pod, corev1.EventTypeNormal, "PodCreated", "engine pod %s created (revision %s, grace %ds)",
-		pod.Name, x.Status.CurrentRevision, grace)
-	return reconcile.Result{RequeueAfter: pollInterval}, nil
-}
-
 // reconcileSuspend drains and stops the engine pod, keeping the volume.
-func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) reconcileSuspend(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
 	if pod != nil {
 		if pod.DeletionTimestamp == nil {
-			return r.replacePod(ctx, x, pod, purposeSuspend)
+			return r.replacePod(ctx, index, pod, purposeSuspend)
 		}
-		notReady(x, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
+		notReady(index, summav1.PhaseSuspended, "Suspending", "waiting for the engine pod to stop", true)
 		return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
 	// The engine is stopped: drains that timed out on the way are over,
 	// and Degraded=DrainTimeout with them.
-	x.Status.DrainFailures, x.Status.LastDrainFailureTime, x.Status.DrainStartTime = 0, nil, nil
-	if x.Status.Phase != summav1.PhaseSuspended {
-		r.event(x, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", x.DataClaimName())
+	index.Status.DrainFailures, index.Status.LastDrainFailureTime, index.Status.DrainStartTime = 0, nil, nil
+	if index.Status.Phase != summav1.PhaseSuspended {
+		r.event(index, nil, corev1.EventTypeNormal, "Suspended", "engine stopped; volume %s kept", index.DataClaimName())
 	}
-	x.Status.PodName, x.Status.PodUID = "", ""
-	notReady(x, summav1.PhaseSuspended, "Suspended", "spec.suspend is set: the engine is stopped, the volume kept", false)
+	index.Status.PodName, index.Status.PodUID = "", ""
+	notReady(index, summav1.PhaseSuspended, "Suspended", "spec.suspend is set: the engine is stopped, the volume kept", false)
 	return reconcile.Result{}, nil
 }
 
-// event records a lifecycle event about x (and related, when set).
-func (r *SummaIndexReconciler) event(x *summav1.SummaIndex, related runtime.Object, eventType, reason, note string, args ...any) {
+// event records a lifecycle event about index (and related, when set).
+func (r *SummaIndexReconciler) event(index *summav1.SummaIndex, related runtime.Object, eventType, reason, note string, args ...any) {
 	if r.Recorder == nil {
 		return
 	}
@@ -628,7 +333,7 @@ func (r *SummaIndexReconciler) event(x *summav1.SummaIndex, related runtime.Obje
 			related = nil
 		}
 	}
-	r.Recorder.Eventf(x, related, eventType, reason, reason, note, args...)
+	r.Recorder.Eventf(index, related, eventType, reason, reason, note, args...)
 }
 
 // fmtEstimate formats an optional estimate.

@@ -30,37 +30,37 @@ import (
 // Either way a doctor run in progress ends first, its Job finished or
 // stopped in order (summaindex_doctor_delete.go). The volumes stay, labelled, for a new SummaIndex of the same
 // name to adopt.
-func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(x, summav1.Finalizer) {
+func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, index *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(index, summav1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	policy := x.Spec.Storage.EffectiveReclaimPolicy()
-	if x.Status.Phase != summav1.PhaseDeleting {
-		r.event(x, nil, corev1.EventTypeNormal, "Deleting", "deleting (reclaimPolicy %s)", policy)
+	policy := index.Spec.Storage.EffectiveReclaimPolicy()
+	if index.Status.Phase != summav1.PhaseDeleting {
+		r.event(index, nil, corev1.EventTypeNormal, "Deleting", "deleting (reclaimPolicy %s)", policy)
 	}
-	notReady(x, summav1.PhaseDeleting, "Deleting", "the SummaIndex is being deleted (reclaimPolicy "+string(policy)+")", true)
-	claims, err := r.ownedClaims(ctx, x)
+	notReady(index, summav1.PhaseDeleting, "Deleting", "the SummaIndex is being deleted (reclaimPolicy "+string(policy)+")", true)
+	claims, err := r.ownedClaims(ctx, index)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if policy != summav1.ReclaimDelete {
 		for _, name := range claims {
-			if err := r.releaseClaim(ctx, x, name); err != nil {
+			if err := r.releaseClaim(ctx, index, name); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
 	}
 	// Followers take no writes: their pods go at once (their volumes are
 	// among claims).
-	if _, err := r.deleteAllFollowers(ctx, x, "the index is deleted"); err != nil {
+	if _, err := r.deleteAllFollowers(ctx, index, "the index is deleted"); err != nil {
 		return reconcile.Result{}, err
 	}
 	// A doctor run ends first: its Job is never killed mid-repair by the
 	// deletion (summaindex_doctor_delete.go).
-	if hold, res, err := r.doctorBeforeDelete(ctx, x, policy); hold || err != nil {
+	if hold, res, err := r.doctorBeforeDelete(ctx, index, policy); hold || err != nil {
 		return res, err
 	}
-	pod, err := r.enginePod(ctx, x)
+	pod, err := r.enginePod(ctx, index)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -68,43 +68,43 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, x *summav1.S
 		if pod.DeletionTimestamp != nil {
 			return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 		}
-		if r.deletionTimedOut(x) {
-			return reconcile.Result{RequeueAfter: pollInterval}, r.stopUnasked(ctx, x, pod, policy)
+		if r.deletionTimedOut(index) {
+			return reconcile.Result{RequeueAfter: pollInterval}, r.stopUnasked(ctx, index, pod, policy)
 		}
 		if policy == summav1.ReclaimDelete && engineRunning(pod) {
-			gone, err := r.deleteEngineIndex(ctx, x, pod)
+			gone, err := r.deleteEngineIndex(ctx, index, pod)
 			if err != nil || !gone {
 				return reconcile.Result{RequeueAfter: pollInterval}, err
 			}
 		}
-		if _, err := r.drainAndStop(ctx, x, pod, purposeDelete, true); err != nil {
+		if _, err := r.drainAndStop(ctx, index, pod, purposeDelete, true); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
 	if policy == summav1.ReclaimDelete {
 		for _, name := range claims {
-			if err := r.deleteClaim(ctx, x, name); err != nil {
+			if err := r.deleteClaim(ctx, index, name); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
 	}
 	// Status is written before the finalizer goes: afterwards the object
 	// may be gone.
-	if err := sw.write(ctx, x); err != nil {
+	if err := sw.write(ctx, index); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := removeFinalizer(ctx, r.Client, x); err != nil {
+	if err := removeFinalizer(ctx, r.Client, index); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.event(x, nil, corev1.EventTypeNormal, "Deleted", "finalizer removed (reclaimPolicy %s)", policy)
+	r.event(index, nil, corev1.EventTypeNormal, "Deleted", "finalizer removed (reclaimPolicy %s)", policy)
 	return reconcile.Result{}, nil
 }
 
-// deletionTimedOut reports whether x has been deleting for longer than
+// deletionTimedOut reports whether index has been deleting for longer than
 // spec.lifecycle.deletionTimeoutSeconds.
-func (r *SummaIndexReconciler) deletionTimedOut(x *summav1.SummaIndex) bool {
-	return x.DeletionTimestamp != nil && r.Options.Now().Sub(x.DeletionTimestamp.Time) > x.Spec.Lifecycle.DeletionTimeout()
+func (r *SummaIndexReconciler) deletionTimedOut(index *summav1.SummaIndex) bool {
+	return index.DeletionTimestamp != nil && r.Options.Now().Sub(index.DeletionTimestamp.Time) > index.Spec.Lifecycle.DeletionTimeout()
 }
 
 // stopUnasked deletes the engine pod of a deletion that timed out without
@@ -112,65 +112,65 @@ func (r *SummaIndexReconciler) deletionTimedOut(x *summav1.SummaIndex) bool {
 // the engine still drains in its SIGTERM handler within its grace. With
 // reclaimPolicy Delete the engine never deleted the index; the volume is
 // deleted next all the same.
-func (r *SummaIndexReconciler) stopUnasked(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, policy summav1.ReclaimPolicy) error {
-	x.Status.DrainStartTime = nil
-	r.event(x, pod, corev1.EventTypeWarning, "DeletionTimedOut",
+func (r *SummaIndexReconciler) stopUnasked(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, policy summav1.ReclaimPolicy) error {
+	index.Status.DrainStartTime = nil
+	r.event(index, pod, corev1.EventTypeWarning, "DeletionTimedOut",
 		"the engine of %s did not complete the deletion within spec.lifecycle.deletionTimeoutSeconds (%s); it was not asked again: "+
-			"its pod is deleted (reclaimPolicy %s)", pod.Name, x.Spec.Lifecycle.DeletionTimeout(), policy)
-	return r.deletePod(ctx, x, pod, purposeDelete, "the deletion timed out")
+			"its pod is deleted (reclaimPolicy %s)", pod.Name, index.Spec.Lifecycle.DeletionTimeout(), policy)
+	return r.deletePod(ctx, index, pod, purposeDelete, "the deletion timed out")
 }
 
-// deleteEngineIndex asks the engine to delete x's index and reports whether
+// deleteEngineIndex asks the engine to delete index's index and reports whether
 // it is gone. The engine's deletion runs detached; it is polled.
-func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (bool, error) {
+func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	c, err := r.engineFor(ctx, x, pod)
+	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
 		return false, err
 	}
-	st, err := c.GetIndex(cctx, x.Name)
+	st, err := c.GetIndex(cctx, index.Name)
 	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read index %s before deleting it: %w", x.Name, err)
+		return false, fmt.Errorf("read index %s before deleting it: %w", index.Name, err)
 	}
 	if st.State == "deleting" {
 		return false, nil
 	}
-	err = c.DeleteIndex(cctx, x.Name)
+	err = c.DeleteIndex(cctx, index.Name)
 	r.engineCalled(ctx, "delete-index")
 	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
 		return true, nil
 	}
 	if err != nil && !engineclient.IsCode(err, engineclient.CodeIndexDeleting) {
-		return false, fmt.Errorf("delete index %s in the engine: %w", x.Name, err)
+		return false, fmt.Errorf("delete index %s in the engine: %w", index.Name, err)
 	}
-	r.event(x, pod, corev1.EventTypeNormal, "IndexDeleting", "the engine deletes index %s", x.Name)
+	r.event(index, pod, corev1.EventTypeNormal, "IndexDeleting", "the engine deletes index %s", index.Name)
 	return false, nil
 }
 
-// ownedClaims lists the volumes of x (data and backups): labelled for x,
-// and x's by owner reference or AnnotationIndexUID (ownsClaim).
-func (r *SummaIndexReconciler) ownedClaims(ctx context.Context, x *summav1.SummaIndex) ([]string, error) {
+// ownedClaims lists the volumes of index (data and backups): labelled for index,
+// and index's by owner reference or AnnotationIndexUID (ownsClaim).
+func (r *SummaIndexReconciler) ownedClaims(ctx context.Context, index *summav1.SummaIndex) ([]string, error) {
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(x.Labels())); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(index.Namespace), client.MatchingLabels(index.Labels())); err != nil {
 		return nil, fmt.Errorf("list volumes: %w", err)
 	}
 	var names []string
 	for i := range list.Items {
-		if pvc := &list.Items[i]; ownsClaim(x, pvc) || hasOwnerUID(pvc, x) {
+		if pvc := &list.Items[i]; ownsClaim(index, pvc) || hasOwnerUID(pvc, index) {
 			names = append(names, pvc.Name)
 		}
 	}
 	return names, nil
 }
 
-// deleteClaim deletes one of x's volumes (reclaimPolicy Delete).
-func (r *SummaIndexReconciler) deleteClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
+// deleteClaim deletes one of index's volumes (reclaimPolicy Delete).
+func (r *SummaIndexReconciler) deleteClaim(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, pvc)
+	err := r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, pvc)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -183,6 +183,6 @@ func (r *SummaIndexReconciler) deleteClaim(ctx context.Context, x *summav1.Summa
 	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete volume %s: %w", name, err)
 	}
-	r.event(x, pvc, corev1.EventTypeNormal, "VolumeDeleted", "volume %s deleted (reclaimPolicy Delete)", name)
+	r.event(index, pvc, corev1.EventTypeNormal, "VolumeDeleted", "volume %s deleted (reclaimPolicy Delete)", name)
 	return nil
 }

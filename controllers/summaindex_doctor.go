@@ -52,12 +52,12 @@ const (
 )
 
 // doctorActive reports whether a doctor run is in progress or requested.
-func doctorActive(x *summav1.SummaIndex) bool {
-	d := x.Status.Doctor
+func doctorActive(index *summav1.SummaIndex) bool {
+	d := index.Status.Doctor
 	if d != nil && !doctorTerminal(d.Phase) {
 		return true
 	}
-	id := x.Spec.Doctor.RequestID
+	id := index.Spec.Doctor.RequestID
 	return id != "" && !d.Ran(id)
 }
 
@@ -67,85 +67,85 @@ func doctorTerminal(p string) bool {
 }
 
 // doctorFailed reports whether the last doctor run failed.
-func doctorFailed(x *summav1.SummaIndex) bool {
-	return x.Status.Doctor != nil && x.Status.Doctor.Phase == summav1.DoctorPhaseFailed
+func doctorFailed(index *summav1.SummaIndex) bool {
+	return index.Status.Doctor != nil && index.Status.Doctor.Phase == summav1.DoctorPhaseFailed
 }
 
 // reconcileDoctor advances the doctor run by one step.
-func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access, sw *statusWriter) (reconcile.Result, error) {
-	d := x.Status.Doctor
+func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, acc access, sw *statusWriter) (reconcile.Result, error) {
+	d := index.Status.Doctor
 	if d == nil || doctorTerminal(d.Phase) {
-		return r.startDoctor(ctx, x, sw)
+		return r.startDoctor(ctx, index, sw)
 	}
 	if d.Phase != summav1.DoctorPhaseRestarting {
-		notReady(x, summav1.PhaseRepairing, "Doctor"+d.Phase, "doctor run "+d.RequestID+": "+d.Phase, true)
+		notReady(index, summav1.PhaseRepairing, "Doctor"+d.Phase, "doctor run "+d.RequestID+": "+d.Phase, true)
 	}
 	switch d.Phase {
 	case summav1.DoctorPhasePending:
-		if why, err := r.jobServiceAccountRefusal(ctx, x); err != nil || why != "" {
+		if why, err := r.jobServiceAccountRefusal(ctx, index); err != nil || why != "" {
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			return r.failDoctor(ctx, x, why, sw) // before the engine stops
+			return r.failDoctor(ctx, index, why, sw) // before the engine stops
 		}
 		d.Phase = summav1.DoctorPhaseDraining
-		return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+		return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, index)
 	case summav1.DoctorPhaseDraining:
-		return r.doctorStopEngine(ctx, x, pod, sw)
+		return r.doctorStopEngine(ctx, index, pod, sw)
 	case summav1.DoctorPhaseBackingUp:
-		return r.doctorJobStep(ctx, x, r.backupJob(x), summav1.DoctorPhaseRunning, sw)
+		return r.doctorJobStep(ctx, index, r.backupJob(index), summav1.DoctorPhaseRunning, sw)
 	case summav1.DoctorPhaseRunning:
-		return r.doctorJobStep(ctx, x, r.doctorJob(x), summav1.DoctorPhaseRestarting, sw)
+		return r.doctorJobStep(ctx, index, r.doctorJob(index), summav1.DoctorPhaseRestarting, sw)
 	case summav1.DoctorPhaseRestarting:
-		return r.doctorRestart(ctx, x, pod, acc)
+		return r.doctorRestart(ctx, index, pod, acc)
 	}
 	return reconcile.Result{}, fmt.Errorf("unknown doctor phase %q", d.Phase)
 }
 
 // startDoctor records a new run as Pending, keeping the history of the
 // finished ones.
-func (r *SummaIndexReconciler) startDoctor(ctx context.Context, x *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) startDoctor(ctx context.Context, index *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
 	now := metav1.NewTime(r.Options.Now())
 	var history []summav1.DoctorRun
-	if prev := x.Status.Doctor; prev != nil {
+	if prev := index.Status.Doctor; prev != nil {
 		// A run recorded by an older operator has no history entry yet.
 		recordRun(prev)
 		history = prev.History
 	}
-	x.Status.Doctor = &summav1.DoctorStatus{RequestID: x.Spec.Doctor.RequestID, Phase: summav1.DoctorPhasePending,
+	index.Status.Doctor = &summav1.DoctorStatus{RequestID: index.Spec.Doctor.RequestID, Phase: summav1.DoctorPhasePending,
 		StartTime: &now, History: history}
-	notReady(x, summav1.PhaseRepairing, "DoctorRequested", "doctor run "+x.Spec.Doctor.RequestID+" requested", true)
-	r.event(x, nil, corev1.EventTypeNormal, "DoctorRequested", "doctor run %s requested", x.Spec.Doctor.RequestID)
+	notReady(index, summav1.PhaseRepairing, "DoctorRequested", "doctor run "+index.Spec.Doctor.RequestID+" requested", true)
+	r.event(index, nil, corev1.EventTypeNormal, "DoctorRequested", "doctor run %s requested", index.Spec.Doctor.RequestID)
 	// Recorded before anything acts: a conflict means another writer
 	// moved first, and this run is not started twice.
-	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, index)
 }
 
 // doctorRestart starts the engine again after the doctor Job and ends the
 // run once it is Ready. A suspended index stays stopped: the run ends at
 // once, and the suspend step reports the index Suspended.
-func (r *SummaIndexReconciler) doctorRestart(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, acc access) (reconcile.Result, error) {
-	d := x.Status.Doctor
-	if x.Spec.Suspend {
-		r.endDoctor(ctx, x, summav1.DoctorPhaseSucceeded, "")
-		r.event(x, nil, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %s; the index stays suspended",
+func (r *SummaIndexReconciler) doctorRestart(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, acc access) (reconcile.Result, error) {
+	d := index.Status.Doctor
+	if index.Spec.Suspend {
+		r.endDoctor(ctx, index, summav1.DoctorPhaseSucceeded, "")
+		r.event(index, nil, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %s; the index stays suspended",
 			d.RequestID, d.Message)
-		return r.reconcileSuspend(ctx, x, pod)
+		return r.reconcileSuspend(ctx, index, pod)
 	}
-	res, err := r.reconcileEngine(ctx, x, pod, acc)
-	if err != nil || !x.IsReady() || pod == nil {
+	res, err := r.reconcileEngine(ctx, index, pod, acc)
+	if err != nil || !index.IsReady() || pod == nil {
 		return res, err
 	}
-	r.completeReport(ctx, x, pod)
-	r.endDoctor(ctx, x, summav1.DoctorPhaseSucceeded, "")
-	r.event(x, pod, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %s; engine ready", d.RequestID, d.Message)
+	r.completeReport(ctx, index, pod)
+	r.endDoctor(ctx, index, summav1.DoctorPhaseSucceeded, "")
+	r.event(index, pod, corev1.EventTypeNormal, "DoctorSucceeded", "doctor run %s finished: %s; engine ready", d.RequestID, d.Message)
 	return res, nil
 }
 
 // endDoctor ends the run in phase (Succeeded or Failed, with msg), records
 // it in the history and applies the backup retention.
-func (r *SummaIndexReconciler) endDoctor(ctx context.Context, x *summav1.SummaIndex, phase, msg string) {
-	d := x.Status.Doctor
+func (r *SummaIndexReconciler) endDoctor(ctx context.Context, index *summav1.SummaIndex, phase, msg string) {
+	d := index.Status.Doctor
 	now := metav1.NewTime(r.Options.Now())
 	d.Phase, d.CompletionTime = phase, &now
 	if msg != "" {
@@ -154,10 +154,10 @@ func (r *SummaIndexReconciler) endDoctor(ctx context.Context, x *summav1.SummaIn
 	recordRun(d)
 	doctorRunsTotal.WithLabelValues(map[string]string{
 		summav1.DoctorPhaseSucceeded: "succeeded", summav1.DoctorPhaseFailed: "failed"}[phase]).Inc()
-	if err := r.pruneBackups(ctx, x); err != nil {
+	if err := r.pruneBackups(ctx, index); err != nil {
 		// Retried when the next run ends; the volumes are only kept longer.
 		log.FromContext(ctx).Info("Backup retention failed", "error", err.Error())
-		r.event(x, nil, corev1.EventTypeWarning, "BackupRetentionFailed", "%v", err)
+		r.event(index, nil, corev1.EventTypeWarning, "BackupRetentionFailed", "%v", err)
 	}
 }
 
@@ -183,53 +183,53 @@ func recordRun(d *summav1.DoctorStatus) {
 
 // failDoctor ends the run as Failed; the engine pod is started again by the
 // next reconcile (unless suspended), and Degraded says why.
-func (r *SummaIndexReconciler) failDoctor(ctx context.Context, x *summav1.SummaIndex, msg string, sw *statusWriter) (reconcile.Result, error) {
-	d := x.Status.Doctor
-	r.endDoctor(ctx, x, summav1.DoctorPhaseFailed, msg)
-	r.event(x, nil, corev1.EventTypeWarning, ReasonDoctorFailed, "doctor run %s failed: %s", d.RequestID, msg)
+func (r *SummaIndexReconciler) failDoctor(ctx context.Context, index *summav1.SummaIndex, msg string, sw *statusWriter) (reconcile.Result, error) {
+	d := index.Status.Doctor
+	r.endDoctor(ctx, index, summav1.DoctorPhaseFailed, msg)
+	r.event(index, nil, corev1.EventTypeWarning, ReasonDoctorFailed, "doctor run %s failed: %s", d.RequestID, msg)
 	// The status written now shows the failure in Degraded as well, not
 	// only at the end of the pass: a client that sees the run Failed
 	// sees why the index is degraded in the same object.
-	setDegraded(x, degradedCauses(x, nil))
-	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+	setDegraded(index, degradedCauses(index, nil))
+	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, index)
 }
 
 // doctorStopEngine drains and stops the engine pod, then moves on.
-func (r *SummaIndexReconciler) doctorStopEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, sw *statusWriter) (reconcile.Result, error) {
-	d := x.Status.Doctor
+func (r *SummaIndexReconciler) doctorStopEngine(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, sw *statusWriter) (reconcile.Result, error) {
+	d := index.Status.Doctor
 	if pod != nil {
 		if pod.DeletionTimestamp != nil {
 			return reconcile.Result{RequeueAfter: terminatingPoll}, nil
 		}
-		out, err := r.drainAndStop(ctx, x, pod, purposeDoctor, false)
+		out, err := r.drainAndStop(ctx, index, pod, purposeDoctor, false)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if out == drainTimedOut {
-			return r.failDoctor(ctx, x, "the engine did not drain within drainTimeoutSeconds; nothing was changed", sw)
+			return r.failDoctor(ctx, index, "the engine did not drain within drainTimeoutSeconds; nothing was changed", sw)
 		}
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
-	x.Status.PodName, x.Status.PodUID = "", ""
-	if x.Spec.Doctor.EffectiveBackup() == summav1.BackupNone {
+	index.Status.PodName, index.Status.PodUID = "", ""
+	if index.Spec.Doctor.EffectiveBackup() == summav1.BackupNone {
 		d.Phase = summav1.DoctorPhaseRunning
 	} else {
 		d.Phase = summav1.DoctorPhaseBackingUp
-		d.BackupClaimName = x.BackupClaimName(d.RequestID)
+		d.BackupClaimName = index.BackupClaimName(d.RequestID)
 	}
-	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, index)
 }
 
 // doctorJobStep creates job (found again by name after a restart), waits
 // for it, and on success moves to next. A Job whose pod cannot start is
 // deleted and fails the run.
-func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job, next string, sw *statusWriter) (reconcile.Result, error) {
-	d := x.Status.Doctor
+func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, index *summav1.SummaIndex, job *batchv1.Job, next string, sw *statusWriter) (reconcile.Result, error) {
+	d := index.Status.Doctor
 	if d.Phase == summav1.DoctorPhaseBackingUp {
-		if err := r.ensureBackupClaim(ctx, x, d.BackupClaimName); err != nil {
+		if err := r.ensureBackupClaim(ctx, index, d.BackupClaimName); err != nil {
 			var taken *errBackupClaimTaken
 			if errors.As(err, &taken) {
-				return r.failDoctor(ctx, x, err.Error(), sw)
+				return r.failDoctor(ctx, index, err.Error(), sw)
 			}
 			return reconcile.Result{}, err
 		}
@@ -239,83 +239,83 @@ func (r *SummaIndexReconciler) doctorJobStep(ctx context.Context, x *summav1.Sum
 	cur := &batchv1.Job{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(job), cur)
 	if apierrors.IsNotFound(err) {
-		if current, err := r.doctorStepPersisted(ctx, x); err != nil || !current {
+		if current, err := r.doctorStepPersisted(ctx, index); err != nil || !current {
 			return reconcile.Result{RequeueAfter: pollInterval}, err
 		}
-		if why, err := r.jobServiceAccountRefusal(ctx, x); err != nil || why != "" {
+		if why, err := r.jobServiceAccountRefusal(ctx, index); err != nil || why != "" {
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			return r.failDoctor(ctx, x, why, sw)
+			return r.failDoctor(ctx, index, why, sw)
 		}
-		if err := r.ownJob(ctx, x, job); err != nil {
+		if err := r.ownJob(ctx, index, job); err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("create job %s: %w", job.Name, err)
 		}
-		r.event(x, job, corev1.EventTypeNormal, "JobCreated", "job %s created (doctor run %s, %s)", job.Name, d.RequestID, d.Phase)
+		r.event(index, job, corev1.EventTypeNormal, "JobCreated", "job %s created (doctor run %s, %s)", job.Name, d.RequestID, d.Phase)
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get job %s: %w", job.Name, err)
 	}
-	if stale, res, err := r.staleJob(ctx, x, cur); stale || err != nil {
+	if stale, res, err := r.staleJob(ctx, index, cur); stale || err != nil {
 		return res, err
 	}
 	done, failed := jobFinished(cur)
 	if !done {
-		return r.watchJobStart(ctx, x, cur, sw)
+		return r.watchJobStart(ctx, index, cur, sw)
 	}
 	msg, err := r.jobMessage(ctx, cur)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if failed {
-		return r.failDoctor(ctx, x, fmt.Sprintf("job %s failed: %s", cur.Name, msg), sw)
+		return r.failDoctor(ctx, index, fmt.Sprintf("job %s failed: %s", cur.Name, msg), sw)
 	}
 	if d.Phase == summav1.DoctorPhaseRunning {
-		if err := applyDoctorReport(x, msg); err != nil {
-			return r.failDoctor(ctx, x, err.Error(), sw)
+		if err := applyDoctorReport(index, msg); err != nil {
+			return r.failDoctor(ctx, index, err.Error(), sw)
 		}
 	}
-	r.event(x, cur, corev1.EventTypeNormal, "JobSucceeded", "job %s succeeded (doctor run %s, %s)", cur.Name, d.RequestID, d.Phase)
+	r.event(index, cur, corev1.EventTypeNormal, "JobSucceeded", "job %s succeeded (doctor run %s, %s)", cur.Name, d.RequestID, d.Phase)
 	d.Phase = next
-	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, x)
+	return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, index)
 }
 
 // watchJobStart waits for a running Job; one whose pod could not start
 // (see jobNotStarted) is deleted with its pod and fails the run, so that
 // the engine is not held stopped by a Job that will never run.
-func (r *SummaIndexReconciler) watchJobStart(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job, sw *statusWriter) (reconcile.Result, error) {
+func (r *SummaIndexReconciler) watchJobStart(ctx context.Context, index *summav1.SummaIndex, job *batchv1.Job, sw *statusWriter) (reconcile.Result, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{jobNameLabel: job.Name}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list pods of job %s: %w", job.Name, err)
 	}
-	why, stuck, wait := jobNotStarted(job, pods.Items, x.Spec.Doctor.StartTimeout(), r.Options.Now())
+	why, stuck, wait := jobNotStarted(job, pods.Items, index.Spec.Doctor.StartTimeout(), r.Options.Now())
 	if !stuck {
 		return reconcile.Result{RequeueAfter: min(max(wait, pollInterval), r.Options.ResyncPeriod)}, nil
 	}
 	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, fmt.Errorf("delete job %s that could not start: %w", job.Name, err)
 	}
-	r.event(x, job, corev1.EventTypeWarning, "JobNotStarted", "job %s deleted: %s", job.Name, why)
-	return r.failDoctor(ctx, x, fmt.Sprintf("job %s could not start: %s; the engine is started again", job.Name, why), sw)
+	r.event(index, job, corev1.EventTypeWarning, "JobNotStarted", "job %s deleted: %s", job.Name, why)
+	return r.failDoctor(ctx, index, fmt.Sprintf("job %s could not start: %s; the engine is started again", job.Name, why), sw)
 }
 
-// doctorStepPersisted reports whether the run's phase x holds is the one
+// doctorStepPersisted reports whether the run's phase index holds is the one
 // the API server has, read past the cache. A Job is created only then: a
 // pass that read a stale SummaIndex (the cache has not seen the write that
 // ended the run, and the Job's deletion woke the pass) must not create
 // the Job of a run that is over.
-func (r *SummaIndexReconciler) doctorStepPersisted(ctx context.Context, x *summav1.SummaIndex) (bool, error) {
+func (r *SummaIndexReconciler) doctorStepPersisted(ctx context.Context, index *summav1.SummaIndex) (bool, error) {
 	if r.APIReader == nil {
 		return true, nil
 	}
 	live := &summav1.SummaIndex{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(x), live); err != nil {
-		return false, fmt.Errorf("read SummaIndex %s before creating a job: %w", x.Name, err)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(index), live); err != nil {
+		return false, fmt.Errorf("read SummaIndex %s before creating a job: %w", index.Name, err)
 	}
-	d, ld := x.Status.Doctor, live.Status.Doctor
+	d, ld := index.Status.Doctor, live.Status.Doctor
 	return ld != nil && ld.RequestID == d.RequestID && ld.Phase == d.Phase, nil
 }

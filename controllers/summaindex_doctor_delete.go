@@ -41,22 +41,22 @@ import (
 // and of the event while a deletion waits for a doctor run's Job.
 const ReasonDeletionWaitsForDoctor = "DeletionWaitsForDoctor"
 
-// ownJob makes job (of a doctor run of x) x's: marked with x's UID, and
-// owned as x's reclaimPolicy asks (see above).
-func (r *SummaIndexReconciler) ownJob(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job) error {
+// ownJob makes job (of a doctor run of index) index's: marked with index's UID, and
+// owned as index's reclaimPolicy asks (see above).
+func (r *SummaIndexReconciler) ownJob(ctx context.Context, index *summav1.SummaIndex, job *batchv1.Job) error {
 	if job.Annotations == nil {
 		job.Annotations = map[string]string{}
 	}
-	job.Annotations[AnnotationIndexUID] = string(x.UID)
-	if x.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
-		if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
+	job.Annotations[AnnotationIndexUID] = string(index.UID)
+	if index.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
+		if err := controllerutil.SetControllerReference(index, job, r.Scheme); err != nil {
 			return fmt.Errorf("owner reference on job %s: %w", job.Name, err)
 		}
 		return nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, pvc); err != nil {
-		return fmt.Errorf("get data volume %s to own job %s: %w", x.DataClaimName(), job.Name, err)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.DataClaimName()}, pvc); err != nil {
+		return fmt.Errorf("get data volume %s to own job %s: %w", index.DataClaimName(), job.Name, err)
 	}
 	if err := controllerutil.SetOwnerReference(pvc, job, r.Scheme); err != nil {
 		return fmt.Errorf("owner reference on job %s: %w", job.Name, err)
@@ -68,9 +68,9 @@ func (r *SummaIndexReconciler) ownJob(ctx context.Context, x *summav1.SummaIndex
 // same name made (its UID annotation is another's): a finished one is
 // deleted and made again for this run; a running one is waited for. It
 // reports whether cur is such a Job.
-func (r *SummaIndexReconciler) staleJob(ctx context.Context, x *summav1.SummaIndex, cur *batchv1.Job) (bool, reconcile.Result, error) {
+func (r *SummaIndexReconciler) staleJob(ctx context.Context, index *summav1.SummaIndex, cur *batchv1.Job) (bool, reconcile.Result, error) {
 	uid, ok := cur.Annotations[AnnotationIndexUID]
-	if !ok || uid == string(x.UID) {
+	if !ok || uid == string(index.UID) {
 		return false, reconcile.Result{}, nil
 	}
 	if cur.DeletionTimestamp != nil {
@@ -81,44 +81,44 @@ func (r *SummaIndexReconciler) staleJob(ctx context.Context, x *summav1.SummaInd
 	}
 	err := r.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return true, reconcile.Result{}, fmt.Errorf("delete job %s of an earlier SummaIndex %s: %w", cur.Name, x.Name, err)
+		return true, reconcile.Result{}, fmt.Errorf("delete job %s of an earlier SummaIndex %s: %w", cur.Name, index.Name, err)
 	}
-	r.event(x, cur, corev1.EventTypeNormal, "StaleJobDeleted", "job %s, of an earlier SummaIndex named %s, deleted", cur.Name, x.Name)
+	r.event(index, cur, corev1.EventTypeNormal, "StaleJobDeleted", "job %s, of an earlier SummaIndex named %s, deleted", cur.Name, index.Name)
 	return true, reconcile.Result{RequeueAfter: pollInterval}, nil
 }
 
-// doctorBeforeDelete ends x's doctor run, if one is in progress, before
+// doctorBeforeDelete ends index's doctor run, if one is in progress, before
 // the deletion goes on (see above). hold tells the deletion to wait.
-func (r *SummaIndexReconciler) doctorBeforeDelete(ctx context.Context, x *summav1.SummaIndex, policy summav1.ReclaimPolicy) (hold bool, res reconcile.Result, err error) {
-	d := x.Status.Doctor
+func (r *SummaIndexReconciler) doctorBeforeDelete(ctx context.Context, index *summav1.SummaIndex, policy summav1.ReclaimPolicy) (hold bool, res reconcile.Result, err error) {
+	d := index.Status.Doctor
 	if d == nil || doctorTerminal(d.Phase) {
 		return false, reconcile.Result{}, nil
 	}
 	var job *batchv1.Job
 	switch d.Phase {
 	case summav1.DoctorPhaseBackingUp:
-		job = r.backupJob(x)
+		job = r.backupJob(index)
 	case summav1.DoctorPhaseRunning:
-		job = r.doctorJob(x)
+		job = r.doctorJob(index)
 	case summav1.DoctorPhaseRestarting:
 		// The repair is done: only the engine's start is left undone.
-		r.endDoctor(ctx, x, summav1.DoctorPhaseSucceeded, "")
+		r.endDoctor(ctx, index, summav1.DoctorPhaseSucceeded, "")
 		return false, reconcile.Result{}, nil
 	default:
 		// Pending or Draining: no Job ran; the deletion stops the engine.
-		r.endDoctor(ctx, x, summav1.DoctorPhaseFailed, "the SummaIndex was deleted before the run changed anything")
+		r.endDoctor(ctx, index, summav1.DoctorPhaseFailed, "the SummaIndex was deleted before the run changed anything")
 		return false, reconcile.Result{}, nil
 	}
 	cur := &batchv1.Job{}
 	err = r.Get(ctx, client.ObjectKeyFromObject(job), cur)
 	if apierrors.IsNotFound(err) {
-		r.endDoctor(ctx, x, summav1.DoctorPhaseFailed, fmt.Sprintf("the SummaIndex was deleted during the run; job %s is gone (stopped, or never made)", job.Name))
+		r.endDoctor(ctx, index, summav1.DoctorPhaseFailed, fmt.Sprintf("the SummaIndex was deleted during the run; job %s is gone (stopped, or never made)", job.Name))
 		return false, reconcile.Result{}, nil
 	}
 	if err != nil {
 		return true, reconcile.Result{}, fmt.Errorf("get job %s: %w", job.Name, err)
 	}
-	if uid := cur.Annotations[AnnotationIndexUID]; uid != "" && uid != string(x.UID) {
+	if uid := cur.Annotations[AnnotationIndexUID]; uid != "" && uid != string(index.UID) {
 		return false, reconcile.Result{}, nil // an earlier index's Job: not this run's
 	}
 	if done, failed := jobFinished(cur); done {
@@ -126,33 +126,33 @@ func (r *SummaIndexReconciler) doctorBeforeDelete(ctx context.Context, x *summav
 		if failed {
 			phase, how = summav1.DoctorPhaseFailed, "failed"
 		}
-		r.endDoctor(ctx, x, phase, fmt.Sprintf("job %s %s; the SummaIndex was deleted meanwhile (%s)", cur.Name, how, d.Phase))
-		r.event(x, cur, corev1.EventTypeNormal, "DoctorEnded", "doctor run %s ended before the deletion went on: job %s %s",
+		r.endDoctor(ctx, index, phase, fmt.Sprintf("job %s %s; the SummaIndex was deleted meanwhile (%s)", cur.Name, how, d.Phase))
+		r.event(index, cur, corev1.EventTypeNormal, "DoctorEnded", "doctor run %s ended before the deletion went on: job %s %s",
 			d.RequestID, cur.Name, how)
 		return false, reconcile.Result{}, nil
 	}
 	if cur.DeletionTimestamp != nil {
 		return true, reconcile.Result{RequeueAfter: terminatingPoll}, nil
 	}
-	if policy != summav1.ReclaimDelete && hasOwnerUID(cur, x) {
-		// A Job made by an earlier version is x's: the garbage collector
-		// would delete it once x goes.
+	if policy != summav1.ReclaimDelete && hasOwnerUID(cur, index) {
+		// A Job made by an earlier version is index's: the garbage collector
+		// would delete it once index goes.
 		patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		cur.OwnerReferences = withoutOwner(cur.OwnerReferences, x)
+		cur.OwnerReferences = withoutOwner(cur.OwnerReferences, index)
 		if err := r.Patch(ctx, cur, patch); err != nil {
 			return true, reconcile.Result{}, fmt.Errorf("release job %s: %w", cur.Name, err)
 		}
 	}
-	if policy == summav1.ReclaimDelete || r.deletionTimedOut(x) {
-		return true, reconcile.Result{RequeueAfter: pollInterval}, r.stopDoctorJob(ctx, x, cur, policy)
+	if policy == summav1.ReclaimDelete || r.deletionTimedOut(index) {
+		return true, reconcile.Result{RequeueAfter: pollInterval}, r.stopDoctorJob(ctx, index, cur, policy)
 	}
 	msg := fmt.Sprintf("the deletion waits for job %s of doctor run %s to finish (reclaimPolicy %s; at most spec.lifecycle.deletionTimeoutSeconds, %s)",
-		cur.Name, d.RequestID, policy, x.Spec.Lifecycle.DeletionTimeout())
+		cur.Name, d.RequestID, policy, index.Spec.Lifecycle.DeletionTimeout())
 	if d.Message != msg {
 		d.Message = msg
-		r.event(x, cur, corev1.EventTypeNormal, ReasonDeletionWaitsForDoctor, "%s", msg)
+		r.event(index, cur, corev1.EventTypeNormal, ReasonDeletionWaitsForDoctor, "%s", msg)
 	}
-	setCondition(x, summav1.ConditionProgressing, true, ReasonDeletionWaitsForDoctor, msg)
+	setCondition(index, summav1.ConditionProgressing, true, ReasonDeletionWaitsForDoctor, msg)
 	// The Job's end wakes a pass (the Job watch); this is the fallback.
 	return true, reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 }
@@ -160,16 +160,16 @@ func (r *SummaIndexReconciler) doctorBeforeDelete(ctx context.Context, x *summav
 // stopDoctorJob stops a running Job of a doctor run in order: deleted with
 // foreground propagation, so that its pod gets SIGTERM and its grace, and
 // the Job is gone only once its pod is.
-func (r *SummaIndexReconciler) stopDoctorJob(ctx context.Context, x *summav1.SummaIndex, job *batchv1.Job, policy summav1.ReclaimPolicy) error {
+func (r *SummaIndexReconciler) stopDoctorJob(ctx context.Context, index *summav1.SummaIndex, job *batchv1.Job, policy summav1.ReclaimPolicy) error {
 	err := r.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("stop job %s: %w", job.Name, err)
 	}
 	why := "reclaimPolicy Delete: the volume goes anyway"
 	if policy != summav1.ReclaimDelete {
-		why = fmt.Sprintf("it outlasted spec.lifecycle.deletionTimeoutSeconds (%s)", x.Spec.Lifecycle.DeletionTimeout())
+		why = fmt.Sprintf("it outlasted spec.lifecycle.deletionTimeoutSeconds (%s)", index.Spec.Lifecycle.DeletionTimeout())
 	}
-	r.event(x, job, corev1.EventTypeWarning, "DoctorStopped",
-		"job %s of doctor run %s stopped for the deletion (%s); it ends at its next safe point", job.Name, x.Status.Doctor.RequestID, why)
+	r.event(index, job, corev1.EventTypeWarning, "DoctorStopped",
+		"job %s of doctor run %s stopped for the deletion (%s); it ends at its next safe point", job.Name, index.Status.Doctor.RequestID, why)
 	return nil
 }

@@ -46,9 +46,9 @@ type jobPodSettings struct {
 	ServiceAccountName string
 }
 
-// jobScheduling returns x's pod settings for its Jobs.
-func jobScheduling(x *summav1.SummaIndex) jobPodSettings {
-	t := x.Spec.PodTemplate
+// jobScheduling returns index's pod settings for its Jobs.
+func jobScheduling(index *summav1.SummaIndex) jobPodSettings {
+	t := index.Spec.PodTemplate
 	if t == nil {
 		return jobPodSettings{}
 	}
@@ -110,11 +110,11 @@ func (e *errBackupClaimTaken) Error() string { return e.msg }
 // An existing volume of that name is this run's only if it is this
 // SummaIndex's (ownsClaim) and carries this index's label. Like the data
 // volume, it is owned as spec.storage.reclaimPolicy asks.
-func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
+func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if err == nil {
-		if !ownsClaim(x, cur) || cur.Labels[summav1.LabelIndex] != x.Name {
+		if !ownsClaim(index, cur) || cur.Labels[summav1.LabelIndex] != index.Name {
 			return &errBackupClaimTaken{msg: fmt.Sprintf("a volume named %s exists and is not this index's backup "+
 				"(labelled for %q); set spec.doctor.requestId to another value", name, cur.Labels[summav1.LabelIndex])}
 		}
@@ -123,7 +123,7 @@ func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get backup volume %s: %w", name, err)
 	}
-	pvc, err := r.newClaim(x, name, x.Spec.Storage.Size)
+	pvc, err := r.newClaim(index, name, index.Spec.Storage.Size)
 	if err != nil {
 		return err
 	}
@@ -131,35 +131,35 @@ func (r *SummaIndexReconciler) ensureBackupClaim(ctx context.Context, x *summav1
 	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create backup volume %s: %w", name, err)
 	}
-	r.event(x, pvc, corev1.EventTypeNormal, "BackupVolumeCreated", "backup volume %s created", name)
+	r.event(index, pvc, corev1.EventTypeNormal, "BackupVolumeCreated", "backup volume %s created", name)
 	return nil
 }
 
 // jobFor builds a one-shot Job of the engine image on the data volume.
-func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container string, args []string, extra ...corev1.Volume) *batchv1.Job {
+func (r *SummaIndexReconciler) jobFor(index *summav1.SummaIndex, name, container string, args []string, extra ...corev1.Volume) *batchv1.Job {
 	mounts := []corev1.VolumeMount{{Name: dataVolumeName, MountPath: DataMountPath}}
 	volumes := []corev1.Volume{{Name: dataVolumeName, VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: x.DataClaimName()}}}}
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: index.DataClaimName()}}}}
 	for _, v := range extra {
 		volumes = append(volumes, v)
 		mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: backupMountPath})
 	}
-	labels := x.Labels()
+	labels := index.Labels()
 	labels[LabelComponent] = container
 	var prepare []corev1.Container
 	if r.Options.VolumePermissions {
 		for i, m := range mounts {
-			prepare = append(prepare, volumePermissionsContainer(fmt.Sprintf("volume-permissions-%d", i), r.image(x), m))
+			prepare = append(prepare, volumePermissionsContainer(fmt.Sprintf("volume-permissions-%d", i), r.image(index), m))
 		}
 	}
-	sched := jobScheduling(x)
+	sched := jobScheduling(index)
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			// One attempt: a doctor or a copy that failed is reported, not
 			// retried on a volume it may have half changed.
 			BackoffLimit:            ptr.To[int32](0),
-			ActiveDeadlineSeconds:   ptr.To(x.Spec.Doctor.EffectiveActiveDeadlineSeconds()),
+			ActiveDeadlineSeconds:   ptr.To(index.Spec.Doctor.EffectiveActiveDeadlineSeconds()),
 			TTLSecondsAfterFinished: ptr.To[int32](jobTTLSeconds),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -178,10 +178,10 @@ func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container str
 					InitContainers:               prepare,
 					Containers: []corev1.Container{{
 						Name:                     container,
-						Image:                    r.image(x),
+						Image:                    r.image(index),
 						Command:                  []string{EngineCommand},
 						Args:                     args,
-						Resources:                engineResources(x),
+						Resources:                engineResources(index),
 						VolumeMounts:             mounts,
 						TerminationMessagePath:   terminationLog,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -199,9 +199,9 @@ func (r *SummaIndexReconciler) jobFor(x *summav1.SummaIndex, name, container str
 // termination message gets its summary: both through environment
 // variables, which an engine image older than them ignores (it writes the
 // whole report to --report-file, as before).
-func (r *SummaIndexReconciler) doctorJob(x *summav1.SummaIndex) *batchv1.Job {
-	id := x.Status.Doctor.RequestID
-	job := r.jobFor(x, x.DoctorJobName(id), doctorContainer,
+func (r *SummaIndexReconciler) doctorJob(index *summav1.SummaIndex) *batchv1.Job {
+	id := index.Status.Doctor.RequestID
+	job := r.jobFor(index, index.DoctorJobName(id), doctorContainer,
 		[]string{"--data-dir", DataMountPath, "--doctor", "--report-file", terminationLog})
 	c := &job.Spec.Template.Spec.Containers[0]
 	c.Env = append(c.Env,
@@ -211,9 +211,9 @@ func (r *SummaIndexReconciler) doctorJob(x *summav1.SummaIndex) *batchv1.Job {
 }
 
 // backupJob is the Job copying the data volume to the backup volume.
-func (r *SummaIndexReconciler) backupJob(x *summav1.SummaIndex) *batchv1.Job {
-	d := x.Status.Doctor
-	return r.jobFor(x, x.BackupJobName(d.RequestID), backupContainer,
+func (r *SummaIndexReconciler) backupJob(index *summav1.SummaIndex) *batchv1.Job {
+	d := index.Status.Doctor
+	return r.jobFor(index, index.BackupJobName(d.RequestID), backupContainer,
 		[]string{"backup", "--data-dir", DataMountPath, "--to", backupMountPath, "--report-file", terminationLog},
 		corev1.Volume{Name: "summa-backup", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.BackupClaimName}}})
@@ -298,22 +298,22 @@ func podWaitingReason(p *corev1.Pod) (string, bool) {
 	return "", false
 }
 
-// pruneBackups deletes x's backup volumes beyond spec.doctor.keepBackups,
+// pruneBackups deletes index's backup volumes beyond spec.doctor.keepBackups,
 // oldest first; the backup of the current (just ended) run is never
-// deleted. Only x's volumes (ownsClaim) named as its backups are counted.
-func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, x *summav1.SummaIndex) error {
+// deleted. Only index's volumes (ownsClaim) named as its backups are counted.
+func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, index *summav1.SummaIndex) error {
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels{summav1.LabelIndex: x.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(index.Namespace), client.MatchingLabels{summav1.LabelIndex: index.Name}); err != nil {
 		return fmt.Errorf("list backup volumes: %w", err)
 	}
 	current := ""
-	if d := x.Status.Doctor; d != nil {
+	if d := index.Status.Doctor; d != nil {
 		current = d.BackupClaimName
 	}
 	var backups []corev1.PersistentVolumeClaim
 	for _, pvc := range list.Items {
-		if ownsClaim(x, &pvc) && pvc.DeletionTimestamp == nil && pvc.Name != x.DataClaimName() &&
-			strings.HasPrefix(pvc.Name, x.Name+"-backup-") {
+		if ownsClaim(index, &pvc) && pvc.DeletionTimestamp == nil && pvc.Name != index.DataClaimName() &&
+			strings.HasPrefix(pvc.Name, index.Name+"-backup-") {
 			backups = append(backups, pvc)
 		}
 	}
@@ -328,7 +328,7 @@ func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, x *summav1.Summ
 		}
 		return a.Name > b.Name
 	})
-	keep := x.Spec.Doctor.EffectiveKeepBackups()
+	keep := index.Spec.Doctor.EffectiveKeepBackups()
 	for i := range backups {
 		pvc := &backups[i]
 		if i < keep || pvc.Name == current {
@@ -337,7 +337,7 @@ func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, x *summav1.Summ
 		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete backup volume %s: %w", pvc.Name, err)
 		}
-		r.event(x, pvc, corev1.EventTypeNormal, "BackupVolumeDeleted",
+		r.event(index, pvc, corev1.EventTypeNormal, "BackupVolumeDeleted",
 			"backup volume %s deleted (spec.doctor.keepBackups is %d)", pvc.Name, keep)
 	}
 	return nil

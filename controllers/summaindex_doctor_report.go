@@ -49,21 +49,21 @@ type doctorIndexReport struct {
 	RemovedDocuments int64 `json:"removedDocuments"`
 }
 
-// applyDoctorReport records x's entry of a doctor report (whole, or its
+// applyDoctorReport records index's entry of a doctor report (whole, or its
 // summary) in status.
-func applyDoctorReport(x *summav1.SummaIndex, msg string) error {
+func applyDoctorReport(index *summav1.SummaIndex, msg string) error {
 	var rep doctorReport
 	if err := json.Unmarshal([]byte(msg), &rep); err != nil {
 		return fmt.Errorf("the doctor's report is not JSON (%v): %.200s", err, msg)
 	}
-	d := x.Status.Doctor
+	d := index.Status.Doctor
 	d.RemovedSegments, d.RemovedSegmentCount, d.RemovedDocuments, d.CheckedSegments = nil, 0, 0, 0
 	d.ReportPath = ""
 	if rep.ReportID != "" {
 		d.ReportPath = "/v1/admin/doctor-reports/" + rep.ReportID
 	}
 	for _, ix := range rep.Indexes {
-		if ix.Name == x.Name {
+		if ix.Name == index.Name {
 			d.CheckedSegments = ix.CheckedSegments
 			d.RemovedDocuments = ix.RemovedDocuments
 			d.RemovedSegmentCount = int64(len(ix.RemovedSegments))
@@ -110,18 +110,18 @@ func reportIncomplete(d *summav1.DoctorStatus) bool {
 // report the engine of pod keeps, when the summary was cut. It never holds
 // the run: an engine without the report (an older image) or that does not
 // answer leaves the summary's list, and the message says so.
-func (r *SummaIndexReconciler) completeReport(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) {
-	d := x.Status.Doctor
+func (r *SummaIndexReconciler) completeReport(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) {
+	d := index.Status.Doctor
 	if !reportIncomplete(d) || d.ReportPath == "" {
 		return
 	}
-	rep, err := r.fetchDoctorReport(ctx, x, pod, d.RequestID)
+	rep, err := r.fetchDoctorReport(ctx, index, pod, d.RequestID)
 	if err != nil {
 		log.FromContext(ctx).Info("The engine's doctor report could not be read; keeping the summary", "error", err.Error())
 		return
 	}
 	for _, ix := range rep.Indexes {
-		if ix.Name == x.Name {
+		if ix.Name == index.Name {
 			d.RemovedSegments = capSegments(ix.RemovedSegments)
 			d.RemovedSegmentCount = int64(len(ix.RemovedSegments))
 			d.RemovedDocuments, d.CheckedSegments = ix.RemovedDocuments, ix.CheckedSegments
@@ -131,8 +131,8 @@ func (r *SummaIndexReconciler) completeReport(ctx context.Context, x *summav1.Su
 }
 
 // fetchDoctorReport reads the whole report id from the engine of pod.
-func (r *SummaIndexReconciler) fetchDoctorReport(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, id string) (*engineclient.DoctorReport, error) {
-	c, err := r.engineFor(ctx, x, pod)
+func (r *SummaIndexReconciler) fetchDoctorReport(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, id string) (*engineclient.DoctorReport, error) {
+	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
 		return nil, err
 	}

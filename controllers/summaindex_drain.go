@@ -46,9 +46,9 @@ const (
 
 // drainBackoff reports whether a drain may start now, and otherwise how
 // long to wait: after DrainFailures timeouts in a row, 30 s doubling.
-func (r *SummaIndexReconciler) drainBackoff(x *summav1.SummaIndex) (time.Duration, bool) {
-	n := x.Status.DrainFailures
-	if n == 0 || x.Status.LastDrainFailureTime == nil || x.Status.DrainStartTime != nil {
+func (r *SummaIndexReconciler) drainBackoff(index *summav1.SummaIndex) (time.Duration, bool) {
+	n := index.Status.DrainFailures
+	if n == 0 || index.Status.LastDrainFailureTime == nil || index.Status.DrainStartTime != nil {
 		return 0, true
 	}
 	wait := r.Options.DrainBackoff
@@ -56,7 +56,7 @@ func (r *SummaIndexReconciler) drainBackoff(x *summav1.SummaIndex) (time.Duratio
 		wait *= 2
 	}
 	wait = min(wait, drainBackoffMax)
-	left := x.Status.LastDrainFailureTime.Add(wait).Sub(r.Options.Now())
+	left := index.Status.LastDrainFailureTime.Add(wait).Sub(r.Options.Now())
 	if left <= 0 {
 		return 0, true
 	}
@@ -65,23 +65,23 @@ func (r *SummaIndexReconciler) drainBackoff(x *summav1.SummaIndex) (time.Duratio
 
 // replacePod drains the engine and deletes its pod for a purpose; the
 // next reconcile creates the replacement (or not, when suspended).
-func (r *SummaIndexReconciler) replacePod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, purpose string) (reconcile.Result, error) {
-	out, err := r.drainAndStop(ctx, x, pod, purpose, false)
+func (r *SummaIndexReconciler) replacePod(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, purpose string) (reconcile.Result, error) {
+	out, err := r.drainAndStop(ctx, index, pod, purpose, false)
 	if err != nil {
 		// A resume that did not hold is asked again soon, not after
 		// failureRetry: the engine refuses writes meanwhile.
-		return reconcile.Result{RequeueAfter: r.unreachable.next(client.ObjectKeyFromObject(x), r.Options.ResyncPeriod)}, err
+		return reconcile.Result{RequeueAfter: r.unreachable.next(client.ObjectKeyFromObject(index), r.Options.ResyncPeriod)}, err
 	}
 	switch out {
 	case drainTimedOut:
-		wait, _ := r.drainBackoff(x)
+		wait, _ := r.drainBackoff(index)
 		return reconcile.Result{RequeueAfter: wait}, nil
 	case drainPodDeleted:
 		phase := summav1.PhaseRestarting
 		if purpose == purposeSuspend {
 			phase = summav1.PhaseSuspended
 		}
-		notReady(x, phase, "PodStopping", "engine drained; pod "+pod.Name+" deleted", true)
+		notReady(index, phase, "PodStopping", "engine drained; pod "+pod.Name+" deleted", true)
 	}
 	return reconcile.Result{RequeueAfter: pollInterval}, nil
 }
@@ -94,40 +94,40 @@ func (r *SummaIndexReconciler) replacePod(ctx context.Context, x *summav1.SummaI
 // leaves the pod running with Degraded, unless force is set (deletion of
 // the SummaIndex), in which case the pod is deleted anyway and the engine
 // drains once more in its SIGTERM handler.
-func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod,
+func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod,
 	purpose string, force bool) (drainOutcome, error) {
 	lg := log.FromContext(ctx).WithValues("pod", pod.Name, "purpose", purpose)
 	if !engineRunning(pod) {
-		x.Status.DrainStartTime = nil
-		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, "the engine was not running")
+		index.Status.DrainStartTime = nil
+		return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, "the engine was not running")
 	}
-	c, err := r.engineFor(ctx, x, pod)
+	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
 		return drainWaiting, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
 	now := r.Options.Now()
-	if x.Status.DrainStartTime == nil {
+	if index.Status.DrainStartTime == nil {
 		// The intent is persisted before the engine is told: this pass
 		// only records it (the status write at its end), and the next one
 		// sends the drain. An operator killed, or a status write refused,
 		// in between leaves no drained engine that nobody will resume.
-		x.Status.DrainStartTime = &metav1.Time{Time: now}
-		x.Status.Phase = summav1.PhaseDraining
+		index.Status.DrainStartTime = &metav1.Time{Time: now}
+		index.Status.Phase = summav1.PhaseDraining
 		if purpose == purposeDoctor {
-			x.Status.Phase = summav1.PhaseRepairing
+			index.Status.Phase = summav1.PhaseRepairing
 		}
 		if purpose == purposeDelete {
-			x.Status.Phase = summav1.PhaseDeleting
+			index.Status.Phase = summav1.PhaseDeleting
 		}
-		setCondition(x, summav1.ConditionReady, false, "Draining", "the engine drains before its pod stops ("+purpose+")")
-		setCondition(x, summav1.ConditionProgressing, true, "Draining", "the engine drains before its pod stops ("+purpose+")")
-		r.event(x, pod, corev1.EventTypeNormal, "Draining", "draining the engine of %s before stopping it (%s)", pod.Name, purpose)
+		setCondition(index, summav1.ConditionReady, false, "Draining", "the engine drains before its pod stops ("+purpose+")")
+		setCondition(index, summav1.ConditionProgressing, true, "Draining", "the engine drains before its pod stops ("+purpose+")")
+		r.event(index, pod, corev1.EventTypeNormal, "Draining", "draining the engine of %s before stopping it (%s)", pod.Name, purpose)
 		lg.Info("Drain started")
 		return drainWaiting, nil
 	}
-	elapsed := now.Sub(x.Status.DrainStartTime.Time)
+	elapsed := now.Sub(index.Status.DrainStartTime.Time)
 	ds, err := c.DrainStatus(cctx)
 	if err == nil && !ds.Draining {
 		// The intent was recorded by the last pass (or the engine
@@ -140,18 +140,18 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 	if err == nil && ds.Drained {
 		drainsTotal.WithLabelValues(purpose, "drained").Inc()
 		drainSeconds.WithLabelValues(purpose).Observe(elapsed.Seconds())
-		x.Status.DrainStartTime = nil
-		x.Status.DrainFailures, x.Status.LastDrainFailureTime = 0, nil
+		index.Status.DrainStartTime = nil
+		index.Status.DrainFailures, index.Status.LastDrainFailureTime = 0, nil
 		lg.Info("Engine drained", "seconds", elapsed.Seconds())
-		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, fmt.Sprintf("drained in %.1fs", elapsed.Seconds()))
+		return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, fmt.Sprintf("drained in %.1fs", elapsed.Seconds()))
 	}
-	if elapsed < x.Spec.Lifecycle.DrainTimeout() {
+	if elapsed < index.Spec.Lifecycle.DrainTimeout() {
 		if err != nil {
 			lg.Info("Drain status not available yet", "error", err.Error())
 		}
 		return drainWaiting, nil
 	}
-	reason := fmt.Sprintf("the engine did not drain within %s", x.Spec.Lifecycle.DrainTimeout())
+	reason := fmt.Sprintf("the engine did not drain within %s", index.Spec.Lifecycle.DrainTimeout())
 	if err != nil {
 		reason += ": " + err.Error()
 	} else {
@@ -163,9 +163,9 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 	}
 	if force {
 		drainTimedOutTotal(purpose, elapsed)
-		x.Status.DrainStartTime = nil
-		r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; stopping the pod anyway (%s)", reason, purpose)
-		return drainPodDeleted, r.deletePod(ctx, x, pod, purpose, "drain timed out")
+		index.Status.DrainStartTime = nil
+		r.event(index, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; stopping the pod anyway (%s)", reason, purpose)
+		return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, "drain timed out")
 	}
 	// Writes are admitted again before the timeout is recorded. A resume
 	// the engine refuses (or does not answer) keeps DrainStartTime, so
@@ -181,12 +181,12 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, x *summav1.Summ
 			fmt.Errorf("%s, and resuming its writes failed (asked again): %w", reason, rerr))
 	}
 	drainTimedOutTotal(purpose, elapsed)
-	x.Status.DrainStartTime = nil
-	x.Status.DrainFailures++
-	x.Status.LastDrainFailureTime = &metav1.Time{Time: now}
-	x.Status.Phase = summav1.PhaseRunning
-	r.event(x, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; pod %s keeps running, retry with backoff", reason, pod.Name)
-	lg.Info("Drain timed out; writes resumed", "failures", x.Status.DrainFailures)
+	index.Status.DrainStartTime = nil
+	index.Status.DrainFailures++
+	index.Status.LastDrainFailureTime = &metav1.Time{Time: now}
+	index.Status.Phase = summav1.PhaseRunning
+	r.event(index, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; pod %s keeps running, retry with backoff", reason, pod.Name)
+	lg.Info("Drain timed out; writes resumed", "failures", index.Status.DrainFailures)
 	return drainTimedOut, nil
 }
 
@@ -198,7 +198,7 @@ func drainTimedOutTotal(purpose string, elapsed time.Duration) {
 
 // deletePod deletes the engine pod with a precondition on its UID (never a
 // replacement created meanwhile) and the pod's own grace period.
-func (r *SummaIndexReconciler) deletePod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, purpose, why string) error {
+func (r *SummaIndexReconciler) deletePod(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, purpose, why string) error {
 	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		opts = append(opts, client.GracePeriodSeconds(*g))
@@ -207,17 +207,17 @@ func (r *SummaIndexReconciler) deletePod(ctx context.Context, x *summav1.SummaIn
 		return fmt.Errorf("delete engine pod %s: %w", pod.Name, err)
 	}
 	restartsTotal.WithLabelValues(purpose).Inc()
-	r.event(x, pod, corev1.EventTypeNormal, "PodDeleted", "engine pod %s deleted (%s: %s)", pod.Name, purpose, why)
+	r.event(index, pod, corev1.EventTypeNormal, "PodDeleted", "engine pod %s deleted (%s: %s)", pod.Name, purpose, why)
 	return nil
 }
 
 // resumeEngine undoes a drain that no restart follows any more: writes are
 // admitted again and the drain is forgotten.
-func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
+func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) error {
 	if engineRunning(pod) {
 		cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 		defer cancel()
-		c, err := r.engineFor(ctx, x, pod)
+		c, err := r.engineFor(ctx, index, pod)
 		if err != nil {
 			return err
 		}
@@ -226,8 +226,8 @@ func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.Summ
 		}
 		r.engineCalled(ctx, "resume/unwanted")
 	}
-	x.Status.DrainStartTime = nil
-	r.event(x, pod, corev1.EventTypeNormal, "Resumed", "the restart is no longer needed: writes admitted again")
+	index.Status.DrainStartTime = nil
+	r.event(index, pod, corev1.EventTypeNormal, "Resumed", "the restart is no longer needed: writes admitted again")
 	return nil
 }
 
@@ -240,11 +240,11 @@ func (r *SummaIndexReconciler) resumeEngine(ctx context.Context, x *summav1.Summ
 // pending. resumed tells whether the engine was draining; silent, that it
 // was asked and did not answer (starting, stopped, overloaded: the caller
 // backs off).
-func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (resumed, silent bool, err error) {
-	if !engineRunning(pod) || x.Status.DrainStartTime != nil {
+func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (resumed, silent bool, err error) {
+	if !engineRunning(pod) || index.Status.DrainStartTime != nil {
 		return false, false, nil
 	}
-	c, err := r.engineFor(ctx, x, pod)
+	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
 		return false, false, err
 	}
@@ -261,7 +261,7 @@ func (r *SummaIndexReconciler) resumeStrayDrain(ctx context.Context, x *summav1.
 		return false, false, fmt.Errorf("resume the engine of %s, draining with no restart in progress: %w", pod.Name, err)
 	}
 	r.engineCalled(ctx, "resume/stray")
-	r.event(x, pod, corev1.EventTypeNormal, "Resumed",
+	r.event(index, pod, corev1.EventTypeNormal, "Resumed",
 		"the engine of %s was draining with no restart, suspend, doctor run or deletion in progress: writes admitted again", pod.Name)
 	log.FromContext(ctx).Info("Resumed an engine draining with no restart in progress", "pod", pod.Name)
 	return true, false, nil

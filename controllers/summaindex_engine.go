@@ -26,8 +26,8 @@ import (
 // verifying the certificate with the ca.crt of the TLS Secret the pod
 // mounts (the system roots without one), with the admin token of the
 // credentials Secret the pod mounts.
-func (r *SummaIndexReconciler) engineFor(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (*client.Client, error) {
-	base, hc, token, err := r.engineConn(ctx, x, pod)
+func (r *SummaIndexReconciler) engineFor(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (*client.Client, error) {
+	base, hc, token, err := r.engineConn(ctx, index, pod)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (r *SummaIndexReconciler) engineFor(ctx context.Context, x *summav1.SummaIn
 }
 
 // engineConn is engineFor's base URL, HTTP client and admin token.
-func (r *SummaIndexReconciler) engineConn(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (string, *http.Client, string, error) {
+func (r *SummaIndexReconciler) engineConn(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (string, *http.Client, string, error) {
 	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(EnginePort))
 	pa := accessOf(pod)
 	token := ""
@@ -57,16 +57,16 @@ func (r *SummaIndexReconciler) engineConn(ctx context.Context, x *summav1.SummaI
 		}
 		ca = s.Data[summav1.CACertKey]
 	}
-	hc, err := r.clients.get(ca, x.ServiceHost(), x.ServiceDNSNames(r.Options.ClusterDomain), r.Options.EngineTimeout, r.Options.Now)
+	hc, err := r.clients.get(ca, index.ServiceHost(), index.ServiceDNSNames(r.Options.ClusterDomain), r.Options.EngineTimeout, r.Options.Now)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("engine pod %s: the ca.crt of secret %s: %w", pod.Name, pa.tlsSecret, err)
 	}
 	return "https://" + addr, hc, token, nil
 }
 
-// engineSchema is x's schema as the engine's JSON.
-func engineSchema(x *summav1.SummaIndex) (json.RawMessage, error) {
-	raw, err := json.Marshal(x.Spec.Schema)
+// engineSchema is index's schema as the engine's JSON.
+func engineSchema(index *summav1.SummaIndex) (json.RawMessage, error) {
+	raw, err := json.Marshal(index.Spec.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("encode schema: %w", err)
 	}
@@ -79,38 +79,38 @@ type errSchemaConflict struct{ msg string }
 
 func (e *errSchemaConflict) Error() string { return e.msg }
 
-// observeEngine creates x's index in the engine when missing and copies the
+// observeEngine creates index's index in the engine when missing and copies the
 // engine's view into status: documents, segments, generation, quarantine,
 // durability and the drain estimate.
-func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
+func (r *SummaIndexReconciler) observeEngine(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	base, hc, token, err := r.engineConn(ctx, x, pod)
+	base, hc, token, err := r.engineConn(ctx, index, pod)
 	if err != nil {
 		return err
 	}
 	c := client.New(base, hc).WithToken(token)
-	st, err := c.GetIndex(ctx, x.Name)
+	st, err := c.GetIndex(ctx, index.Name)
 	if client.IsCode(err, client.CodeIndexNotFound) {
-		schema, serr := engineSchema(x)
+		schema, serr := engineSchema(index)
 		if serr != nil {
 			return serr
 		}
-		created, cerr := c.CreateIndex(ctx, x.Name, schema)
+		created, cerr := c.CreateIndex(ctx, index.Name, schema)
 		r.engineCalled(ctx, "create-index")
 		if client.IsCode(cerr, client.CodeIndexExists) {
-			return &errSchemaConflict{msg: "the engine holds index " + x.Name + " with another schema: " + cerr.Error()}
+			return &errSchemaConflict{msg: "the engine holds index " + index.Name + " with another schema: " + cerr.Error()}
 		}
 		if cerr != nil {
-			return fmt.Errorf("create index %s in the engine: %w", x.Name, cerr)
+			return fmt.Errorf("create index %s in the engine: %w", index.Name, cerr)
 		}
 		if created {
-			r.event(x, pod, corev1.EventTypeNormal, "IndexCreated", "index %s created in the engine", x.Name)
+			r.event(index, pod, corev1.EventTypeNormal, "IndexCreated", "index %s created in the engine", index.Name)
 		}
-		st, err = c.GetIndex(ctx, x.Name)
+		st, err = c.GetIndex(ctx, index.Name)
 	}
 	if err != nil {
-		return fmt.Errorf("read index %s from the engine: %w", x.Name, err)
+		return fmt.Errorf("read index %s from the engine: %w", index.Name, err)
 	}
 	lc, err := c.Lifecycle(ctx)
 	if err != nil {
@@ -118,41 +118,44 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, x *summav1.Sum
 	}
 	// Status follows the engine from now on through a long poll
 	// (summaindex_statuswatch.go), not only at each resync.
-	r.watches.ensure(types.NamespacedName{Namespace: x.Namespace, Name: x.Name},
-		watchTarget{podUID: pod.UID, base: base, transport: transportOf(hc), token: token, index: x.Name},
+	r.watches.ensure(types.NamespacedName{Namespace: index.Namespace, Name: index.Name},
+		watchTarget{podUID: pod.UID, base: base, transport: transportOf(hc), token: token, index: index.Name},
 		int64(st.Generation), int64(len(st.Quarantined)))
-	before := engineFigures(x)
+	before := engineFigures(index)
 	defer func() {
-		if engineFigures(x) != before {
+		if engineFigures(index) != before {
 			now := metav1.NewTime(r.Options.Now())
-			x.Status.LastObservedTime = &now
+			index.Status.LastObservedTime = &now
 		}
 	}()
-	s := &x.Status
+	s := &index.Status
 	s.Documents = int64(st.Documents)
 	s.Segments = int64(len(st.Segments))
 	s.Generation = int64(st.Generation)
 	s.UncommittedDocuments = int64(st.UncommittedDocuments)
 	s.DurabilityDegraded = st.DurabilityDegraded
-	r.observeStorage(ctx, x, pod, st.Storage)
+	r.observeStorage(ctx, index, pod, st.Storage)
 	// The estimate moves with every measurement: status follows it only
 	// when it moved enough to matter, so a steady index is never rewritten.
-	if est := lc.DrainEstimateSeconds; s.DrainEstimateSeconds == nil ||
-		math.Abs(est-*s.DrainEstimateSeconds) > max(0.5, 0.2**s.DrainEstimateSeconds) {
+	// While a drain runs it stays the one read before: the drain commits
+	// the backlog it measured, and the next pod's grace is sized from it
+	// (summaindex_grace.go).
+	if est := lc.DrainEstimateSeconds; s.DrainStartTime == nil && (s.DrainEstimateSeconds == nil ||
+		math.Abs(est-*s.DrainEstimateSeconds) > max(0.5, 0.2**s.DrainEstimateSeconds)) {
 		est = math.Round(est*10) / 10
 		s.DrainEstimateSeconds = &est
 	}
 	s.QuarantinedSegments, s.QuarantinedSegmentCount = quarantinedSegments(st.Quarantined)
 	if n := s.QuarantinedSegmentCount; n > 0 {
-		if !x.IsConditionTrue(summav1.ConditionDoctorRequired) {
-			r.event(x, pod, corev1.EventTypeWarning, "DoctorRequired",
+		if !index.IsConditionTrue(summav1.ConditionDoctorRequired) {
+			r.event(index, pod, corev1.EventTypeWarning, "DoctorRequired",
 				"%d quarantined segment(s); set spec.doctor.requestId to run the doctor", n)
 		}
-		setCondition(x, summav1.ConditionDoctorRequired, true, "SegmentsQuarantined",
+		setCondition(index, summav1.ConditionDoctorRequired, true, "SegmentsQuarantined",
 			fmt.Sprintf("%d segment(s) quarantined (first: %s: %s); set spec.doctor.requestId to repair",
 				n, s.QuarantinedSegments[0].ID, s.QuarantinedSegments[0].Reason))
 	} else {
-		setCondition(x, summav1.ConditionDoctorRequired, false, "NoQuarantine", "every segment opens")
+		setCondition(index, summav1.ConditionDoctorRequired, false, "NoQuarantine", "every segment opens")
 	}
 	return nil
 }
@@ -165,9 +168,9 @@ type figures struct {
 	firstQuarantined                                          string
 }
 
-// engineFigures returns x's engine figures.
-func engineFigures(x *summav1.SummaIndex) figures {
-	s := &x.Status
+// engineFigures returns index's engine figures.
+func engineFigures(index *summav1.SummaIndex) figures {
+	s := &index.Status
 	f := figures{documents: s.Documents, segments: s.Segments, generation: s.Generation,
 		uncommitted: s.UncommittedDocuments, quarantined: s.QuarantinedSegmentCount, degraded: s.DurabilityDegraded}
 	if len(s.QuarantinedSegments) > 0 {

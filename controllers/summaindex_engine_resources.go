@@ -21,8 +21,8 @@ var (
 // engineResources is spec.resources with the default requests added for CPU
 // and memory where the spec says nothing about them. A limit without a
 // request is left alone: Kubernetes then requests the limit.
-func engineResources(x *summav1.SummaIndex) corev1.ResourceRequirements {
-	r := *x.Spec.Resources.DeepCopy()
+func engineResources(index *summav1.SummaIndex) corev1.ResourceRequirements {
+	r := *index.Spec.Resources.DeepCopy()
 	for name, def := range map[corev1.ResourceName]resource.Quantity{
 		corev1.ResourceCPU:    DefaultEngineCPURequest,
 		corev1.ResourceMemory: DefaultEngineMemoryRequest,

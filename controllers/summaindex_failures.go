@@ -33,9 +33,9 @@ const (
 	AnnotationRestartedAt = "summa.dev/restartedAt"
 )
 
-// paused reports whether x's pod must not be changed.
-func paused(x *summav1.SummaIndex) bool {
-	return x.Annotations[AnnotationReconcile] == ReconcilePaused
+// paused reports whether index's pod must not be changed.
+func paused(index *summav1.SummaIndex) bool {
+	return index.Annotations[AnnotationReconcile] == ReconcilePaused
 }
 
 // Reasons of Degraded set by a failing step. Each names what failed; the
@@ -149,25 +149,25 @@ func (f *failures) dropConflicts() bool {
 // conflictRetry is when a pass that met a write conflict runs again.
 const conflictRetry = time.Second
 
-// report shows this pass's failures on x: one Warning event and one Info
+// report shows this pass's failures on index: one Warning event and one Info
 // log line per failure (rate-limited), and Degraded decided from
 // everything true now (summaindex_conditions.go), cleared with a Normal
 // event when nothing holds any more; Stalled from the same causes
 // (summaindex_kstatus.go).
-func (r *SummaIndexReconciler) report(ctx context.Context, x *summav1.SummaIndex, f failures) {
+func (r *SummaIndexReconciler) report(ctx context.Context, index *summav1.SummaIndex, f failures) {
 	for _, err := range f {
 		reason := failureReason(err)
-		if r.warnings.due(x, reason, err.Error()) {
-			r.event(x, nil, corev1.EventTypeWarning, reason, "%v", err)
+		if r.warnings.due(index, reason, err.Error()) {
+			r.event(index, nil, corev1.EventTypeWarning, reason, "%v", err)
 			log.FromContext(ctx).Info("Reconcile step failed", "reason", reason, "error", err.Error())
 		}
 	}
-	cs := degradedCauses(x, f)
-	if was := setDegraded(x, cs); was != "" {
-		r.event(x, nil, corev1.EventTypeNormal, "Recovered", "%s cleared", was)
-		r.warnings.forget(x)
+	cs := degradedCauses(index, f)
+	if was := setDegraded(index, cs); was != "" {
+		r.event(index, nil, corev1.EventTypeNormal, "Recovered", "%s cleared", was)
+		r.warnings.forget(index)
 	}
-	setStalled(x, cs)
+	setStalled(index, cs)
 }
 
 // clip shortens s to at most n bytes.
@@ -197,14 +197,14 @@ type warningSeen struct {
 }
 
 // due reports whether an event of reason with message is to be recorded
-// now for x, and remembers it when so.
-func (l *warningLimiter) due(x *summav1.SummaIndex, reason, message string) bool {
+// now for index, and remembers it when so.
+func (l *warningLimiter) due(index *summav1.SummaIndex, reason, message string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
 		l.last = map[string]warningSeen{}
 	}
-	key := warningKeyPrefix(client.ObjectKeyFromObject(x)) + string(x.UID) + "/" + reason
+	key := warningKeyPrefix(client.ObjectKeyFromObject(index)) + string(index.UID) + "/" + reason
 	seen, ok := l.last[key]
 	now := time.Now()
 	if ok && seen.message == message && now.Sub(seen.at) < warningInterval {
@@ -219,9 +219,9 @@ func warningKeyPrefix(key client.ObjectKey) string {
 	return key.Namespace + "/" + key.Name + "/"
 }
 
-// forget drops what was remembered of x.
-func (l *warningLimiter) forget(x *summav1.SummaIndex) {
-	l.forgetPrefix(warningKeyPrefix(client.ObjectKeyFromObject(x)) + string(x.UID) + "/")
+// forget drops what was remembered of index.
+func (l *warningLimiter) forget(index *summav1.SummaIndex) {
+	l.forgetPrefix(warningKeyPrefix(client.ObjectKeyFromObject(index)) + string(index.UID) + "/")
 }
 
 // forgetName drops what was remembered of every index that had this name:
@@ -249,45 +249,45 @@ const failureRetry = 10 * time.Second
 // creation, drain, restart or doctor step. A drain this operator started
 // before the pause is taken back (writes admitted again), so a paused index
 // is never left refusing writes.
-func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
-	if prev := x.GetCondition(summav1.ConditionProgressing); prev == nil || prev.Reason != ReasonPaused {
-		r.event(x, nil, corev1.EventTypeNormal, ReasonPaused,
+func (r *SummaIndexReconciler) reconcilePaused(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (reconcile.Result, error) {
+	if prev := index.GetCondition(summav1.ConditionProgressing); prev == nil || prev.Reason != ReasonPaused {
+		r.event(index, nil, corev1.EventTypeNormal, ReasonPaused,
 			"annotation %s=%s: the operator changes nothing of the engine pod until it is removed", AnnotationReconcile, ReconcilePaused)
 	}
-	defer setCondition(x, summav1.ConditionProgressing, false, ReasonPaused,
+	defer setCondition(index, summav1.ConditionProgressing, false, ReasonPaused,
 		"annotation "+AnnotationReconcile+"="+ReconcilePaused+": pod changes are paused; status is kept current")
 	if pod == nil || pod.DeletionTimestamp != nil {
-		x.Status.PodName, x.Status.PodUID = "", ""
-		setCondition(x, summav1.ConditionReady, false, ReasonPaused, "no engine pod runs and reconciliation is paused")
+		index.Status.PodName, index.Status.PodUID = "", ""
+		setCondition(index, summav1.ConditionReady, false, ReasonPaused, "no engine pod runs and reconciliation is paused")
 		return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 	}
-	x.Status.PodName, x.Status.PodUID = pod.Name, pod.UID
-	x.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
-	if x.Status.DrainStartTime != nil {
-		if err := r.resumeEngine(ctx, x, pod); err != nil {
+	index.Status.PodName, index.Status.PodUID = pod.Name, pod.UID
+	index.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
+	if index.Status.DrainStartTime != nil {
+		if err := r.resumeEngine(ctx, index, pod); err != nil {
 			return reconcile.Result{}, failed(ReasonEngineUnreachable, err)
 		}
 	}
 	if !engineReady(pod) {
-		key := client.ObjectKeyFromObject(x)
-		_, silent, err := r.resumeStrayDrain(ctx, x, pod)
+		key := client.ObjectKeyFromObject(index)
+		_, silent, err := r.resumeStrayDrain(ctx, index, pod)
 		if err != nil {
 			return reconcile.Result{RequeueAfter: pollInterval}, failed(ReasonEngineUnreachable, err)
 		}
-		markRunning(x, false, pod)
+		markRunning(index, false, pod)
 		if silent {
 			return reconcile.Result{RequeueAfter: r.unreachable.next(key, r.Options.ResyncPeriod)}, nil
 		}
 		return reconcile.Result{RequeueAfter: notReadyPoll}, nil
 	}
-	if err := r.observeEngine(ctx, x, pod); err != nil {
-		markRunning(x, false, pod)
+	if err := r.observeEngine(ctx, index, pod); err != nil {
+		markRunning(index, false, pod)
 		err = failed(ReasonEngineUnreachable, fmt.Errorf("engine pod %s is ready but its engine does not answer: %w", pod.Name, err))
-		setCondition(x, summav1.ConditionReady, false, ReasonEngineUnreachable, err.Error())
-		return reconcile.Result{RequeueAfter: r.unreachable.next(client.ObjectKeyFromObject(x), r.Options.ResyncPeriod)}, err
+		setCondition(index, summav1.ConditionReady, false, ReasonEngineUnreachable, err.Error())
+		return reconcile.Result{RequeueAfter: r.unreachable.next(client.ObjectKeyFromObject(index), r.Options.ResyncPeriod)}, err
 	}
-	r.unreachable.reset(client.ObjectKeyFromObject(x))
-	markRunning(x, true, pod)
+	r.unreachable.reset(client.ObjectKeyFromObject(index))
+	markRunning(index, true, pod)
 	return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 }
 
@@ -299,12 +299,12 @@ const messageLength = 120
 
 // summarize sets status.message from the conditions: the Degraded reason
 // and message when it is True, else why the index is not Ready.
-func summarize(x *summav1.SummaIndex) {
+func summarize(index *summav1.SummaIndex) {
 	msg := ""
-	if c := x.GetCondition(summav1.ConditionDegraded); c != nil && c.Status == "True" {
+	if c := index.GetCondition(summav1.ConditionDegraded); c != nil && c.Status == "True" {
 		msg = c.Reason + ": " + c.Message
-	} else if c := x.GetCondition(summav1.ConditionReady); c != nil && c.Status != "True" && x.Status.Phase != summav1.PhaseSuspended {
+	} else if c := index.GetCondition(summav1.ConditionReady); c != nil && c.Status != "True" && index.Status.Phase != summav1.PhaseSuspended {
 		msg = c.Message
 	}
-	x.Status.Message = clip(strings.Join(strings.Fields(msg), " "), messageLength)
+	index.Status.Message = clip(strings.Join(strings.Fields(msg), " "), messageLength)
 }

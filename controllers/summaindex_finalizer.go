@@ -18,22 +18,22 @@ import (
 // finalizers) added after the read; with the lock such a patch fails with
 // a conflict and the next pass reads again.
 
-// addFinalizer adds summa.dev/deletion to x.
-func addFinalizer(ctx context.Context, c client.Client, x *summav1.SummaIndex) error {
-	patch := client.MergeFromWithOptions(x.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(x, summav1.Finalizer)
-	if err := c.Patch(ctx, x, patch); err != nil {
+// addFinalizer adds summa.dev/deletion to index.
+func addFinalizer(ctx context.Context, c client.Client, index *summav1.SummaIndex) error {
+	patch := client.MergeFromWithOptions(index.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(index, summav1.Finalizer)
+	if err := c.Patch(ctx, index, patch); err != nil {
 		return fmt.Errorf("add finalizer: %w", err)
 	}
 	return nil
 }
 
-// removeFinalizer removes summa.dev/deletion from x; x being gone already
+// removeFinalizer removes summa.dev/deletion from index; index being gone already
 // is not an error.
-func removeFinalizer(ctx context.Context, c client.Client, x *summav1.SummaIndex) error {
-	patch := client.MergeFromWithOptions(x.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(x, summav1.Finalizer)
-	if err := c.Patch(ctx, x, patch); err != nil && !apierrors.IsNotFound(err) {
+func removeFinalizer(ctx context.Context, c client.Client, index *summav1.SummaIndex) error {
+	patch := client.MergeFromWithOptions(index.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(index, summav1.Finalizer)
+	if err := c.Patch(ctx, index, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	return nil

@@ -68,7 +68,7 @@ const (
 // setStalled sets Stalled from Degraded's causes cs: True with the first
 // cause that waiting does not clear (and the others of that kind in the
 // message), else False.
-func setStalled(x *summav1.SummaIndex, cs []cause) {
+func setStalled(index *summav1.SummaIndex, cs []cause) {
 	var stuck []cause
 	for _, c := range cs {
 		if stalledReasons[c.reason] {
@@ -76,7 +76,7 @@ func setStalled(x *summav1.SummaIndex, cs []cause) {
 		}
 	}
 	if len(stuck) == 0 {
-		setCondition(x, summav1.ConditionStalled, false, ReasonNotStalled, "")
+		setCondition(index, summav1.ConditionStalled, false, ReasonNotStalled, "")
 		return
 	}
 	msg := stuck[0].message
@@ -87,26 +87,26 @@ func setStalled(x *summav1.SummaIndex, cs []cause) {
 		}
 		msg = strings.Join(msgs, "; ")
 	}
-	setCondition(x, summav1.ConditionStalled, true, stuck[0].reason, clip(msg, 1024))
+	setCondition(index, summav1.ConditionStalled, true, stuck[0].reason, clip(msg, 1024))
 }
 
-// setReconciling sets Reconciling from the rest of x's status.
-func setReconciling(x *summav1.SummaIndex) {
-	if s := x.GetCondition(summav1.ConditionStalled); s != nil && s.Status == metav1.ConditionTrue {
-		setCondition(x, summav1.ConditionReconciling, false, s.Reason,
+// setReconciling sets Reconciling from the rest of index's status.
+func setReconciling(index *summav1.SummaIndex) {
+	if s := index.GetCondition(summav1.ConditionStalled); s != nil && s.Status == metav1.ConditionTrue {
+		setCondition(index, summav1.ConditionReconciling, false, s.Reason,
 			"progress is blocked until a person acts (see the Stalled condition)")
 		return
 	}
-	reason, msg, busy := reconcilingCause(x)
-	setCondition(x, summav1.ConditionReconciling, busy, reason, clip(msg, 1024))
+	reason, msg, busy := reconcilingCause(index)
+	setCondition(index, summav1.ConditionReconciling, busy, reason, clip(msg, 1024))
 }
 
-// reconcilingCause says whether the operator still works toward x's spec,
+// reconcilingCause says whether the operator still works toward index's spec,
 // and why (or why not).
-func reconcilingCause(x *summav1.SummaIndex) (reason, message string, busy bool) {
-	ready := x.GetCondition(summav1.ConditionReady)
-	progressing := x.GetCondition(summav1.ConditionProgressing)
-	degraded := x.GetCondition(summav1.ConditionDegraded)
+func reconcilingCause(index *summav1.SummaIndex) (reason, message string, busy bool) {
+	ready := index.GetCondition(summav1.ConditionReady)
+	progressing := index.GetCondition(summav1.ConditionProgressing)
+	degraded := index.GetCondition(summav1.ConditionDegraded)
 	readyWhy := func(fallback string) (string, string) {
 		if ready != nil && ready.Status != metav1.ConditionTrue {
 			return ready.Reason, ready.Message
@@ -114,25 +114,25 @@ func reconcilingCause(x *summav1.SummaIndex) (reason, message string, busy bool)
 		return fallback, ""
 	}
 	switch {
-	case x.DeletionTimestamp != nil:
+	case index.DeletionTimestamp != nil:
 		return "Deleting", "the SummaIndex is being deleted", true
-	case x.Status.ObservedGeneration != x.Generation:
+	case index.Status.ObservedGeneration != index.Generation:
 		return ReasonNewGeneration, fmt.Sprintf("generation %d is not reconciled yet (status is of generation %d)",
-			x.Generation, x.Status.ObservedGeneration), true
-	case paused(x):
+			index.Generation, index.Status.ObservedGeneration), true
+	case paused(index):
 		return ReasonPaused, "annotation " + AnnotationReconcile + "=" + ReconcilePaused +
 			": the operator changes nothing of the engine pod, so nothing is in progress", false
 	case progressing != nil && progressing.Status == metav1.ConditionTrue:
 		return progressing.Reason, progressing.Message, true
-	case doctorActive(x):
+	case doctorActive(index):
 		return "DoctorRequested", "a doctor run is in progress", true
-	case x.Status.DrainStartTime != nil:
+	case index.Status.DrainStartTime != nil:
 		return "Draining", "the engine drains before its pod stops", true
 	}
-	switch x.Status.Phase {
+	switch index.Status.Phase {
 	case "", summav1.PhasePending, summav1.PhaseDraining, summav1.PhaseRestarting,
 		summav1.PhaseRepairing, summav1.PhaseDeleting:
-		phase := x.Status.Phase
+		phase := index.Status.Phase
 		if phase == "" {
 			phase = summav1.PhasePending
 		}
@@ -143,10 +143,10 @@ func reconcilingCause(x *summav1.SummaIndex) (reason, message string, busy bool)
 		// finishes when the engine mounts the volume again).
 		return "Suspended", "spec.suspend is set: the engine is stopped, the volume kept", false
 	}
-	if u := x.Status.UpdateRevision; u != "" && u != x.Status.CurrentRevision {
-		return ReasonRestartPending, "the engine pod runs revision " + x.Status.CurrentRevision + ", the spec asks for " + u, true
+	if u := index.Status.UpdateRevision; u != "" && u != index.Status.CurrentRevision {
+		return ReasonRestartPending, "the engine pod runs revision " + index.Status.CurrentRevision + ", the spec asks for " + u, true
 	}
-	if v := x.Status.Volume; v != nil {
+	if v := index.Status.Volume; v != nil {
 		switch v.Resize {
 		case summav1.VolumeResizePending, summav1.VolumeResizeInProgress, summav1.VolumeResizeFileSystemPending:
 			return ReasonVolumeResizing, "volume " + v.ClaimName + " grows (" + v.Resize + ")", true
@@ -160,5 +160,5 @@ func reconcilingCause(x *summav1.SummaIndex) (reason, message string, busy bool)
 		r, m := readyWhy("PodNotReady")
 		return r, m, true
 	}
-	return ReasonReconciled, fmt.Sprintf("the engine serves generation %d of the spec", x.Generation), false
+	return ReasonReconciled, fmt.Sprintf("the engine serves generation %d of the spec", index.Generation), false
 }

@@ -40,19 +40,33 @@ func kstatusOf(t *testing.T, x *summav1.SummaIndex) kstatus.Status {
 // engine that does not answer, a paused index) included.
 func TestKstatusAtEachStep(t *testing.T) {
 	script := argoScript()
-	ready := func(x *summav1.SummaIndex) {
-		x.Status.Phase = summav1.PhaseRunning
-		markRunning(x, true, nil)
-		x.Status.CurrentRevision, x.Status.UpdateRevision = "r1", "r1"
+	for _, c := range kstatusCases() {
+		t.Run(c.name, func(t *testing.T) { checkKstatusCase(t, script, c) })
 	}
-	for _, c := range []struct {
-		name   string
-		set    func(x *summav1.SummaIndex)
-		f      failures
-		want   kstatus.Status
-		argo   string
-		reason string // Reconciling's, or Stalled's when it is True
-	}{
+}
+
+// kstatusCase is a status a pass leaves, and what kstatus and Argo CD
+// should make of it.
+type kstatusCase struct {
+	name   string
+	set    func(x *summav1.SummaIndex)
+	f      failures
+	want   kstatus.Status
+	argo   string
+	reason string // Reconciling's, or Stalled's when it is True
+}
+
+// kstatusReady is the status of a pass that found the engine serving.
+func kstatusReady(x *summav1.SummaIndex) {
+	x.Status.Phase = summav1.PhaseRunning
+	markRunning(x, true, nil)
+	x.Status.CurrentRevision, x.Status.UpdateRevision = "r1", "r1"
+}
+
+// kstatusCases are the cases of TestKstatusAtEachStep.
+func kstatusCases() []kstatusCase {
+	ready := kstatusReady
+	return []kstatusCase{
 		{"first pass, pod created", func(x *summav1.SummaIndex) {
 			notReady(x, summav1.PhasePending, "PodCreated", "engine pod created", true)
 		}, nil, kstatus.InProgressStatus, "Progressing", "PodCreated"},
@@ -125,52 +139,54 @@ func TestKstatusAtEachStep(t *testing.T) {
 			x.Annotations = map[string]string{AnnotationReconcile: ReconcilePaused}
 			setCondition(x, summav1.ConditionProgressing, false, ReasonPaused, "paused")
 		}, nil, kstatus.CurrentStatus, "Healthy", ReasonPaused},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			x := podTestIndex()
-			x.Generation = 3
-			c.set(x)
-			setStalled(x, degradedCauses(x, c.f))
-			setDegraded(x, degradedCauses(x, c.f))
-			x.Status.ObservedGeneration = x.Generation
-			setReconciling(x)
-			if got := kstatusOf(t, x); got != c.want {
-				t.Errorf("kstatus %s, want %s (%s)", got, c.want, conditionsLine(x))
-			}
-			rec, stalled := x.GetCondition(summav1.ConditionReconciling), x.GetCondition(summav1.ConditionStalled)
-			if rec.Status == metav1.ConditionTrue && stalled.Status == metav1.ConditionTrue {
-				t.Errorf("Reconciling and Stalled both True")
-			}
-			reason := rec.Reason
-			if stalled.Status == metav1.ConditionTrue {
-				reason = stalled.Reason
-				if !x.IsConditionTrue(summav1.ConditionDegraded) {
-					t.Errorf("Stalled without Degraded")
-				}
-			}
-			if reason != c.reason {
-				t.Errorf("reason %s, want %s (%s)", reason, c.reason, conditionsLine(x))
-			}
-			obj, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(x)
-			_ = unstructured.SetNestedField(obj, x.Generation, "metadata", "generation")
-			_ = unstructured.SetNestedField(obj, x.Status.ObservedGeneration, "status", "observedGeneration")
-			h, err := runArgoHealth(script, obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Status != c.argo {
-				t.Errorf("Argo CD %s (%s), want %s", h.Status, h.Message, c.argo)
-			}
-			if err := agree(c.want, h, obj); err != nil {
-				t.Error(err)
-			}
-			// Before the pass of a new generation, whatever the rest says,
-			// both read it as in progress.
-			x.Generation++
-			if got := kstatusOf(t, x); got != kstatus.InProgressStatus {
-				t.Errorf("unobserved generation: kstatus %s", got)
-			}
-		})
+	}
+}
+
+// checkKstatusCase sets the conditions of c as report and the status
+// write leave them, and checks kstatus and Argo CD.
+func checkKstatusCase(t *testing.T, script string, c kstatusCase) {
+	x := podTestIndex()
+	x.Generation = 3
+	c.set(x)
+	setStalled(x, degradedCauses(x, c.f))
+	setDegraded(x, degradedCauses(x, c.f))
+	x.Status.ObservedGeneration = x.Generation
+	setReconciling(x)
+	if got := kstatusOf(t, x); got != c.want {
+		t.Errorf("kstatus %s, want %s (%s)", got, c.want, conditionsLine(x))
+	}
+	rec, stalled := x.GetCondition(summav1.ConditionReconciling), x.GetCondition(summav1.ConditionStalled)
+	if rec.Status == metav1.ConditionTrue && stalled.Status == metav1.ConditionTrue {
+		t.Errorf("Reconciling and Stalled both True")
+	}
+	reason := rec.Reason
+	if stalled.Status == metav1.ConditionTrue {
+		reason = stalled.Reason
+		if !x.IsConditionTrue(summav1.ConditionDegraded) {
+			t.Errorf("Stalled without Degraded")
+		}
+	}
+	if reason != c.reason {
+		t.Errorf("reason %s, want %s (%s)", reason, c.reason, conditionsLine(x))
+	}
+	obj, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(x)
+	_ = unstructured.SetNestedField(obj, x.Generation, "metadata", "generation")
+	_ = unstructured.SetNestedField(obj, x.Status.ObservedGeneration, "status", "observedGeneration")
+	h, err := runArgoHealth(script, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != c.argo {
+		t.Errorf("Argo CD %s (%s), want %s", h.Status, h.Message, c.argo)
+	}
+	if err := agree(c.want, h, obj); err != nil {
+		t.Error(err)
+	}
+	// Before the pass of a new generation, whatever the rest says,
+	// both read it as in progress.
+	x.Generation++
+	if got := kstatusOf(t, x); got != kstatus.InProgressStatus {
+		t.Errorf("unobserved generation: kstatus %s", got)
 	}
 }
 

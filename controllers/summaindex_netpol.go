@@ -45,7 +45,7 @@ const (
 // desiredNetworkPolicy is the engine's NetworkPolicy for an operator
 // running in operatorNamespace ("" when it runs outside the cluster, so
 // that no pod of it is admitted).
-func desiredNetworkPolicy(x *summav1.SummaIndex, operatorNamespace string) networkingv1.NetworkPolicySpec {
+func desiredNetworkPolicy(index *summav1.SummaIndex, operatorNamespace string) networkingv1.NetworkPolicySpec {
 	var from []networkingv1.NetworkPolicyPeer
 	if operatorNamespace != "" {
 		from = append(from, networkingv1.NetworkPolicyPeer{
@@ -54,16 +54,16 @@ func desiredNetworkPolicy(x *summav1.SummaIndex, operatorNamespace string) netwo
 		})
 	}
 	from = append(from, networkingv1.NetworkPolicyPeer{
-		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{summav1.LabelClient: x.Name}},
+		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{summav1.LabelClient: index.Name}},
 	})
-	for _, p := range x.Spec.Access.AllowFrom {
+	for _, p := range index.Spec.Access.AllowFrom {
 		from = append(from, *p.DeepCopy())
 	}
-	selector := metav1.LabelSelector{MatchLabels: engineLabels(x)}
-	if x.EffectiveReplicas() > 0 {
+	selector := metav1.LabelSelector{MatchLabels: engineLabels(index)}
+	if index.EffectiveReplicas() > 0 {
 		// Read followers (summaindex_replicas.go): the same peers reach
 		// them, and they reach the leader.
-		selector, from = followersNetworkPolicy(x, from)
+		selector, from = followersNetworkPolicy(index, from)
 	}
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: selector,
@@ -79,10 +79,10 @@ func desiredNetworkPolicy(x *summav1.SummaIndex, operatorNamespace string) netwo
 
 // desiredJobsNetworkPolicy selects the doctor and backup Jobs' pods and
 // admits nothing in or out.
-func desiredJobsNetworkPolicy(x *summav1.SummaIndex) networkingv1.NetworkPolicySpec {
+func desiredJobsNetworkPolicy(index *summav1.SummaIndex) networkingv1.NetworkPolicySpec {
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{
-			MatchLabels: x.Labels(),
+			MatchLabels: index.Labels(),
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{backupContainer, doctorContainer},
 			}},
@@ -91,23 +91,23 @@ func desiredJobsNetworkPolicy(x *summav1.SummaIndex) networkingv1.NetworkPolicyS
 	}
 }
 
-// ensureNetworkPolicies makes x's NetworkPolicies what the spec asks for.
-func (r *SummaIndexReconciler) ensureNetworkPolicies(ctx context.Context, x *summav1.SummaIndex) error {
+// ensureNetworkPolicies makes index's NetworkPolicies what the spec asks for.
+func (r *SummaIndexReconciler) ensureNetworkPolicies(ctx context.Context, index *summav1.SummaIndex) error {
 	policies := map[string]networkingv1.NetworkPolicySpec{
-		x.NetworkPolicyName():     desiredNetworkPolicy(x, r.Options.OperatorNamespace),
-		x.JobsNetworkPolicyName(): desiredJobsNetworkPolicy(x),
+		index.NetworkPolicyName():     desiredNetworkPolicy(index, r.Options.OperatorNamespace),
+		index.JobsNetworkPolicyName(): desiredJobsNetworkPolicy(index),
 		// The restore and prune Jobs reach the object store only.
-		x.ObjectStoreJobsNetworkPolicyName(): desiredObjectStoreJobsNetworkPolicy(x),
+		index.ObjectStoreJobsNetworkPolicyName(): desiredObjectStoreJobsNetworkPolicy(index),
 	}
-	for _, name := range []string{x.NetworkPolicyName(), x.JobsNetworkPolicyName(), x.ObjectStoreJobsNetworkPolicyName()} {
+	for _, name := range []string{index.NetworkPolicyName(), index.JobsNetworkPolicyName(), index.ObjectStoreJobsNetworkPolicyName()} {
 		var err error
 		switch {
-		case name == x.ObjectStoreJobsNetworkPolicyName() && (!x.NetworkPolicyEnabled() || x.RestoreS3() == nil):
-			err = r.deleteObjectStoreJobsPolicy(ctx, x)
-		case x.NetworkPolicyEnabled():
-			err = r.ensureNetworkPolicy(ctx, x, name, policies[name])
+		case name == index.ObjectStoreJobsNetworkPolicyName() && (!index.NetworkPolicyEnabled() || index.RestoreS3() == nil):
+			err = r.deleteObjectStoreJobsPolicy(ctx, index)
+		case index.NetworkPolicyEnabled():
+			err = r.ensureNetworkPolicy(ctx, index, name, policies[name])
 		default:
-			err = r.deleteNetworkPolicy(ctx, x, name)
+			err = r.deleteNetworkPolicy(ctx, index, name)
 		}
 		if err != nil {
 			return err
@@ -117,12 +117,12 @@ func (r *SummaIndexReconciler) ensureNetworkPolicies(ctx context.Context, x *sum
 }
 
 // ensureNetworkPolicy creates or updates one NetworkPolicy.
-func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summav1.SummaIndex, name string, spec networkingv1.NetworkPolicySpec) error {
+func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, index *summav1.SummaIndex, name string, spec networkingv1.NetworkPolicySpec) error {
 	cur := &networkingv1.NetworkPolicy{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
-		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()}, Spec: spec}
-		if err := controllerutil.SetControllerReference(x, np, r.Scheme); err != nil {
+		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()}, Spec: spec}
+		if err := controllerutil.SetControllerReference(index, np, r.Scheme); err != nil {
 			return fmt.Errorf("owner reference on network policy: %w", err)
 		}
 		if err := r.Create(ctx, np); err != nil {
@@ -132,13 +132,13 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summa
 			}
 			return fmt.Errorf("create network policy %s: %w", name, err)
 		}
-		r.event(x, np, corev1.EventTypeNormal, "NetworkPolicyCreated", "network policy %s created", name)
+		r.event(index, np, corev1.EventTypeNormal, "NetworkPolicyCreated", "network policy %s created", name)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get network policy %s: %w", name, err)
 	}
-	if err := r.checkOwned(ctx, x, cur, ""); err != nil {
+	if err := r.checkOwned(ctx, index, cur, ""); err != nil {
 		return err
 	}
 	if equality.Semantic.DeepEqual(cur.Spec, spec) {
@@ -148,26 +148,26 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, x *summa
 	if err := r.Update(ctx, cur); err != nil {
 		return fmt.Errorf("update network policy %s: %w", name, err)
 	}
-	r.event(x, cur, corev1.EventTypeNormal, "NetworkPolicyUpdated", "network policy %s updated", name)
+	r.event(index, cur, corev1.EventTypeNormal, "NetworkPolicyUpdated", "network policy %s updated", name)
 	return nil
 }
 
-// deleteNetworkPolicy deletes one of x's NetworkPolicies, if it exists.
-func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, x *summav1.SummaIndex, name string) error {
+// deleteNetworkPolicy deletes one of index's NetworkPolicies, if it exists.
+func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	cur := &networkingv1.NetworkPolicy{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get network policy %s: %w", name, err)
 	}
-	if !metav1.IsControlledBy(cur, x) || cur.DeletionTimestamp != nil {
+	if !metav1.IsControlledBy(cur, index) || cur.DeletionTimestamp != nil {
 		return nil
 	}
 	if err := r.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete network policy %s: %w", name, err)
 	}
-	r.event(x, cur, corev1.EventTypeNormal, "NetworkPolicyDeleted", "network policy %s deleted (spec.access.networkPolicy Disabled)", name)
+	r.event(index, cur, corev1.EventTypeNormal, "NetworkPolicyDeleted", "network policy %s deleted (spec.access.networkPolicy Disabled)", name)
 	return nil
 }

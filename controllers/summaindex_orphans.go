@@ -32,38 +32,38 @@ import (
 // refused, as before.
 
 // isOrphanOf reports whether obj is an object the operator made for an
-// index of x's name that nothing controls any more.
-func isOrphanOf(x *summav1.SummaIndex, obj client.Object) bool {
+// index of index's name that nothing controls any more.
+func isOrphanOf(index *summav1.SummaIndex, obj client.Object) bool {
 	l := obj.GetLabels()
 	return metav1.GetControllerOf(obj) == nil && obj.GetDeletionTimestamp() == nil &&
-		l[summav1.LabelManagedBy] == summav1.ManagedByValue && l[summav1.LabelIndex] == x.Name
+		l[summav1.LabelManagedBy] == summav1.ManagedByValue && l[summav1.LabelIndex] == index.Name
 }
 
-// adoptOrphan sets x as the controller of obj, an orphan of x's name
+// adoptOrphan sets index as the controller of obj, an orphan of index's name
 // (isOrphanOf), with an event. The patch carries obj's resourceVersion, so
 // a concurrent change makes it fail and the next pass look again.
-func (r *SummaIndexReconciler) adoptOrphan(ctx context.Context, x *summav1.SummaIndex, obj client.Object) error {
+func (r *SummaIndexReconciler) adoptOrphan(ctx context.Context, index *summav1.SummaIndex, obj client.Object) error {
 	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	if err := controllerutil.SetControllerReference(x, obj, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(index, obj, r.Scheme); err != nil {
 		return fmt.Errorf("owner reference on %s %s: %w", kindOf(obj), obj.GetName(), err)
 	}
 	if err := r.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("adopt %s %s: %w", kindOf(obj), obj.GetName(), err)
 	}
-	r.event(x, obj, corev1.EventTypeNormal, "Adopted",
+	r.event(index, obj, corev1.EventTypeNormal, "Adopted",
 		"%s %s, left by a SummaIndex of the same name deleted with orphan propagation, adopted", kindOf(obj), obj.GetName())
 	return nil
 }
 
 // replaceOrphanSecret deletes s, a generated Secret orphaned by an earlier
-// SummaIndex of x's name, so that the next pass issues a new one. It
+// SummaIndex of index's name, so that the next pass issues a new one. It
 // returns the error that holds the pass until then.
-func (r *SummaIndexReconciler) replaceOrphanSecret(ctx context.Context, x *summav1.SummaIndex, s client.Object) error {
+func (r *SummaIndexReconciler) replaceOrphanSecret(ctx context.Context, index *summav1.SummaIndex, s client.Object) error {
 	uid := s.GetUID()
 	if err := r.Delete(ctx, s, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete orphaned secret %s: %w", s.GetName(), err)
 	}
-	r.event(x, s, corev1.EventTypeNormal, "SecretReplaced",
+	r.event(index, s, corev1.EventTypeNormal, "SecretReplaced",
 		"secret %s, left by a SummaIndex of the same name deleted with orphan propagation, deleted to be issued anew", s.GetName())
 	return &accessError{reason: ReasonWaitingForGarbageCollection, msg: fmt.Sprintf(
 		"Secret %s was left by a deleted SummaIndex of the same name; it is replaced", s.GetName())}

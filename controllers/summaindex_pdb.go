@@ -39,62 +39,62 @@ import (
 
 // ensureReadService keeps Service <name>-read in front of every serving
 // pod.
-func (r *SummaIndexReconciler) ensureReadService(ctx context.Context, x *summav1.SummaIndex) error {
-	if !x.HasReadService() {
+func (r *SummaIndexReconciler) ensureReadService(ctx context.Context, index *summav1.SummaIndex) error {
+	if !index.HasReadService() {
 		return nil // a name of 59 to 63 characters, without followers (CEL)
 	}
 	want := corev1.ServiceSpec{
-		Selector: servingSelector(x),
+		Selector: servingSelector(index),
 		Ports: []corev1.ServicePort{{
 			Name: EnginePortName, Port: EnginePort, TargetPort: intstr.FromInt32(EnginePort), Protocol: corev1.ProtocolTCP,
 		}},
 	}
-	return r.ensureServiceSpec(ctx, x, x.ReadServiceName(), want)
+	return r.ensureServiceSpec(ctx, index, index.ReadServiceName(), want)
 }
 
-// desiredPDB is x's PodDisruptionBudget spec: all but one of its
+// desiredPDB is index's PodDisruptionBudget spec: all but one of its
 // EffectiveReplicas()+1 serving pods available.
-func desiredPDB(x *summav1.SummaIndex) policyv1.PodDisruptionBudgetSpec {
-	minAvailable := intstr.FromInt32(int32(x.EffectiveReplicas()))
+func desiredPDB(index *summav1.SummaIndex) policyv1.PodDisruptionBudgetSpec {
+	minAvailable := intstr.FromInt32(int32(index.EffectiveReplicas()))
 	return policyv1.PodDisruptionBudgetSpec{
-		Selector:     &metav1.LabelSelector{MatchLabels: servingSelector(x)},
+		Selector:     &metav1.LabelSelector{MatchLabels: servingSelector(index)},
 		MinAvailable: &minAvailable,
 	}
 }
 
-// ensurePDB keeps x's PodDisruptionBudget while it has followers and
+// ensurePDB keeps index's PodDisruptionBudget while it has followers and
 // deletes it otherwise.
-func (r *SummaIndexReconciler) ensurePDB(ctx context.Context, x *summav1.SummaIndex) error {
-	name := x.PodDisruptionBudgetName()
+func (r *SummaIndexReconciler) ensurePDB(ctx context.Context, index *summav1.SummaIndex) error {
+	name := index.PodDisruptionBudgetName()
 	cur := &policyv1.PodDisruptionBudget{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get pod disruption budget %s: %w", name, err)
 	}
 	exists := err == nil
-	if exists && !metav1.IsControlledBy(cur, x) {
+	if exists && !metav1.IsControlledBy(cur, index) {
 		return fmt.Errorf("pod disruption budget %s exists and is not controlled by this SummaIndex", name)
 	}
-	if x.EffectiveReplicas() == 0 {
+	if index.EffectiveReplicas() == 0 {
 		if !exists || cur.DeletionTimestamp != nil {
 			return nil
 		}
 		if err := r.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete pod disruption budget %s: %w", name, err)
 		}
-		r.event(x, cur, corev1.EventTypeNormal, "PodDisruptionBudgetDeleted", "pod disruption budget %s deleted (no followers)", name)
+		r.event(index, cur, corev1.EventTypeNormal, "PodDisruptionBudgetDeleted", "pod disruption budget %s deleted (no followers)", name)
 		return nil
 	}
-	spec := desiredPDB(x)
+	spec := desiredPDB(index)
 	if !exists {
-		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()}, Spec: spec}
-		if err := controllerutil.SetControllerReference(x, pdb, r.Scheme); err != nil {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()}, Spec: spec}
+		if err := controllerutil.SetControllerReference(index, pdb, r.Scheme); err != nil {
 			return fmt.Errorf("owner reference on pod disruption budget: %w", err)
 		}
 		if err := r.Create(ctx, pdb); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create pod disruption budget %s: %w", name, err)
 		}
-		r.event(x, pdb, corev1.EventTypeNormal, "PodDisruptionBudgetCreated", "pod disruption budget %s created (minAvailable %d)", name, x.EffectiveReplicas())
+		r.event(index, pdb, corev1.EventTypeNormal, "PodDisruptionBudgetCreated", "pod disruption budget %s created (minAvailable %d)", name, index.EffectiveReplicas())
 		return nil
 	}
 	if equality.Semantic.DeepEqual(cur.Spec.Selector, spec.Selector) && equality.Semantic.DeepEqual(cur.Spec.MinAvailable, spec.MinAvailable) &&
@@ -106,4 +106,14 @@ func (r *SummaIndexReconciler) ensurePDB(ctx context.Context, x *summav1.SummaIn
 		return fmt.Errorf("update pod disruption budget %s: %w", name, err)
 	}
 	return nil
+}
+
+// readServiceStep is the pass step of Service <name>-read.
+func (r *SummaIndexReconciler) readServiceStep(ctx context.Context, p *pass) error {
+	return failed(ReasonServiceFailed, r.ensureReadService(ctx, p.index))
+}
+
+// pdbStep is the pass step of the PodDisruptionBudget.
+func (r *SummaIndexReconciler) pdbStep(ctx context.Context, p *pass) error {
+	return failed(ReasonPodFailed, r.ensurePDB(ctx, p.index))
 }

@@ -39,7 +39,7 @@ const (
 )
 
 // engineArgs returns the engine's command-line flags.
-func engineArgs(x *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, acc access) []string {
+func engineArgs(index *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, acc access) []string {
 	args := []string{
 		"--data-dir", DataMountPath,
 		"--listen", "0.0.0.0:" + strconv.Itoa(EnginePort),
@@ -47,14 +47,14 @@ func engineArgs(x *summav1.SummaIndex, shutdownDeadline, shutdownDelay int64, ac
 	}
 	// The delay hands searches over to the index's other serving pods;
 	// a lone pod has none to hand over to, and would only restart later.
-	if d := shutdownDelayFor(shutdownDeadline, shutdownDelay); d > 0 && x.EffectiveReplicas() > 0 {
+	if d := shutdownDelayFor(shutdownDeadline, shutdownDelay); d > 0 && index.EffectiveReplicas() > 0 {
 		args = append(args, "--shutdown-delay="+strconv.FormatInt(d, 10)+"s")
 	}
 	args = append(args, accessArgs(acc)...)
-	if s3 := backupS3(x); s3 != nil {
+	if s3 := backupS3(index); s3 != nil {
 		args = append(args, s3Args(s3)...)
 	}
-	return append(args, x.Spec.Engine.Args()...)
+	return append(args, index.Spec.Engine.Args()...)
 }
 
 // DefaultEngineShutdownDelay is the manager's --engine-shutdown-delay:
@@ -110,7 +110,7 @@ func restrictedPod() *corev1.PodSecurityContext {
 }
 
 // engineContainer is the engine container for a grace period.
-func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
+func engineContainer(index *summav1.SummaIndex, in podInputs) corev1.Container {
 	scheme := corev1.URISchemeHTTP
 	if in.access.tlsSecret != "" {
 		scheme = corev1.URISchemeHTTPS
@@ -122,15 +122,15 @@ func engineContainer(x *summav1.SummaIndex, in podInputs) corev1.Container {
 		Name:    EngineContainerName,
 		Image:   in.image,
 		Command: []string{EngineCommand},
-		Args:    engineArgs(x, engineShutdownDeadline(x, in.grace), in.shutdownDelay, in.access),
+		Args:    engineArgs(index, engineShutdownDeadline(index, in.grace), in.shutdownDelay, in.access),
 		Ports: []corev1.ContainerPort{{
 			Name: EnginePortName, ContainerPort: EnginePort, Protocol: corev1.ProtocolTCP,
 		}},
-		Resources: engineResources(x),
+		Resources: engineResources(index),
 		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: dataVolumeName, MountPath: DataMountPath},
 			{Name: tmpVolumeName, MountPath: "/tmp"},
-		}, append(accessMounts(in.access), backupMounts(x)...)...),
+		}, append(accessMounts(in.access), backupMounts(index)...)...),
 		// Opening a large index takes a while: the startup probe gives it
 		// five minutes before liveness counts.
 		StartupProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz"),
@@ -198,12 +198,12 @@ type podInputs struct {
 // containers get the engine's address, the write token and the CA. With
 // volumePermissions, an init container first hands the data volume to the
 // engine's user.
-func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
+func desiredPod(index *summav1.SummaIndex, in podInputs) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: x.EnginePodName(), Namespace: x.Namespace,
+		Name: index.EnginePodName(), Namespace: index.Namespace,
 		Labels: map[string]string{}, Annotations: map[string]string{},
 	}}
-	if t := x.Spec.PodTemplate; t != nil {
+	if t := index.Spec.PodTemplate; t != nil {
 		for k, v := range t.Labels {
 			pod.Labels[k] = v
 		}
@@ -212,16 +212,16 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 		}
 		pod.Spec = *t.Spec.DeepCopy()
 	}
-	for k, v := range engineLabels(x) {
+	for k, v := range engineLabels(index) {
 		pod.Labels[k] = v
 	}
 	pod.Labels[summav1.LabelRole] = summav1.RoleLeader
 	pod.Labels[summav1.LabelServing] = "true"
-	if v, ok := x.Annotations[AnnotationRestartedAt]; ok {
+	if v, ok := index.Annotations[AnnotationRestartedAt]; ok {
 		// Part of the revision: a new value is one drained restart.
 		pod.Annotations[AnnotationRestartedAt] = v
 	}
-	engine := engineContainer(x, in)
+	engine := engineContainer(index, in)
 	if len(pod.Spec.Containers) > 0 {
 		engine.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		pod.Spec.InitContainers = append([]corev1.Container{engine}, pod.Spec.InitContainers...)
@@ -238,12 +238,12 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes,
 		corev1.Volume{Name: dataVolumeName, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: x.DataClaimName()}}},
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: index.DataClaimName()}}},
 		corev1.Volume{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, accessVolumes(in.access)...)
-	if s3 := backupS3(x); s3 != nil {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, s3Volumes(s3, x.S3CredentialsSecretName())...)
+	if s3 := backupS3(index); s3 != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, s3Volumes(s3, index.S3CredentialsSecretName())...)
 	}
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To(in.grace)
@@ -256,7 +256,7 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 	if pod.Spec.EnableServiceLinks == nil {
 		pod.Spec.EnableServiceLinks = ptr.To(false)
 	}
-	pod.Annotations[AnnotationRevision] = revisionOf(x, in)
+	pod.Annotations[AnnotationRevision] = revisionOf(index, in)
 	if in.operatorVersion != "" {
 		pod.Annotations[AnnotationOperatorVersion] = in.operatorVersion
 	}
@@ -267,8 +267,8 @@ func desiredPod(x *summav1.SummaIndex, in podInputs) *corev1.Pod {
 }
 
 // engineLabels are the labels of the engine pod (and the Service selector).
-func engineLabels(x *summav1.SummaIndex) map[string]string {
-	l := x.Labels()
+func engineLabels(index *summav1.SummaIndex) map[string]string {
+	l := index.Labels()
 	l[LabelComponent] = ComponentEngine
 	return l
 }

@@ -56,8 +56,9 @@ func TestGraceHysteresis(t *testing.T) {
 		{30, est(15), 40, "target 40 clears 25% of 30"},
 		{200, est(100), 200, "target 210 is within 25% of 200"},
 		{200, est(130), 270, "target 270 clears 25% of 200"},
-		{270, est(0), 270, "shrinking alone never restarts the pod"},
-		{4000, est(0), 1800, "a grace above the bounds is clamped"},
+		{270, est(0), 30, "the next pod shrinks back to the target when the estimate fell"},
+		{270, est(120), 270, "target 250 is within 25% of 270: kept"},
+		{4000, est(900), 1800, "a grace above the bounds is clamped"},
 	}
 	for _, s := range steps {
 		if got := nextGrace(x, s.current, s.est); got != s.want {
@@ -113,7 +114,10 @@ func TestRevisionFollowsWhatMatters(t *testing.T) {
 	}
 	changes := map[string]func(*summav1.SummaIndex) (string, int64){
 		"image": func(*summav1.SummaIndex) (string, int64) { return "img:2", 30 },
-		"grace": func(*summav1.SummaIndex) (string, int64) { return "img:1", 60 },
+		"grace bounds": func(y *summav1.SummaIndex) (string, int64) {
+			y.Spec.Lifecycle.TerminationGracePeriod.MinSeconds = 60
+			return "img:1", 30
+		},
 		"engine flags": func(y *summav1.SummaIndex) (string, int64) {
 			y.Spec.Engine.IndexingWorkers = ptr.To[int32](3)
 			return "img:1", 30
@@ -135,6 +139,11 @@ func TestRevisionFollowsWhatMatters(t *testing.T) {
 	y.Spec.Doctor.RequestID = "r1"
 	if desiredPod(y, podInputs{image: "img:1", grace: 30}).Annotations[AnnotationRevision] != base {
 		t.Error("volume size or doctor request changed the pod revision")
+	}
+	// The grace is applied at the next restart that happens anyway: a new
+	// estimate alone never restarts the engine.
+	if desiredPod(x, podInputs{image: "img:1", grace: 600}).Annotations[AnnotationRevision] != base {
+		t.Error("the grace changed the pod revision")
 	}
 }
 

@@ -120,7 +120,7 @@ func forbiddenBeyond(base, got []policy.CheckResult) []int {
 }
 
 // podSecurityErrors holds pod, the engine pod the operator would create
-// from x, to the policy's Pod Security level. The whole pod is evaluated,
+// from index, to the policy's Pod Security level. The whole pod is evaluated,
 // the engine container included (it meets restricted), but not the
 // volume-permissions init container: that one is the operator's own
 // choice (--volume-permissions, root with CHOWN and FOWNER, which baseline
@@ -128,9 +128,9 @@ func forbiddenBeyond(base, got []policy.CheckResult) []int {
 // named by the part of spec.podTemplate that brings it in: the pod's
 // fields, its securityContext, its annotations, each container and each
 // volume, evaluated one at a time on top of the pod-level fields.
-func podSecurityErrors(p PodTemplatePolicy, x *summav1.SummaIndex, pod *corev1.Pod) field.ErrorList {
+func podSecurityErrors(p PodTemplatePolicy, index *summav1.SummaIndex, pod *corev1.Pod) field.ErrorList {
 	level, ok := p.level()
-	t := x.Spec.PodTemplate
+	t := index.Spec.PodTemplate
 	if !ok || t == nil {
 		return nil
 	}
@@ -232,11 +232,11 @@ func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
 // read (serviceAccount is the deprecated alias the API server falls back
 // on). The ServiceAccount is read from the API server, not a cache (the
 // operator watches no ServiceAccounts). An error is one of reading.
-func (r *SummaIndexReconciler) serviceAccountErrors(ctx context.Context, x *summav1.SummaIndex) (field.ErrorList, error) {
-	if _, ok := r.Options.PodTemplatePolicy.level(); !ok || x.Spec.PodTemplate == nil {
+func (r *SummaIndexReconciler) serviceAccountErrors(ctx context.Context, index *summav1.SummaIndex) (field.ErrorList, error) {
+	if _, ok := r.Options.PodTemplatePolicy.level(); !ok || index.Spec.PodTemplate == nil {
 		return nil, nil
 	}
-	s := x.Spec.PodTemplate.Spec
+	s := index.Spec.PodTemplate.Spec
 	root := field.NewPath("spec", "podTemplate", "spec")
 	var errs field.ErrorList
 	for _, f := range []struct{ name, value string }{{"serviceAccountName", s.ServiceAccountName}, {"serviceAccount", s.DeprecatedServiceAccount}} {
@@ -251,12 +251,12 @@ func (r *SummaIndexReconciler) serviceAccountErrors(ctx context.Context, x *summ
 		if r.APIReader != nil {
 			reader = r.APIReader
 		}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: f.value}, sa)
+		err := reader.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: f.value}, sa)
 		switch {
 		case apierrors.IsNotFound(err):
 			errs = append(errs, field.Invalid(root.Child(f.name), f.value,
 				fmt.Sprintf("no ServiceAccount %s in namespace %s: a pod template may run as the namespace's default ServiceAccount, or one annotated %s: \"true\"",
-					f.value, x.Namespace, AnnotationAllowedForPodTemplate)))
+					f.value, index.Namespace, AnnotationAllowedForPodTemplate)))
 		case err != nil:
 			return nil, fmt.Errorf("read ServiceAccount %s of spec.podTemplate: %w", f.value, err)
 		case sa.Annotations[AnnotationAllowedForPodTemplate] != "true":
@@ -271,12 +271,12 @@ func (r *SummaIndexReconciler) serviceAccountErrors(ctx context.Context, x *summ
 // podTemplatePolicyCheck applies the pod template policy to pod, the
 // engine pod the operator would create: its ServiceAccount, then its Pod
 // Security. A refusal is a failure with reason InvalidPodTemplate.
-func (r *SummaIndexReconciler) podTemplatePolicyCheck(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
-	errs, err := r.serviceAccountErrors(ctx, x)
+func (r *SummaIndexReconciler) podTemplatePolicyCheck(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) error {
+	errs, err := r.serviceAccountErrors(ctx, index)
 	if err != nil {
 		return failed(ReasonPodFailed, err)
 	}
-	errs = append(errs, podSecurityErrors(r.Options.PodTemplatePolicy, x, pod)...)
+	errs = append(errs, podSecurityErrors(r.Options.PodTemplatePolicy, index, pod)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -288,8 +288,8 @@ func (r *SummaIndexReconciler) podTemplatePolicyCheck(ctx context.Context, x *su
 // under the template's ServiceAccount (jobScheduling), may not run, or ""
 // when they may. Checked before a doctor run stops the engine, and again
 // before each Job is created.
-func (r *SummaIndexReconciler) jobServiceAccountRefusal(ctx context.Context, x *summav1.SummaIndex) (string, error) {
-	errs, err := r.serviceAccountErrors(ctx, x)
+func (r *SummaIndexReconciler) jobServiceAccountRefusal(ctx context.Context, index *summav1.SummaIndex) (string, error) {
+	errs, err := r.serviceAccountErrors(ctx, index)
 	if err != nil || len(errs) == 0 {
 		return "", err
 	}

@@ -44,8 +44,8 @@ const reservedVolumePrefix = "summa-"
 // ephemeral containers (which no pod may be created with). The label keys
 // the operator owns are not listed: the operator's values win over the
 // template's, and the CRD refuses them on new writes.
-func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
-	t := x.Spec.PodTemplate
+func podTemplateErrors(index *summav1.SummaIndex) field.ErrorList {
+	t := index.Spec.PodTemplate
 	if t == nil {
 		return nil
 	}
@@ -89,11 +89,11 @@ func podTemplateErrors(x *summav1.SummaIndex) field.ErrorList {
 // error of the dry run is left to the creation itself: a quota, above all,
 // since the running pod still counts against it while its replacement is
 // checked.
-func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) error {
-	if errs := podTemplateErrors(x); len(errs) > 0 {
+func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) error {
+	if errs := podTemplateErrors(index); len(errs) > 0 {
 		return failed(ReasonInvalidPodTemplate, fmt.Errorf("spec.podTemplate: %w", errs.ToAggregate()))
 	}
-	if err := r.podTemplatePolicyCheck(ctx, x, pod); err != nil {
+	if err := r.podTemplatePolicyCheck(ctx, index, pod); err != nil {
 		return err
 	}
 	probe := pod.DeepCopy()
@@ -104,7 +104,7 @@ func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.S
 		return nil
 	}
 	reason := ReasonInvalidPodTemplate
-	if x.Spec.PodTemplate == nil {
+	if index.Spec.PodTemplate == nil {
 		reason = ReasonPodInvalid
 	}
 	return failed(reason, fmt.Errorf("the API server refuses the engine pod that spec.podTemplate makes: %w", err))
@@ -115,16 +115,16 @@ func (r *SummaIndexReconciler) checkDesiredPod(ctx context.Context, x *summav1.S
 // (and observed: engineUp) and the refusal returned, to be shown as
 // Degraded. A drain already under way is not checked again: the creation
 // shows a refusal then.
-func (r *SummaIndexReconciler) holdInvalidRestart(ctx context.Context, x *summav1.SummaIndex, pod, desired *corev1.Pod, engineUp bool) error {
-	if x.Status.DrainStartTime != nil {
+func (r *SummaIndexReconciler) holdInvalidRestart(ctx context.Context, index *summav1.SummaIndex, pod, desired *corev1.Pod, engineUp bool) error {
+	if index.Status.DrainStartTime != nil {
 		return nil
 	}
-	err := r.checkDesiredPod(ctx, x, desired)
+	err := r.checkDesiredPod(ctx, index, desired)
 	if err == nil {
 		return nil
 	}
-	markRunning(x, engineUp, pod)
-	setCondition(x, summav1.ConditionProgressing, false, failureReason(err),
+	markRunning(index, engineUp, pod)
+	setCondition(index, summav1.ConditionProgressing, false, failureReason(err),
 		"the engine pod of the new spec is refused; pod "+pod.Name+" keeps running the previous one")
 	return err
 }

@@ -44,34 +44,34 @@ const (
 	topologyHostname = "kubernetes.io/hostname"
 )
 
-// followerLabels are the labels of x's follower pods.
-func followerLabels(x *summav1.SummaIndex) map[string]string {
-	l := x.Labels()
+// followerLabels are the labels of index's follower pods.
+func followerLabels(index *summav1.SummaIndex) map[string]string {
+	l := index.Labels()
 	l[LabelComponent] = ComponentFollower
 	l[summav1.LabelRole] = summav1.RoleFollower
 	l[summav1.LabelServing] = "true"
 	return l
 }
 
-// servingSelector selects every pod of x that answers searches.
-func servingSelector(x *summav1.SummaIndex) map[string]string {
-	l := x.Labels()
+// servingSelector selects every pod of index that answers searches.
+func servingSelector(index *summav1.SummaIndex) map[string]string {
+	l := index.Labels()
 	l[summav1.LabelServing] = "true"
 	return l
 }
 
 // leaderURL is the URL followers reach the leader at: its Service.
-func leaderURL(x *summav1.SummaIndex, acc access) string {
+func leaderURL(index *summav1.SummaIndex, acc access) string {
 	scheme := "http"
 	if acc.tlsSecret != "" {
 		scheme = "https"
 	}
-	return scheme + "://" + x.ServiceHost() + ":" + strconv.Itoa(EnginePort)
+	return scheme + "://" + index.ServiceHost() + ":" + strconv.Itoa(EnginePort)
 }
 
 // followArgs are the follower's flags (engine.md, Replication).
-func followArgs(x *summav1.SummaIndex, acc access) []string {
-	args := []string{"--follow=" + leaderURL(x, acc)}
+func followArgs(index *summav1.SummaIndex, acc access) []string {
+	args := []string{"--follow=" + leaderURL(index, acc)}
 	if acc.credentialsSecret != "" {
 		args = append(args, "--follow-token-file="+followTokenFile)
 	}
@@ -81,17 +81,17 @@ func followArgs(x *summav1.SummaIndex, acc access) []string {
 	return args
 }
 
-// desiredFollower builds follower k of x from the leader's desired pod.
-func desiredFollower(x *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
-	pod := desiredPod(x, in)
-	pod.Name = x.FollowerPodName(k)
-	for key, v := range followerLabels(x) {
+// desiredFollower builds follower k of index from the leader's desired pod.
+func desiredFollower(index *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
+	pod := desiredPod(index, in)
+	pod.Name = index.FollowerPodName(k)
+	for key, v := range followerLabels(index) {
 		pod.Labels[key] = v
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			if list[i].Name == EngineContainerName {
-				list[i].Args = append(list[i].Args, followArgs(x, in.access)...)
+				list[i].Args = append(list[i].Args, followArgs(index, in.access)...)
 			}
 		}
 	}
@@ -99,7 +99,7 @@ func desiredFollower(x *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
 		v := &pod.Spec.Volumes[i]
 		switch {
 		case v.Name == dataVolumeName && v.PersistentVolumeClaim != nil:
-			v.PersistentVolumeClaim.ClaimName = x.FollowerClaimName(k)
+			v.PersistentVolumeClaim.ClaimName = index.FollowerClaimName(k)
 		case v.Name == tlsVolumeName && v.Secret != nil && in.access.caPresent:
 			v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: summav1.CACertKey, Path: path.Base(followCAFile)})
 		}
@@ -112,7 +112,7 @@ func desiredFollower(x *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
 			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 				Weight: antiAffinityWeight,
 				PodAffinityTerm: corev1.PodAffinityTerm{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: servingSelector(x)},
+					LabelSelector: &metav1.LabelSelector{MatchLabels: servingSelector(index)},
 					TopologyKey:   topologyHostname,
 				},
 			}},
@@ -121,34 +121,34 @@ func desiredFollower(x *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
 	return pod
 }
 
-// followerPods returns x's follower pods by k (those controlled by x).
-func (r *SummaIndexReconciler) followerPods(ctx context.Context, x *summav1.SummaIndex) (map[int]*corev1.Pod, error) {
+// followerPods returns index's follower pods by k (those controlled by index).
+func (r *SummaIndexReconciler) followerPods(ctx context.Context, index *summav1.SummaIndex) (map[int]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	sel := x.Labels()
+	sel := index.Labels()
 	sel[LabelComponent] = ComponentFollower
-	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(sel)); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(index.Namespace), client.MatchingLabels(sel)); err != nil {
 		return nil, fmt.Errorf("list follower pods: %w", err)
 	}
 	out := map[int]*corev1.Pod{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if k := x.FollowerIndex(p.Name); k > 0 && metav1.IsControlledBy(p, x) {
+		if k := index.FollowerIndex(p.Name); k > 0 && metav1.IsControlledBy(p, index) {
 			out[k] = p
 		}
 	}
 	return out, nil
 }
 
-// followerClaims returns x's follower volumes by k.
-func (r *SummaIndexReconciler) followerClaims(ctx context.Context, x *summav1.SummaIndex) (map[int]*corev1.PersistentVolumeClaim, error) {
+// followerClaims returns index's follower volumes by k.
+func (r *SummaIndexReconciler) followerClaims(ctx context.Context, index *summav1.SummaIndex) (map[int]*corev1.PersistentVolumeClaim, error) {
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, list, client.InNamespace(x.Namespace), client.MatchingLabels(x.Labels())); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(index.Namespace), client.MatchingLabels(index.Labels())); err != nil {
 		return nil, fmt.Errorf("list follower volumes: %w", err)
 	}
 	out := map[int]*corev1.PersistentVolumeClaim{}
 	for i := range list.Items {
 		c := &list.Items[i]
-		if k := x.FollowerIndex(c.Name); k > 0 && c.Name == x.FollowerClaimName(k) {
+		if k := index.FollowerIndex(c.Name); k > 0 && c.Name == index.FollowerClaimName(k) {
 			out[k] = c
 		}
 	}
@@ -158,46 +158,46 @@ func (r *SummaIndexReconciler) followerClaims(ctx context.Context, x *summav1.Su
 // ensureFollowerClaim creates follower k's volume, or keeps an existing
 // one owned per the reclaim policy and at spec.storage.size. It reports
 // whether the volume is usable (exists and is not being deleted).
-func (r *SummaIndexReconciler) ensureFollowerClaim(ctx context.Context, x *summav1.SummaIndex, k int, cur *corev1.PersistentVolumeClaim) (bool, error) {
+func (r *SummaIndexReconciler) ensureFollowerClaim(ctx context.Context, index *summav1.SummaIndex, k int, cur *corev1.PersistentVolumeClaim) (bool, error) {
 	if cur == nil {
-		pvc, err := r.newClaim(x, x.FollowerClaimName(k), x.Spec.Storage.Size)
+		pvc, err := r.newClaim(index, index.FollowerClaimName(k), index.Spec.Storage.Size)
 		if err != nil {
 			return false, failed(ReasonVolumeFailed, err)
 		}
 		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, failed(ReasonVolumeFailed, fmt.Errorf("create follower volume %s: %w", pvc.Name, err))
 		}
-		r.event(x, pvc, corev1.EventTypeNormal, "VolumeCreated", "follower volume %s created (%s)", pvc.Name, x.Spec.Storage.Size.String())
+		r.event(index, pvc, corev1.EventTypeNormal, "VolumeCreated", "follower volume %s created (%s)", pvc.Name, index.Spec.Storage.Size.String())
 		return true, nil
 	}
 	if cur.DeletionTimestamp != nil {
 		return false, nil
 	}
-	if _, err := r.syncClaimOwnership(ctx, x, cur); err != nil {
+	if _, err := r.syncClaimOwnership(ctx, index, cur); err != nil {
 		return false, failed(ReasonVolumeFailed, err)
 	}
-	return true, r.expandClaim(ctx, x, cur)
+	return true, r.expandClaim(ctx, index, cur)
 }
 
 // createFollower creates follower k at the desired revision.
-func (r *SummaIndexReconciler) createFollower(ctx context.Context, x *summav1.SummaIndex, desired *corev1.Pod) error {
-	if err := controllerutil.SetControllerReference(x, desired, r.Scheme); err != nil {
+func (r *SummaIndexReconciler) createFollower(ctx context.Context, index *summav1.SummaIndex, desired *corev1.Pod) error {
+	if err := controllerutil.SetControllerReference(index, desired, r.Scheme); err != nil {
 		return fmt.Errorf("owner reference on follower pod: %w", err)
 	}
-	if err := r.checkDesiredPod(ctx, x, desired); err != nil {
+	if err := r.checkDesiredPod(ctx, index, desired); err != nil {
 		return err
 	}
 	if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 		return failed(ReasonPodFailed, fmt.Errorf("create follower pod %s: %w", desired.Name, err))
 	}
-	r.event(x, desired, corev1.EventTypeNormal, "FollowerCreated", "follower pod %s created (revision %s)",
+	r.event(index, desired, corev1.EventTypeNormal, "FollowerCreated", "follower pod %s created (revision %s)",
 		desired.Name, desired.Annotations[AnnotationRevision])
 	return nil
 }
 
 // deleteFollowerPod deletes a follower pod (no drain: a follower takes no
 // writes) with a precondition on its UID.
-func (r *SummaIndexReconciler) deleteFollowerPod(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, why string) error {
+func (r *SummaIndexReconciler) deleteFollowerPod(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, why string) error {
 	if pod.DeletionTimestamp != nil {
 		return nil
 	}
@@ -208,7 +208,7 @@ func (r *SummaIndexReconciler) deleteFollowerPod(ctx context.Context, x *summav1
 	if err := r.Delete(ctx, pod, opts...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return failed(ReasonPodFailed, fmt.Errorf("delete follower pod %s: %w", pod.Name, err))
 	}
-	r.event(x, pod, corev1.EventTypeNormal, "FollowerDeleted", "follower pod %s deleted (%s)", pod.Name, why)
+	r.event(index, pod, corev1.EventTypeNormal, "FollowerDeleted", "follower pod %s deleted (%s)", pod.Name, why)
 	return nil
 }
 
@@ -216,13 +216,13 @@ func (r *SummaIndexReconciler) deleteFollowerPod(ctx context.Context, x *summav1
 // volumes as the reclaim policy says (Delete: deleted; Retain: released,
 // labelled, for a later scale-up or inspection). It reports whether any
 // of their pods still exists.
-func (r *SummaIndexReconciler) removeFollowersAbove(ctx context.Context, x *summav1.SummaIndex, n int,
+func (r *SummaIndexReconciler) removeFollowersAbove(ctx context.Context, index *summav1.SummaIndex, n int,
 	pods map[int]*corev1.Pod, claims map[int]*corev1.PersistentVolumeClaim) (bool, error) {
 	left := false
 	for k, p := range pods {
 		if k > n {
 			left = true
-			if err := r.deleteFollowerPod(ctx, x, p, "scaled down to "+strconv.Itoa(n)+" replicas"); err != nil {
+			if err := r.deleteFollowerPod(ctx, index, p, "scaled down to "+strconv.Itoa(n)+" replicas"); err != nil {
 				return left, err
 			}
 		}
@@ -236,14 +236,14 @@ func (r *SummaIndexReconciler) removeFollowersAbove(ctx context.Context, x *summ
 	slices.Sort(ks)
 	for _, k := range ks {
 		c := claims[k]
-		if !ownsClaim(x, c) && !hasOwnerUID(c, x) {
+		if !ownsClaim(index, c) && !hasOwnerUID(c, index) {
 			continue
 		}
 		var err error
-		if x.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
-			err = r.deleteClaim(ctx, x, c.Name)
+		if index.Spec.Storage.EffectiveReclaimPolicy() == summav1.ReclaimDelete {
+			err = r.deleteClaim(ctx, index, c.Name)
 		} else {
-			err = r.releaseClaim(ctx, x, c.Name)
+			err = r.releaseClaim(ctx, index, c.Name)
 		}
 		if err != nil {
 			return left, failed(ReasonVolumeFailed, err)
@@ -289,32 +289,32 @@ func (r *SummaIndexReconciler) syncFollowerAccess(ctx context.Context, pod *core
 	return nil
 }
 
-// deleteAllFollowers deletes every follower pod of x (suspend, deletion)
+// deleteAllFollowers deletes every follower pod of index (suspend, deletion)
 // and reports whether any still exists.
-func (r *SummaIndexReconciler) deleteAllFollowers(ctx context.Context, x *summav1.SummaIndex, why string) (bool, error) {
-	pods, err := r.followerPods(ctx, x)
+func (r *SummaIndexReconciler) deleteAllFollowers(ctx context.Context, index *summav1.SummaIndex, why string) (bool, error) {
+	pods, err := r.followerPods(ctx, index)
 	if err != nil {
 		return false, failed(ReasonPodFailed, err)
 	}
 	for _, p := range pods {
-		if err := r.deleteFollowerPod(ctx, x, p, why); err != nil {
+		if err := r.deleteFollowerPod(ctx, index, p, why); err != nil {
 			return true, err
 		}
 	}
 	return len(pods) > 0, nil
 }
 
-// followersNetworkPolicy widens the engine's NetworkPolicy to x's
+// followersNetworkPolicy widens the engine's NetworkPolicy to index's
 // followers: it selects the leader and the followers, and admits the
 // followers (which copy from the leader) besides the peers from.
-func followersNetworkPolicy(x *summav1.SummaIndex, from []networkingv1.NetworkPolicyPeer) (metav1.LabelSelector, []networkingv1.NetworkPolicyPeer) {
+func followersNetworkPolicy(index *summav1.SummaIndex, from []networkingv1.NetworkPolicyPeer) (metav1.LabelSelector, []networkingv1.NetworkPolicyPeer) {
 	sel := metav1.LabelSelector{
-		MatchLabels: x.Labels(),
+		MatchLabels: index.Labels(),
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{ComponentEngine, ComponentFollower},
 		}},
 	}
-	followers := x.Labels()
+	followers := index.Labels()
 	followers[LabelComponent] = ComponentFollower
 	return sel, append(from, networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: followers}})
 }

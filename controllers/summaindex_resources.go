@@ -17,13 +17,13 @@ import (
 	summav1 "github.com/summadev/summa/api/v1"
 )
 
-// claim builds a ReadWriteOnce volume claim of x's storage class.
-func claim(x *summav1.SummaIndex, name string, size resource.Quantity) *corev1.PersistentVolumeClaim {
+// claim builds a ReadWriteOnce volume claim of index's storage class.
+func claim(index *summav1.SummaIndex, name string, size resource.Quantity) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: x.Spec.Storage.StorageClassName,
+			StorageClassName: index.Spec.Storage.StorageClassName,
 			Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
 			},
@@ -36,36 +36,36 @@ func claim(x *summav1.SummaIndex, name string, size resource.Quantity) *corev1.P
 // ownership in line with the reclaim policy (summaindex_claims.go), and
 // grows it when spec.storage.size grows. Its errors carry their Degraded
 // reason.
-func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.SummaIndex) error {
+func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, index *summav1.SummaIndex) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.DataClaimName()}, cur)
 	if apierrors.IsNotFound(err) {
-		pvc, err := r.newClaim(x, x.DataClaimName(), x.Spec.Storage.Size)
+		pvc, err := r.newClaim(index, index.DataClaimName(), index.Spec.Storage.Size)
 		if err != nil {
 			return failed(ReasonVolumeFailed, err)
 		}
-		markRestoreClaim(x, pvc)
+		markRestoreClaim(index, pvc)
 		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return failed(ReasonVolumeFailed, fmt.Errorf("create volume %s: %w", pvc.Name, err))
 		}
-		r.event(x, pvc, corev1.EventTypeNormal, "VolumeCreated", "data volume %s created (%s)", pvc.Name, x.Spec.Storage.Size.String())
-		recordVolume(x, pvc, nil)
+		r.event(index, pvc, corev1.EventTypeNormal, "VolumeCreated", "data volume %s created (%s)", pvc.Name, index.Spec.Storage.Size.String())
+		recordVolume(index, pvc, nil)
 		return nil
 	}
 	if err != nil {
-		return failed(ReasonVolumeFailed, fmt.Errorf("get volume %s: %w", x.DataClaimName(), err))
+		return failed(ReasonVolumeFailed, fmt.Errorf("get volume %s: %w", index.DataClaimName(), err))
 	}
 	if cur.DeletionTimestamp != nil {
 		return failed(ReasonVolumeFailed, fmt.Errorf("volume %s is being deleted; waiting for it to go before creating a new one", cur.Name))
 	}
-	if _, err := r.syncClaimOwnership(ctx, x, cur); err != nil {
+	if _, err := r.syncClaimOwnership(ctx, index, cur); err != nil {
 		return failed(ReasonVolumeFailed, err)
 	}
-	err = r.expandClaim(ctx, x, cur)
+	err = r.expandClaim(ctx, index, cur)
 	if failureReason(err) == ReasonVolumeExpansionRefused {
-		recordVolume(x, cur, err)
+		recordVolume(index, cur, err)
 	} else {
-		recordVolume(x, cur, nil)
+		recordVolume(index, cur, nil)
 	}
 	return err
 }
@@ -75,8 +75,8 @@ func (r *SummaIndexReconciler) ensureDataClaim(ctx context.Context, x *summav1.S
 // the failure says so, and the volume keeps its size; spec.storage.size
 // cannot go back (CEL), so the condition stays until the class allows it
 // or the volume is replaced.
-func (r *SummaIndexReconciler) expandClaim(ctx context.Context, x *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) error {
-	want := x.Spec.Storage.Size
+func (r *SummaIndexReconciler) expandClaim(ctx context.Context, index *summav1.SummaIndex, cur *corev1.PersistentVolumeClaim) error {
+	want := index.Spec.Storage.Size
 	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
 	if have.Cmp(want) >= 0 {
 		return nil
@@ -105,48 +105,48 @@ func (r *SummaIndexReconciler) expandClaim(ctx context.Context, x *summav1.Summa
 		}
 		return failed(reason, fmt.Errorf("grow volume %s from %s to %s: %w", cur.Name, have.String(), want.String(), err))
 	}
-	r.event(x, cur, corev1.EventTypeNormal, "VolumeExpanding", "data volume %s: %s -> %s", cur.Name, have.String(), want.String())
+	r.event(index, cur, corev1.EventTypeNormal, "VolumeExpanding", "data volume %s: %s -> %s", cur.Name, have.String(), want.String())
 	return nil
 }
 
 // ensureService keeps the Service in front of the engine.
-func (r *SummaIndexReconciler) ensureService(ctx context.Context, x *summav1.SummaIndex) error {
+func (r *SummaIndexReconciler) ensureService(ctx context.Context, index *summav1.SummaIndex) error {
 	// The target port is the engine's number, not its name: the named port
 	// is looked up in the app containers first, and an app's own "http"
 	// port would take the engine's traffic.
 	want := corev1.ServiceSpec{
-		Selector: engineLabels(x),
+		Selector: engineLabels(index),
 		Ports: []corev1.ServicePort{{
 			Name: EnginePortName, Port: EnginePort, TargetPort: intstr.FromInt32(EnginePort), Protocol: corev1.ProtocolTCP,
 		}},
-		PublishNotReadyAddresses: servicePublishesNotReady(x),
+		PublishNotReadyAddresses: servicePublishesNotReady(index),
 	}
-	return r.ensureServiceSpec(ctx, x, x.ServiceName(), want)
+	return r.ensureServiceSpec(ctx, index, index.ServiceName(), want)
 }
 
-// ensureServiceSpec creates, adopts or updates x's Service name to want.
-func (r *SummaIndexReconciler) ensureServiceSpec(ctx context.Context, x *summav1.SummaIndex, name string, want corev1.ServiceSpec) error {
+// ensureServiceSpec creates, adopts or updates index's Service name to want.
+func (r *SummaIndexReconciler) ensureServiceSpec(ctx context.Context, index *summav1.SummaIndex, name string, want corev1.ServiceSpec) error {
 	cur := &corev1.Service{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()}, Spec: want}
-		if err := controllerutil.SetControllerReference(x, svc, r.Scheme); err != nil {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()}, Spec: want}
+		if err := controllerutil.SetControllerReference(index, svc, r.Scheme); err != nil {
 			return fmt.Errorf("owner reference on service: %w", err)
 		}
 		if err := r.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create service %s: %w", svc.Name, err)
 		}
-		r.event(x, svc, corev1.EventTypeNormal, "ServiceCreated", "service %s created", svc.Name)
+		r.event(index, svc, corev1.EventTypeNormal, "ServiceCreated", "service %s created", svc.Name)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get service %s: %w", name, err)
 	}
-	if !metav1.IsControlledBy(cur, x) {
-		if !isOrphanOf(x, cur) {
+	if !metav1.IsControlledBy(cur, index) {
+		if !isOrphanOf(index, cur) {
 			return fmt.Errorf("service %s exists and is not controlled by this SummaIndex", cur.Name)
 		}
-		if err := r.adoptOrphan(ctx, x, cur); err != nil {
+		if err := r.adoptOrphan(ctx, index, cur); err != nil {
 			return err
 		}
 	}
@@ -182,26 +182,36 @@ func servicePortsMatch(have, want corev1.ServiceSpec) bool {
 	return true
 }
 
-// releaseClaim drops x's owner reference from a volume so that it outlives
-// x (reclaimPolicy Retain); the labels and AnnotationIndexUID stay, so a
+// releaseClaim drops index's owner reference from a volume so that it outlives
+// index (reclaimPolicy Retain); the labels and AnnotationIndexUID stay, so a
 // new SummaIndex of the same name adopts it.
-func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, x *summav1.SummaIndex, name string) error {
+func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: name}, cur)
+	err := r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get volume %s: %w", name, err)
 	}
-	if !hasOwnerUID(cur, x) {
+	if !hasOwnerUID(cur, index) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	cur.OwnerReferences = withoutOwner(cur.OwnerReferences, x)
+	cur.OwnerReferences = withoutOwner(cur.OwnerReferences, index)
 	if err := r.Patch(ctx, cur, patch); err != nil {
 		return fmt.Errorf("release volume %s: %w", name, err)
 	}
-	r.event(x, cur, corev1.EventTypeNormal, "VolumeRetained", "volume %s kept (reclaimPolicy Retain)", name)
+	r.event(index, cur, corev1.EventTypeNormal, "VolumeRetained", "volume %s kept (reclaimPolicy Retain)", name)
 	return nil
+}
+
+// claimStep is the pass step of the data volume.
+func (r *SummaIndexReconciler) claimStep(ctx context.Context, p *pass) error {
+	return r.ensureDataClaim(ctx, p.index)
+}
+
+// serviceStep is the pass step of the engine's Service.
+func (r *SummaIndexReconciler) serviceStep(ctx context.Context, p *pass) error {
+	return failed(ReasonServiceFailed, r.ensureService(ctx, p.index))
 }

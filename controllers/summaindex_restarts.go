@@ -142,28 +142,28 @@ func (b *restartBudget) settle(key types.NamespacedName, restarting, waiting boo
 // Options.RestartProgressDeadline.
 const DefaultRestartProgressDeadline = 10 * time.Minute
 
-// restarting reports whether x's status shows a restart under way: a
+// restarting reports whether index's status shows a restart under way: a
 // drain before a stop, or a new pod not ready yet.
-func restarting(x *summav1.SummaIndex) bool {
-	return x.Status.Phase == summav1.PhaseDraining || x.Status.Phase == summav1.PhaseRestarting
+func restarting(index *summav1.SummaIndex) bool {
+	return index.Status.Phase == summav1.PhaseDraining || index.Status.Phase == summav1.PhaseRestarting
 }
 
-// holdsRestartSlot reports whether x's restart counts against the budget
+// holdsRestartSlot reports whether index's restart counts against the budget
 // at now: under way and making progress (see above).
-func holdsRestartSlot(x *summav1.SummaIndex, now time.Time, deadline time.Duration) bool {
-	if !restarting(x) || paused(x) {
+func holdsRestartSlot(index *summav1.SummaIndex, now time.Time, deadline time.Duration) bool {
+	if !restarting(index) || paused(index) {
 		return false
 	}
-	if x.Status.Phase != summav1.PhaseRestarting {
+	if index.Status.Phase != summav1.PhaseRestarting {
 		return true
 	}
-	c := x.GetCondition(summav1.ConditionProgressing)
+	c := index.GetCondition(summav1.ConditionProgressing)
 	return c == nil || c.Status != metav1.ConditionTrue || now.Sub(c.LastTransitionTime.Time) < deadline
 }
 
-// admitRestart asks the budget for a slot for x's restart. When it must
+// admitRestart asks the budget for a slot for index's restart. When it must
 // wait, the message says for whom.
-func (r *SummaIndexReconciler) admitRestart(ctx context.Context, x *summav1.SummaIndex) (bool, string, error) {
+func (r *SummaIndexReconciler) admitRestart(ctx context.Context, index *summav1.SummaIndex) (bool, string, error) {
 	list := &summav1.SummaIndexList{}
 	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return false, "", fmt.Errorf("list indexes for the restart budget: %w", err)
@@ -175,10 +175,10 @@ func (r *SummaIndexReconciler) admitRestart(ctx context.Context, x *summav1.Summ
 			busy = append(busy, client.ObjectKeyFromObject(y))
 		}
 	}
-	ok, using, place := r.restarts.admit(client.ObjectKeyFromObject(x), r.Options.MaxConcurrentRestarts, busy)
+	ok, using, place := r.restarts.admit(client.ObjectKeyFromObject(index), r.Options.MaxConcurrentRestarts, busy)
 	if ok {
 		return true, "", nil
 	}
 	return false, fmt.Sprintf("a restart to revision %s waits for one of %d restart slot(s) (in use: %s; %d ahead in the queue)",
-		x.Status.UpdateRevision, r.Options.MaxConcurrentRestarts, strings.Join(using, ", "), place), nil
+		index.Status.UpdateRevision, r.Options.MaxConcurrentRestarts, strings.Join(using, ", "), place), nil
 }

@@ -45,10 +45,10 @@ const (
 	restoreContainer = "restore"
 )
 
-// markRestoreClaim marks a data volume about to be created for x as
+// markRestoreClaim marks a data volume about to be created for index as
 // waiting for its restore.
-func markRestoreClaim(x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) {
-	if x.Spec.Restore == nil {
+func markRestoreClaim(index *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) {
+	if index.Spec.Restore == nil {
 		return
 	}
 	if pvc.Annotations == nil {
@@ -58,39 +58,39 @@ func markRestoreClaim(x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) 
 }
 
 // restoreJob is the Job filling the data volume from the object store.
-func (r *SummaIndexReconciler) restoreJob(x *summav1.SummaIndex) *batchv1.Job {
-	s3 := x.RestoreS3()
-	args := []string{"restore", "--data-dir", DataMountPath, "--index", x.Name, "--report-file", terminationLog}
-	if src := x.RestoreSourceIndex(); src != x.Name {
+func (r *SummaIndexReconciler) restoreJob(index *summav1.SummaIndex) *batchv1.Job {
+	s3 := index.RestoreS3()
+	args := []string{"restore", "--data-dir", DataMountPath, "--index", index.Name, "--report-file", terminationLog}
+	if src := index.RestoreSourceIndex(); src != index.Name {
 		args = append(args, "--from-index", src)
 	}
-	if id := x.Spec.Restore.BackupID; id != summav1.RestoreLatest {
+	if id := index.Spec.Restore.BackupID; id != summav1.RestoreLatest {
 		args = append(args, "--backup", id)
 	}
-	job := r.jobFor(x, x.RestoreJobName(), restoreContainer, append(args, s3Args(s3)...))
+	job := r.jobFor(index, index.RestoreJobName(), restoreContainer, append(args, s3Args(s3)...))
 	// Kept until a person deletes it: a failed restore is retried by
 	// deleting its Job, never by a TTL.
 	job.Spec.TTLSecondsAfterFinished = nil
-	job.Annotations = map[string]string{AnnotationRestore: x.Spec.Restore.BackupID}
+	job.Annotations = map[string]string{AnnotationRestore: index.Spec.Restore.BackupID}
 	pod := &job.Spec.Template.Spec
-	pod.Volumes = append(pod.Volumes, s3Volumes(s3, x.RestoreS3CredentialsSecretName())...)
+	pod.Volumes = append(pod.Volumes, s3Volumes(s3, index.RestoreS3CredentialsSecretName())...)
 	pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, s3Mounts(s3)...)
 	return job
 }
 
-// restorePending returns x's data volume when it waits for its restore
+// restorePending returns index's data volume when it waits for its restore
 // (nil otherwise).
-func (r *SummaIndexReconciler) restorePending(ctx context.Context, x *summav1.SummaIndex) (*corev1.PersistentVolumeClaim, error) {
-	if x.Spec.Restore == nil {
+func (r *SummaIndexReconciler) restorePending(ctx context.Context, index *summav1.SummaIndex) (*corev1.PersistentVolumeClaim, error) {
+	if index.Spec.Restore == nil {
 		return nil, nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.DataClaimName()}, pvc)
+	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.DataClaimName()}, pvc)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get volume %s: %w", x.DataClaimName(), err)
+		return nil, fmt.Errorf("get volume %s: %w", index.DataClaimName(), err)
 	}
 	if pvc.Annotations[AnnotationRestore] != restorePendingValue {
 		return nil, nil
@@ -100,18 +100,18 @@ func (r *SummaIndexReconciler) restorePending(ctx context.Context, x *summav1.Su
 
 // reconcileRestore runs the restore Job of a volume that waits for it and
 // reports whether the engine may start (the volume holds the restore).
-func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) (done bool, res reconcile.Result, err error) {
-	if x.Status.Restore == nil || x.Status.Restore.BackupID != x.Spec.Restore.BackupID {
-		x.Status.Restore = &summav1.RestoreStatus{BackupID: x.Spec.Restore.BackupID, JobName: x.RestoreJobName()}
+func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, index *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim) (done bool, res reconcile.Result, err error) {
+	if index.Status.Restore == nil || index.Status.Restore.BackupID != index.Spec.Restore.BackupID {
+		index.Status.Restore = &summav1.RestoreStatus{BackupID: index.Spec.Restore.BackupID, JobName: index.RestoreJobName()}
 	}
-	st := x.Status.Restore
-	if err := r.ensureS3Credentials(ctx, x, x.RestoreS3(), x.RestoreS3CredentialsSecretName()); err != nil {
-		notReady(x, summav1.PhasePending, failureReason(err), "the restore waits for its object store credentials: "+err.Error(), false)
+	st := index.Status.Restore
+	if err := r.ensureS3Credentials(ctx, index, index.RestoreS3(), index.RestoreS3CredentialsSecretName()); err != nil {
+		notReady(index, summav1.PhasePending, failureReason(err), "the restore waits for its object store credentials: "+err.Error(), false)
 		return false, reconcile.Result{RequeueAfter: failureRetry}, err
 	}
 	job := &batchv1.Job{}
-	err = r.getLive(ctx, client.ObjectKey{Namespace: x.Namespace, Name: x.RestoreJobName()}, job)
-	if err == nil && job.Annotations[AnnotationRestore] != x.Spec.Restore.BackupID && job.DeletionTimestamp == nil {
+	err = r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.RestoreJobName()}, job)
+	if err == nil && job.Annotations[AnnotationRestore] != index.Spec.Restore.BackupID && job.DeletionTimestamp == nil {
 		// A Job for another backupId: replaced by one for this one.
 		if derr := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(derr) != nil {
 			return false, reconcile.Result{}, fmt.Errorf("delete restore job %s: %w", job.Name, derr)
@@ -119,17 +119,17 @@ func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, x *summav1.
 		return false, reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
 	if apierrors.IsNotFound(err) {
-		return false, reconcile.Result{RequeueAfter: pollInterval}, r.createRestoreJob(ctx, x)
+		return false, reconcile.Result{RequeueAfter: pollInterval}, r.createRestoreJob(ctx, index)
 	}
 	if err != nil {
-		return false, reconcile.Result{}, fmt.Errorf("get restore job %s: %w", x.RestoreJobName(), err)
+		return false, reconcile.Result{}, fmt.Errorf("get restore job %s: %w", index.RestoreJobName(), err)
 	}
 	finished, jobFailed := jobFinished(job)
 	switch {
 	case !finished:
 		st.Phase = summav1.RestorePhaseRunning
-		st.Message = "restoring backup " + x.Spec.Restore.BackupID + " into volume " + pvc.Name
-		notReady(x, summav1.PhasePending, "Restoring", st.Message, true)
+		st.Message = "restoring backup " + index.Spec.Restore.BackupID + " into volume " + pvc.Name
+		notReady(index, summav1.PhasePending, "Restoring", st.Message, true)
 		return false, reconcile.Result{RequeueAfter: notReadyPoll}, nil
 	case jobFailed:
 		msg, merr := r.jobMessage(ctx, job)
@@ -138,10 +138,10 @@ func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, x *summav1.
 		}
 		if st.Phase != summav1.RestorePhaseFailed {
 			st.Phase, st.CompletedAt = summav1.RestorePhaseFailed, ptr.To(metav1.NewTime(r.Options.Now()))
-			r.event(x, job, corev1.EventTypeWarning, ReasonRestoreFailed, "restore job %s failed: %s", job.Name, clip(msg, 512))
+			r.event(index, job, corev1.EventTypeWarning, ReasonRestoreFailed, "restore job %s failed: %s", job.Name, clip(msg, 512))
 		}
 		st.Message = "restore job " + job.Name + " failed: " + clip(msg, 1024) + "; nothing is served. Delete the Job (or set another spec.restore.backupId) to try again"
-		notReady(x, summav1.PhaseFailed, ReasonRestoreFailed, st.Message, false)
+		notReady(index, summav1.PhaseFailed, ReasonRestoreFailed, st.Message, false)
 		return false, reconcile.Result{}, failed(ReasonRestoreFailed, fmt.Errorf("%s", st.Message))
 	}
 	msg, _ := r.jobMessage(ctx, job)
@@ -151,37 +151,37 @@ func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, x *summav1.
 	}
 	st.Phase, st.CompletedAt = summav1.RestorePhaseSucceeded, ptr.To(metav1.NewTime(r.Options.Now()))
 	st.Message = clip(msg, 1024)
-	r.event(x, job, corev1.EventTypeNormal, "RestoreSucceeded", "volume %s restored from backup %s: %s", pvc.Name, x.Spec.Restore.BackupID, clip(msg, 512))
+	r.event(index, job, corev1.EventTypeNormal, "RestoreSucceeded", "volume %s restored from backup %s: %s", pvc.Name, index.Spec.Restore.BackupID, clip(msg, 512))
 	return true, reconcile.Result{}, nil
 }
 
-// createRestoreJob creates x's restore Job.
-func (r *SummaIndexReconciler) createRestoreJob(ctx context.Context, x *summav1.SummaIndex) error {
-	job := r.restoreJob(x)
-	if err := controllerutil.SetControllerReference(x, job, r.Scheme); err != nil {
+// createRestoreJob creates index's restore Job.
+func (r *SummaIndexReconciler) createRestoreJob(ctx context.Context, index *summav1.SummaIndex) error {
+	job := r.restoreJob(index)
+	if err := controllerutil.SetControllerReference(index, job, r.Scheme); err != nil {
 		return fmt.Errorf("owner reference on job: %w", err)
 	}
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return failed(ReasonRestoreFailed, fmt.Errorf("create restore job %s: %w", job.Name, err))
 	}
-	x.Status.Restore.Phase = summav1.RestorePhaseRunning
-	x.Status.Restore.Message = "restore job " + job.Name + " created"
-	notReady(x, summav1.PhasePending, "Restoring", x.Status.Restore.Message, true)
-	r.event(x, job, corev1.EventTypeNormal, "RestoreStarted", "restore job %s created for backup %s", job.Name, x.Spec.Restore.BackupID)
+	index.Status.Restore.Phase = summav1.RestorePhaseRunning
+	index.Status.Restore.Message = "restore job " + job.Name + " created"
+	notReady(index, summav1.PhasePending, "Restoring", index.Status.Restore.Message, true)
+	r.event(index, job, corev1.EventTypeNormal, "RestoreStarted", "restore job %s created for backup %s", job.Name, index.Spec.Restore.BackupID)
 	return nil
 }
 
-// restoreGate holds the engine pod back while x's volume waits for its
+// restoreGate holds the engine pod back while index's volume waits for its
 // restore: hold is true (with the pass's result) until the restore Job
 // succeeded. An existing pod is never held.
-func (r *SummaIndexReconciler) restoreGate(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (hold bool, res reconcile.Result, err error) {
-	if pod != nil || x.Spec.Restore == nil {
+func (r *SummaIndexReconciler) restoreGate(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (hold bool, res reconcile.Result, err error) {
+	if pod != nil || index.Spec.Restore == nil {
 		return false, reconcile.Result{}, nil
 	}
-	pvc, err := r.restorePending(ctx, x)
+	pvc, err := r.restorePending(ctx, index)
 	if err != nil || pvc == nil {
 		return err != nil, reconcile.Result{}, failed(ReasonVolumeFailed, err)
 	}
-	done, res, err := r.reconcileRestore(ctx, x, pvc)
+	done, res, err := r.reconcileRestore(ctx, index, pvc)
 	return !done, res, err
 }

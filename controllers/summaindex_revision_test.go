@@ -62,9 +62,53 @@ func TestRevisionFollowsRestartedAtAndAccess(t *testing.T) {
 }
 
 func TestLegacyRevisionsAreRecognised(t *testing.T) {
-	for rev, legacy := range map[string]bool{"": false, "0a1b2c3d4e5f": true, "v1-0a1b2c3d4e5f": false} {
+	for rev, legacy := range map[string]bool{"": false, "0a1b2c3d4e5f": true, "v1-0a1b2c3d4e5f": true, "v2-0a1b2c3d4e5f": false} {
 		if legacyRevision(rev) != legacy {
 			t.Errorf("legacyRevision(%q) = %v", rev, !legacy)
 		}
+	}
+}
+
+// TestV1RevisionsOfCurrentPodsAreAdopted: a pod labelled by an operator of
+// format v1 (which hashed the grace) is current when its revision is the
+// v1 hash of today's decisions with its own grace, whatever grace the
+// estimate asks for now.
+func TestV1RevisionsOfCurrentPodsAreAdopted(t *testing.T) {
+	x := podTestIndex()
+	in := podInputs{image: "img:1", grace: 45, access: access{known: true, credentialsSecret: "a-credentials"}}
+	old := desiredPod(x, in)
+	old.Annotations[AnnotationRevision] = revisionV1Of(x, in)
+	if !strings.HasPrefix(old.Annotations[AnnotationRevision], "v1-") {
+		t.Fatalf("v1 revision %q", old.Annotations[AnnotationRevision])
+	}
+	now := in
+	now.grace = 90 // the estimate grew since
+	desired := desiredPod(x, now)
+	if !currentLegacy(x, old, desired, now) {
+		t.Error("a v1 pod of the current decisions is not adopted")
+	}
+	y := x.DeepCopy()
+	y.Spec.Engine.IndexingWorkers = ptr.To[int32](3)
+	if currentLegacy(y, old, desiredPod(y, now), now) {
+		t.Error("a v1 pod of another spec is adopted")
+	}
+	y = x.DeepCopy()
+	y.Spec.Lifecycle.TerminationGracePeriod.MinSeconds = 60
+	if currentLegacy(y, old, desiredPod(y, now), now) {
+		t.Error("a v1 pod whose grace is below the bounds is adopted")
+	}
+}
+
+// TestV1RevisionIsTheOneV1OperatorsWrote: the v1 hash is computed exactly
+// as the operators of format v1 did (figures from that code), or no pod of
+// theirs would be adopted.
+func TestV1RevisionIsTheOneV1OperatorsWrote(t *testing.T) {
+	x := podTestIndex()
+	if got := revisionV1Of(x, podInputs{image: "img:1", grace: 30}); got != "v1-0b4db876e8f8" {
+		t.Errorf("v1 revision %s", got)
+	}
+	in := podInputs{image: "img:1", grace: 45, access: access{known: true, credentialsSecret: "a-credentials", tlsSecret: "a-tls", caPresent: true}}
+	if got := revisionV1Of(x, in); got != "v1-bddb19a2a426" {
+		t.Errorf("v1 revision with access %s", got)
 	}
 }

@@ -57,16 +57,16 @@ type followerIndexStatus struct {
 	} `json:"replication"`
 }
 
-// followerIndex reads x's index on a follower; nil without an error when
+// followerIndex reads index's index on a follower; nil without an error when
 // the follower does not have it yet.
-func (r *SummaIndexReconciler) followerIndex(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod) (*followerIndexStatus, error) {
-	base, hc, token, err := r.engineConn(ctx, x, pod)
+func (r *SummaIndexReconciler) followerIndex(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (*followerIndexStatus, error) {
+	base, hc, token, err := r.engineConn(ctx, index, pod)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, base+"/v1/indexes/"+url.PathEscape(x.Name), nil)
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, base+"/v1/indexes/"+url.PathEscape(index.Name), nil)
 	if err != nil {
 		return nil, fmt.Errorf("follower %s: %w", pod.Name, err)
 	}
@@ -75,18 +75,18 @@ func (r *SummaIndexReconciler) followerIndex(ctx context.Context, x *summav1.Sum
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("read index %s on follower %s: %w", x.Name, pod.Name, err)
+		return nil, fmt.Errorf("read index %s on follower %s: %w", index.Name, pod.Name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
 		return nil, nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read index %s on follower %s: HTTP %d", x.Name, pod.Name, resp.StatusCode)
+		return nil, fmt.Errorf("read index %s on follower %s: HTTP %d", index.Name, pod.Name, resp.StatusCode)
 	}
 	st := &followerIndexStatus{}
 	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
-		return nil, fmt.Errorf("decode index %s of follower %s: %w", x.Name, pod.Name, err)
+		return nil, fmt.Errorf("decode index %s of follower %s: %w", index.Name, pod.Name, err)
 	}
 	return st, nil
 }
@@ -116,12 +116,12 @@ func (f follower) settled(rev string) bool {
 }
 
 // observeFollowers reads every follower 1..n (pods that are ready only).
-func (r *SummaIndexReconciler) observeFollowers(ctx context.Context, x *summav1.SummaIndex, n int, pods map[int]*corev1.Pod) []follower {
+func (r *SummaIndexReconciler) observeFollowers(ctx context.Context, index *summav1.SummaIndex, n int, pods map[int]*corev1.Pod) []follower {
 	out := make([]follower, 0, n)
 	for k := 1; k <= n; k++ {
 		f := follower{k: k, pod: pods[k]}
 		if f.pod != nil && f.pod.DeletionTimestamp == nil && engineReady(f.pod) {
-			st, err := r.followerIndex(ctx, x, f.pod)
+			st, err := r.followerIndex(ctx, index, f.pod)
 			if err != nil {
 				log.FromContext(ctx).Info("Follower not readable", "pod", f.pod.Name, "error", err.Error())
 			}
@@ -134,19 +134,19 @@ func (r *SummaIndexReconciler) observeFollowers(ctx context.Context, x *summav1.
 
 // followersSettled tells reconcileEngine whether the leader may restart
 // for revision rev: every follower runs rev, is ready and caught up.
-func (r *SummaIndexReconciler) followersSettled(ctx context.Context, x *summav1.SummaIndex, rev string) (bool, string, error) {
-	n := x.EffectiveReplicas()
+func (r *SummaIndexReconciler) followersSettled(ctx context.Context, index *summav1.SummaIndex, rev string) (bool, string, error) {
+	n := index.EffectiveReplicas()
 	if n == 0 {
 		return true, "", nil
 	}
-	pods, err := r.followerPods(ctx, x)
+	pods, err := r.followerPods(ctx, index)
 	if err != nil {
 		return false, "", failed(ReasonPodFailed, err)
 	}
 	var waiting []string
-	for _, f := range r.observeFollowers(ctx, x, n, pods) {
+	for _, f := range r.observeFollowers(ctx, index, n, pods) {
 		if !f.settled(rev) {
-			waiting = append(waiting, x.FollowerPodName(f.k))
+			waiting = append(waiting, index.FollowerPodName(f.k))
 		}
 	}
 	if len(waiting) == 0 {
@@ -158,41 +158,41 @@ func (r *SummaIndexReconciler) followersSettled(ctx context.Context, x *summav1.
 // reconcileReplicas is the followers' step of a pass: scale down, keep
 // volumes and pods 1..N, read their engines into status.replicas, and
 // roll them one at a time to the leader's desired revision.
-func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1.SummaIndex, acc access, leader *corev1.Pod, f *failures) reconcile.Result {
-	n := x.EffectiveReplicas()
+func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, index *summav1.SummaIndex, acc access, leader *corev1.Pod, f *failures) reconcile.Result {
+	n := index.EffectiveReplicas()
 	f.add(r.syncLeaderRoleLabels(ctx, leader))
-	pods, err := r.followerPods(ctx, x)
+	pods, err := r.followerPods(ctx, index)
 	if err != nil {
 		f.add(failed(ReasonPodFailed, err))
 		return reconcile.Result{}
 	}
-	claims, err := r.followerClaims(ctx, x)
+	claims, err := r.followerClaims(ctx, index)
 	if err != nil {
 		f.add(failed(ReasonVolumeFailed, err))
 		return reconcile.Result{}
 	}
 	if n == 0 && len(pods) == 0 && len(claims) == 0 {
-		recordReplicas(x, 0, nil)
+		recordReplicas(index, 0, nil)
 		return reconcile.Result{}
 	}
-	if paused(x) {
+	if paused(index) {
 		// No change to any pod; status is still kept current.
-		recordReplicas(x, n, r.observeFollowers(ctx, x, n, pods))
+		recordReplicas(index, n, r.observeFollowers(ctx, index, n, pods))
 		return reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
 	}
-	left, err := r.removeFollowersAbove(ctx, x, n, pods, claims)
+	left, err := r.removeFollowersAbove(ctx, index, n, pods, claims)
 	f.add(err)
-	if x.Spec.Suspend {
-		running, err := r.deleteAllFollowers(ctx, x, "suspended")
+	if index.Spec.Suspend {
+		running, err := r.deleteAllFollowers(ctx, index, "suspended")
 		f.add(err)
-		recordReplicas(x, n, nil)
+		recordReplicas(index, n, nil)
 		if running || left {
 			return reconcile.Result{RequeueAfter: pollInterval}
 		}
 		return reconcile.Result{}
 	}
-	fs := r.observeFollowers(ctx, x, n, pods)
-	recordReplicas(x, n, fs)
+	fs := r.observeFollowers(ctx, index, n, pods)
+	recordReplicas(index, n, fs)
 	res := reconcile.Result{RequeueAfter: r.Options.ResyncPeriod}
 	if left {
 		res.RequeueAfter = pollInterval
@@ -200,30 +200,30 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1
 	if !acc.known {
 		return res
 	}
-	grace := nextGrace(x, x.Status.TerminationGracePeriodSeconds, x.Status.DrainEstimateSeconds)
-	in := r.podInputs(x, grace, acc)
-	rev := revisionOf(x, in)
+	grace := nextGrace(index, index.Status.TerminationGracePeriodSeconds, index.Status.DrainEstimateSeconds)
+	in := r.podInputs(index, grace, acc)
+	rev := revisionOf(index, in)
 	for i := range fs {
 		fl := &fs[i]
-		usable, err := r.ensureFollowerClaim(ctx, x, fl.k, claims[fl.k])
+		usable, err := r.ensureFollowerClaim(ctx, index, fl.k, claims[fl.k])
 		f.add(err)
 		switch {
 		case fl.pod == nil && usable:
-			f.add(r.createFollower(ctx, x, desiredFollower(x, in, fl.k)))
+			f.add(r.createFollower(ctx, index, desiredFollower(index, in, fl.k)))
 			res.RequeueAfter = pollInterval
 		case fl.pod != nil && !usable && claims[fl.k] != nil:
 			// A rebuild under way: the volume goes first, then the pod.
-			f.add(r.deleteFollowerPod(ctx, x, fl.pod, "its volume is being rebuilt"))
+			f.add(r.deleteFollowerPod(ctx, index, fl.pod, "its volume is being rebuilt"))
 			res.RequeueAfter = pollInterval
 		case fl.pod != nil:
 			f.add(r.syncFollowerAccess(ctx, fl.pod, acc))
 		}
 	}
-	if doctorActive(x) {
+	if doctorActive(index) {
 		// The doctor repairs the leader; the followers keep serving.
 		return res
 	}
-	rolling, busy, err := r.rollFollowers(ctx, x, leader, fs, rev, claims)
+	rolling, busy, err := r.rollFollowers(ctx, index, leader, fs, rev, claims)
 	f.add(err)
 	switch {
 	case rolling || err != nil:
@@ -242,7 +242,7 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, x *summav1
 // is settled. A follower that does not serve is replaced at once: that
 // costs no search. It reports whether followers are still to roll, and
 // whether a pod of the index is not settled (busy).
-func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.SummaIndex, leader *corev1.Pod,
+func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, index *summav1.SummaIndex, leader *corev1.Pod,
 	fs []follower, rev string, claims map[int]*corev1.PersistentVolumeClaim) (rolling, busy bool, err error) {
 	var todo []follower
 	busy = leader == nil || !engineReady(leader)
@@ -258,7 +258,7 @@ func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.Sum
 	if len(todo) == 0 {
 		return false, busy, nil
 	}
-	setCondition(x, summav1.ConditionProgressing, true, ReasonRollingFollowers,
+	setCondition(index, summav1.ConditionProgressing, true, ReasonRollingFollowers,
 		fmt.Sprintf("followers restart one at a time to revision %s before the leader (%d to go)", rev, len(todo)))
 	for _, fl := range todo {
 		serving := engineReady(fl.pod)
@@ -266,9 +266,9 @@ func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.Sum
 			continue
 		}
 		if fl.st != nil && len(fl.st.Quarantined) > 0 {
-			err = r.rebuildFollower(ctx, x, fl, claims[fl.k])
+			err = r.rebuildFollower(ctx, index, fl, claims[fl.k])
 		} else {
-			err = r.deleteFollowerPod(ctx, x, fl.pod, "restart to revision "+rev)
+			err = r.deleteFollowerPod(ctx, index, fl.pod, "restart to revision "+rev)
 		}
 		if err != nil {
 			return true, busy, err
@@ -281,19 +281,19 @@ func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, x *summav1.Sum
 // rebuildFollower deletes a quarantined follower's volume, then its pod;
 // the next passes make both again and the follower copies the index from
 // the leader.
-func (r *SummaIndexReconciler) rebuildFollower(ctx context.Context, x *summav1.SummaIndex, fl follower, c *corev1.PersistentVolumeClaim) error {
-	r.event(x, fl.pod, corev1.EventTypeWarning, "FollowerRebuilding",
+func (r *SummaIndexReconciler) rebuildFollower(ctx context.Context, index *summav1.SummaIndex, fl follower, c *corev1.PersistentVolumeClaim) error {
+	r.event(index, fl.pod, corev1.EventTypeWarning, "FollowerRebuilding",
 		"follower %s reports %d quarantined segment(s): its volume and pod are made again from the leader", fl.pod.Name, len(fl.st.Quarantined))
 	if c != nil {
-		if err := r.deleteClaim(ctx, x, c.GetName()); err != nil {
+		if err := r.deleteClaim(ctx, index, c.GetName()); err != nil {
 			return failed(ReasonVolumeFailed, err)
 		}
 	}
-	return r.deleteFollowerPod(ctx, x, fl.pod, "rebuild after quarantine")
+	return r.deleteFollowerPod(ctx, index, fl.pod, "rebuild after quarantine")
 }
 
 // recordReplicas writes status.replicas from the followers 1..n.
-func recordReplicas(x *summav1.SummaIndex, n int, fs []follower) {
+func recordReplicas(index *summav1.SummaIndex, n int, fs []follower) {
 	st := &summav1.ReplicasStatus{Desired: int32(n)}
 	var maxLag *float64
 	for _, fl := range fs {
@@ -315,17 +315,17 @@ func recordReplicas(x *summav1.SummaIndex, n int, fs []follower) {
 				}
 			}
 		}
-		if fl.settled(x.Status.UpdateRevision) {
+		if fl.settled(index.Status.UpdateRevision) {
 			st.Updated++
 		}
 		st.Followers = append(st.Followers, fst)
 	}
 	slices.SortFunc(st.Followers, func(a, b summav1.FollowerStatus) int {
-		return x.FollowerIndex(a.Name) - x.FollowerIndex(b.Name)
+		return index.FollowerIndex(a.Name) - index.FollowerIndex(b.Name)
 	})
 	st.MaxLagSeconds = maxLag
 	st.Summary = strconv.Itoa(int(st.Ready)) + "/" + strconv.Itoa(n)
-	x.Status.Replicas = st
+	index.Status.Replicas = st
 }
 
 // sooner is a, with b's requeue when b asks to come back sooner.
@@ -334,4 +334,15 @@ func sooner(a, b reconcile.Result) reconcile.Result {
 		a.RequeueAfter = b.RequeueAfter
 	}
 	return a
+}
+
+// replicasStep is the pass step of the read followers (reconcileReplicas),
+// which follow the leader pod as the engine step left it.
+func (r *SummaIndexReconciler) replicasStep(ctx context.Context, p *pass) error {
+	leader, err := r.enginePod(ctx, p.index)
+	if err != nil {
+		return failed(ReasonPodFailed, err)
+	}
+	p.requeue(r.reconcileReplicas(ctx, p.index, p.access, leader, &p.failures))
+	return nil
 }

@@ -28,10 +28,10 @@ import (
 // its requests and exit after SIGTERM, on top of any preStop sleep.
 const defaultAppShutdownSeconds = 10
 
-// hasAppContainers reports whether x's pod runs app containers, which
+// hasAppContainers reports whether index's pod runs app containers, which
 // makes the engine a native sidecar.
-func hasAppContainers(x *summav1.SummaIndex) bool {
-	return x.Spec.PodTemplate != nil && len(x.Spec.PodTemplate.Spec.Containers) > 0
+func hasAppContainers(index *summav1.SummaIndex) bool {
+	return index.Spec.PodTemplate != nil && len(index.Spec.PodTemplate.Spec.Containers) > 0
 }
 
 // appShutdownSeconds is the time the app containers may take to stop
@@ -40,15 +40,15 @@ func hasAppContainers(x *summav1.SummaIndex) bool {
 // app container (the one hook whose length is known; exec and httpGet
 // hooks are covered by the default or by setting the field). 0 without app
 // containers.
-func appShutdownSeconds(x *summav1.SummaIndex) int64 {
-	if !hasAppContainers(x) {
+func appShutdownSeconds(index *summav1.SummaIndex) int64 {
+	if !hasAppContainers(index) {
 		return 0
 	}
-	if s := x.Spec.Lifecycle.AppShutdownSeconds; s != nil {
+	if s := index.Spec.Lifecycle.AppShutdownSeconds; s != nil {
 		return int64(*s)
 	}
 	var sleep int64
-	for _, c := range x.Spec.PodTemplate.Spec.Containers {
+	for _, c := range index.Spec.PodTemplate.Spec.Containers {
 		if l := c.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.Sleep != nil {
 			sleep = max(sleep, l.PreStop.Sleep.Seconds)
 		}
@@ -59,8 +59,8 @@ func appShutdownSeconds(x *summav1.SummaIndex) int64 {
 // engineShutdownDeadline is the engine's --shutdown-deadline for a pod
 // grace period: what is left after the apps stopped, a margin shorter
 // (shutdownDeadlineFor), and at least 1 s.
-func engineShutdownDeadline(x *summav1.SummaIndex, grace int64) int64 {
-	return shutdownDeadlineFor(grace - appShutdownSeconds(x))
+func engineShutdownDeadline(index *summav1.SummaIndex, grace int64) int64 {
+	return shutdownDeadlineFor(grace - appShutdownSeconds(index))
 }
 
 // engineReady reports whether the engine container of pod passes its
@@ -81,7 +81,7 @@ func engineReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// servicePublishesNotReady tells whether x's Service lists the engine pod's
+// servicePublishesNotReady tells whether index's Service lists the engine pod's
 // address while the pod is not Ready. Without app containers, the pod's
 // readiness is the engine's, and the Service follows it as usual. With
 // app containers the pod is Ready only when the apps are too, which says
@@ -90,6 +90,6 @@ func engineReady(pod *corev1.Pod) bool {
 // status (condition Ready) and on its /readyz. A client of a starting
 // engine gets a refused connection (as with no endpoint at all), and of a
 // draining one the engine's own answer (503 for writes).
-func servicePublishesNotReady(x *summav1.SummaIndex) bool {
-	return hasAppContainers(x)
+func servicePublishesNotReady(index *summav1.SummaIndex) bool {
+	return hasAppContainers(index)
 }

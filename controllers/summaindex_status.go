@@ -20,43 +20,43 @@ type statusWriter struct {
 	last summav1.SummaIndexStatus
 }
 
-// newStatusWriter starts tracking x's status as read.
-func newStatusWriter(c client.Client, x *summav1.SummaIndex) *statusWriter {
-	return &statusWriter{c: c, last: *x.Status.DeepCopy()}
+// newStatusWriter starts tracking index's status as read.
+func newStatusWriter(c client.Client, index *summav1.SummaIndex) *statusWriter {
+	return &statusWriter{c: c, last: *index.Status.DeepCopy()}
 }
 
-// write stores x's status if it differs from the last one written, with
+// write stores index's status if it differs from the last one written, with
 // kstatus' Reconciling condition decided from it first, so that no write
 // (the end of a pass or a step recorded before it acts) shows
 // Reconciling out of step with the other conditions.
-func (w *statusWriter) write(ctx context.Context, x *summav1.SummaIndex) error {
-	setReconciling(x)
-	if equality.Semantic.DeepEqual(w.last, x.Status) {
+func (w *statusWriter) write(ctx context.Context, index *summav1.SummaIndex) error {
+	setReconciling(index)
+	if equality.Semantic.DeepEqual(w.last, index.Status) {
 		return nil
 	}
-	if err := w.c.Status().Update(ctx, x); err != nil {
-		return fmt.Errorf("update status of %s/%s: %w", x.Namespace, x.Name, err)
+	if err := w.c.Status().Update(ctx, index); err != nil {
+		return fmt.Errorf("update status of %s/%s: %w", index.Namespace, index.Name, err)
 	}
-	w.last = *x.Status.DeepCopy()
+	w.last = *index.Status.DeepCopy()
 	return nil
 }
 
-// setCondition sets condition t on x.
-func setCondition(x *summav1.SummaIndex, t string, ok bool, reason, message string) {
+// setCondition sets condition t on index.
+func setCondition(index *summav1.SummaIndex, t string, ok bool, reason, message string) {
 	status := metav1.ConditionFalse
 	if ok {
 		status = metav1.ConditionTrue
 	}
-	x.SetCondition(t, status, reason, message)
+	index.SetCondition(t, status, reason, message)
 }
 
-// notReady marks x not ready, and progressing when progressing is set.
-func notReady(x *summav1.SummaIndex, phase summav1.Phase, reason, message string, progressing bool) {
-	x.Status.Phase = phase
-	setCondition(x, summav1.ConditionReady, false, reason, message)
+// notReady marks index not ready, and progressing when progressing is set.
+func notReady(index *summav1.SummaIndex, phase summav1.Phase, reason, message string, progressing bool) {
+	index.Status.Phase = phase
+	setCondition(index, summav1.ConditionReady, false, reason, message)
 	if progressing {
-		setCondition(x, summav1.ConditionProgressing, true, reason, message)
+		setCondition(index, summav1.ConditionProgressing, true, reason, message)
 	} else {
-		setCondition(x, summav1.ConditionProgressing, false, reason, message)
+		setCondition(index, summav1.ConditionProgressing, false, reason, message)
 	}
 }

@@ -216,9 +216,9 @@ func (s *statusWatches) run(ctx context.Context, key types.NamespacedName, w *st
 		w.mu.Lock()
 		w.generation, w.quarantined = ng, nq
 		w.mu.Unlock()
-		x := &summav1.SummaIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		index := &summav1.SummaIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		select {
-		case s.wake <- event.GenericEvent{Object: x}:
+		case s.wake <- event.GenericEvent{Object: index}:
 		case <-ctx.Done():
 			return
 		}

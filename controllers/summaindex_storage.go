@@ -24,26 +24,26 @@ import (
 // commits answer 507 StorageFull.
 const ReasonStorageFull = "StorageFull"
 
-// observeStorage copies the engine's storage report into x's status: the
+// observeStorage copies the engine's storage report into index's status: the
 // figures while the engine refuses writes, nothing otherwise; and grows
 // the volume when spec.storage.autoGrow asks for it (autoGrow).
-func (r *SummaIndexReconciler) observeStorage(ctx context.Context, x *summav1.SummaIndex, pod *corev1.Pod, st *client.StorageStatus) {
-	r.autoGrow(ctx, x, st)
+func (r *SummaIndexReconciler) observeStorage(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, st *client.StorageStatus) {
+	r.autoGrow(ctx, index, st)
 	if st == nil || !st.Full {
-		x.Status.Storage = nil
+		index.Status.Storage = nil
 		return
 	}
-	was := x.Status.Storage
-	x.Status.Storage = &summav1.EngineStorage{FreeBytes: st.FreeBytes, UsedBytes: st.UsedBytes, Full: true}
+	was := index.Status.Storage
+	index.Status.Storage = &summav1.EngineStorage{FreeBytes: st.FreeBytes, UsedBytes: st.UsedBytes, Full: true}
 	if was == nil {
-		r.event(x, pod, corev1.EventTypeWarning, ReasonStorageFull, "%s", storageMessage(x.Status.Storage))
+		r.event(index, pod, corev1.EventTypeWarning, ReasonStorageFull, "%s", storageMessage(index.Status.Storage))
 	}
 }
 
 // storageCauses is Degraded=StorageFull while status.storage says the
 // engine refuses writes.
-func storageCauses(x *summav1.SummaIndex) []cause {
-	st := x.Status.Storage
+func storageCauses(index *summav1.SummaIndex) []cause {
+	st := index.Status.Storage
 	if st == nil || !st.Full {
 		return nil
 	}

@@ -68,10 +68,10 @@ type certRequest struct {
 	validity time.Duration
 }
 
-// engineCertRequest is the certificate request of x's engine.
-func (r *SummaIndexReconciler) engineCertRequest(x *summav1.SummaIndex) certRequest {
+// engineCertRequest is the certificate request of index's engine.
+func (r *SummaIndexReconciler) engineCertRequest(index *summav1.SummaIndex) certRequest {
 	// A common name has at most 64 characters.
-	caName := "summa CA " + x.Namespace + "/" + x.Name
+	caName := "summa CA " + index.Namespace + "/" + index.Name
 	if len(caName) > 64 {
 		caName = caName[:64]
 	}
@@ -79,7 +79,7 @@ func (r *SummaIndexReconciler) engineCertRequest(x *summav1.SummaIndex) certRequ
 		caName: caName,
 		// The leader's Service and the read Service (which selects the
 		// leader and the followers; they share the certificate).
-		dnsNames: append(append(x.ServiceDNSNames(r.Options.ClusterDomain), x.ReadServiceDNSNames(r.Options.ClusterDomain)...), "localhost"),
+		dnsNames: append(append(index.ServiceDNSNames(r.Options.ClusterDomain), index.ReadServiceDNSNames(r.Options.ClusterDomain)...), "localhost"),
 		ips:      []net.IP{net.IPv4(127, 0, 0, 1).To4(), net.IPv6loopback},
 		validity: r.Options.CertificateValidity,
 	}
@@ -87,16 +87,16 @@ func (r *SummaIndexReconciler) engineCertRequest(x *summav1.SummaIndex) certRequ
 
 // ensureTLS returns the Secret of the engine's certificate and what status
 // shows of it, or nil with TLS disabled.
-func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIndex) (*corev1.Secret, certInfo, error) {
-	if !x.TLSEnabled() {
+func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, index *summav1.SummaIndex) (*corev1.Secret, certInfo, error) {
+	if !index.TLSEnabled() {
 		return nil, certInfo{}, nil
 	}
-	name := x.TLSSecretName()
-	s, err := r.getSecret(ctx, x.Namespace, name)
+	name := index.TLSSecretName()
+	s, err := r.getSecret(ctx, index.Namespace, name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, certInfo{}, fmt.Errorf("get TLS secret %s: %w", name, err)
 	}
-	if !x.IssuesCertificate() {
+	if !index.IssuesCertificate() {
 		if err != nil {
 			return nil, certInfo{}, &accessError{reason: ReasonTLSSecretMissing, msg: fmt.Sprintf(
 				"Secret %s named by spec.access.tls.secretName does not exist (cert-manager may not have issued it yet)", name)}
@@ -109,8 +109,8 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 		return s, info, nil
 	}
 	now := r.Options.Now()
-	req := r.engineCertRequest(x)
-	caSecret, cerr := r.caKeySecret(ctx, x)
+	req := r.engineCertRequest(index)
+	caSecret, cerr := r.caKeySecret(ctx, index)
 	if cerr != nil {
 		return nil, certInfo{}, cerr
 	}
@@ -120,15 +120,15 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 			return nil, certInfo{}, err
 		}
 		// The key first: a CA whose key is lost is a new CA next time.
-		if err := r.splitCAKey(ctx, x, caSecret, data); err != nil {
+		if err := r.splitCAKey(ctx, index, caSecret, data); err != nil {
 			return nil, certInfo{}, err
 		}
 		s = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()},
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
 		}
-		if err := controllerutil.SetControllerReference(x, s, r.Scheme); err != nil {
+		if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
 			return nil, certInfo{}, fmt.Errorf("owner reference on secret: %w", err)
 		}
 		if err := r.Create(ctx, s); err != nil {
@@ -138,22 +138,22 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 			}
 			return nil, certInfo{}, fmt.Errorf("create TLS secret %s: %w", name, err)
 		}
-		r.event(x, s, corev1.EventTypeNormal, "CertificateIssued", "secret %s created with a CA and the engine's certificate", name)
+		r.event(index, s, corev1.EventTypeNormal, "CertificateIssued", "secret %s created with a CA and the engine's certificate", name)
 	} else {
-		if err := r.checkOwned(ctx, x, s, "spec.access.tls.secretName"); err != nil {
+		if err := r.checkOwned(ctx, index, s, "spec.access.tls.secretName"); err != nil {
 			return nil, certInfo{}, err
 		}
 		data, what, err := maintainIssuedTLS(withCAKey(s.Data, caSecret), req, now)
 		if err != nil {
 			return nil, certInfo{}, err
 		}
-		if err := r.splitCAKey(ctx, x, caSecret, data); err != nil {
+		if err := r.splitCAKey(ctx, index, caSecret, data); err != nil {
 			return nil, certInfo{}, err
 		}
 		if _, ok := s.Data[summav1.CAKeyKey]; ok {
 			// Written by an earlier version: the key is in its own
 			// Secret now (saved above), and leaves this one.
-			what = strings.TrimPrefix(what+"; ca.key moved to secret "+caSecretName(x), "; ")
+			what = strings.TrimPrefix(what+"; ca.key moved to secret "+caSecretName(index), "; ")
 		}
 		if what != "" {
 			s.Data = data
@@ -162,7 +162,7 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, x *summav1.SummaIn
 			if err := r.Update(ctx, s); err != nil {
 				return nil, certInfo{}, fmt.Errorf("renew the certificate in secret %s: %w", name, err)
 			}
-			r.event(x, s, corev1.EventTypeNormal, "CertificateRenewed", "secret %s: %s", name, what)
+			r.event(index, s, corev1.EventTypeNormal, "CertificateRenewed", "secret %s: %s", name, what)
 		}
 	}
 	leaf, err := firstCertificate(s.Data[summav1.TLSCertKey])
@@ -311,5 +311,5 @@ func firstCertificate(data []byte) (*x509.Certificate, error) {
 
 // sameIPs compares address lists.
 func sameIPs(a, b []net.IP) bool {
-	return slices.EqualFunc(a, b, func(x, y net.IP) bool { return x.Equal(y) })
+	return slices.EqualFunc(a, b, func(index, y net.IP) bool { return index.Equal(y) })
 }

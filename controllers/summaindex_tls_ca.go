@@ -25,25 +25,25 @@ import (
 // that a pass killed in between loses nothing and the CA, and the ca.crt
 // clients trust, stay the same.
 
-// caSecretName is the name of the Secret of x's CA key.
-func caSecretName(x *summav1.SummaIndex) string { return x.Name + "-ca" }
+// caSecretName is the name of the Secret of index's CA key.
+func caSecretName(index *summav1.SummaIndex) string { return index.Name + "-ca" }
 
-// caKeySecret returns x's CA key Secret, or nil when there is none.
-func (r *SummaIndexReconciler) caKeySecret(ctx context.Context, x *summav1.SummaIndex) (*corev1.Secret, error) {
-	s, err := r.getSecret(ctx, x.Namespace, caSecretName(x))
+// caKeySecret returns index's CA key Secret, or nil when there is none.
+func (r *SummaIndexReconciler) caKeySecret(ctx context.Context, index *summav1.SummaIndex) (*corev1.Secret, error) {
+	s, err := r.getSecret(ctx, index.Namespace, caSecretName(index))
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get CA secret %s: %w", caSecretName(x), err)
+		return nil, fmt.Errorf("get CA secret %s: %w", caSecretName(index), err)
 	}
-	if err := r.checkOwned(ctx, x, s, ""); err != nil {
+	if err := r.checkOwned(ctx, index, s, ""); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// withCAKey returns the TLS Secret's data with the CA key of cur (x's CA
+// withCAKey returns the TLS Secret's data with the CA key of cur (index's CA
 // key Secret) in it; an earlier version's ca.key in the TLS data is used
 // when cur has none.
 func withCAKey(tlsData map[string][]byte, cur *corev1.Secret) map[string][]byte {
@@ -57,12 +57,12 @@ func withCAKey(tlsData map[string][]byte, cur *corev1.Secret) map[string][]byte 
 	return out
 }
 
-// saveCAKey makes x's CA key Secret (cur, nil when missing) hold key.
-func (r *SummaIndexReconciler) saveCAKey(ctx context.Context, x *summav1.SummaIndex, cur *corev1.Secret, key []byte) error {
+// saveCAKey makes index's CA key Secret (cur, nil when missing) hold key.
+func (r *SummaIndexReconciler) saveCAKey(ctx context.Context, index *summav1.SummaIndex, cur *corev1.Secret, key []byte) error {
 	if cur != nil && bytes.Equal(cur.Data[summav1.CAKeyKey], key) {
 		return nil
 	}
-	name := caSecretName(x)
+	name := caSecretName(index)
 	if cur != nil {
 		// With the resourceVersion read: a concurrent writer wins and the
 		// next pass looks again.
@@ -73,11 +73,11 @@ func (r *SummaIndexReconciler) saveCAKey(ctx context.Context, x *summav1.SummaIn
 		return nil
 	}
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.Namespace, Labels: x.Labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{summav1.CAKeyKey: key},
 	}
-	if err := controllerutil.SetControllerReference(x, s, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
 		return fmt.Errorf("owner reference on secret: %w", err)
 	}
 	if err := r.Create(ctx, s); err != nil {
@@ -90,13 +90,13 @@ func (r *SummaIndexReconciler) saveCAKey(ctx context.Context, x *summav1.SummaIn
 	return nil
 }
 
-// splitCAKey saves the CA key of the issued TLS data into x's CA key
+// splitCAKey saves the CA key of the issued TLS data into index's CA key
 // Secret and removes it from data.
-func (r *SummaIndexReconciler) splitCAKey(ctx context.Context, x *summav1.SummaIndex, cur *corev1.Secret, data map[string][]byte) error {
+func (r *SummaIndexReconciler) splitCAKey(ctx context.Context, index *summav1.SummaIndex, cur *corev1.Secret, data map[string][]byte) error {
 	key := data[summav1.CAKeyKey]
 	delete(data, summav1.CAKeyKey)
 	if len(key) == 0 {
 		return nil
 	}
-	return r.saveCAKey(ctx, x, cur, key)
+	return r.saveCAKey(ctx, index, cur, key)
 }

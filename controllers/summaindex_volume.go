@@ -15,7 +15,7 @@ const ReasonVolumeExpansionFailed = "VolumeExpansionFailed"
 // asks for, the size it has, and where a resize stands, from the claim's
 // conditions and allocated resource statuses. refused is the error of an
 // expansion the operator did not ask for because the class forbids it.
-func recordVolume(x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim, refused error) {
+func recordVolume(index *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim, refused error) {
 	v := &summav1.VolumeStatus{ClaimName: pvc.Name}
 	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
 		v.Requested = &q
@@ -27,7 +27,7 @@ func recordVolume(x *summav1.SummaIndex, pvc *corev1.PersistentVolumeClaim, refu
 	if refused != nil {
 		v.Resize, v.Message = summav1.VolumeResizeRefused, refused.Error()
 	}
-	x.Status.Volume = v
+	index.Status.Volume = v
 }
 
 // resizeState reads where a resize of pvc stands.

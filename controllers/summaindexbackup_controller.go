@@ -101,8 +101,8 @@ func (r *SummaIndexBackupReconciler) step(ctx context.Context, b *summav1.SummaI
 	if b.Status.Phase == "" {
 		b.Status.Phase = summav1.BackupPhasePending
 	}
-	x := &summav1.SummaIndex{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Index}, x)
+	index := &summav1.SummaIndex{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Index}, index)
 	if apierrors.IsNotFound(err) {
 		r.fail(b, fmt.Sprintf("SummaIndex %s does not exist in namespace %s", b.Spec.Index, b.Namespace))
 		return reconcile.Result{}, nil
@@ -110,32 +110,32 @@ func (r *SummaIndexBackupReconciler) step(ctx context.Context, b *summav1.SummaI
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get SummaIndex %s: %w", b.Spec.Index, err)
 	}
-	pod, err := r.Indexes.enginePod(ctx, x)
+	pod, err := r.Indexes.enginePod(ctx, index)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if pod == nil || !engineReady(pod) {
-		b.Status.Message = "waiting for the engine of SummaIndex " + x.Name + " to be ready"
+		b.Status.Message = "waiting for the engine of SummaIndex " + index.Name + " to be ready"
 		return reconcile.Result{RequeueAfter: backupWaitEngine}, nil
 	}
-	cl, err := r.Indexes.engineFor(ctx, x, pod)
+	cl, err := r.Indexes.engineFor(ctx, index, pod)
 	if err != nil {
 		b.Status.Message = err.Error()
 		return reconcile.Result{RequeueAfter: backupWaitEngine}, nil
 	}
 	if b.Status.BackupID == "" {
-		return r.start(ctx, b, x, cl)
+		return r.start(ctx, b, index, cl)
 	}
-	return r.follow(ctx, b, x, cl)
+	return r.follow(ctx, b, index, cl)
 }
 
 // start asks the engine for the backup and records its ID.
-func (r *SummaIndexBackupReconciler) start(ctx context.Context, b *summav1.SummaIndexBackup, x *summav1.SummaIndex, cl *engineclient.Client) (reconcile.Result, error) {
-	bk, err := cl.StartBackup(ctx, x.Name)
+func (r *SummaIndexBackupReconciler) start(ctx context.Context, b *summav1.SummaIndexBackup, index *summav1.SummaIndex, cl *engineclient.Client) (reconcile.Result, error) {
+	bk, err := cl.StartBackup(ctx, index.Name)
 	var apiErr *engineclient.APIError
 	switch {
 	case engineclient.IsCode(err, engineclient.CodeBackupNotConfigured):
-		r.fail(b, "the engine of SummaIndex "+x.Name+" has no object store (BackupNotConfigured): set spec.backup.s3 on it")
+		r.fail(b, "the engine of SummaIndex "+index.Name+" has no object store (BackupNotConfigured): set spec.backup.s3 on it")
 		return reconcile.Result{}, nil
 	case errors.As(err, &apiErr) && !apiErr.Retryable && apiErr.StatusCode < 500:
 		r.fail(b, "the engine refused the backup: "+err.Error())
@@ -152,8 +152,8 @@ func (r *SummaIndexBackupReconciler) start(ctx context.Context, b *summav1.Summa
 }
 
 // follow reads the backup's progress from the engine.
-func (r *SummaIndexBackupReconciler) follow(ctx context.Context, b *summav1.SummaIndexBackup, x *summav1.SummaIndex, cl *engineclient.Client) (reconcile.Result, error) {
-	bk, err := cl.GetBackup(ctx, x.Name, b.Status.BackupID)
+func (r *SummaIndexBackupReconciler) follow(ctx context.Context, b *summav1.SummaIndexBackup, index *summav1.SummaIndex, cl *engineclient.Client) (reconcile.Result, error) {
+	bk, err := cl.GetBackup(ctx, index.Name, b.Status.BackupID)
 	switch {
 	case engineclient.IsCode(err, engineclient.CodeBackupNotFound):
 		r.fail(b, "the engine no longer runs backup "+b.Status.BackupID+" and the bucket has no manifest of it (the engine restarted while it ran)")

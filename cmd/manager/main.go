@@ -97,6 +97,7 @@ func run(args []string) error {
 		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
 		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
 		restarts      = fs.Int("max-concurrent-restarts", controllers.DefaultMaxConcurrentRestarts, "engines restarted at once for a new revision (a spec change, or an upgrade that needs one), across every index; the others wait their turn, still serving")
+		restartWait   = fs.Duration("restart-progress-deadline", controllers.DefaultRestartProgressDeadline, "how long a restart may go without a Ready engine pod before it gives its restart slot back (an image that cannot be pulled, a pod that cannot be scheduled)")
 		statusWatches = fs.Int("max-status-watches", controllers.DefaultMaxStatusWatches, "status long polls open at once, one per running engine, so that status follows a commit within seconds; past it the engines take turns")
 		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
 		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
@@ -109,8 +110,8 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *resync <= 0 || *engineTimeout <= 0 || *shutdownDelay < 0 || *certValidity <= 0 || *restarts <= 0 || *statusWatches <= 0 {
-		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity, --max-concurrent-restarts and --max-status-watches must be positive, --engine-shutdown-delay not negative")
+	if *resync <= 0 || *engineTimeout <= 0 || *shutdownDelay < 0 || *certValidity <= 0 || *restarts <= 0 || *statusWatches <= 0 || *restartWait <= 0 {
+		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity, --max-concurrent-restarts, --restart-progress-deadline and --max-status-watches must be positive, --engine-shutdown-delay not negative")
 	}
 	policy, err := controllers.ParsePodTemplatePolicy(*podPolicy)
 	if err != nil {
@@ -154,6 +155,7 @@ func run(args []string) error {
 		Options: controllers.Options{
 			MaxConcurrentReconciles: *concurrent,
 			MaxConcurrentRestarts:   *restarts,
+			RestartProgressDeadline: *restartWait,
 			MaxStatusWatches:        *statusWatches,
 			OperatorVersion:         version,
 			DefaultImage:            *engineImage,

@@ -86,6 +86,20 @@ func TestCacheOptionsWatchNamespaces(t *testing.T) {
 	}
 }
 
+// TestRestartProgressDeadlineFlag checks that a restart progress deadline
+// that is not positive stops the operator before it starts.
+func TestRestartProgressDeadlineFlag(t *testing.T) {
+	for _, bad := range []string{"0s", "-1m"} {
+		err := run([]string{"--restart-progress-deadline=" + bad})
+		if err == nil || !strings.Contains(err.Error(), "--restart-progress-deadline") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if err := run([]string{"--restart-progress-deadline=ten"}); err == nil {
+		t.Error("a restart progress deadline that is no duration was taken")
+	}
+}
+
 // TestPodTemplatePolicyFlag checks that a mistyped --pod-template-policy
 // stops the operator before it starts, rather than fall back on a policy.
 func TestPodTemplatePolicyFlag(t *testing.T) {

@@ -333,7 +333,7 @@ var _ = Describe("SummaIndex on a real kubelet", func() {
 		expectAll("e2e-suspend", 0, 150)
 	})
 
-	It("9. grows the grace under a large uncommitted backlog, the engine's deadline below it", func() {
+	It("9. sizes the grace under a large uncommitted backlog without a restart, and the next restart carries it", func() {
 		createReady("e2e-grace", func(x *summav1.SummaIndex) {
 			x.Spec.Lifecycle.TerminationGracePeriod = summav1.GracePeriodBounds{MinSeconds: 1, MaxSeconds: 120}
 		})
@@ -341,25 +341,40 @@ var _ = Describe("SummaIndex on a real kubelet", func() {
 		Expect(first.Status.TerminationGracePeriodSeconds).To(BeEquivalentTo(10), "no estimate yet: the fixed 10 s")
 		ingest("e2e-grace", 0, 2000)
 		commit("e2e-grace") // the engine measures its flush rate
+		// An estimate of 2.5 s or more asks for a grace of 15 s or more
+		// (2 × estimate + 10 s), past the 5 s band over 10 s.
+		grown := func() bool {
+			est := getIndex("e2e-grace").Status.DrainEstimateSeconds
+			return est != nil && *est >= 2.5
+		}
 		accepted := 2000
-		for accepted < 1_200_000 && getIndex("e2e-grace").Status.PodUID == first.Status.PodUID {
-			if getIndex("e2e-grace").Status.Phase != summav1.PhaseRunning {
-				break // draining for the new grace
-			}
-			if _, err := engine("e2e-grace").AddDocuments(ctx, "e2e-grace", documents(accepted, accepted+10_000)...); err != nil {
-				break // writes refused: draining
-			}
+		for accepted < 1_200_000 && !grown() {
+			_, err := engine("e2e-grace").AddDocuments(ctx, "e2e-grace", documents(accepted, accepted+10_000)...)
+			Expect(err).NotTo(HaveOccurred(), "writes refused: was the engine drained for the grace?")
 			accepted += 10_000
 		}
+		Eventually(grown).WithTimeout(readyTimeout).WithPolling(poll).Should(BeTrue())
+		x := getIndex("e2e-grace")
+		Expect(x.Status.PodUID).To(Equal(first.Status.PodUID), "a new estimate restarted the engine")
+		Expect(x.Status.UpdateRevision).To(Equal(x.Status.CurrentRevision))
+		Expect(x.Status.TerminationGracePeriodSeconds).To(BeEquivalentTo(10))
+
+		By("a restart that happens anyway (restartedAt) carries the grown grace")
+		updateIndex("e2e-grace", func(x *summav1.SummaIndex) {
+			if x.Annotations == nil {
+				x.Annotations = map[string]string{}
+			}
+			x.Annotations[annotationRestartedAt] = time.Now().UTC().Format(time.RFC3339)
+		})
 		Eventually(func(g Gomega) {
 			x := getIndex("e2e-grace")
 			g.Expect(x.Status.PodUID).NotTo(Equal(first.Status.PodUID))
 			g.Expect(x.IsReady()).To(BeTrue())
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
-		x := getIndex("e2e-grace")
+		x = getIndex("e2e-grace")
 		pod, err := enginePod("e2e-grace")
 		Expect(err).NotTo(HaveOccurred())
-		figure("grace grew from 10s to %ds under a %d-document uncommitted backlog", x.Status.TerminationGracePeriodSeconds, accepted)
+		figure("grace sized at %ds under a %d-document uncommitted backlog, applied at the next restart", x.Status.TerminationGracePeriodSeconds, accepted)
 		Expect(x.Status.TerminationGracePeriodSeconds).To(BeNumerically(">=", 15))
 		Expect(*pod.Spec.TerminationGracePeriodSeconds).To(Equal(x.Status.TerminationGracePeriodSeconds))
 		Expect(x.Status.ShutdownDeadlineSeconds).To(BeNumerically("<", x.Status.TerminationGracePeriodSeconds))
