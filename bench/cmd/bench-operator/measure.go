@@ -235,13 +235,16 @@ func waitAll(ctx context.Context, e *env, ks []client.ObjectKey, timeout time.Du
 }
 
 // p99 is the 99th percentile (nearest rank) of xs.
-func p99(xs []float64) float64 {
+func p99(xs []float64) float64 { return percentile(xs, 0.99) }
+
+// percentile is the q-quantile (nearest rank, 0 < q <= 1) of xs.
+func percentile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	return s[int(math.Ceil(0.99*float64(len(s))))-1]
+	return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]
 }
 
 // engines are clients of the running engines, with each index's write

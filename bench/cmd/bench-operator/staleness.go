@@ -58,6 +58,14 @@ func staleness(ctx context.Context, c config, e *env, eng *engines, ks []client.
 		out = append(out, secs...)
 		logf("staleness round %d over %d indexes: max %.1fs, p99 %.1fs, %d never caught up; the commits took %.1fs (p99 %.1fs counted from the last one's end)",
 			round+1, len(ks), worst, p99(secs), left, ingested.Sub(start).Seconds(), p99(late))
+		if err := sleep(ctx, 3*time.Second); err != nil { // the audit log's batch
+			return nil, err
+		}
+		if ws, err := statusWrites(e.auditLog, start); err == nil {
+			op, api, watch := r.split(ks, ws)
+			logf("staleness round %d split over %d status writes (p50/p99 seconds): commit to the operator's write %.2f/%.2f, the API server's write %.2f/%.2f, the write to the bench's watch %.2f/%.2f",
+				round+1, len(op), percentile(op, 0.5), p99(op), percentile(api, 0.5), p99(api), percentile(watch, 0.5), p99(watch))
+		}
 	}
 	return out, nil
 }
@@ -166,4 +174,38 @@ func (r *staleRound) seconds(bound time.Duration, notBefore time.Time) ([]float6
 		out[i] = seen.Sub(r.committed[i]).Seconds()
 	}
 	return out, left
+}
+
+// split divides each seen commit's staleness at the status write the
+// bench saw: the index's last status update by the operator that
+// completed between two seconds before the commit answered and the
+// moment the bench saw the count. It returns, per such commit, the
+// seconds from the commit to the API server receiving that write (the
+// operator: long poll, wake, queue, reconcile pass), the API server's
+// time on the write, and from its answer to the bench's watch showing it.
+func (r *staleRound) split(ks []client.ObjectKey, ws map[client.ObjectKey][]statusWrite) (operator, apiserver, watch []float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, k := range ks {
+		if r.seen[i].IsZero() {
+			continue
+		}
+		var last *statusWrite
+		for j := range ws[k] {
+			w := &ws[k][j]
+			if w.done.Before(r.committed[i].Add(-2*time.Second)) || w.done.After(r.seen[i]) {
+				continue
+			}
+			if last == nil || w.done.After(last.done) {
+				last = w
+			}
+		}
+		if last == nil {
+			continue
+		}
+		operator = append(operator, last.received.Sub(r.committed[i]).Seconds())
+		apiserver = append(apiserver, last.done.Sub(last.received).Seconds())
+		watch = append(watch, r.seen[i].Sub(last.done).Seconds())
+	}
+	return operator, apiserver, watch
 }
