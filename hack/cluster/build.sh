@@ -25,7 +25,8 @@
 # kube-apiserver and etcd only and links them into bin/envtest, so a fresh
 # machine compiles kube-apiserver once whichever target runs first.
 #
-# Idempotent: a binary is built only when it is missing or when
+# Idempotent, and one build at a time per CLUSTER_DIR (flock on
+# CLUSTER_DIR/.lock): a binary is built only when it is missing or when
 # bin/cluster/VERSION names another release (coredns: when its -version is
 # not COREDNS_VERSION). A cold build of the first six takes about 7-10
 # minutes on 2 idle cores, kube-proxy and coredns add a few more (see
@@ -248,6 +249,11 @@ main() {
 
 	mkdir -p "$CLUSTER_DIR"
 	CLUSTER_DIR="$(cd "$CLUSTER_DIR" && pwd)" # the builds run in a temporary directory
+	# One build at a time per directory: a second one (CI's background
+	# build of the oldest kube-apiserver and make test's own) waits, then
+	# finds the binaries built.
+	exec 9>"$CLUSTER_DIR/.lock"
+	flock 9
 	if [ "$(cat "$CLUSTER_DIR/VERSION" 2>/dev/null)" != "$stamp" ]; then
 		# Another release (or none): nothing in the directory can be trusted.
 		rm -f "$CLUSTER_DIR/VERSION" "$CLUSTER_DIR"/kube-* "$CLUSTER_DIR/kubelet" "$CLUSTER_DIR/kubectl" "$CLUSTER_DIR/etcd"
