@@ -226,7 +226,7 @@ ENVTEST_OLDEST_FOCUS ?= CRD validation|CRD revision|The SummaIndex reconciler|St
 
 .PHONY: envtest-oldest-apiserver envtest-oldest test-oldest-k8s
 envtest-oldest-apiserver: ## Build only the kube-apiserver of ENVTEST_OLDEST_K8S_VERSION into bin/cluster-<version> (cached; the costly part of envtest-oldest, which CI starts in the background).
-	KUBE_VERSION=$(ENVTEST_OLDEST_K8S_VERSION) KUBE_BINARIES=kube-apiserver CLUSTER_DIR=$(ENVTEST_OLDEST_CLUSTER_DIR) GO=$(GO) hack/cluster/build.sh
+	KUBE_VERSION=$(ENVTEST_OLDEST_K8S_VERSION) KUBE_BINARIES=kube-apiserver KUBE_BUILD_TAGS=providerless CLUSTER_DIR=$(ENVTEST_OLDEST_CLUSTER_DIR) GO=$(GO) hack/cluster/build.sh
 
 envtest-oldest: envtest ## The envtest control plane of the oldest supported Kubernetes in bin/envtest-<version>: its kube-apiserver, with bin/envtest's etcd and kube-controller-manager (cached; cold: see docs/install.md).
 	KUBE_VERSION=$(ENVTEST_OLDEST_K8S_VERSION) ENVTEST_DIR=$(ENVTEST_OLDEST_ASSETS) ENVTEST_SHARE_DIR=$(ENVTEST_ASSETS) \

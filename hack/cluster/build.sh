@@ -41,6 +41,9 @@
 #   ENVTEST_DIR    when set, also hard-link (or copy) kube-apiserver, etcd and
 #                  kube-controller-manager
 #                  there and write its VERSION in envtest's format
+#   KUBE_BUILD_TAGS  go build tags of the kubernetes binaries (default none;
+#                  "providerless" leaves out the in-tree cloud providers of
+#                  releases before 1.31, and their cloud SDKs)
 #   GO             go command (default go)
 set -euo pipefail
 
@@ -51,6 +54,7 @@ CLUSTER_DIR="${CLUSTER_DIR:-$root/bin/cluster}"
 KUBE_BINARIES="${KUBE_BINARIES:-kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy etcd coredns}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 ENVTEST_DIR="${ENVTEST_DIR:-}"
+KUBE_BUILD_TAGS="${KUBE_BUILD_TAGS:-}"
 
 work=""         # the throwaway module, removed on exit
 coredns_work="" # CoreDNS' throwaway module, removed on exit
@@ -184,7 +188,7 @@ build() {
 		if [ ${#kube[@]} -gt 0 ]; then
 			t=$(date +%s)
 			# One go build for all of them: the links run in parallel.
-			"$GO" build -trimpath -ldflags "$ldflags" -o out/ "${kube[@]}"
+			"$GO" build -trimpath -tags "$KUBE_BUILD_TAGS" -ldflags "$ldflags" -o out/ "${kube[@]}"
 			log "${kube[*]##*/} built in $(($(date +%s) - t))s"
 		fi
 		if [ -n "$etcd" ]; then

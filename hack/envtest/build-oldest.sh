@@ -53,7 +53,7 @@ if [ -x "$ENVTEST_DIR/kube-apiserver" ] && [ -x "$ENVTEST_DIR/etcd" ] && [ -x "$
 fi
 
 # ENVTEST_DIR emptied: hack/cluster/build.sh would link its own etcd there.
-KUBE_VERSION="$KUBE_VERSION" KUBE_BINARIES=kube-apiserver CLUSTER_DIR="$CLUSTER_DIR" ENVTEST_DIR= GO="${GO:-go}" "$root/hack/cluster/build.sh"
+KUBE_VERSION="$KUBE_VERSION" KUBE_BINARIES=kube-apiserver KUBE_BUILD_TAGS=providerless CLUSTER_DIR="$CLUSTER_DIR" ENVTEST_DIR= GO="${GO:-go}" "$root/hack/cluster/build.sh"
 
 mkdir -p "$ENVTEST_DIR"
 rm -f "$ENVTEST_DIR/VERSION"
