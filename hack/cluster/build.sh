@@ -25,7 +25,8 @@
 # kube-apiserver and etcd only and links them into bin/envtest, so a fresh
 # machine compiles kube-apiserver once whichever target runs first.
 #
-# Idempotent: a binary is built only when it is missing or when
+# Idempotent, and one build at a time per CLUSTER_DIR (flock on
+# CLUSTER_DIR/.lock): a binary is built only when it is missing or when
 # bin/cluster/VERSION names another release (coredns: when its -version is
 # not COREDNS_VERSION). A cold build of the first six takes about 7-10
 # minutes on 2 idle cores, kube-proxy and coredns add a few more (see
@@ -40,6 +41,9 @@
 #   ENVTEST_DIR    when set, also hard-link (or copy) kube-apiserver, etcd and
 #                  kube-controller-manager
 #                  there and write its VERSION in envtest's format
+#   KUBE_BUILD_TAGS  go build tags of the kubernetes binaries (default none;
+#                  "providerless" leaves out the in-tree cloud providers of
+#                  releases before 1.31, and their cloud SDKs)
 #   GO             go command (default go)
 set -euo pipefail
 
@@ -50,6 +54,7 @@ CLUSTER_DIR="${CLUSTER_DIR:-$root/bin/cluster}"
 KUBE_BINARIES="${KUBE_BINARIES:-kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy etcd coredns}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 ENVTEST_DIR="${ENVTEST_DIR:-}"
+KUBE_BUILD_TAGS="${KUBE_BUILD_TAGS:-}"
 
 work=""         # the throwaway module, removed on exit
 coredns_work="" # CoreDNS' throwaway module, removed on exit
@@ -183,7 +188,7 @@ build() {
 		if [ ${#kube[@]} -gt 0 ]; then
 			t=$(date +%s)
 			# One go build for all of them: the links run in parallel.
-			"$GO" build -trimpath -ldflags "$ldflags" -o out/ "${kube[@]}"
+			"$GO" build -trimpath -tags "$KUBE_BUILD_TAGS" -ldflags "$ldflags" -o out/ "${kube[@]}"
 			log "${kube[*]##*/} built in $(($(date +%s) - t))s"
 		fi
 		if [ -n "$etcd" ]; then
@@ -248,6 +253,11 @@ main() {
 
 	mkdir -p "$CLUSTER_DIR"
 	CLUSTER_DIR="$(cd "$CLUSTER_DIR" && pwd)" # the builds run in a temporary directory
+	# One build at a time per directory: a second one (CI's background
+	# build of the oldest kube-apiserver and make test's own) waits, then
+	# finds the binaries built.
+	exec 9>"$CLUSTER_DIR/.lock"
+	flock 9
 	if [ "$(cat "$CLUSTER_DIR/VERSION" 2>/dev/null)" != "$stamp" ]; then
 		# Another release (or none): nothing in the directory can be trusted.
 		rm -f "$CLUSTER_DIR/VERSION" "$CLUSTER_DIR"/kube-* "$CLUSTER_DIR/kubelet" "$CLUSTER_DIR/kubectl" "$CLUSTER_DIR/etcd"

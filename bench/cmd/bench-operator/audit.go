@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // auditEvent is what the bench reads of an audit.k8s.io/v1 Event.
@@ -18,11 +20,16 @@ type auditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	// ObjectRef names the resource and subresource.
+	// ObjectRef names the resource and subresource, and the object.
 	ObjectRef struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
+	// RequestReceivedTimestamp is when the API server received the
+	// request.
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 	// StageTimestamp is when the response completed.
 	StageTimestamp time.Time `json:"stageTimestamp"`
 }
@@ -49,14 +56,11 @@ func (w writes) String() string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// countWrites reads the audit log (which the policy limits to the
-// operator's mutating requests) and counts those that completed within
-// [from, to].
-func countWrites(path string, from, to time.Time) (writes, error) {
-	w := writes{byKind: map[string]int{}}
+// readAudit calls fn with each event of the audit log.
+func readAudit(path string, fn func(*auditEvent)) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return w, fmt.Errorf("audit log: %w", err)
+		return fmt.Errorf("audit log: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -64,10 +68,46 @@ func countWrites(path string, from, to time.Time) (writes, error) {
 	for sc.Scan() {
 		var ev auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return w, fmt.Errorf("audit log: %w", err)
+			return fmt.Errorf("audit log: %w", err)
 		}
+		fn(&ev)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	return nil
+}
+
+// statusWrite is one status update of a SummaIndex by the operator.
+type statusWrite struct {
+	// received and done are when the API server received it and
+	// answered.
+	received, done time.Time
+}
+
+// statusWrites returns the operator's status updates of SummaIndexes that
+// completed at or after from, by index, in the log's order.
+func statusWrites(path string, from time.Time) (map[client.ObjectKey][]statusWrite, error) {
+	out := map[client.ObjectKey][]statusWrite{}
+	err := readAudit(path, func(ev *auditEvent) {
+		if ev.User.Username != operatorUser || ev.Verb != "update" || ev.ObjectRef.Resource != "summaindexes" ||
+			ev.ObjectRef.Subresource != "status" || ev.StageTimestamp.Before(from) {
+			return
+		}
+		k := client.ObjectKey{Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
+		out[k] = append(out[k], statusWrite{received: ev.RequestReceivedTimestamp, done: ev.StageTimestamp})
+	})
+	return out, err
+}
+
+// countWrites reads the audit log (which the policy limits to the
+// operator's mutating requests) and counts those that completed within
+// [from, to].
+func countWrites(path string, from, to time.Time) (writes, error) {
+	w := writes{byKind: map[string]int{}}
+	err := readAudit(path, func(ev *auditEvent) {
 		if ev.User.Username != operatorUser || ev.StageTimestamp.Before(from) || ev.StageTimestamp.After(to) {
-			continue
+			return
 		}
 		kind := ev.Verb + " " + ev.ObjectRef.Resource
 		if ev.ObjectRef.Subresource != "" {
@@ -75,6 +115,6 @@ func countWrites(path string, from, to time.Time) (writes, error) {
 		}
 		w.total++
 		w.byKind[kind]++
-	}
-	return w, sc.Err()
+	})
+	return w, err
 }

@@ -234,84 +234,17 @@ func waitAll(ctx context.Context, e *env, ks []client.ObjectKey, timeout time.Du
 	}
 }
 
-// staleness ingests and commits one document into each index's engine,
-// rounds times (the next round once every status caught up), and returns
-// for each commit the seconds until status.documents reflected it (as the
-// bench's watch saw it). A commit not reflected within three resync
-// periods plus a minute counts at that bound. rounds 0 means c.rounds.
-func staleness(ctx context.Context, c config, e *env, eng *engines, ks []client.ObjectKey, rounds int) ([]float64, error) {
-	if rounds == 0 {
-		rounds = c.rounds
-	}
-	var out []float64
-	for round := range rounds {
-		committed := make([]time.Time, len(ks))
-		want := make([]int64, len(ks))
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			first error
-		)
-		sem := make(chan struct{}, 8)
-		for i, k := range ks {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				n, err := eng.ingest(ctx, k, fmt.Sprintf("doc-%d-%d", round, time.Now().UnixNano()))
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil && first == nil {
-					first = err
-				}
-				committed[i], want[i] = time.Now(), n
-			}()
-		}
-		wg.Wait()
-		if first != nil {
-			return nil, first
-		}
-		bound := 3*c.resync + time.Minute
-		seen := make([]time.Time, len(ks))
-		left := len(ks)
-		for left > 0 && time.Since(committed[0]) < bound+10*time.Second {
-			for i, k := range ks {
-				if !seen[i].IsZero() {
-					continue
-				}
-				x := &summav1.SummaIndex{}
-				if err := e.cached.Get(ctx, k, x); err == nil && x.Status.Documents >= want[i] {
-					seen[i] = time.Now()
-					left--
-				}
-			}
-			if err := sleep(ctx, 25*time.Millisecond); err != nil {
-				return nil, err
-			}
-		}
-		var worst float64
-		for i := range ks {
-			s := bound.Seconds()
-			if !seen[i].IsZero() {
-				s = seen[i].Sub(committed[i]).Seconds()
-			}
-			worst = max(worst, s)
-			out = append(out, s)
-		}
-		logf("staleness round %d over %d indexes: max %.1fs, %d never caught up", round+1, len(ks), worst, left)
-	}
-	return out, nil
-}
-
 // p99 is the 99th percentile (nearest rank) of xs.
-func p99(xs []float64) float64 {
+func p99(xs []float64) float64 { return percentile(xs, 0.99) }
+
+// percentile is the q-quantile (nearest rank, 0 < q <= 1) of xs.
+func percentile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	return s[int(math.Ceil(0.99*float64(len(s))))-1]
+	return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]
 }
 
 // engines are clients of the running engines, with each index's write
