@@ -13,11 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	"github.com/summadev/summa/internal/envkubelet"
+	"github.com/summadev/summa/internal/testing/envkubelet"
 )
 
 // holdDoctors makes every doctor Job's process wait before it repairs
-// anything (internal/fakefollower) until the returned release is called
+// anything (internal/testing/fakefollower) until the returned release is called
 // (or the spec ends).
 func holdDoctors() (release func()) {
 	GinkgoHelper()

@@ -24,7 +24,7 @@ import (
 
 	summav1 "github.com/summadev/summa/api/v1"
 	engineclient "github.com/summadev/summa/client"
-	"github.com/summadev/summa/internal/envkubelet"
+	"github.com/summadev/summa/internal/testing/envkubelet"
 )
 
 // The operator specs run the real reconciler in a manager against the
@@ -88,8 +88,8 @@ func startKubeletAndOperator() {
 	Expect(err).NotTo(HaveOccurred(), "go build summa-server: %s", out)
 	// Every engine container runs through the fake follower, which is the
 	// real summa-server (exec) unless started with --follow
-	// (internal/fakefollower).
-	build = exec.Command("go", "build", "-o", filepath.Join(binDir, "fakefollower"), "../internal/fakefollower")
+	// (internal/testing/fakefollower).
+	build = exec.Command("go", "build", "-o", filepath.Join(binDir, "fakefollower"), "../internal/testing/fakefollower")
 	out, err = build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build fakefollower: %s", out)
 

@@ -26,7 +26,7 @@ import (
 	summav1 "github.com/summadev/summa/api/v1"
 )
 
-// The read followers' specs. Followers run internal/fakefollower (the
+// The read followers' specs. Followers run internal/testing/fakefollower (the
 // real engine's --follow cannot reach the leader's Service name in
 // envtest): it reports the replication state a spec writes into its
 // volume, so these specs check the operator's objects, order and

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	"github.com/summadev/summa/internal/envkubelet"
+	"github.com/summadev/summa/internal/testing/envkubelet"
 )
 
 var _ = Describe("The restart budget", func() {

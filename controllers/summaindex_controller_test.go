@@ -23,7 +23,7 @@ import (
 
 	summav1 "github.com/summadev/summa/api/v1"
 	"github.com/summadev/summa/internal/corpus"
-	"github.com/summadev/summa/internal/segtest"
+	"github.com/summadev/summa/internal/testing/segtest"
 )
 
 // Generous bounds: a 2-core machine runs the API server, etcd and several

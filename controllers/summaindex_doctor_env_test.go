@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	"github.com/summadev/summa/internal/envkubelet"
-	"github.com/summadev/summa/internal/segtest"
+	"github.com/summadev/summa/internal/testing/envkubelet"
+	"github.com/summadev/summa/internal/testing/segtest"
 )
 
 // waitDoctor waits until the doctor run requestID of a SummaIndex ended

@@ -19,7 +19,7 @@ import (
 )
 
 // The backup specs run the real engine. Without a real object store
-// (SeaweedFS, see internal/s3test) they reach the engine's answers that
+// (SeaweedFS, see internal/testing/s3test) they reach the engine's answers that
 // need none: 409 BackupNotConfigured, and an object store that does not
 // answer (a closed loopback port), where the engine's backup and the
 // restore and prune Jobs (real summa-server runs) fail as they would.

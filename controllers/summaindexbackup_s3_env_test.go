@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	"github.com/summadev/summa/internal/s3test"
+	"github.com/summadev/summa/internal/testing/s3test"
 )
 
 // The success path against a real S3 server (SeaweedFS's weed, built by

@@ -16,7 +16,7 @@ import (
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/s3backup"
 	"github.com/summadev/summa/engine/server"
-	"github.com/summadev/summa/internal/s3test"
+	"github.com/summadev/summa/internal/testing/s3test"
 )
 
 // segFilesOf returns the seg_ files of dir whose segment ID is in ids.

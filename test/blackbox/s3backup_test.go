@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/summadev/summa/internal/s3test"
+	"github.com/summadev/summa/internal/testing/s3test"
 )
 
 // These tests run the real binary against a real S3 server (SeaweedFS,
-// internal/s3test): skipped when bin/s3/weed is absent (make s3), failed
+// internal/testing/s3test): skipped when bin/s3/weed is absent (make s3), failed
 // then with SUMMA_REQUIRE_S3=1.
 
 // BackupStatus is the contract's backup object.

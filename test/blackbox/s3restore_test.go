@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/summadev/summa/internal/s3test"
+	"github.com/summadev/summa/internal/testing/s3test"
 )
 
 // TestS3RestoreUnderAnotherNameIntoAVolumeRoot restores a backup of index

@@ -2,7 +2,7 @@
 // through its command line, its HTTP API and its data directory, exactly as
 // docs/server.md describes them. It uses
 // nothing but net/http, encoding/json and the shared harness of
-// internal/testserver, so it needs only the binary.
+// internal/testing/testserver, so it needs only the binary.
 //
 // The short suite runs by default; SUMMA_LONG=1 enables the long variants
 // (200 kill -9 trials instead of 12, a larger corpus). A failed test logs
@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/summadev/summa/internal/testserver"
+	"github.com/summadev/summa/internal/testing/testserver"
 )
 
 // Timeouts of the harness.

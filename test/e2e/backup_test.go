@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
-	"github.com/summadev/summa/internal/s3test"
+	"github.com/summadev/summa/internal/testing/s3test"
 )
 
 // s3ServiceName is the Service in front of the object store on the host.

@@ -19,7 +19,7 @@ import (
 
 	summav1 "github.com/summadev/summa/api/v1"
 	engineclient "github.com/summadev/summa/client"
-	"github.com/summadev/summa/internal/segtest"
+	"github.com/summadev/summa/internal/testing/segtest"
 )
 
 // figure prints a measured figure and appends it to $SUMMA_E2E_FIGURES.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/summadev/summa/internal/testserver"
+	"github.com/summadev/summa/internal/testing/testserver"
 )
 
 // class is one kind of bad or hostile input.

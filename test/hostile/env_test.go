@@ -24,7 +24,7 @@ import (
 
 	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/internal/pki"
-	"github.com/summadev/summa/internal/testserver"
+	"github.com/summadev/summa/internal/testing/testserver"
 )
 
 // Limits the server under test is started with; the size classes are

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/summadev/summa/internal/testserver"
+	"github.com/summadev/summa/internal/testing/testserver"
 )
 
 var (

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/summadev/summa/client"
-	"github.com/summadev/summa/internal/testserver"
+	"github.com/summadev/summa/internal/testing/testserver"
 )
 
 // racer sends requests from several goroutines and collects the first

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/summadev/summa/client"
-	"github.com/summadev/summa/internal/testserver"
+	"github.com/summadev/summa/internal/testing/testserver"
 )
 
 // slowClasses are slow, endless and idle clients and concurrent clients

@@ -28,7 +28,7 @@ import (
 
 	"github.com/summadev/summa/bench/serverproc"
 	"github.com/summadev/summa/internal/corpus"
-	"github.com/summadev/summa/internal/s3test"
+	"github.com/summadev/summa/internal/testing/s3test"
 )
 
 func main() {
@@ -230,7 +230,7 @@ type tbFailure string
 
 func (f tbFailure) Error() string { return string(f) }
 
-// benchTB is what internal/s3test needs of a test, for a command: a fatal
+// benchTB is what internal/testing/s3test needs of a test, for a command: a fatal
 // error panics with tbFailure (run recovers it), cleanups run at the end.
 type benchTB struct {
 	dir      string

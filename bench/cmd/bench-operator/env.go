@@ -22,7 +22,7 @@ import (
 
 	summav1 "github.com/summadev/summa/api/v1"
 	"github.com/summadev/summa/controllers"
-	"github.com/summadev/summa/internal/envkubelet"
+	"github.com/summadev/summa/internal/testing/envkubelet"
 )
 
 // operatorUser is the name the operator authenticates as; the audit

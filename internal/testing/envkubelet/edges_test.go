@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/summadev/summa/internal/envkubelet"
+	"github.com/summadev/summa/internal/testing/envkubelet"
 )
 
 // shPod is a pod running the shell script in a container "sh", with an

@@ -30,7 +30,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	summa "github.com/summadev/summa/client"
-	"github.com/summadev/summa/internal/envkubelet"
+	"github.com/summadev/summa/internal/testing/envkubelet"
 )
 
 // requireEnvtestVar makes missing envtest binaries a failure.
