@@ -9,6 +9,7 @@ import (
 
 // FieldType is the value type of a schema field.
 // +kubebuilder:validation:Enum=text;keyword;u64;i64;f64;dense_vector;sparse_vector
+// +kubebuilder:validation:MaxLength=16
 type FieldType string
 
 // The field types of the engine schema.
@@ -372,7 +373,7 @@ type SummaIndexSpec struct {
 
 	// Schema of the index, as the engine takes it. Immutable.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf && self.fields.map(f, f.name) == oldSelf.fields.map(f, f.name)",message="schema is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schema is immutable"
 	Schema Schema `json:"schema"`
 
 	// Storage is the data volume.
@@ -423,7 +424,7 @@ type SummaIndexSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.ephemeralContainers)",fieldPath=".spec.ephemeralContainers",message="ephemeral containers cannot be part of a pod template (add them to the running pod with kubectl debug)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.terminationGracePeriodSeconds)",fieldPath=".spec.terminationGracePeriodSeconds",message="the operator sizes the engine pod's grace period: bound it with spec.lifecycle.terminationGracePeriod (and spec.lifecycle.appShutdownSeconds for the apps)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",fieldPath=".spec.restartPolicy",message="the engine pod's restartPolicy is Always"
-	// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.labels) || !self.metadata.labels.exists(k, k in ['summa.dev/index', 'summa.dev/component', 'app.kubernetes.io/managed-by'])",fieldPath=".metadata.labels",message="the label keys summa.dev/index, summa.dev/component and app.kubernetes.io/managed-by are the operator's"
+	// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.labels) || !('summa.dev/index' in self.metadata.labels || 'summa.dev/component' in self.metadata.labels || 'app.kubernetes.io/managed-by' in self.metadata.labels)",fieldPath=".metadata.labels",message="the label keys summa.dev/index, summa.dev/component and app.kubernetes.io/managed-by are the operator's"
 	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
 
 	// Suspend stops the engine pod (after a drain) and keeps the volume;
