@@ -436,9 +436,17 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 		var maxTF uint32
 		minDL, minTF := uint32(math.MaxUint32), uint32(1)
 		bf := freqs[i:j]
-		for _, doc := range docs[i:j] {
-			data.byte1(byte(doc & (blockDocs - 1)))
+		// The in-block doc ids, one byte each: a difference or a short
+		// record is a mismatch, whatever follows.
+		if len(rec)-data.off < j-i {
+			return false
 		}
+		for k, doc := range docs[i:j] {
+			if rec[data.off+k] != byte(doc&(blockDocs-1)) {
+				return false
+			}
+		}
+		data.off += j - i
 		for k, doc := range docs[i:j] {
 			tf := bf[k]
 			maxTF = max(maxTF, tf)

@@ -1,0 +1,97 @@
+package segment
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// checkPositionsSimple is checkPositions without its eight-gap fast path,
+// one varint at a time: the fast path must agree with it on every input.
+func checkPositionsSimple(p *Postings, off int, doc, freq uint32) int {
+	if uint64(freq) > uint64(len(p.pos)-off) {
+		p.corrupt("positions section too short for %d positions of doc %d", freq, doc)
+		return -1
+	}
+	var last uint64
+	for i := uint32(0); i < freq; i++ {
+		v, next, ok := uvarintAt(p.pos, off)
+		if !ok {
+			p.corrupt("bad position varint of doc %d", doc)
+			return -1
+		}
+		off = next
+		if i > 0 {
+			if v == 0 {
+				p.corrupt("positions of doc %d not increasing", doc)
+				return -1
+			}
+			v += last
+		}
+		if v > 1<<32-1 {
+			p.corrupt("position %d of doc %d overflows", v, doc)
+			return -1
+		}
+		last = v
+	}
+	return off
+}
+
+// agreePositions runs both checks of freq positions at pos[off:] and
+// fails unless they return the same offset and the same error.
+func agreePositions(t *testing.T, pos []byte, off int, freq uint32) {
+	t.Helper()
+	fast, simple := &Postings{pos: pos}, &Postings{pos: pos}
+	gotOff, wantOff := fast.checkPositions(off, 7, freq), checkPositionsSimple(simple, off, 7, freq)
+	if gotOff != wantOff || fmt.Sprint(fast.Err()) != fmt.Sprint(simple.Err()) {
+		t.Fatalf("positions %x from %d, freq %d: fast %d %v, simple %d %v", pos, off, freq, gotOff, fast.Err(), wantOff, simple.Err())
+	}
+}
+
+// TestCheckPositionsFastPathAgrees checks checkPositions against the
+// one-varint-at-a-time check on valid runs of one-byte gaps and on runs
+// with a zero gap, a long varint, an overflowing sum or a short section
+// at every place, so that the eight-gap path meets each at every lane.
+func TestCheckPositionsFastPathAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n < 40; n++ {
+		base := make([]byte, n)
+		for i := range base {
+			base[i] = byte(1 + rng.IntN(127))
+		}
+		for freq := uint32(0); freq <= uint32(n)+1; freq++ {
+			agreePositions(t, base, 0, freq)
+			if n > 1 {
+				agreePositions(t, base, 1, freq)
+			}
+		}
+		for at := range n {
+			for _, b := range []byte{0, 0x80, 0x7f, 0xff} {
+				pos := append([]byte(nil), base...)
+				pos[at] = b
+				agreePositions(t, pos, 0, uint32(n))
+				agreePositions(t, pos, 0, uint32(n)-1)
+			}
+			// A first position just below 2^32: the gaps overflow it
+			// inside an eight-gap word.
+			big := append([]byte{0xfa, 0xff, 0xff, 0xff, 0x0f}, base...)
+			agreePositions(t, big, 0, uint32(n)+1)
+			big[0] = byte(0x80 | (0xff - at))
+			agreePositions(t, big, 0, uint32(n)+1)
+		}
+	}
+}
+
+// FuzzCheckPositions compares checkPositions with the one-varint-at-a-time
+// check on arbitrary bytes.
+func FuzzCheckPositions(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(0), uint16(12))
+	f.Add([]byte{0xfa, 0xff, 0xff, 0xff, 0x0f, 9, 9, 9, 9, 9, 9, 9, 9, 9}, uint8(0), uint16(10))
+	f.Add([]byte{5, 1, 1, 1, 0, 1, 1, 1, 1, 1}, uint8(1), uint16(9))
+	f.Fuzz(func(t *testing.T, pos []byte, off uint8, freq uint16) {
+		if int(off) > len(pos) {
+			return
+		}
+		agreePositions(t, pos, int(off), uint32(freq))
+	})
+}
