@@ -82,46 +82,15 @@ func run(args []string) error {
 		fmt.Printf("%s, engine image %s\n", versionString(), engineImageDefault())
 		return nil
 	}
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	var (
-		metricsAddr   = fs.String("metrics-bind-address", "", "address of the Prometheus metrics endpoint (default :8443 with --metrics-secure, else :8080; 0 turns it off)")
-		metricsSecure = fs.Bool("metrics-secure", true, "serve metrics over HTTPS, authenticating and authorizing each scrape (TokenReview, SubjectAccessReview); false serves plain HTTP")
-		metricsCerts  = fs.String("metrics-cert-dir", "", "directory of tls.crt and tls.key for the secure metrics endpoint (default: a self-signed certificate)")
-		enableHTTP2   = fs.Bool("enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: HTTP/2 Stream Cancellation and Rapid Reset CVEs)")
-		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-		leaderElect   = fs.Bool("leader-elect", false, "hold a Lease so that only one replica reconciles")
-		engineImage   = fs.String("engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
-		resync        = fs.Duration("resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
-		engineTimeout = fs.Duration("engine-timeout", 5*time.Second, "bound of each call to an engine's API")
-		shutdownDelay = fs.Duration("engine-shutdown-delay", controllers.DefaultEngineShutdownDelay, "how long an engine keeps answering, unready, after SIGTERM while kube-proxy drops its endpoint (its --shutdown-delay; half its shutdown deadline at most; 0: none)")
-		operatorNS    = fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
-		clusterDomain = fs.String("cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
-		restarts      = fs.Int("max-concurrent-restarts", controllers.DefaultMaxConcurrentRestarts, "engines restarted at once for a new revision (a spec change, or an upgrade that needs one), across every index; the others wait their turn, still serving")
-		restartWait   = fs.Duration("restart-progress-deadline", controllers.DefaultRestartProgressDeadline, "how long a restart may go without a Ready engine pod before it gives its restart slot back (an image that cannot be pulled, a pod that cannot be scheduled)")
-		statusWatches = fs.Int("max-status-watches", controllers.DefaultMaxStatusWatches, "status long polls open at once, one per running engine, so that status follows a commit within seconds; past it the engines take turns")
-		concurrent    = fs.Int("max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
-		certValidity  = fs.Duration("certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
-		watchNS       = fs.String("watch-namespaces", os.Getenv("WATCH_NAMESPACES"), "comma-separated namespaces whose SummaIndexes this operator reconciles, with Roles there instead of cluster-wide rights (default: every namespace; env WATCH_NAMESPACES)")
-		podPolicy     = fs.String("pod-template-policy", envOr("SUMMA_POD_TEMPLATE_POLICY", string(controllers.DefaultPodTemplatePolicy)), "what spec.podTemplate may ask of the engine pod: baseline (the Pod Security baseline level, and the namespace's default ServiceAccount or one annotated "+controllers.AnnotationAllowedForPodTemplate+": \"true\"), restricted (the same at the restricted level), or unrestricted (whatever the namespace admits) (env SUMMA_POD_TEMPLATE_POLICY)")
-		volumePerms   = fs.Bool("volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
-	)
-	zopts := zap.Options{}
-	zopts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *resync <= 0 || *engineTimeout <= 0 || *shutdownDelay < 0 || *certValidity <= 0 || *restarts <= 0 || *statusWatches <= 0 || *restartWait <= 0 {
-		return fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity, --max-concurrent-restarts, --restart-progress-deadline and --max-status-watches must be positive, --engine-shutdown-delay not negative")
-	}
-	policy, err := controllers.ParsePodTemplatePolicy(*podPolicy)
-	if err != nil {
-		return fmt.Errorf("--pod-template-policy: %w", err)
-	}
-	cacheOpts, err := cacheOptions(*watchNS)
+	f, policy, err := parseManagerFlags(args)
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	cacheOpts, err := cacheOptions(f.watchNS)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	lg := ctrl.Log.WithName("manager")
 
 	scheme := runtime.NewScheme()
@@ -138,34 +107,127 @@ func run(args []string) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsOptions(*metricsAddr, *metricsSecure, *metricsCerts, *enableHTTP2),
-		HealthProbeBindAddress:        *probeAddr,
-		LeaderElection:                *leaderElect,
+		Metrics:                       metricsOptions(f.metricsAddr, f.metricsSecure, f.metricsCerts, f.enableHTTP2),
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	if err := setupControllers(mgr, f, policy); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("ready check: %w", err)
+	}
+	if f.operatorNS == "" {
+		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
+	}
+	if policy == controllers.PodTemplatePolicyUnrestricted {
+		lg.Info("WARNING: " + controllers.UnrestrictedPodTemplateWarning)
+	}
+	if err := checkCRD(cfg); err != nil {
+		return err
+	}
+	lg.Info("Starting", "version", version, "commit", commit, "engineImage", f.engineImage, "resyncPeriod", f.resync.String(), "leaderElection", f.leaderElect,
+		"volumePermissions", f.volumePerms, "operatorNamespace", f.operatorNS, "metricsSecure", f.metricsSecure,
+		"watchNamespaces", f.watchNS, "podTemplatePolicy", policy)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+// managerFlags are the operator's command-line flags.
+type managerFlags struct {
+	metricsAddr   string
+	metricsSecure bool
+	metricsCerts  string
+	enableHTTP2   bool
+	probeAddr     string
+	leaderElect   bool
+	engineImage   string
+	resync        time.Duration
+	engineTimeout time.Duration
+	shutdownDelay time.Duration
+	operatorNS    string
+	clusterDomain string
+	restarts      int
+	restartWait   time.Duration
+	statusWatches int
+	concurrent    int
+	certValidity  time.Duration
+	watchNS       string
+	podPolicy     string
+	volumePerms   bool
+	zap           zap.Options
+}
+
+// parseManagerFlags parses the operator's command line and checks it.
+func parseManagerFlags(args []string) (*managerFlags, controllers.PodTemplatePolicy, error) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f := &managerFlags{}
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "", "address of the Prometheus metrics endpoint (default :8443 with --metrics-secure, else :8080; 0 turns it off)")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, authenticating and authorizing each scrape (TokenReview, SubjectAccessReview); false serves plain HTTP")
+	fs.StringVar(&f.metricsCerts, "metrics-cert-dir", "", "directory of tls.crt and tls.key for the secure metrics endpoint (default: a self-signed certificate)")
+	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: HTTP/2 Stream Cancellation and Rapid Reset CVEs)")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "hold a Lease so that only one replica reconciles")
+	fs.StringVar(&f.engineImage, "engine-image", engineImageDefault(), "engine image of SummaIndexes without spec.image (env SUMMA_ENGINE_IMAGE)")
+	fs.DurationVar(&f.resync, "resync-period", controllers.DefaultResyncPeriod, "how often a running index's status is refreshed from its engine")
+	fs.DurationVar(&f.engineTimeout, "engine-timeout", 5*time.Second, "bound of each call to an engine's API")
+	fs.DurationVar(&f.shutdownDelay, "engine-shutdown-delay", controllers.DefaultEngineShutdownDelay, "how long an engine keeps answering, unready, after SIGTERM while kube-proxy drops its endpoint (its --shutdown-delay; half its shutdown deadline at most; 0: none)")
+	fs.StringVar(&f.operatorNS, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the engines by their NetworkPolicies (env POD_NAMESPACE)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", controllers.DefaultClusterDomain, "the cluster's DNS domain, for the names in the engine certificates")
+	fs.IntVar(&f.restarts, "max-concurrent-restarts", controllers.DefaultMaxConcurrentRestarts, "engines restarted at once for a new revision (a spec change, or an upgrade that needs one), across every index; the others wait their turn, still serving")
+	fs.DurationVar(&f.restartWait, "restart-progress-deadline", controllers.DefaultRestartProgressDeadline, "how long a restart may go without a Ready engine pod before it gives its restart slot back (an image that cannot be pulled, a pod that cannot be scheduled)")
+	fs.IntVar(&f.statusWatches, "max-status-watches", controllers.DefaultMaxStatusWatches, "status long polls open at once, one per running engine, so that status follows a commit within seconds; past it the engines take turns")
+	fs.IntVar(&f.concurrent, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "indexes reconciled at once (one slow engine does not hold up the others)")
+	fs.DurationVar(&f.certValidity, "certificate-validity", controllers.DefaultCertificateValidity, "lifetime of the engine certificates the operator issues (renewed two thirds into it)")
+	fs.StringVar(&f.watchNS, "watch-namespaces", os.Getenv("WATCH_NAMESPACES"), "comma-separated namespaces whose SummaIndexes this operator reconciles, with Roles there instead of cluster-wide rights (default: every namespace; env WATCH_NAMESPACES)")
+	fs.StringVar(&f.podPolicy, "pod-template-policy", envOr("SUMMA_POD_TEMPLATE_POLICY", string(controllers.DefaultPodTemplatePolicy)), "what spec.podTemplate may ask of the engine pod: baseline (the Pod Security baseline level, and the namespace's default ServiceAccount or one annotated "+controllers.AnnotationAllowedForPodTemplate+": \"true\"), restricted (the same at the restricted level), or unrestricted (whatever the namespace admits) (env SUMMA_POD_TEMPLATE_POLICY)")
+	fs.BoolVar(&f.volumePerms, "volume-permissions", os.Getenv("SUMMA_VOLUME_PERMISSIONS") == "true", "add an init container (root, CHOWN and FOWNER only) that hands each volume to the engine's non-root user, for storage that ignores fsGroup such as hostPath (env SUMMA_VOLUME_PERMISSIONS=true)")
+	f.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, "", err
+	}
+	if f.resync <= 0 || f.engineTimeout <= 0 || f.shutdownDelay < 0 || f.certValidity <= 0 || f.restarts <= 0 || f.statusWatches <= 0 || f.restartWait <= 0 {
+		return nil, "", fmt.Errorf("--resync-period, --engine-timeout, --certificate-validity, --max-concurrent-restarts, --restart-progress-deadline and --max-status-watches must be positive, --engine-shutdown-delay not negative")
+	}
+	policy, err := controllers.ParsePodTemplatePolicy(f.podPolicy)
+	if err != nil {
+		return nil, "", fmt.Errorf("--pod-template-policy: %w", err)
+	}
+	return f, policy, nil
+}
+
+// setupControllers adds the SummaIndex and SummaIndexBackup controllers
+// to mgr with the options the flags set.
+func setupControllers(mgr ctrl.Manager, f *managerFlags, policy controllers.PodTemplatePolicy) error {
 	r := &controllers.SummaIndexReconciler{
 		Client:    mgr.GetClient(),
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder("summa-operator"),
 		APIReader: mgr.GetAPIReader(),
 		Options: controllers.Options{
-			MaxConcurrentReconciles: *concurrent,
-			MaxConcurrentRestarts:   *restarts,
-			RestartProgressDeadline: *restartWait,
-			MaxStatusWatches:        *statusWatches,
+			MaxConcurrentReconciles: f.concurrent,
+			MaxConcurrentRestarts:   f.restarts,
+			RestartProgressDeadline: f.restartWait,
+			MaxStatusWatches:        f.statusWatches,
 			OperatorVersion:         version,
-			DefaultImage:            *engineImage,
-			ResyncPeriod:            *resync,
-			EngineTimeout:           *engineTimeout,
-			EngineShutdownDelay:     *shutdownDelay,
-			VolumePermissions:       *volumePerms,
-			OperatorNamespace:       *operatorNS,
-			ClusterDomain:           *clusterDomain,
-			CertificateValidity:     *certValidity,
+			DefaultImage:            f.engineImage,
+			ResyncPeriod:            f.resync,
+			EngineTimeout:           f.engineTimeout,
+			EngineShutdownDelay:     f.shutdownDelay,
+			VolumePermissions:       f.volumePerms,
+			OperatorNamespace:       f.operatorNS,
+			ClusterDomain:           f.clusterDomain,
+			CertificateValidity:     f.certValidity,
 			PodTemplatePolicy:       policy,
 		},
 	}
@@ -176,27 +238,6 @@ func run(args []string) error {
 		Recorder: mgr.GetEventRecorder("summa-operator"), Indexes: r}
 	if err := br.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the SummaIndexBackup controller: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("ready check: %w", err)
-	}
-	if *operatorNS == "" {
-		lg.Info("No --operator-namespace (POD_NAMESPACE): the engines' NetworkPolicies admit no operator pod")
-	}
-	if policy == controllers.PodTemplatePolicyUnrestricted {
-		lg.Info("WARNING: " + controllers.UnrestrictedPodTemplateWarning)
-	}
-	if err := checkCRD(cfg); err != nil {
-		return err
-	}
-	lg.Info("Starting", "version", version, "commit", commit, "engineImage", *engineImage, "resyncPeriod", resync.String(), "leaderElection", *leaderElect,
-		"volumePermissions", *volumePerms, "operatorNamespace", *operatorNS, "metricsSecure", *metricsSecure,
-		"watchNamespaces", *watchNS, "podTemplatePolicy", policy)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
 }
