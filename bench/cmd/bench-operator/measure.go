@@ -52,28 +52,54 @@ func (r *results) print(c config) {
 // measure builds the scene step by step and takes each figure.
 func measure(ctx context.Context, c config, e *env) (*results, error) {
 	r := &results{}
-	if err := createNamespaces(ctx, e, c); err != nil {
+	if err := startWithPods(ctx, c, e); err != nil {
 		return nil, err
+	}
+	running, err := createIndexes(ctx, c, e, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := steadyWrites(ctx, c, e, r); err != nil {
+		return nil, err
+	}
+	if err := measureStaleness(ctx, c, e, r, running); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// startWithPods creates the namespaces, starts the operator and creates
+// the unrelated pods, logging the operator's RSS before and after them.
+func startWithPods(ctx context.Context, c config, e *env) error {
+	if err := createNamespaces(ctx, e, c); err != nil {
+		return err
 	}
 	if err := e.startOperator(c); err != nil {
-		return nil, err
+		return err
 	}
 	if err := sleep(ctx, 5*time.Second); err != nil {
-		return nil, err
+		return err
 	}
 	before, _, _ := e.rss()
 	start := time.Now()
 	if err := createAll(ctx, e, c.pods, func(i int) client.Object { return unrelatedPod(i) }); err != nil {
-		return nil, err
+		return err
 	}
 	if err := sleep(ctx, 10*time.Second); err != nil {
-		return nil, err
+		return err
 	}
 	after, _, _ := e.rss()
 	logf("%d unrelated pods created in %.0fs; operator RSS %.0f MiB before them, %.0f MiB after", c.pods, time.Since(start).Seconds(), before, after)
 
+	return nil
+}
+
+// createIndexes creates the suspended indexes, then the running ones,
+// and records the time until the running ones are Ready. It returns the
+// running indexes' keys.
+func createIndexes(ctx context.Context, c config, e *env, r *results) ([]client.ObjectKey, error) {
 	suspended := c.indexes - c.running
-	start = time.Now()
+	start := time.Now()
 	if err := createAll(ctx, e, suspended, func(i int) client.Object { return benchIndex(indexKey(c, false, i), true) }); err != nil {
 		return nil, err
 	}
@@ -96,23 +122,29 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	logf("%d running indexes Ready in %.1fs", c.running, r.readySeconds)
 	reportDegraded(ctx, e, append(keys(c, false, suspended), running...))
 
+	return running, nil
+}
+
+// steadyWrites counts the operator's API writes at rest, then after a
+// restart of the operator, and records its RSS.
+func steadyWrites(ctx context.Context, c config, e *env, r *results) error {
 	settle := max(c.resync, 30*time.Second)
 	logf("settling for %s, then counting the operator's API writes for %s", settle, c.steady)
 	if err := sleep(ctx, settle); err != nil {
-		return nil, err
+		return err
 	}
 	from := time.Now()
 	if err := sleep(ctx, c.steady); err != nil {
-		return nil, err
+		return err
 	}
 	to := time.Now()
 	r.rssMB, _, _ = e.rss()
 	if err := sleep(ctx, 3*time.Second); err != nil { // the audit log's batch
-		return nil, err
+		return err
 	}
 	w, err := countWrites(e.auditLog, from, to)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.writesPerMinute = float64(w.total) / to.Sub(from).Minutes()
 	logf("steady window: %d writes in %.0fs %s; RSS %.0f MiB", w.total, to.Sub(from).Seconds(), w, r.rssMB)
@@ -121,25 +153,31 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	// status as it would write it: it should write nothing either.
 	e.stopOperator()
 	if err := e.startOperator(c); err != nil {
-		return nil, err
+		return err
 	}
 	from = time.Now()
 	if err := sleep(ctx, c.resync+20*time.Second); err != nil {
-		return nil, err
+		return err
 	}
 	to = time.Now()
 	if err := sleep(ctx, 3*time.Second); err != nil {
-		return nil, err
+		return err
 	}
 	if w, err := countWrites(e.auditLog, from, to); err == nil {
 		rss, _, _ := e.rss()
 		logf("in the %.0fs after an operator restart: %d writes %s; RSS %.0f MiB", to.Sub(from).Seconds(), w.total, w, rss)
 	}
 
+	return nil
+}
+
+// measureStaleness records the status staleness p99 over the running
+// indexes, then over the others while c.stopped engines are stopped.
+func measureStaleness(ctx context.Context, c config, e *env, r *results, running []client.ObjectKey) error {
 	eng := newEngines(e)
 	stale, err := staleness(ctx, c, e, eng, running, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.staleP99 = p99(stale)
 
@@ -154,19 +192,19 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	}
 	logf("SIGSTOP to the engines of %v", victims)
 	if err := signal(syscall.SIGSTOP); err != nil {
-		return nil, err
+		return err
 	}
-	from = time.Now()
+	from := time.Now()
 	if err := sleep(ctx, 20*time.Second); err != nil { // the pods turn unready, the operator notices
-		return nil, err
+		return err
 	}
-	to = time.Now()
+	to := time.Now()
 	stale, err = staleness(ctx, c, e, eng, running[c.stopped:], c.rounds)
 	if serr := signal(syscall.SIGCONT); err == nil {
 		err = serr
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.othersStaleP99 = p99(stale)
 	if w, err := countWrites(e.auditLog, from, to); err == nil {
@@ -174,7 +212,7 @@ func measure(ctx context.Context, c config, e *env) (*results, error) {
 	}
 	_, peak, _ := e.rss()
 	logf("operator peak RSS (VmHWM) %.0f MiB", peak)
-	return r, nil
+	return nil
 }
 
 // keys are the keys of the first n running or suspended indexes.
