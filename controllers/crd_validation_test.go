@@ -182,7 +182,6 @@ var _ = Describe("SummaIndex CRD validation", func() {
 			expectRefused(err, "spec.schema", "schema is immutable")
 		})
 
-
 		It("a shrinking volume", func() {
 			x := createValid("shrink", func(x *summav1.SummaIndex) { x.Spec.Storage.Size = resource.MustParse("10Gi") })
 			err := updateSpec(x, func(x *summav1.SummaIndex) { x.Spec.Storage.Size = resource.MustParse("9Gi") })
