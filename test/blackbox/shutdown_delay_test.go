@@ -50,7 +50,10 @@ func TestSIGTERMShutdownDelayKeepsServing(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%v after SIGTERM: search answered %s", time.Since(start), resp.Status)
 		}
-		if !resp.Close {
+		// The signal is handled asynchronously: a search sent right after
+		// it may be answered before the server knows. Once /readyz says
+		// 503, every answer closes its connection.
+		if sawUnready && !resp.Close {
 			t.Errorf("search during the shutdown delay: the answer keeps the connection open (want Connection: close)")
 		}
 		answered++
