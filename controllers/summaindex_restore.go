@@ -30,8 +30,8 @@ import (
 //
 // A failed Job leaves the volume empty (restore removes what it wrote):
 // the index is Failed, Degraded with reason RestoreFailed, and no engine
-// pod is made. Deleting the failed Job, or a new spec.restore.backupId,
-// runs it again.
+// pod is made. Deleting the failed Job, or a new spec.restore.backupId
+// or spec.restore.index, runs it again.
 
 // Values of the volume's restore annotation.
 const (
@@ -41,6 +41,9 @@ const (
 	restorePendingValue = "pending"
 	// restoreDoneValue: the restore filled the volume.
 	restoreDoneValue = "done"
+	// AnnotationRestoreFrom on a restore Job names the backed-up index it
+	// reads (spec.restore.index, or the index's own name).
+	AnnotationRestoreFrom = "summa.dev/restore-from"
 	// restoreContainer names the restore Job's container and component.
 	restoreContainer = "restore"
 )
@@ -71,7 +74,8 @@ func (r *SummaIndexReconciler) restoreJob(index *summav1.SummaIndex) *batchv1.Jo
 	// Kept until a person deletes it: a failed restore is retried by
 	// deleting its Job, never by a TTL.
 	job.Spec.TTLSecondsAfterFinished = nil
-	job.Annotations = map[string]string{AnnotationRestore: index.Spec.Restore.BackupID}
+	job.Annotations = map[string]string{AnnotationRestore: index.Spec.Restore.BackupID,
+		AnnotationRestoreFrom: index.RestoreSourceIndex()}
 	pod := &job.Spec.Template.Spec
 	pod.Volumes = append(pod.Volumes, s3Volumes(s3, index.RestoreS3CredentialsSecretName())...)
 	pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, s3Mounts(s3)...)
@@ -111,8 +115,8 @@ func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, index *summ
 	}
 	job := &batchv1.Job{}
 	err = r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: index.RestoreJobName()}, job)
-	if err == nil && job.Annotations[AnnotationRestore] != index.Spec.Restore.BackupID && job.DeletionTimestamp == nil {
-		// A Job for another backupId: replaced by one for this one.
+	if err == nil && restoreJobStale(job, index) && job.DeletionTimestamp == nil {
+		// A Job for another backup: replaced by one for this one.
 		if derr := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(derr) != nil {
 			return false, reconcile.Result{}, fmt.Errorf("delete restore job %s: %w", job.Name, derr)
 		}
@@ -140,7 +144,7 @@ func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, index *summ
 			st.Phase, st.CompletedAt = summav1.RestorePhaseFailed, ptr.To(metav1.NewTime(r.Options.Now()))
 			r.event(index, job, corev1.EventTypeWarning, ReasonRestoreFailed, "restore job %s failed: %s", job.Name, clip(msg, 512))
 		}
-		st.Message = "restore job " + job.Name + " failed: " + clip(msg, 1024) + "; nothing is served. Delete the Job (or set another spec.restore.backupId) to try again"
+		st.Message = "restore job " + job.Name + " failed: " + clip(msg, 1024) + "; nothing is served. Delete the Job (or set another spec.restore.backupId or spec.restore.index) to try again"
 		notReady(index, summav1.PhaseFailed, ReasonRestoreFailed, st.Message, false)
 		return false, reconcile.Result{}, failed(ReasonRestoreFailed, fmt.Errorf("%s", st.Message))
 	}
@@ -155,6 +159,18 @@ func (r *SummaIndexReconciler) reconcileRestore(ctx context.Context, index *summ
 	return true, reconcile.Result{}, nil
 }
 
+// restoreJobStale reports whether job restores another backup than
+// index's spec.restore asks for: another backupId, or another backed-up
+// index. A Job made before the source was recorded on it is judged by its
+// backupId alone, so an operator upgrade never replaces a running restore.
+func restoreJobStale(job *batchv1.Job, index *summav1.SummaIndex) bool {
+	if job.Annotations[AnnotationRestore] != index.Spec.Restore.BackupID {
+		return true
+	}
+	from, recorded := job.Annotations[AnnotationRestoreFrom]
+	return recorded && from != index.RestoreSourceIndex()
+}
+
 // createRestoreJob creates index's restore Job.
 func (r *SummaIndexReconciler) createRestoreJob(ctx context.Context, index *summav1.SummaIndex) error {
 	job := r.restoreJob(index)
@@ -164,7 +180,7 @@ func (r *SummaIndexReconciler) createRestoreJob(ctx context.Context, index *summ
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return failed(ReasonRestoreFailed, fmt.Errorf("create restore job %s: %w", job.Name, err))
 	}
-	index.Status.Restore.Phase = summav1.RestorePhaseRunning
+	index.Status.Restore.Phase, index.Status.Restore.CompletedAt = summav1.RestorePhaseRunning, nil
 	index.Status.Restore.Message = "restore job " + job.Name + " created"
 	notReady(index, summav1.PhasePending, "Restoring", index.Status.Restore.Message, true)
 	r.event(index, job, corev1.EventTypeNormal, "RestoreStarted", "restore job %s created for backup %s", job.Name, index.Spec.Restore.BackupID)

@@ -59,6 +59,17 @@ var _ = Describe("spec.restore", func() {
 			return apierrors.IsNotFound(err)
 		}).WithTimeout(3 * time.Second).WithPolling(poll).Should(BeTrue())
 		Expect(eventReasons("rs-fail")).To(ContainElements("RestoreStarted", ReasonRestoreFailed))
+		Expect(job.Annotations[AnnotationRestoreFrom]).To(Equal("rs-fail"))
+
+		By("another spec.restore.index replaces the failed Job with one reading that index")
+		updateIndex("rs-fail", func(x *summav1.SummaIndex) { x.Spec.Restore.Index = "rs-elsewhere" })
+		Eventually(func(g Gomega) {
+			next, err := restoreJobOf("rs-fail")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(next.UID).NotTo(Equal(job.UID))
+			g.Expect(next.Annotations[AnnotationRestoreFrom]).To(Equal("rs-elsewhere"))
+			g.Expect(next.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--from-index", "rs-elsewhere"))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 	})
 
 	It("ignores spec.restore once the volume holds the index", func() {
