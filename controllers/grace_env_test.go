@@ -76,6 +76,7 @@ var _ = Describe("The termination grace", func() {
 		Expect(x.Status.DrainStartTime).To(BeNil())
 		Expect(x.Status.UpdateRevision).To(Equal(x.Status.CurrentRevision), "a new grace asked for a restart")
 		Expect(x.Status.TerminationGracePeriodSeconds).To(BeEquivalentTo(10), "status shows the running pod's grace")
+		Expect(x.Status.NextTerminationGracePeriodSeconds).To(Equal(wanted(x)), "status shows the grace waiting for the next restart")
 		pod, err := enginePodOf("backlog")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pod.UID).To(Equal(first))
@@ -97,6 +98,11 @@ var _ = Describe("The termination grace", func() {
 		Expect(x.Status.ShutdownDeadlineSeconds).To(BeNumerically("<", x.Status.TerminationGracePeriodSeconds))
 		Expect(pod.Spec.Containers[0].Args).To(ContainElement(fmt.Sprintf("--shutdown-deadline=%ds", x.Status.ShutdownDeadlineSeconds)))
 		Expect(eventReasons("backlog")).To(ContainElement("GraceResized"))
+		if w := wanted(x); w == x.Status.TerminationGracePeriodSeconds {
+			Expect(x.Status.NextTerminationGracePeriodSeconds).To(BeZero(), "nothing waits: the running pod has the grace asked for")
+		} else {
+			Expect(x.Status.NextTerminationGracePeriodSeconds).To(Equal(w))
+		}
 		Expect(engineDocuments("backlog")).To(BeEquivalentTo(accepted), "the drain before the restart committed the backlog")
 
 		By("the grace shrinks again at the next restart once the estimate fell")

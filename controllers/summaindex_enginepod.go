@@ -105,15 +105,20 @@ func (r *SummaIndexReconciler) readEngine(ctx context.Context, index *summav1.Su
 	return reconcile.Result{}, false, nil
 }
 
-// recordGrace shows the running pod's grace and engine deadline in status.
-// The grace the estimate asks for is not part of the revision
-// (summaindex_grace.go): the desired pod carries it, and it reaches the
-// next pod made anyway.
+// recordGrace shows the running pod's grace and engine deadline in status,
+// and the grace the next pod gets when it differs. The grace the estimate
+// asks for is not part of the revision (summaindex_grace.go): the desired
+// pod carries it, and it reaches the next pod made anyway.
 func recordGrace(index *summav1.SummaIndex, pod *corev1.Pod) {
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		index.Status.TerminationGracePeriodSeconds = *g
 	}
-	index.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(index, index.Status.TerminationGracePeriodSeconds)
+	running := index.Status.TerminationGracePeriodSeconds
+	index.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(index, running)
+	index.Status.NextTerminationGracePeriodSeconds = 0
+	if next := nextGrace(index, running, index.Status.DrainEstimateSeconds); next != running {
+		index.Status.NextTerminationGracePeriodSeconds = next
+	}
 }
 
 // settleRevision decides the desired pod and its revision: a pod of a
@@ -299,7 +304,7 @@ func (r *SummaIndexReconciler) createPod(ctx context.Context, index *summav1.Sum
 		r.event(index, pod, corev1.EventTypeNormal, "GraceResized", "termination grace %ds -> %ds (drain estimate %s)",
 			prev, grace, fmtEstimate(index.Status.DrainEstimateSeconds))
 	}
-	index.Status.TerminationGracePeriodSeconds = grace
+	index.Status.TerminationGracePeriodSeconds, index.Status.NextTerminationGracePeriodSeconds = grace, 0
 	index.Status.ShutdownDeadlineSeconds = engineShutdownDeadline(index, grace)
 	index.Status.CurrentRevision = pod.Annotations[AnnotationRevision]
 	index.Status.UpdateRevision = index.Status.CurrentRevision

@@ -38,4 +38,4 @@ const AnnotationCRDRevision = "summa.dev/crd-revision"
 // CRDRevision is the schema revision of the CRD this API needs. Raise it
 // with the marker whenever a field is added, and the test in api/v1 checks
 // that both agree.
-const CRDRevision = 5
+const CRDRevision = 6

@@ -703,6 +703,14 @@ type SummaIndexStatus struct {
 	// +optional
 	TerminationGracePeriodSeconds int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
+	// NextTerminationGracePeriodSeconds is the grace the next engine pod
+	// gets when the drain estimate asks for another one than the running
+	// pod has: a grace change never restarts the engine, it waits for the
+	// next restart that happens anyway (a spec change, an upgrade, an
+	// eviction). Absent when it equals the running pod's.
+	// +optional
+	NextTerminationGracePeriodSeconds int64 `json:"nextTerminationGracePeriodSeconds,omitempty"`
+
 	// ShutdownDeadlineSeconds is the engine's own --shutdown-deadline,
 	// a margin shorter than the grace period.
 	// +optional
@@ -778,7 +786,7 @@ type SummaIndexStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:metadata:annotations="summa.dev/crd-revision=5"
+// +kubebuilder:metadata:annotations="summa.dev/crd-revision=6"
 // +kubebuilder:resource:path=summaindexes,singular=summaindex,scope=Namespaced,shortName=sidx,categories=summa
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`

@@ -73,7 +73,7 @@ type SummaIndexBackupStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:metadata:annotations="summa.dev/crd-revision=5"
+// +kubebuilder:metadata:annotations="summa.dev/crd-revision=6"
 // +kubebuilder:resource:path=summaindexbackups,singular=summaindexbackup,scope=Namespaced,shortName=sidxb,categories=summa
 // +kubebuilder:printcolumn:name="Index",type=string,JSONPath=`.spec.index`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
