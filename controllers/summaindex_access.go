@@ -358,17 +358,25 @@ func (r *SummaIndexReconciler) syncAccessAnnotation(ctx context.Context, index *
 		}
 		return nil
 	}
-	patch := client.MergeFrom(pod.DeepCopy())
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[AnnotationAccessHash] = acc.hash
-	if err := r.Patch(ctx, pod, patch); err != nil {
-		return fmt.Errorf("annotate engine pod %s with the new access hash: %w", pod.Name, err)
+	if err := r.patchAccessHash(ctx, pod, acc.hash); err != nil {
+		return err
 	}
 	r.recordAccessSync(index, acc.hash)
 	r.event(index, pod, corev1.EventTypeNormal, "AccessUpdated",
 		"tokens or certificate changed: engine pod %s told to reload them (no restart)", pod.Name)
+	return nil
+}
+
+// patchAccessHash sets pod's annotation summa.dev/access-hash to hash.
+func (r *SummaIndexReconciler) patchAccessHash(ctx context.Context, pod *corev1.Pod, hash string) error {
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationAccessHash] = hash
+	if err := r.Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("annotate pod %s with the new access hash: %w", pod.Name, err)
+	}
 	return nil
 }
 
