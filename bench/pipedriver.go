@@ -54,6 +54,37 @@ func (x *pipeDriver) Shutdown() error {
 	return err
 }
 
+// Close implements Engine: the driver closes its index (Xapian's
+// WritableDatabase, Lucene's IndexWriter and reader).
+func (x *pipeDriver) Close(context.Context) error {
+	if x.cmd == nil {
+		return nil
+	}
+	_, err := x.call("close\n", nil)
+	return err
+}
+
+// Commit implements Engine: the batch of tokenBatch, each document
+// upserted by its id term (Xapian's replace_document, Lucene's
+// updateDocument), then a commit (and, for Lucene, a reader reopen).
+func (x *pipeDriver) Commit(_ context.Context, batch any) error {
+	p := batch.([]byte)
+	_, err := x.call("batch "+strconv.Itoa(len(p))+"\n", p)
+	return err
+}
+
+// SearchTop implements Engine.
+func (x *pipeDriver) SearchTop(_ context.Context, q Query) (int, []string, error) {
+	return x.searchTop(xapianQueryLine(q))
+}
+
+// SearchMode implements ModeSearcher. For Xapian top10 is get_mset(0, 10)
+// with its default check_at_least (an estimated count) and count is
+// get_mset(0, 0, doccount) (exact, no ranking).
+func (x *pipeDriver) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
+	return x.searchMode(mode, xapianQueryLine(q))
+}
+
 // call sends a request (and payload) and returns the reply's fields after
 // "ok NS", recording NS as the last operation's time.
 func (x *pipeDriver) call(req string, payload []byte) ([]string, error) {

@@ -43,15 +43,6 @@ func (x *Xapian) Open(dir string) error {
 	return err
 }
 
-// Close implements Engine.
-func (x *Xapian) Close(context.Context) error {
-	if x.cmd == nil {
-		return nil
-	}
-	_, err := x.call("close\n", nil)
-	return err
-}
-
 // XapianTermPositions calls fn with every term of d and its Xapian
 // position: the title's tokens at their analysis positions + 1, the
 // body's after them with a gap, so that no phrase spans the two fields
@@ -100,14 +91,6 @@ func tokenBatch(who string, docs []Doc) ([]byte, error) {
 	return b, nil
 }
 
-// Commit implements Engine: replace_document of each document (an upsert
-// by the id term) and a commit.
-func (x *Xapian) Commit(_ context.Context, batch any) error {
-	p := batch.([]byte)
-	_, err := x.call("batch "+strconv.Itoa(len(p))+"\n", p)
-	return err
-}
-
 func xapianQueryLine(q Query) string {
 	return string(q.Kind) + " " + strings.Join(q.Terms, " ")
 }
@@ -116,18 +99,6 @@ func xapianQueryLine(q Query) string {
 func (x *Xapian) Search(ctx context.Context, q Query) (int, error) {
 	n, _, err := x.SearchTop(ctx, q)
 	return n, err
-}
-
-// SearchTop implements Engine.
-func (x *Xapian) SearchTop(_ context.Context, q Query) (int, []string, error) {
-	return x.searchTop(xapianQueryLine(q))
-}
-
-// SearchMode implements ModeSearcher: top10 is get_mset(0, 10) with
-// Xapian's default check_at_least (an estimated count), count is
-// get_mset(0, 0, doccount) (exact, no ranking).
-func (x *Xapian) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
-	return x.searchMode(mode, xapianQueryLine(q))
 }
 
 // Segments implements Engine: a glass database is one set of B-trees.
