@@ -95,18 +95,3 @@ func (l *Lucene) Segments() int {
 	n, _ := strconv.Atoi(f[0])
 	return n
 }
-
-// TokenHash is the FNV-1a 64 hash of the open index's token streams read
-// back from its postings (see TokenStreamHash), in arrival order, and
-// the live document count.
-func (l *Lucene) TokenHash() (string, int, error) {
-	f, err := l.call("hash\n", nil)
-	if err != nil {
-		return "", 0, err
-	}
-	if len(f) != 2 {
-		return "", 0, fmt.Errorf("lucene: bad hash reply %q", f)
-	}
-	n, err := strconv.Atoi(f[1])
-	return f[0], n, err
-}

@@ -85,6 +85,21 @@ func (x *pipeDriver) SearchMode(_ context.Context, q Query, mode Mode) (int, err
 	return x.searchMode(mode, xapianQueryLine(q))
 }
 
+// TokenHash is the FNV-1a 64 hash of the open index's token streams read
+// back from it (see TokenStreamHash), in arrival order, and its live
+// document count.
+func (x *pipeDriver) TokenHash() (string, int, error) {
+	f, err := x.call("hash\n", nil)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(f) != 2 {
+		return "", 0, fmt.Errorf("%s: bad hash reply %q", x.name, f)
+	}
+	n, err := strconv.Atoi(f[1])
+	return f[0], n, err
+}
+
 // call sends a request (and payload) and returns the reply's fields after
 // "ok NS", recording NS as the last operation's time.
 func (x *pipeDriver) call(req string, payload []byte) ([]string, error) {

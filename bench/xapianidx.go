@@ -104,20 +104,6 @@ func (x *Xapian) Search(ctx context.Context, q Query) (int, error) {
 // Segments implements Engine: a glass database is one set of B-trees.
 func (x *Xapian) Segments() int { return 1 }
 
-// TokenHash is the FNV-1a 64 hash of the open database's token streams
-// (see TokenStreamHash) and its document count.
-func (x *Xapian) TokenHash() (string, int, error) {
-	f, err := x.call("hash\n", nil)
-	if err != nil {
-		return "", 0, err
-	}
-	if len(f) != 2 {
-		return "", 0, fmt.Errorf("xapian: bad hash reply %q", f)
-	}
-	n, err := strconv.Atoi(f[1])
-	return f[0], n, err
-}
-
 // TokenStreamHash is what the driver's hash computes, from our analysis:
 // for each document in order, its id, a 0x01 byte, then each token (in
 // position order) as term, 0x00, decimal position, newline.

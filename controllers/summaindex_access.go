@@ -202,6 +202,19 @@ func (r *SummaIndexReconciler) getLive(ctx context.Context, key client.ObjectKey
 	return err
 }
 
+// lookedUp reads the error of a Get of the object called name (a what):
+// found is false when the Get failed, and err is nil when it failed only
+// because the object does not exist.
+func lookedUp(err error, what, name string) (found bool, _ error) {
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s %s: %w", what, name, err)
+	}
+	return true, nil
+}
+
 // ensureCredentials returns the Secret of the engine's tokens: the one
 // spec.access.credentialsSecret names (checked, never changed), or
 // <name>-credentials, created with random tokens, its missing keys filled
@@ -369,13 +382,23 @@ func (r *SummaIndexReconciler) syncAccessAnnotation(ctx context.Context, index *
 
 // patchAccessHash sets pod's annotation summa.dev/access-hash to hash.
 func (r *SummaIndexReconciler) patchAccessHash(ctx context.Context, pod *corev1.Pod, hash string) error {
-	patch := client.MergeFrom(pod.DeepCopy())
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
+	if err := r.annotate(ctx, pod, AnnotationAccessHash, hash); err != nil {
+		return fmt.Errorf("pod %s, the new access hash: %w", pod.Name, err)
 	}
-	pod.Annotations[AnnotationAccessHash] = hash
-	if err := r.Patch(ctx, pod, patch); err != nil {
-		return fmt.Errorf("annotate pod %s with the new access hash: %w", pod.Name, err)
+	return nil
+}
+
+// annotate sets obj's annotation key to value with a merge patch.
+func (r *SummaIndexReconciler) annotate(ctx context.Context, obj client.Object, key, value string) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	obj.SetAnnotations(a)
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("annotate %s: %w", key, err)
 	}
 	return nil
 }

@@ -155,12 +155,9 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, index *s
 // deleteNetworkPolicy deletes one of index's NetworkPolicies, if it exists.
 func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	cur := &networkingv1.NetworkPolicy{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get network policy %s: %w", name, err)
+	found, err := lookedUp(r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur), "network policy", name)
+	if !found {
+		return err
 	}
 	if !metav1.IsControlledBy(cur, index) || cur.DeletionTimestamp != nil {
 		return nil
