@@ -155,24 +155,18 @@ func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	}
 }
 
-// serialNumber is a random 128-bit serial.
-func serialNumber() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, fmt.Errorf("serial number: %w", err)
-	}
-	return n, nil
-}
-
-// newKey makes the P-256 key and the serial number of a new certificate
-// (a what: CA or server).
+// newKey makes the P-256 key and the random 128-bit serial number of a
+// new certificate (a what: CA or server).
 func newKey(what string) (*ecdsa.PrivateKey, *big.Int, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate %s key: %w", what, err)
 	}
-	serial, err := serialNumber()
-	return key, serial, err
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, fmt.Errorf("serial number: %w", err)
+	}
+	return key, serial, nil
 }
 
 // encodeCert is a certificate's PEM.
