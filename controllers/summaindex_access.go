@@ -280,16 +280,8 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, index *sum
 		}
 		s.Data[k] = []byte(tok)
 	}
-	if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
-		return nil, fmt.Errorf("owner reference on secret: %w", err)
-	}
-	if err := r.Create(ctx, s); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, &accessError{reason: ReasonSecretConflict, msg: fmt.Sprintf(
-				"Secret %s exists and was not made by the operator for this SummaIndex: delete it, or name it in spec.access.credentialsSecret to use it",
-				s.Name)}
-		}
-		return nil, fmt.Errorf("create credentials secret %s: %w", s.Name, err)
+	if err := r.createOwned(ctx, index, s, "credentials secret", "delete it, or name it in spec.access.credentialsSecret to use it"); err != nil {
+		return nil, err
 	}
 	r.event(index, s, corev1.EventTypeNormal, "CredentialsCreated", "secret %s created with admin, write and read tokens", s.Name)
 	return s, nil
@@ -315,15 +307,37 @@ func (r *SummaIndexReconciler) checkOwned(ctx context.Context, index *summav1.Su
 		return &accessError{reason: ReasonWaitingForGarbageCollection, msg: fmt.Sprintf(
 			"%s %s still belongs to a deleted SummaIndex %s; waiting for the garbage collector", kind, obj.GetName(), index.Name)}
 	}
-	msg := fmt.Sprintf("%s %s exists and was not made by the operator for this SummaIndex: delete or rename it", kind, obj.GetName())
+	hint := "delete or rename it"
 	if field != "" {
-		msg += ", or name it in " + field + " to use it"
+		hint += ", or name it in " + field + " to use it"
 	}
+	return conflictError(obj, hint)
+}
+
+// conflictError refuses obj, which someone other than the operator made
+// under a name the operator uses; hint says what the person may do.
+func conflictError(obj client.Object, hint string) error {
 	reason := ReasonSecretConflict
 	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
 		reason = ReasonNetworkPolicyConflict
 	}
-	return &accessError{reason: reason, msg: msg}
+	return &accessError{reason: reason, msg: fmt.Sprintf(
+		"%s %s exists and was not made by the operator for this SummaIndex: %s", kindOf(obj), obj.GetName(), hint)}
+}
+
+// createOwned creates obj (a what) controlled by index; one of the same
+// name that exists already is a conflictError with hint.
+func (r *SummaIndexReconciler) createOwned(ctx context.Context, index *summav1.SummaIndex, obj client.Object, what, hint string) error {
+	if err := controllerutil.SetControllerReference(index, obj, r.Scheme); err != nil {
+		return fmt.Errorf("owner reference on %s %s: %w", what, obj.GetName(), err)
+	}
+	if err := r.Create(ctx, obj); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return conflictError(obj, hint)
+		}
+		return fmt.Errorf("create %s %s: %w", what, obj.GetName(), err)
+	}
+	return nil
 }
 
 // missingTokens lists the token keys of s without a token, sorted.
