@@ -117,16 +117,11 @@ func (b *Builder) writeNumbers(w *fileWriter) {
 		}
 		entries = append(entries, e)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(e.ord)
-		w.uvarint(e.width)
-		w.uvarint(e.offsOff)
-		w.uvarint(e.valsOff)
-		w.uvarint(e.n)
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = []uint64{e.ord, e.width, e.offsOff, e.valsOff, e.n}
 	}
+	w.entryDirectory(b.numDocs, dir)
 }
 
 // numCol is one numeric column.
@@ -252,17 +247,11 @@ func (b *Builder) writeForward(ctx context.Context, w *fileWriter, sorted []sort
 		writeOffsets(w, offs, int(e.width))
 		entries = append(entries, e)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(e.ord)
-		w.uvarint(e.width)
-		w.uvarint(e.offsOff)
-		w.uvarint(e.dataOff)
-		w.uvarint(e.dataLen)
-		w.uvarint(e.numTerms)
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = []uint64{e.ord, e.width, e.offsOff, e.dataOff, e.dataLen, e.numTerms}
 	}
+	w.entryDirectory(b.numDocs, dir)
 	return w.err
 }
 

@@ -102,18 +102,11 @@ func encodeSeismic(w *fileWriter, numDocs uint32, fields []*seisField) error {
 		}
 		entries = append(entries, e)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(uint64(e.ord))
-		for _, x := range []uint64{e.numDims, e.nBlocks, e.nSum, e.nDocs, e.nFwd, e.pending} {
-			w.uvarint(x)
-		}
-		for _, x := range e.regions {
-			w.uvarint(x)
-		}
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = append([]uint64{uint64(e.ord), e.numDims, e.nBlocks, e.nSum, e.nDocs, e.nFwd, e.pending}, e.regions[:]...)
 	}
+	w.entryDirectory(numDocs, dir)
 	return w.err
 }
 
