@@ -97,15 +97,7 @@ func (b *Builder) writeNumbers(w *fileWriter) {
 			continue
 		}
 		e := entry{ord: uint64(i), valsOff: w.offset(), n: uint64(len(nb.vals))}
-		buf := make([]byte, 0, 4096)
-		for _, v := range nb.vals {
-			buf = binary.LittleEndian.AppendUint64(buf, v)
-			if len(buf) == cap(buf) {
-				w.write(buf)
-				buf = buf[:0]
-			}
-		}
-		w.write(buf)
+		writeU64s(w, nb.vals)
 		single := e.n == uint64(b.numDocs)
 		for d := 0; single && d < int(b.numDocs); d++ {
 			single = nb.counts[d+1] == uint64(d+1)
