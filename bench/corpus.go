@@ -184,27 +184,32 @@ func lastLines(b []byte, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// loadLinuxDoc reads every .rst and .txt file (gzipped or not) under dir,
-// in path order, and splits each into one document per section.
-func loadLinuxDoc(dir string) (*Corpus, error) {
+// filesUnder lists the files under dir that keep selects, sorted by path.
+func filesUnder(dir string, keep func(p string, d fs.DirEntry) bool) ([]string, error) {
 	var paths []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			return nil
-		}
-		name := strings.TrimSuffix(d.Name(), ".gz")
-		if strings.HasSuffix(name, ".rst") || strings.HasSuffix(name, ".txt") {
+		if !d.IsDir() && keep(p, d) {
 			paths = append(paths, p)
 		}
 		return nil
 	})
+	sort.Strings(paths)
+	return paths, err
+}
+
+// loadLinuxDoc reads every .rst and .txt file (gzipped or not) under dir,
+// in path order, and splits each into one document per section.
+func loadLinuxDoc(dir string) (*Corpus, error) {
+	paths, err := filesUnder(dir, func(p string, d fs.DirEntry) bool {
+		name := strings.TrimSuffix(d.Name(), ".gz")
+		return strings.HasSuffix(name, ".rst") || strings.HasSuffix(name, ".txt")
+	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
 	c := &Corpus{Name: "Debian " + LinuxDocPackage + " (.rst/.txt, one document per section)", Root: dir, LinuxDoc: true}
 	for _, p := range paths {
 		text, err := readMaybeGzip(p)
@@ -349,23 +354,12 @@ func firstLine(lines []string, rel string) string {
 // lines, titled by its first line) and its testdata text files split into
 // blank-line separated chunks of about 40 lines.
 func loadGoSource(src string) (*Corpus, error) {
-	var paths []string
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if strings.HasSuffix(p, ".go") || (strings.HasSuffix(p, ".txt") && strings.Contains(p, "/testdata/")) {
-			paths = append(paths, p)
-		}
-		return nil
+	paths, err := filesUnder(src, func(p string, _ fs.DirEntry) bool {
+		return strings.HasSuffix(p, ".go") || (strings.HasSuffix(p, ".txt") && strings.Contains(p, "/testdata/"))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("corpus: fallback %s: %w", src, err)
 	}
-	sort.Strings(paths)
 	c := &Corpus{Name: "Go distribution (" + runtime.Version() + ") comments and testdata text", Root: src}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

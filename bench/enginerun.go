@@ -237,6 +237,49 @@ func bpPhase(ctx context.Context, cfg *Config, o *Ours, dir string, run *EngineR
 // fixed queries, HeadingRounds rounds of the heading queries; then
 // SearchRounds rounds of the fixed queries from GOMAXPROCS concurrent
 // clients (QPS).
+// latencies are the times of the timed searches of one mode: all of them,
+// by query name and by query class.
+type latencies struct {
+	all        []time.Duration
+	per, class map[string][]time.Duration
+}
+
+// timeRounds times search over fixed (cfg.SearchRounds rounds) and then
+// heading (cfg.HeadingRounds rounds), each at its operation time (opTime).
+func timeRounds(cfg *Config, e Engine, fixed, heading []Query, search func(Query) error) (*latencies, error) {
+	l := &latencies{per: map[string][]time.Duration{}, class: map[string][]time.Duration{}}
+	for _, set := range []struct {
+		qs     []Query
+		rounds int
+	}{{fixed, cfg.SearchRounds}, {heading, cfg.HeadingRounds}} {
+		for r := 0; r < set.rounds; r++ {
+			for _, q := range set.qs {
+				t := time.Now()
+				if err := search(q); err != nil {
+					return nil, err
+				}
+				d := opTime(e, time.Since(t))
+				l.all = append(l.all, d)
+				l.per[q.Name] = append(l.per[q.Name], d)
+				l.class[ClassOf(q)] = append(l.class[ClassOf(q)], d)
+			}
+		}
+	}
+	return l, nil
+}
+
+// classDists adds the distribution of each query class to into (a new map
+// when nil) and returns it.
+func (l *latencies) classDists(into map[string]Dist) map[string]Dist {
+	if into == nil {
+		into = map[string]Dist{}
+	}
+	for k, v := range l.class {
+		into[k] = NewDist(v)
+	}
+	return into
+}
+
 func searchBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Query, run *EngineRun) error {
 	warm := func(qs []Query, rounds int) error {
 		for w := 0; w < rounds; w++ {
@@ -260,39 +303,20 @@ func searchBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Qu
 	if err := warm(heading, 1); err != nil {
 		return err
 	}
-	var all []time.Duration
-	per := map[string][]time.Duration{}
-	class := map[string][]time.Duration{}
 	cpu0 := engineCPU(e)
-	timed := func(qs []Query, rounds int) error {
-		for r := 0; r < rounds; r++ {
-			for _, q := range qs {
-				t := time.Now()
-				if _, err := e.Search(ctx, q); err != nil {
-					return err
-				}
-				d := opTime(e, time.Since(t))
-				all = append(all, d)
-				per[q.Name] = append(per[q.Name], d)
-				class[ClassOf(q)] = append(class[ClassOf(q)], d)
-			}
-		}
-		return nil
-	}
-	if err := timed(fixed, cfg.SearchRounds); err != nil {
+	lat, err := timeRounds(cfg, e, fixed, heading, func(q Query) error {
+		_, err := e.Search(ctx, q)
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	if err := timed(heading, cfg.HeadingRounds); err != nil {
-		return err
-	}
-	run.SearchCPU = (engineCPU(e) - cpu0) / time.Duration(max(1, len(all)))
-	run.Search = NewDist(all)
-	for k, v := range per {
+	run.SearchCPU = (engineCPU(e) - cpu0) / time.Duration(max(1, len(lat.all)))
+	run.Search = NewDist(lat.all)
+	for k, v := range lat.per {
 		run.PerQuery[k] = NewDist(v)
 	}
-	for k, v := range class {
-		run.PerClass[k] = NewDist(v)
-	}
+	run.PerClass = lat.classDists(run.PerClass)
 	if err := modeBench(ctx, cfg, e, fixed, heading, run); err != nil {
 		return err
 	}

@@ -45,14 +45,7 @@ func MeasureFloor(dir string, seqMB, n int) (Floor, error) {
 		return fl, err
 	}
 	start := time.Now()
-	for i := 0; i < seqMB; i++ {
-		if _, err := f.Write(buf); err != nil {
-			f.Close()
-			return fl, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err := writeSynced(f, buf, seqMB); err != nil {
 		return fl, err
 	}
 	el := time.Since(start)
@@ -74,12 +67,7 @@ func MeasureFloor(dir string, seqMB, n int) (Floor, error) {
 		if err != nil {
 			return fl, err
 		}
-		if _, err := f.Write(small); err != nil {
-			f.Close()
-			return fl, err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
+		if err := writeSynced(f, small, 1); err != nil {
 			return fl, err
 		}
 		fsyncs = append(fsyncs, time.Since(t0))
@@ -96,4 +84,20 @@ func MeasureFloor(dir string, seqMB, n int) (Floor, error) {
 	fl.FsyncSmall = NewDist(fsyncs)
 	fl.RenameDirSync = NewDist(renames)
 	return fl, nil
+}
+
+// writeSynced writes buf n times to f and fsyncs it; on failure it closes
+// f.
+func writeSynced(f *os.File, buf []byte, n int) error {
+	for i := 0; i < n; i++ {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ func (res *Result) bestPeer(get func(r *EngineRun) (float64, bool)) (string, spr
 func (res *Result) bestPeerBy(get func(r *EngineRun) (float64, bool), higher bool) (string, spread) {
 	best, bs := "", spread{}
 	for _, p := range peers {
-		if !has(res.Config.Engines, p) {
+		if !slices.Contains(res.Config.Engines, p) {
 			continue
 		}
 		var vs []float64

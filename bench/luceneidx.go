@@ -49,42 +49,15 @@ func (l *Lucene) Open(dir string) error {
 	return err
 }
 
-// Close implements Engine.
-func (l *Lucene) Close(context.Context) error {
-	if l.cmd == nil {
-		return nil
-	}
-	_, err := l.call("close\n", nil)
-	return err
-}
-
 // Prepare implements Engine: our analysis's tokens, as for Xapian.
 func (l *Lucene) Prepare(docs []Doc, _ [][]byte) (any, error) {
 	return tokenBatch("lucene", docs)
-}
-
-// Commit implements Engine: updateDocument of each document (an upsert
-// by the id term), IndexWriter.commit, and a reader reopen.
-func (l *Lucene) Commit(_ context.Context, batch any) error {
-	p := batch.([]byte)
-	_, err := l.call("batch "+strconv.Itoa(len(p))+"\n", p)
-	return err
 }
 
 // Search implements Engine (ModeTop10Count).
 func (l *Lucene) Search(_ context.Context, q Query) (int, error) {
 	n, _, err := l.searchTop(xapianQueryLine(q))
 	return n, err
-}
-
-// SearchTop implements Engine.
-func (l *Lucene) SearchTop(_ context.Context, q Query) (int, []string, error) {
-	return l.searchTop(xapianQueryLine(q))
-}
-
-// SearchMode implements ModeSearcher.
-func (l *Lucene) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
-	return l.searchMode(mode, xapianQueryLine(q))
 }
 
 // Warmup runs every query of qs in every mode, in rounds, until three
@@ -121,19 +94,4 @@ func (l *Lucene) Segments() int {
 	}
 	n, _ := strconv.Atoi(f[0])
 	return n
-}
-
-// TokenHash is the FNV-1a 64 hash of the open index's token streams read
-// back from its postings (see TokenStreamHash), in arrival order, and
-// the live document count.
-func (l *Lucene) TokenHash() (string, int, error) {
-	f, err := l.call("hash\n", nil)
-	if err != nil {
-		return "", 0, err
-	}
-	if len(f) != 2 {
-		return "", 0, fmt.Errorf("lucene: bad hash reply %q", f)
-	}
-	n, err := strconv.Atoi(f[1])
-	return f[0], n, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/summadev/summa/engine/search"
@@ -111,34 +110,17 @@ func modeBench(ctx context.Context, cfg *Config, e Engine, fixed, heading []Quer
 				return fmt.Errorf("%s: query %q: %w", m, q.Name, err)
 			}
 		}
-		var all []time.Duration
-		class := map[string][]time.Duration{}
-		timed := func(qs []Query, rounds int) error {
-			for r := 0; r < rounds; r++ {
-				for _, q := range qs {
-					t := time.Now()
-					if _, err := searchIn(ctx, e, q, m); err != nil {
-						return fmt.Errorf("%s: query %q: %w", m, q.Name, err)
-					}
-					d := opTime(e, time.Since(t))
-					all = append(all, d)
-					class[ClassOf(q)] = append(class[ClassOf(q)], d)
-				}
+		lat, err := timeRounds(cfg, e, fixed, heading, func(q Query) error {
+			if _, err := searchIn(ctx, e, q, m); err != nil {
+				return fmt.Errorf("%s: query %q: %w", m, q.Name, err)
 			}
 			return nil
-		}
-		if err := timed(fixed, cfg.SearchRounds); err != nil {
+		})
+		if err != nil {
 			return err
 		}
-		if err := timed(heading, cfg.HeadingRounds); err != nil {
-			return err
-		}
-		run.ModeSearch[m] = NewDist(all)
-		cd := map[string]Dist{}
-		for k, v := range class {
-			cd[k] = NewDist(v)
-		}
-		run.ModeClass[m] = cd
+		run.ModeSearch[m] = NewDist(lat.all)
+		run.ModeClass[m] = lat.classDists(nil)
 	}
 	return nil
 }

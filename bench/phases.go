@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, cfg Config, c *Corpus) (*Result, error) {
 	fixed := QuerySet(c)
 	res := &Result{Corpus: c, Queries: append(fixed, HeadingQueries(c)...), Fixed: len(fixed), Started: time.Now()}
 	buildDrivers(&cfg, res)
-	if has(cfg.Engines, "xapian") || has(cfg.Engines, "lucene") {
+	if slices.Contains(cfg.Engines, "xapian") || slices.Contains(cfg.Engines, "lucene") {
 		res.TokenHash = TokenStreamHash(c.Docs)
 	}
 	res.Config = cfg
@@ -109,7 +110,7 @@ func Run(ctx context.Context, cfg Config, c *Corpus) (*Result, error) {
 		res.HTTPSkipped = "disabled"
 	}
 	manyDir := ""
-	if cfg.ManyCommits > 0 && has(cfg.Engines, "ours") {
+	if cfg.ManyCommits > 0 && slices.Contains(cfg.Engines, "ours") {
 		d, err := buildMany(ctx, &cfg, c, raw)
 		if err != nil {
 			return nil, fmt.Errorf("ours: %d commits: %w", cfg.ManyCommits, err)
@@ -354,14 +355,14 @@ func buildDrivers(cfg *Config, res *Result) {
 		cfg.Engines = keep
 		return err.Error()
 	}
-	if has(cfg.Engines, "xapian") && cfg.XapianBin == "" {
+	if slices.Contains(cfg.Engines, "xapian") && cfg.XapianBin == "" {
 		if bin, err := BuildXapianDriver(cache, !cfg.NoInstall, cfg.Log); err != nil {
 			res.XapianSkipped = drop("xapian", err)
 		} else {
 			cfg.XapianBin = bin
 		}
 	}
-	if has(cfg.Engines, "lucene") && cfg.Lucene == nil {
+	if slices.Contains(cfg.Engines, "lucene") && cfg.Lucene == nil {
 		if d, err := BuildLuceneDriver(cache, !cfg.NoInstall, cfg.Log); err != nil {
 			res.LuceneSkipped = drop("lucene", err)
 		} else {

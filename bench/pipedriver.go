@@ -54,6 +54,52 @@ func (x *pipeDriver) Shutdown() error {
 	return err
 }
 
+// Close implements Engine: the driver closes its index (Xapian's
+// WritableDatabase, Lucene's IndexWriter and reader).
+func (x *pipeDriver) Close(context.Context) error {
+	if x.cmd == nil {
+		return nil
+	}
+	_, err := x.call("close\n", nil)
+	return err
+}
+
+// Commit implements Engine: the batch of tokenBatch, each document
+// upserted by its id term (Xapian's replace_document, Lucene's
+// updateDocument), then a commit (and, for Lucene, a reader reopen).
+func (x *pipeDriver) Commit(_ context.Context, batch any) error {
+	p := batch.([]byte)
+	_, err := x.call("batch "+strconv.Itoa(len(p))+"\n", p)
+	return err
+}
+
+// SearchTop implements Engine.
+func (x *pipeDriver) SearchTop(_ context.Context, q Query) (int, []string, error) {
+	return x.searchTop(xapianQueryLine(q))
+}
+
+// SearchMode implements ModeSearcher. For Xapian top10 is get_mset(0, 10)
+// with its default check_at_least (an estimated count) and count is
+// get_mset(0, 0, doccount) (exact, no ranking).
+func (x *pipeDriver) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
+	return x.searchMode(mode, xapianQueryLine(q))
+}
+
+// TokenHash is the FNV-1a 64 hash of the open index's token streams read
+// back from it (see TokenStreamHash), in arrival order, and its live
+// document count.
+func (x *pipeDriver) TokenHash() (string, int, error) {
+	f, err := x.call("hash\n", nil)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(f) != 2 {
+		return "", 0, fmt.Errorf("%s: bad hash reply %q", x.name, f)
+	}
+	n, err := strconv.Atoi(f[1])
+	return f[0], n, err
+}
+
 // call sends a request (and payload) and returns the reply's fields after
 // "ok NS", recording NS as the last operation's time.
 func (x *pipeDriver) call(req string, payload []byte) ([]string, error) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,7 +182,7 @@ func moduleVersion(path string) string {
 // hit-count check, HTTP and BP lines.
 func (res *Result) Text(command string) string {
 	var b strings.Builder
-	hasOurs := has(res.Config.Engines, "ours")
+	hasOurs := slices.Contains(res.Config.Engines, "ours")
 	res.writeHeader(&b, command)
 	cf := res.writeFloor(&b)
 	res.writeMetricTable(&b)
@@ -213,10 +214,10 @@ func (res *Result) writeHeader(b *strings.Builder, command string) {
 	fmt.Fprintf(b, "command: %s\n", command)
 	fmt.Fprintf(b, "machine: %s\n", Machine())
 	fmt.Fprintf(b, "engines: ours (%s), %s (scorch, BM25)", "this tree", bleveVersion())
-	if has(cfg.Engines, "xapian") {
+	if slices.Contains(cfg.Engines, "xapian") {
 		fmt.Fprintf(b, ", xapian (%s, glass, BM25 k1=1.2 b=0.75; a C++ driver process timing itself)", XapianVersion())
 	}
-	if has(cfg.Engines, "lucene") {
+	if slices.Contains(cfg.Engines, "lucene") {
 		fmt.Fprintf(b, ", lucene (%s, BM25Similarity k1=1.2 b=0.75; a Java 17 driver process timing itself after a JIT warm-up of %s rounds)", LuceneVersion(), res.warmRounds())
 	}
 	b.WriteString("\n")
@@ -286,7 +287,7 @@ func (res *Result) writeMetricTable(b *strings.Builder) {
 // writeRatios writes the ratio lines against Bleve and the fsync floor.
 func (res *Result) writeRatios(b *strings.Builder, cf spread) {
 	engines := res.Config.Engines
-	ours, hasOurs, hasBleve := "ours", has(engines, "ours"), has(engines, "bleve")
+	ours, hasOurs, hasBleve := "ours", slices.Contains(engines, "ours"), slices.Contains(engines, "bleve")
 	if hasOurs && hasBleve {
 		for _, m := range metrics {
 			if !m.ratio {
@@ -313,7 +314,7 @@ func (res *Result) writeRatios(b *strings.Builder, cf spread) {
 // writeHTTP writes the summa-server HTTP figures, or why they were skipped.
 func (res *Result) writeHTTP(b *strings.Builder) {
 	cfg := res.Config
-	hasOurs, ours := has(cfg.Engines, "ours"), "ours"
+	hasOurs, ours := slices.Contains(cfg.Engines, "ours"), "ours"
 	// HTTP.
 	if res.HTTPSkipped != "" {
 		fmt.Fprintf(b, "http: skipped (%s)\n", res.HTTPSkipped)
@@ -395,15 +396,6 @@ func (res *Result) bpLine() string {
 		line += "; budget-truncated"
 	}
 	return line
-}
-
-func has(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // KeepMarker starts the hand-written part of docs/performance.md that

@@ -57,21 +57,7 @@ func BuildXapianDriver(cacheDir string, install bool, log io.Writer) (string, er
 		return bin, nil
 	}
 	if why := XapianAvailable(); why != "" && install {
-		if _, err := exec.LookPath("apt-get"); err == nil {
-			fmt.Fprintf(log, "xapian: %s; installing %s with apt-get ...\n", why, strings.Join(XapianPackages, " "))
-			args := append([]string{"install", "-y", "-q", "--no-install-recommends"}, XapianPackages...)
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(log, "xapian: apt-get install failed (%v: %s); running apt-get update\n", err, lastLines(out, 3))
-				_ = exec.Command("apt-get", "update", "-q").Run()
-				cmd = exec.Command("apt-get", args...)
-				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-				if out, err := cmd.CombinedOutput(); err != nil {
-					fmt.Fprintf(log, "xapian: apt-get install failed again: %v: %s\n", err, lastLines(out, 3))
-				}
-			}
-		}
+		AptInstall("xapian", why, XapianPackages, log)
 	}
 	if why := XapianAvailable(); why != "" {
 		return "", fmt.Errorf("xapian: %s", why)

@@ -43,15 +43,6 @@ func (x *Xapian) Open(dir string) error {
 	return err
 }
 
-// Close implements Engine.
-func (x *Xapian) Close(context.Context) error {
-	if x.cmd == nil {
-		return nil
-	}
-	_, err := x.call("close\n", nil)
-	return err
-}
-
 // XapianTermPositions calls fn with every term of d and its Xapian
 // position: the title's tokens at their analysis positions + 1, the
 // body's after them with a gap, so that no phrase spans the two fields
@@ -100,14 +91,6 @@ func tokenBatch(who string, docs []Doc) ([]byte, error) {
 	return b, nil
 }
 
-// Commit implements Engine: replace_document of each document (an upsert
-// by the id term) and a commit.
-func (x *Xapian) Commit(_ context.Context, batch any) error {
-	p := batch.([]byte)
-	_, err := x.call("batch "+strconv.Itoa(len(p))+"\n", p)
-	return err
-}
-
 func xapianQueryLine(q Query) string {
 	return string(q.Kind) + " " + strings.Join(q.Terms, " ")
 }
@@ -118,34 +101,8 @@ func (x *Xapian) Search(ctx context.Context, q Query) (int, error) {
 	return n, err
 }
 
-// SearchTop implements Engine.
-func (x *Xapian) SearchTop(_ context.Context, q Query) (int, []string, error) {
-	return x.searchTop(xapianQueryLine(q))
-}
-
-// SearchMode implements ModeSearcher: top10 is get_mset(0, 10) with
-// Xapian's default check_at_least (an estimated count), count is
-// get_mset(0, 0, doccount) (exact, no ranking).
-func (x *Xapian) SearchMode(_ context.Context, q Query, mode Mode) (int, error) {
-	return x.searchMode(mode, xapianQueryLine(q))
-}
-
 // Segments implements Engine: a glass database is one set of B-trees.
 func (x *Xapian) Segments() int { return 1 }
-
-// TokenHash is the FNV-1a 64 hash of the open database's token streams
-// (see TokenStreamHash) and its document count.
-func (x *Xapian) TokenHash() (string, int, error) {
-	f, err := x.call("hash\n", nil)
-	if err != nil {
-		return "", 0, err
-	}
-	if len(f) != 2 {
-		return "", 0, fmt.Errorf("xapian: bad hash reply %q", f)
-	}
-	n, err := strconv.Atoi(f[1])
-	return f[0], n, err
-}
 
 // TokenStreamHash is what the driver's hash computes, from our analysis:
 // for each document in order, its id, a 0x01 byte, then each token (in

@@ -50,51 +50,33 @@ func init() {
 var (
 	indexLabels = []string{"namespace", "index"}
 	// indexReady is 1 while the Ready condition is True.
-	indexReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_ready",
-		Help: "1 while the SummaIndex's Ready condition is True, else 0.",
-	}, indexLabels)
+	indexReady = indexGauge("summa_index_ready",
+		"1 while the SummaIndex's Ready condition is True, else 0.")
 	// indexDocuments is status.documents.
-	indexDocuments = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_documents",
-		Help: "Live, committed, searchable documents (status.documents).",
-	}, indexLabels)
+	indexDocuments = indexGauge("summa_index_documents",
+		"Live, committed, searchable documents (status.documents).")
 	// indexSegments is status.segments.
-	indexSegments = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_segments",
-		Help: "Metadata-live segments (status.segments).",
-	}, indexLabels)
+	indexSegments = indexGauge("summa_index_segments",
+		"Metadata-live segments (status.segments).")
 	// indexQuarantined counts status.quarantinedSegments.
-	indexQuarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_quarantined_segments",
-		Help: "Segments excluded from search because they failed to open (status.quarantinedSegments).",
-	}, indexLabels)
+	indexQuarantined = indexGauge("summa_index_quarantined_segments",
+		"Segments excluded from search because they failed to open (status.quarantinedSegments).")
 	// indexUncommitted is status.uncommittedDocuments.
-	indexUncommitted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_uncommitted_documents",
-		Help: "Accepted operations not yet committed (status.uncommittedDocuments).",
-	}, indexLabels)
+	indexUncommitted = indexGauge("summa_index_uncommitted_documents",
+		"Accepted operations not yet committed (status.uncommittedDocuments).")
 	// indexDurabilityDegraded is status.durabilityDegraded.
-	indexDurabilityDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_durability_degraded",
-		Help: "1 when a directory fsync after a commit failed: crash durability is degraded (status.durabilityDegraded).",
-	}, indexLabels)
+	indexDurabilityDegraded = indexGauge("summa_index_durability_degraded",
+		"1 when a directory fsync after a commit failed: crash durability is degraded (status.durabilityDegraded).")
 	// indexDrainEstimate is status.drainEstimateSeconds (absent when the
 	// status has none).
-	indexDrainEstimate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_drain_estimate_seconds",
-		Help: "How long a drain of the engine would take now (status.drainEstimateSeconds; absent when unknown).",
-	}, indexLabels)
+	indexDrainEstimate = indexGauge("summa_index_drain_estimate_seconds",
+		"How long a drain of the engine would take now (status.drainEstimateSeconds; absent when unknown).")
 	// indexDegraded is 1 while the Degraded condition is True.
-	indexDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_degraded",
-		Help: "1 while the SummaIndex's Degraded condition is True, else 0 (the reason is on summa_index_info).",
-	}, indexLabels)
+	indexDegraded = indexGauge("summa_index_degraded",
+		"1 while the SummaIndex's Degraded condition is True, else 0 (the reason is on summa_index_info).")
 	// indexDoctorRequired is 1 while the DoctorRequired condition is True.
-	indexDoctorRequired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_index_doctor_required",
-		Help: "1 while the SummaIndex's DoctorRequired condition is True: the engine refused to open the index and waits for a doctor run.",
-	}, indexLabels)
+	indexDoctorRequired = indexGauge("summa_index_doctor_required",
+		"1 while the SummaIndex's DoctorRequired condition is True: the engine refused to open the index and waits for a doctor run.")
 	// indexInfo is always 1; its labels carry the phase and the reasons of
 	// the Ready and Degraded conditions.
 	indexInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -160,6 +142,11 @@ func forgetIndexMetrics(namespace, name string) {
 	}
 	indexInfo.DeletePartialMatch(l)
 	forgetBackupMetrics(namespace, name)
+}
+
+// indexGauge is a gauge vector keyed by namespace and index.
+func indexGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, indexLabels)
 }
 
 // boolGauge is 1 for true, else 0.

@@ -202,6 +202,19 @@ func (r *SummaIndexReconciler) getLive(ctx context.Context, key client.ObjectKey
 	return err
 }
 
+// lookedUp reads the error of a Get of the object called name (a what):
+// found is false when the Get failed, and err is nil when it failed only
+// because the object does not exist.
+func lookedUp(err error, what, name string) (found bool, _ error) {
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s %s: %w", what, name, err)
+	}
+	return true, nil
+}
+
 // ensureCredentials returns the Secret of the engine's tokens: the one
 // spec.access.credentialsSecret names (checked, never changed), or
 // <name>-credentials, created with random tokens, its missing keys filled
@@ -267,16 +280,8 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, index *sum
 		}
 		s.Data[k] = []byte(tok)
 	}
-	if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
-		return nil, fmt.Errorf("owner reference on secret: %w", err)
-	}
-	if err := r.Create(ctx, s); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, &accessError{reason: ReasonSecretConflict, msg: fmt.Sprintf(
-				"Secret %s exists and was not made by the operator for this SummaIndex: delete it, or name it in spec.access.credentialsSecret to use it",
-				s.Name)}
-		}
-		return nil, fmt.Errorf("create credentials secret %s: %w", s.Name, err)
+	if err := r.createOwned(ctx, index, s, "credentials secret", "delete it, or name it in spec.access.credentialsSecret to use it"); err != nil {
+		return nil, err
 	}
 	r.event(index, s, corev1.EventTypeNormal, "CredentialsCreated", "secret %s created with admin, write and read tokens", s.Name)
 	return s, nil
@@ -302,15 +307,37 @@ func (r *SummaIndexReconciler) checkOwned(ctx context.Context, index *summav1.Su
 		return &accessError{reason: ReasonWaitingForGarbageCollection, msg: fmt.Sprintf(
 			"%s %s still belongs to a deleted SummaIndex %s; waiting for the garbage collector", kind, obj.GetName(), index.Name)}
 	}
-	msg := fmt.Sprintf("%s %s exists and was not made by the operator for this SummaIndex: delete or rename it", kind, obj.GetName())
+	hint := "delete or rename it"
 	if field != "" {
-		msg += ", or name it in " + field + " to use it"
+		hint += ", or name it in " + field + " to use it"
 	}
+	return conflictError(obj, hint)
+}
+
+// conflictError refuses obj, which someone other than the operator made
+// under a name the operator uses; hint says what the person may do.
+func conflictError(obj client.Object, hint string) error {
 	reason := ReasonSecretConflict
 	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
 		reason = ReasonNetworkPolicyConflict
 	}
-	return &accessError{reason: reason, msg: msg}
+	return &accessError{reason: reason, msg: fmt.Sprintf(
+		"%s %s exists and was not made by the operator for this SummaIndex: %s", kindOf(obj), obj.GetName(), hint)}
+}
+
+// createOwned creates obj (a what) controlled by index; one of the same
+// name that exists already is a conflictError with hint.
+func (r *SummaIndexReconciler) createOwned(ctx context.Context, index *summav1.SummaIndex, obj client.Object, what, hint string) error {
+	if err := controllerutil.SetControllerReference(index, obj, r.Scheme); err != nil {
+		return fmt.Errorf("owner reference on %s %s: %w", what, obj.GetName(), err)
+	}
+	if err := r.Create(ctx, obj); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return conflictError(obj, hint)
+		}
+		return fmt.Errorf("create %s %s: %w", what, obj.GetName(), err)
+	}
+	return nil
 }
 
 // missingTokens lists the token keys of s without a token, sorted.
@@ -358,17 +385,35 @@ func (r *SummaIndexReconciler) syncAccessAnnotation(ctx context.Context, index *
 		}
 		return nil
 	}
-	patch := client.MergeFrom(pod.DeepCopy())
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[AnnotationAccessHash] = acc.hash
-	if err := r.Patch(ctx, pod, patch); err != nil {
-		return fmt.Errorf("annotate engine pod %s with the new access hash: %w", pod.Name, err)
+	if err := r.patchAccessHash(ctx, pod, acc.hash); err != nil {
+		return err
 	}
 	r.recordAccessSync(index, acc.hash)
 	r.event(index, pod, corev1.EventTypeNormal, "AccessUpdated",
 		"tokens or certificate changed: engine pod %s told to reload them (no restart)", pod.Name)
+	return nil
+}
+
+// patchAccessHash sets pod's annotation summa.dev/access-hash to hash.
+func (r *SummaIndexReconciler) patchAccessHash(ctx context.Context, pod *corev1.Pod, hash string) error {
+	if err := r.annotate(ctx, pod, AnnotationAccessHash, hash); err != nil {
+		return fmt.Errorf("pod %s, the new access hash: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// annotate sets obj's annotation key to value with a merge patch.
+func (r *SummaIndexReconciler) annotate(ctx context.Context, obj client.Object, key, value string) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	obj.SetAnnotations(a)
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("annotate %s: %w", key, err)
+	}
 	return nil
 }
 

@@ -187,13 +187,8 @@ func (r *SummaIndexReconciler) scheduleBackup(ctx context.Context, index *summav
 
 // markBackup sets an annotation on a backup.
 func (r *SummaIndexReconciler) markBackup(ctx context.Context, b *summav1.SummaIndexBackup, key, value string) error {
-	patch := client.MergeFrom(b.DeepCopy())
-	if b.Annotations == nil {
-		b.Annotations = map[string]string{}
-	}
-	b.Annotations[key] = value
-	if err := r.Patch(ctx, b, patch); err != nil {
-		return fmt.Errorf("annotate SummaIndexBackup %s: %w", b.Name, err)
+	if err := r.annotate(ctx, b, key, value); err != nil {
+		return fmt.Errorf("SummaIndexBackup %s: %w", b.Name, err)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	summav1 "github.com/summadev/summa/api/v1"
+	"github.com/summadev/summa/internal/defaults"
 )
 
 // Defaults of the reconciler's options (cmd/manager flags).
@@ -164,15 +165,9 @@ type SummaIndexReconciler struct {
 // defaults fills unset options.
 func (r *SummaIndexReconciler) defaults() {
 	o := &r.Options
-	if o.DefaultImage == "" {
-		o.DefaultImage = DefaultEngineImage
-	}
-	if o.ResyncPeriod <= 0 {
-		o.ResyncPeriod = DefaultResyncPeriod
-	}
-	if o.EngineTimeout <= 0 {
-		o.EngineTimeout = defaultEngineTimeout
-	}
+	defaults.Set(&o.DefaultImage, DefaultEngineImage)
+	defaults.Set(&o.ResyncPeriod, DefaultResyncPeriod)
+	defaults.Set(&o.EngineTimeout, defaultEngineTimeout)
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: o.EngineTimeout}
 		if o.engineTransport != nil {
@@ -185,34 +180,18 @@ func (r *SummaIndexReconciler) defaults() {
 	if o.BackupClock == nil {
 		o.BackupClock = o.Now
 	}
-	if o.DrainBackoff <= 0 {
-		o.DrainBackoff = drainBackoffMin
-	}
-	if o.ClusterDomain == "" {
-		o.ClusterDomain = DefaultClusterDomain
-	}
-	if o.CertificateValidity <= 0 {
-		o.CertificateValidity = DefaultCertificateValidity
-	}
-	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
-	}
-	if o.PodTemplatePolicy == "" {
-		o.PodTemplatePolicy = DefaultPodTemplatePolicy
-	}
-	if o.RestartProgressDeadline <= 0 {
-		o.RestartProgressDeadline = DefaultRestartProgressDeadline
-	}
-	if o.MaxConcurrentRestarts <= 0 {
-		o.MaxConcurrentRestarts = DefaultMaxConcurrentRestarts
-	}
+	defaults.Set(&o.DrainBackoff, drainBackoffMin)
+	defaults.Set(&o.ClusterDomain, DefaultClusterDomain)
+	defaults.Set(&o.CertificateValidity, DefaultCertificateValidity)
+	defaults.Set(&o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
+	defaults.Set(&o.PodTemplatePolicy, DefaultPodTemplatePolicy)
+	defaults.Set(&o.RestartProgressDeadline, DefaultRestartProgressDeadline)
+	defaults.Set(&o.MaxConcurrentRestarts, DefaultMaxConcurrentRestarts)
 	if r.restarts == nil {
 		r.restarts = newRestartBudget(1024)
 	}
 	r.clients.wrap = o.engineTransport
-	if o.MaxStatusWatches <= 0 {
-		o.MaxStatusWatches = DefaultMaxStatusWatches
-	}
+	defaults.Set(&o.MaxStatusWatches, DefaultMaxStatusWatches)
 	if r.watches == nil {
 		r.watches = newStatusWatches(o.MaxStatusWatches, ctrl.Log.WithName("status-watch"))
 	}

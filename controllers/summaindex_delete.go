@@ -170,12 +170,9 @@ func (r *SummaIndexReconciler) ownedClaims(ctx context.Context, index *summav1.S
 // deleteClaim deletes one of index's volumes (reclaimPolicy Delete).
 func (r *SummaIndexReconciler) deleteClaim(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, pvc)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get volume %s: %w", name, err)
+	found, err := lookedUp(r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, pvc), "volume", name)
+	if !found {
+		return err
 	}
 	if pvc.DeletionTimestamp != nil {
 		return nil

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	summav1 "github.com/summadev/summa/api/v1"
 )
@@ -122,15 +121,8 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, index *s
 	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
 		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: index.Namespace, Labels: index.Labels()}, Spec: spec}
-		if err := controllerutil.SetControllerReference(index, np, r.Scheme); err != nil {
-			return fmt.Errorf("owner reference on network policy: %w", err)
-		}
-		if err := r.Create(ctx, np); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return &accessError{reason: ReasonNetworkPolicyConflict, msg: fmt.Sprintf(
-					"NetworkPolicy %s exists and was not made by the operator for this SummaIndex: delete or rename it, or set spec.access.networkPolicy to Disabled", name)}
-			}
-			return fmt.Errorf("create network policy %s: %w", name, err)
+		if err := r.createOwned(ctx, index, np, "network policy", "delete or rename it, or set spec.access.networkPolicy to Disabled"); err != nil {
+			return err
 		}
 		r.event(index, np, corev1.EventTypeNormal, "NetworkPolicyCreated", "network policy %s created", name)
 		return nil
@@ -155,12 +147,9 @@ func (r *SummaIndexReconciler) ensureNetworkPolicy(ctx context.Context, index *s
 // deleteNetworkPolicy deletes one of index's NetworkPolicies, if it exists.
 func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	cur := &networkingv1.NetworkPolicy{}
-	err := r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get network policy %s: %w", name, err)
+	found, err := lookedUp(r.getLive(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur), "network policy", name)
+	if !found {
+		return err
 	}
 	if !metav1.IsControlledBy(cur, index) || cur.DeletionTimestamp != nil {
 		return nil

@@ -278,13 +278,8 @@ func (r *SummaIndexReconciler) syncFollowerAccess(ctx context.Context, pod *core
 	if acc.hash == "" || pod.DeletionTimestamp != nil || pod.Annotations[AnnotationAccessHash] == acc.hash {
 		return nil
 	}
-	patch := client.MergeFrom(pod.DeepCopy())
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[AnnotationAccessHash] = acc.hash
-	if err := r.Patch(ctx, pod, patch); err != nil {
-		return failed(ReasonPodFailed, fmt.Errorf("annotate follower pod %s with the new access hash: %w", pod.Name, err))
+	if err := r.patchAccessHash(ctx, pod, acc.hash); err != nil {
+		return failed(ReasonPodFailed, err)
 	}
 	return nil
 }

@@ -187,12 +187,9 @@ func servicePortsMatch(have, want corev1.ServiceSpec) bool {
 // new SummaIndex of the same name adopts it.
 func (r *SummaIndexReconciler) releaseClaim(ctx context.Context, index *summav1.SummaIndex, name string) error {
 	cur := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get volume %s: %w", name, err)
+	found, err := lookedUp(r.Get(ctx, client.ObjectKey{Namespace: index.Namespace, Name: name}, cur), "volume", name)
+	if !found {
+		return err
 	}
 	if !hasOwnerUID(cur, index) {
 		return nil

@@ -45,10 +45,18 @@ const revisionFormatV1 = "v1"
 const AnnotationOperatorVersion = "summa.dev/operator-version"
 
 // revisionInputs are the decisions a revision hashes. Adding a field with
-// omitempty keeps every existing revision.
+// omitempty (here, after revisionCommon, never in it: v1 must not change)
+// keeps every existing revision.
 type revisionInputs struct {
-	Image             string                      `json:"image"`
-	GraceBounds       [2]int32                    `json:"graceBounds"`
+	Image       string   `json:"image"`
+	GraceBounds [2]int32 `json:"graceBounds"`
+	revisionCommon
+}
+
+// revisionCommon are the decisions both formats hash, after their own
+// fields (encoding/json writes an embedded struct's fields in its place:
+// the hashed JSON is as if they were written out in each).
+type revisionCommon struct {
 	Resources         corev1.ResourceRequirements `json:"resources"`
 	Engine            summav1.EngineSpec          `json:"engine"`
 	PodTemplate       *corev1.PodTemplateSpec     `json:"podTemplate,omitempty"`
@@ -63,18 +71,10 @@ type revisionInputs struct {
 // revisionInputsV1 are the decisions a v1 revision hashed (never change:
 // the field order and names are the hash).
 type revisionInputsV1 struct {
-	Image             string                      `json:"image"`
-	Grace             int64                       `json:"grace"`
-	ShutdownDeadline  int64                       `json:"shutdownDeadline"`
-	Resources         corev1.ResourceRequirements `json:"resources"`
-	Engine            summav1.EngineSpec          `json:"engine"`
-	PodTemplate       *corev1.PodTemplateSpec     `json:"podTemplate,omitempty"`
-	RestartedAt       string                      `json:"restartedAt,omitempty"`
-	CredentialsSecret string                      `json:"credentialsSecret,omitempty"`
-	TLSSecret         string                      `json:"tlsSecret,omitempty"`
-	CAPresent         bool                        `json:"caPresent,omitempty"`
-	VolumePermissions bool                        `json:"volumePermissions,omitempty"`
-	Backup            *summav1.S3Spec             `json:"backup,omitempty"`
+	Image            string `json:"image"`
+	Grace            int64  `json:"grace"`
+	ShutdownDeadline int64  `json:"shutdownDeadline"`
+	revisionCommon
 }
 
 // revisionOf is the revision of index's desired pod under in (in.grace is not
@@ -82,17 +82,9 @@ type revisionInputsV1 struct {
 func revisionOf(index *summav1.SummaIndex, in podInputs) string {
 	lo, hi := index.Spec.Lifecycle.GraceBounds()
 	return hashRevision(revisionFormat, revisionInputs{
-		Image:             in.image,
-		GraceBounds:       [2]int32{lo, hi},
-		Resources:         index.Spec.Resources,
-		Engine:            index.Spec.Engine,
-		PodTemplate:       index.Spec.PodTemplate,
-		RestartedAt:       index.Annotations[AnnotationRestartedAt],
-		CredentialsSecret: in.access.credentialsSecret,
-		TLSSecret:         in.access.tlsSecret,
-		CAPresent:         in.access.caPresent,
-		VolumePermissions: in.volumePermissions,
-		Backup:            backupS3(index),
+		Image:          in.image,
+		GraceBounds:    [2]int32{lo, hi},
+		revisionCommon: commonRevisionInputs(index, in),
 	})
 }
 
@@ -100,9 +92,17 @@ func revisionOf(index *summav1.SummaIndex, in podInputs) string {
 // pod under in, with grace in.grace.
 func revisionV1Of(index *summav1.SummaIndex, in podInputs) string {
 	return hashRevision(revisionFormatV1, revisionInputsV1{
-		Image:             in.image,
-		Grace:             in.grace,
-		ShutdownDeadline:  engineShutdownDeadline(index, in.grace),
+		Image:            in.image,
+		Grace:            in.grace,
+		ShutdownDeadline: engineShutdownDeadline(index, in.grace),
+		revisionCommon:   commonRevisionInputs(index, in),
+	})
+}
+
+// commonRevisionInputs are the decisions of both formats for index's
+// desired pod under in.
+func commonRevisionInputs(index *summav1.SummaIndex, in podInputs) revisionCommon {
+	return revisionCommon{
 		Resources:         index.Spec.Resources,
 		Engine:            index.Spec.Engine,
 		PodTemplate:       index.Spec.PodTemplate,
@@ -112,7 +112,7 @@ func revisionV1Of(index *summav1.SummaIndex, in podInputs) string {
 		CAPresent:         in.access.caPresent,
 		VolumePermissions: in.volumePermissions,
 		Backup:            backupS3(index),
-	})
+	}
 }
 
 // hashRevision is format, a dash and 12 hex digits of the inputs' hash.

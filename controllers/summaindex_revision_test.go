@@ -112,3 +112,20 @@ func TestV1RevisionIsTheOneV1OperatorsWrote(t *testing.T) {
 		t.Errorf("v1 revision with access %s", got)
 	}
 }
+
+// TestRevisionHashesArePinned keeps both revision formats byte for byte:
+// a change of the inputs' JSON would restart every engine on an operator
+// upgrade (v2), or no longer recognize the pods an older operator made
+// (v1).
+func TestRevisionHashesArePinned(t *testing.T) {
+	x := podTestIndex()
+	x.Annotations = map[string]string{AnnotationRestartedAt: "2026-12-03T12:00:00Z"}
+	in := podInputs{image: "img:1", grace: 30, volumePermissions: true,
+		access: access{known: true, credentialsSecret: "a-credentials", tlsSecret: "a-tls", caPresent: true}}
+	if got, want := revisionOf(x, in), "v2-ff82d17fe475"; got != want {
+		t.Errorf("v2 revision %s, want %s", got, want)
+	}
+	if got, want := revisionV1Of(x, in), "v1-66e709b7b520"; got != want {
+		t.Errorf("v1 revision %s, want %s", got, want)
+	}
+}

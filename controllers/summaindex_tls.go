@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	summav1 "github.com/summadev/summa/api/v1"
 	"github.com/summadev/summa/internal/pki"
@@ -128,15 +127,8 @@ func (r *SummaIndexReconciler) ensureTLS(ctx context.Context, index *summav1.Sum
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
 		}
-		if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
-			return nil, certInfo{}, fmt.Errorf("owner reference on secret: %w", err)
-		}
-		if err := r.Create(ctx, s); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil, certInfo{}, &accessError{reason: ReasonSecretConflict, msg: fmt.Sprintf(
-					"Secret %s exists and was not made by the operator for this SummaIndex: delete it, or name it in spec.access.tls.secretName to use it", name)}
-			}
-			return nil, certInfo{}, fmt.Errorf("create TLS secret %s: %w", name, err)
+		if err := r.createOwned(ctx, index, s, "TLS secret", "delete it, or name it in spec.access.tls.secretName to use it"); err != nil {
+			return nil, certInfo{}, err
 		}
 		r.event(index, s, corev1.EventTypeNormal, "CertificateIssued", "secret %s created with a CA and the engine's certificate", name)
 	} else {

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	summav1 "github.com/summadev/summa/api/v1"
 )
@@ -77,17 +76,7 @@ func (r *SummaIndexReconciler) saveCAKey(ctx context.Context, index *summav1.Sum
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{summav1.CAKeyKey: key},
 	}
-	if err := controllerutil.SetControllerReference(index, s, r.Scheme); err != nil {
-		return fmt.Errorf("owner reference on secret: %w", err)
-	}
-	if err := r.Create(ctx, s); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return &accessError{reason: ReasonSecretConflict, msg: fmt.Sprintf(
-				"Secret %s exists and was not made by the operator for this SummaIndex: delete or rename it", name)}
-		}
-		return fmt.Errorf("create CA secret %s: %w", name, err)
-	}
-	return nil
+	return r.createOwned(ctx, index, s, "CA secret", "delete or rename it")
 }
 
 // splitCAKey saves the CA key of the issued TLS data into index's CA key

@@ -13,6 +13,7 @@ import (
 	"github.com/summadev/summa/bench"
 	"github.com/summadev/summa/engine/analysis"
 	"github.com/summadev/summa/engine/ivf"
+	"github.com/summadev/summa/internal/defaults"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -67,24 +68,12 @@ type DenseOptions struct {
 }
 
 func (o *DenseOptions) defaults() {
-	if o.Window <= 0 {
-		o.Window = 32
-	}
-	if o.Stride <= 0 {
-		o.Stride = 10
-	}
-	if o.Dims <= 0 {
-		o.Dims = 256
-	}
-	if o.Vocab <= 0 {
-		o.Vocab = 16384
-	}
-	if o.Sample <= 0 {
-		o.Sample = 30000
-	}
-	if o.MaxQueries <= 0 {
-		o.MaxQueries = 1000
-	}
+	defaults.Set(&o.Window, 32)
+	defaults.Set(&o.Stride, 10)
+	defaults.Set(&o.Dims, 256)
+	defaults.Set(&o.Vocab, 16384)
+	defaults.Set(&o.Sample, 30000)
+	defaults.Set(&o.MaxQueries, 1000)
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
@@ -296,13 +285,19 @@ func fitProjection(tf *tfidf, windows [][]int32, opts DenseOptions) (*projection
 			omega.Set(i, j, rng.NormFloat64())
 		}
 	}
-	// A·M for the sparse sample A and a dense v × l matrix M.
-	times := func(m *mat.Dense) *mat.Dense {
+	// mul is A·M for the sparse sample A and a dense v × l matrix M, or
+	// with trans Aᵀ·M for a dense s × l matrix M.
+	mul := func(m *mat.Dense, trans bool) *mat.Dense {
 		out := mat.NewDense(s, l, nil)
+		if trans {
+			out = mat.NewDense(v, l, nil)
+		}
 		for i, r := range rows {
-			dst := out.RawRowView(i)
 			for k, c := range r.cols {
-				src := m.RawRowView(int(c))
+				dst, src := out.RawRowView(i), m.RawRowView(int(c))
+				if trans {
+					dst, src = out.RawRowView(int(c)), m.RawRowView(i)
+				}
 				a := r.vals[k]
 				for j := range dst {
 					dst[j] += a * src[j]
@@ -311,21 +306,8 @@ func fitProjection(tf *tfidf, windows [][]int32, opts DenseOptions) (*projection
 		}
 		return out
 	}
-	// Aᵀ·Y for a dense s × l matrix Y.
-	transTimes := func(y *mat.Dense) *mat.Dense {
-		out := mat.NewDense(v, l, nil)
-		for i, r := range rows {
-			src := y.RawRowView(i)
-			for k, c := range r.cols {
-				dst := out.RawRowView(int(c))
-				a := r.vals[k]
-				for j := range dst {
-					dst[j] += a * src[j]
-				}
-			}
-		}
-		return out
-	}
+	times := func(m *mat.Dense) *mat.Dense { return mul(m, false) }
+	transTimes := func(y *mat.Dense) *mat.Dense { return mul(y, true) }
 	y := times(omega)
 	if err := orthonormalize(y); err != nil {
 		return nil, err

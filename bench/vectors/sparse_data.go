@@ -8,6 +8,7 @@ import (
 
 	"github.com/summadev/summa/bench"
 	"github.com/summadev/summa/engine/analysis"
+	"github.com/summadev/summa/internal/defaults"
 )
 
 // SparseVec is one sparse vector: dimension IDs (indexes into
@@ -68,15 +69,9 @@ const (
 // tokens. The result is
 // deterministic for the same installed text.
 func LoadSparseSet(opts SparseOptions) (*SparseSet, error) {
-	if opts.Window <= 0 {
-		opts.Window = 48
-	}
-	if opts.Stride <= 0 {
-		opts.Stride = max(1, opts.Window/2)
-	}
-	if opts.MaxQueries <= 0 {
-		opts.MaxQueries = 1000
-	}
+	defaults.Set(&opts.Window, 48)
+	defaults.Set(&opts.Stride, max(1, opts.Window/2))
+	defaults.Set(&opts.MaxQueries, 1000)
 	logf := opts.Log
 	if logf == nil {
 		logf = func(string, ...any) {}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,21 +32,13 @@ const backupUsage = "summa-server backup --data-dir DIR --to DEST [--report-file
 // flag not given there from SUMMA_<FLAG_IN_CAPS>, as the server's flags.
 func parseBackupFlags(args []string, getenv func(string) string, stderr io.Writer) (backupConfig, error) {
 	var cfg backupConfig
-	fs := flag.NewFlagSet("summa-server backup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  %s\n\n"+
-			"Copies the committed state of every index of an offline data directory into DEST, which\n"+
-			"must not exist or be empty, and prints a JSON report. Fails with exit 2, touching nothing,\n"+
-			"while a server or doctor uses the data directory or when DEST is not empty.\n"+
-			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n",
-			backupUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("summa-server backup", "Usage:\n  "+backupUsage+"\n\n"+
+		"Copies the committed state of every index of an offline data directory into DEST, which\n"+
+		"must not exist or be empty, and prints a JSON report. Fails with exit 2, touching nothing,\n"+
+		"while a server or doctor uses the data directory or when DEST is not empty.\n"+envNote, stderr)
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory to copy (required; the server must be stopped)")
 	fs.StringVar(&cfg.To, "to", "", "backup directory to create; must not exist or be empty (required)")
-	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
-	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	reportFlags(fs, &cfg.ReportFile, &cfg.LogVerbosity)
 	if err := parseCommandLine(fs, args, getenv, "backup"); err != nil {
 		return cfg, err
 	}

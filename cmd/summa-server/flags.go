@@ -220,16 +220,10 @@ const maintenanceHelp = " (see docs/engine.md, maintenance)"
 // from its environment variable.
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
 	cfg := Config{MaxRequestBytes: 64 << 20, MaxDocumentBytes: 1 << 20, IndexingBufferBytes: 64 << 20}
-	fs := flag.NewFlagSet("summa-server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  summa-server --data-dir DIR [--listen HOST:PORT] [flags]\n"+
-			"  summa-server --data-dir DIR --doctor [--report-file PATH] [--report-id ID] [--summary-file PATH]\n  "+backupUsage+" (see backup --help)\n"+
-			"  "+restoreUsage+" (see restore --help)\n"+
-			"  summa-server version\n\n"+
-			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("summa-server", "Usage:\n  summa-server --data-dir DIR [--listen HOST:PORT] [flags]\n"+
+		"  summa-server --data-dir DIR --doctor [--report-file PATH] [--report-id ID] [--summary-file PATH]\n  "+backupUsage+" (see backup --help)\n"+
+		"  "+restoreUsage+" (see restore --help)\n"+
+		"  summa-server version\n\n"+envNote, stderr)
 	m := &cfg.Maintenance
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory (required)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8082", "HTTP listen address HOST:PORT")
@@ -252,7 +246,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	registerStorageFlags(fs, &cfg)
 	fs.Var((*byteSize)(&cfg.MaxRequestBytes), "max-request-bytes", "largest request body; larger bodies get 413 (e.g. 64MiB)")
 	fs.Var((*byteSize)(&cfg.MaxDocumentBytes), "max-document-bytes", "largest NDJSON document; larger ones get 413 (e.g. 1MiB)")
-	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	logLevelFlag(fs, &cfg.LogVerbosity)
 	a := &cfg.Access
 	fs.StringVar(&a.AdminTokenFile, "admin-token-file", "", "file of admin-scope bearer tokens, one per line (re-read on change)")
 	fs.StringVar(&a.WriteTokenFile, "write-token-file", "", "file of write-scope bearer tokens, one per line (re-read on change)")

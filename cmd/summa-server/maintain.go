@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,22 +41,14 @@ var maintainHelp = map[string]string{
 // fills every flag not given there from SUMMA_<FLAG_IN_CAPS>.
 func parseMaintainFlags(kind string, args []string, getenv func(string) string, stderr io.Writer) (maintainConfig, error) {
 	cfg := maintainConfig{Op: registry.OfflineOp{Kind: kind}}
-	fs := flag.NewFlagSet("summa-server "+kind, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  summa-server %s --data-dir DIR [--index NAME] [--report-file PATH]\n\n%s\n"+
-			"Offline, like --doctor: fails with exit 2, touching nothing, while a server or another command\n"+
-			"holds the data directory. Before it exits, on success and on failure, it stops the indexing\n"+
-			"workers, releases every snapshot and waits for the deletion of replaced segments; the JSON\n"+
-			"report on stdout shows that state per index (\"after\").\n"+
-			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n",
-			kind, maintainHelp[kind])
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("summa-server "+kind, fmt.Sprintf("Usage:\n  summa-server %s --data-dir DIR [--index NAME] [--report-file PATH]\n\n%s\n"+
+		"Offline, like --doctor: fails with exit 2, touching nothing, while a server or another command\n"+
+		"holds the data directory. Before it exits, on success and on failure, it stops the indexing\n"+
+		"workers, releases every snapshot and waits for the deletion of replaced segments; the JSON\n"+
+		"report on stdout shows that state per index (\"after\").\n", kind, maintainHelp[kind])+envNote, stderr)
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory (required; the server must be stopped)")
 	fs.StringVar(&cfg.Op.Index, "index", "", "the index to maintain (default: every index)")
-	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
-	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	reportFlags(fs, &cfg.ReportFile, &cfg.LogVerbosity)
 	fs.IntVar(&cfg.IndexingWorkers, "indexing-workers", 1, "indexing workers per opened index")
 	if kind == "merge" {
 		fs.IntVar(&cfg.Op.MaxSegments, "max-segments", 1, "merge down to at most this many segments")

@@ -21,15 +21,11 @@ const prepareUsage = "summa-server prepare-volume --data-dir DIR --uid N --gid N
 // that the kubelet does not give to the pod's fsGroup. Entries already
 // owned are left alone, so a second run changes nothing.
 func runPrepareVolume(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("summa-server prepare-volume", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := commandFlags("summa-server prepare-volume",
+		"Usage:\n  "+prepareUsage+"\n\nChowns DIR and its contents to uid:gid (for an init container).\n\nFlags:\n", stderr)
 	dir := fset.String("data-dir", "", "the volume's mount point (required)")
 	uid := fset.Int("uid", -1, "owner user id (required)")
 	gid := fset.Int("gid", -1, "owner group id (required)")
-	fset.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  %s\n\nChowns DIR and its contents to uid:gid (for an init container).\n\nFlags:\n", prepareUsage)
-		fset.PrintDefaults()
-	}
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -37,29 +36,22 @@ type restoreConfig struct {
 // environment (SUMMA_<FLAG_IN_CAPS>) for every flag not given.
 func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writer) (restoreConfig, error) {
 	var cfg restoreConfig
-	fs := flag.NewFlagSet("summa-server restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  %s\n\n"+
-			"Restores one backup of an index from object storage (the newest unless --backup) into DIR,\n"+
-			"which must not exist or be empty (a lost+found directory aside: DIR may be the root of a new\n"+
-			"volume). The index is restored as --index; --from-index names the backed-up index when it\n"+
-			"had another name. Every file is checked against the backup's manifest\n"+
-			"(size, SHA-256) and fully validated against the format before metadata.json is written,\n"+
-			"last. Prints a JSON report; exit 0 on success, 1 when an object is missing or damaged or\n"+
-			"the store fails (the index directory is removed: nothing is left behind), 2 on bad flags,\n"+
-			"a non-empty or locked data directory (nothing was touched).\n"+
-			"Every flag can also be set as SUMMA_<FLAG_IN_CAPS> (dashes as underscores); the command line wins.\n\nFlags:\n",
-			restoreUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("summa-server restore", "Usage:\n  "+restoreUsage+"\n\n"+
+		"Restores one backup of an index from object storage (the newest unless --backup) into DIR,\n"+
+		"which must not exist or be empty (a lost+found directory aside: DIR may be the root of a new\n"+
+		"volume). The index is restored as --index; --from-index names the backed-up index when it\n"+
+		"had another name. Every file is checked against the backup's manifest\n"+
+		"(size, SHA-256) and fully validated against the format before metadata.json is written,\n"+
+		"last. Prints a JSON report; exit 0 on success, 1 when an object is missing or damaged or\n"+
+		"the store fails (the index directory is removed: nothing is left behind), 2 on bad flags,\n"+
+		"a non-empty or locked data directory (nothing was touched).\n"+
+		envNote, stderr)
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "data directory to fill; must not exist or be empty (required)")
 	fs.StringVar(&cfg.Index, "index", "", "name of the restored index (required); also the backed-up index's unless --from-index")
 	fs.StringVar(&cfg.FromIndex, "from-index", "", "name of the backed-up index whose backups are read (default: --index)")
 	fs.StringVar(&cfg.Backup, "backup", "", "backup ID to restore (default: the newest backup of the index)")
-	fs.StringVar(&cfg.ReportFile, "report-file", "", "also write the JSON report to this file (e.g. /dev/termination-log)")
 	addS3Flags(fs, &cfg.S3)
-	fs.Var((*logLevel)(&cfg.LogVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+	reportFlags(fs, &cfg.ReportFile, &cfg.LogVerbosity)
 	if err := parseCommandLine(fs, args, getenv, "restore"); err != nil {
 		return cfg, err
 	}
@@ -147,17 +139,12 @@ func runBackupPrune(args []string, getenv func(string) string, stdout, stderr io
 		s3   s3backup.Config
 		verb int
 	)
-	fs := flag.NewFlagSet("summa-server backup prune", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  %s\n\nRemoves all but the newest N backups of an index from object storage: the older\n"+
-			"manifests first, then the objects no remaining manifest names. Safe beside a running backup.\n\nFlags:\n", pruneUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("summa-server backup prune", "Usage:\n  "+pruneUsage+"\n\nRemoves all but the newest N backups of an index from object storage: the older\n"+
+		"manifests first, then the objects no remaining manifest names. Safe beside a running backup.\n\nFlags:\n", stderr)
 	fs.StringVar(&idx, "index", "", "name of the backed-up index (required)")
 	fs.IntVar(&keep, "keep", 0, "number of newest backups to keep, at least 1 (required)")
 	addS3Flags(fs, &s3)
-	fs.Var((*logLevel)(&verb), "log-level", "log level: info, debug, trace or a verbosity")
+	logLevelFlag(fs, &verb)
 	err := parseCommandLine(fs, args, getenv, "backup prune")
 	if errors.Is(err, errHelp) {
 		return exitOK

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/summadev/summa/internal/tick"
 )
 
 // Certificate is a TLS server certificate and key read from two PEM files
@@ -123,18 +125,11 @@ type Reloader interface {
 // in-place write, a rename over it, and the symlink swap with which the
 // kubelet updates a mounted Secret. A nil reloader is skipped.
 func Watch(ctx context.Context, interval time.Duration, reloaders ...Reloader) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, interval, func() {
 		for _, r := range reloaders {
 			if r != nil {
 				_, _ = r.Reload()
 			}
 		}
-	}
+	})
 }

@@ -263,21 +263,12 @@ func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm 
 			up, down := weightLevels(hi, lo, scale)
 			entries = append(entries, byte(up), byte(down))
 		default:
-			// ratioCode grows with dl/tf: the block's code is the code
-			// of its smallest ratio, found exactly by cross-multiplying.
-			// A zero frequency (code 0, as a zero ratio) counts as 0/1.
 			var maxTF uint32
 			minDL, minTF := uint32(math.MaxUint32), uint32(1)
 			for _, p := range ps[i:j] {
 				maxTF = max(maxTF, p.tf)
 				if kind == bmTokenized {
-					dl, tf := norm(p.doc), p.tf
-					if tf == 0 {
-						dl, tf = 0, 1
-					}
-					if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
-						minDL, minTF = dl, tf
-					}
+					minDL, minTF = minRatio(minDL, minTF, norm(p.doc), p.tf)
 				}
 				data = binary.AppendUvarint(data, uint64(p.tf))
 			}
@@ -335,17 +326,7 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 				data = binary.AppendUvarint(data, uint64(tf))
 			}
 			if tokenized {
-				// ratioCode grows with dl/tf: the block's code is the
-				// code of its smallest ratio, found exactly by
-				// cross-multiplying. A zero frequency (code 0, as a zero
-				// ratio) counts as 0/1.
-				dl := norm(doc)
-				if tf == 0 {
-					dl, tf = 0, 1
-				}
-				if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
-					minDL, minTF = dl, tf
-				}
+				minDL, minTF = minRatio(minDL, minTF, norm(doc), tf)
 			}
 		}
 		entries = append(entries, tfCode(maxTF))
@@ -358,6 +339,20 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 	}
 	e.entries, e.data = entries, data
 	return appendBMRecord(dst, nBlocks, entries, data)
+}
+
+// minRatio is the smaller of the ratios minDL/minTF and dl/tf, found
+// exactly by cross-multiplying; a zero frequency (code 0, as a zero ratio)
+// counts as 0/1. ratioCode grows with dl/tf, so a block's code is the code
+// of its smallest ratio.
+func minRatio(minDL, minTF, dl, tf uint32) (uint32, uint32) {
+	if tf == 0 {
+		dl, tf = 0, 1
+	}
+	if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
+		return dl, tf
+	}
+	return minDL, minTF
 }
 
 // appendBMRecord appends a term's block-max record to dst: its number of

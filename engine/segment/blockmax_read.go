@@ -458,14 +458,7 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 				dataLen += uvarintLen(uint64(tf))
 			}
 			if tokenized {
-				// As encodeTextCols: the block's smallest ratio.
-				dl := norm(doc)
-				if tf == 0 {
-					dl, tf = 0, 1
-				}
-				if uint64(dl)*uint64(minTF) < uint64(minDL)*uint64(tf) {
-					minDL, minTF = dl, tf
-				}
+				minDL, minTF = minRatio(minDL, minTF, norm(doc), tf) // as encodeTextCols
 			}
 		}
 		entries.byte1(tfCode(maxTF))

@@ -97,15 +97,7 @@ func (b *Builder) writeNumbers(w *fileWriter) {
 			continue
 		}
 		e := entry{ord: uint64(i), valsOff: w.offset(), n: uint64(len(nb.vals))}
-		buf := make([]byte, 0, 4096)
-		for _, v := range nb.vals {
-			buf = binary.LittleEndian.AppendUint64(buf, v)
-			if len(buf) == cap(buf) {
-				w.write(buf)
-				buf = buf[:0]
-			}
-		}
-		w.write(buf)
+		writeU64s(w, nb.vals)
 		single := e.n == uint64(b.numDocs)
 		for d := 0; single && d < int(b.numDocs); d++ {
 			single = nb.counts[d+1] == uint64(d+1)
@@ -117,16 +109,11 @@ func (b *Builder) writeNumbers(w *fileWriter) {
 		}
 		entries = append(entries, e)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(e.ord)
-		w.uvarint(e.width)
-		w.uvarint(e.offsOff)
-		w.uvarint(e.valsOff)
-		w.uvarint(e.n)
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = []uint64{e.ord, e.width, e.offsOff, e.valsOff, e.n}
 	}
+	w.entryDirectory(b.numDocs, dir)
 }
 
 // numCol is one numeric column.
@@ -252,17 +239,11 @@ func (b *Builder) writeForward(ctx context.Context, w *fileWriter, sorted []sort
 		writeOffsets(w, offs, int(e.width))
 		entries = append(entries, e)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(e.ord)
-		w.uvarint(e.width)
-		w.uvarint(e.offsOff)
-		w.uvarint(e.dataOff)
-		w.uvarint(e.dataLen)
-		w.uvarint(e.numTerms)
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = []uint64{e.ord, e.width, e.offsOff, e.dataOff, e.dataLen, e.numTerms}
 	}
+	w.entryDirectory(b.numDocs, dir)
 	return w.err
 }
 

@@ -207,6 +207,20 @@ func (w *fileWriter) flush() {
 // written from now on until finish.
 func (w *fileWriter) beginDirectory() { w.dirOff = w.n }
 
+// entryDirectory writes the directory of a file of per-field entries: the
+// document count, the entry count, then the values of each entry, all as
+// uvarints.
+func (w *fileWriter) entryDirectory(numDocs uint32, entries [][]uint64) {
+	w.beginDirectory()
+	w.uvarint(uint64(numDocs))
+	w.uvarint(uint64(len(entries)))
+	for _, e := range entries {
+		for _, x := range e {
+			w.uvarint(x)
+		}
+	}
+}
+
 // finish writes the directory offset trailer and the footer, syncs and
 // closes the file, and returns its FileInfo. On error the partial file is
 // left in place for the caller's owner-based cleanup.

@@ -219,11 +219,11 @@ func (b *Builder) writeIVF(ctx context.Context, w *fileWriter, info *Info) error
 	return w.err
 }
 
-// writeU64s writes xs little-endian.
-func writeU64s(w *fileWriter, xs []uint64) {
+// writeLE writes xs with put (a little-endian append), 4 KiB at a time.
+func writeLE[T uint32 | uint64](w *fileWriter, xs []T, put func([]byte, T) []byte) {
 	buf := make([]byte, 0, 4096)
 	for _, x := range xs {
-		buf = binary.LittleEndian.AppendUint64(buf, x)
+		buf = put(buf, x)
 		if len(buf) == cap(buf) {
 			w.write(buf)
 			buf = buf[:0]
@@ -232,19 +232,14 @@ func writeU64s(w *fileWriter, xs []uint64) {
 	w.write(buf)
 }
 
+// writeU64s writes xs little-endian.
+func writeU64s(w *fileWriter, xs []uint64) { writeLE(w, xs, binary.LittleEndian.AppendUint64) }
+
 // writeU32s writes xs little-endian, then zero padding to a multiple of 8
 // bytes.
 func writeU32s(w *fileWriter, xs []uint32) {
-	buf := make([]byte, 0, 4096)
-	for _, x := range xs {
-		buf = binary.LittleEndian.AppendUint32(buf, x)
-		if len(buf) == cap(buf) {
-			w.write(buf)
-			buf = buf[:0]
-		}
-	}
+	writeLE(w, xs, binary.LittleEndian.AppendUint32)
 	if len(xs)%2 == 1 {
-		buf = append(buf, 0, 0, 0, 0)
+		w.write([]byte{0, 0, 0, 0})
 	}
-	w.write(buf)
 }

@@ -4,49 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"unsafe"
 
 	"github.com/summadev/summa/engine/ivf"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 )
-
-// hostLittleEndian is true when the host stores integers little-endian,
-// so that aligned file bytes can be viewed as []uint64 without copying.
-var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// u64View returns b as n uint64 words: a view of the mapped bytes when
-// aligned on a little-endian host, a decoded copy otherwise.
-func u64View(b []byte) []uint64 {
-	n := len(b) / 8
-	if n == 0 {
-		return nil
-	}
-	if hostLittleEndian && uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
-		return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n)
-	}
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(b[8*i:])
-	}
-	return out
-}
-
-// u32View is u64View for uint32 words.
-func u32View(b []byte) []uint32 {
-	n := len(b) / 4
-	if n == 0 {
-		return nil
-	}
-	if hostLittleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
-		return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), n)
-	}
-	out := make([]uint32, n)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
 
 // openIVF parses the ivf file's directory and maps every run; it checks
 // each run's shape, its model hash against its centroids, and that the

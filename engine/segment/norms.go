@@ -41,14 +41,11 @@ func (b *Builder) writeNorms(w *fileWriter) {
 		}
 		w.write(buf)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(e.ord)
-		w.uvarint(e.width)
-		w.uvarint(e.off)
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = []uint64{e.ord, e.width, e.off}
 	}
+	w.entryDirectory(b.numDocs, dir)
 }
 
 func normWidth(max uint32) int {

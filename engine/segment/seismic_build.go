@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/summadev/summa/internal/defaults"
 )
 
 // Seismic build parameters (Bruch, Nardini, Rulli, Venturini, SIGIR 2024).
@@ -54,15 +56,9 @@ type SeismicCarry struct {
 
 // SetSeismic sets the Seismic options of the next Write.
 func (b *Builder) SetSeismic(o SeismicOptions) {
-	if o.Lambda <= 0 {
-		o.Lambda = SeismicLambda
-	}
-	if o.CentroidFraction <= 0 {
-		o.CentroidFraction = SeismicCentroidFraction
-	}
-	if o.Alpha <= 0 {
-		o.Alpha = SeismicAlpha
-	}
+	defaults.Set(&o.Lambda, SeismicLambda)
+	defaults.Set(&o.CentroidFraction, SeismicCentroidFraction)
+	defaults.Set(&o.Alpha, SeismicAlpha)
 	b.seismic = o
 }
 

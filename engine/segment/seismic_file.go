@@ -102,18 +102,11 @@ func encodeSeismic(w *fileWriter, numDocs uint32, fields []*seisField) error {
 		}
 		entries = append(entries, e)
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(numDocs))
-	w.uvarint(uint64(len(entries)))
-	for _, e := range entries {
-		w.uvarint(uint64(e.ord))
-		for _, x := range []uint64{e.numDims, e.nBlocks, e.nSum, e.nDocs, e.nFwd, e.pending} {
-			w.uvarint(x)
-		}
-		for _, x := range e.regions {
-			w.uvarint(x)
-		}
+	dir := make([][]uint64, len(entries))
+	for i, e := range entries {
+		dir[i] = append([]uint64{uint64(e.ord), e.numDims, e.nBlocks, e.nSum, e.nDocs, e.nFwd, e.pending}, e.regions[:]...)
 	}
+	w.entryDirectory(numDocs, dir)
 	return w.err
 }
 
@@ -135,7 +128,7 @@ type SeismicIndex struct {
 	fwdDims  []byte
 	fwdVals  []byte
 	vocab    *dict
-	// typed views of the hot regions (see u32view)
+	// typed views of the hot regions (see wordView)
 	sumDimsU []uint32
 	docsU    []uint32
 	fwdOffU  []uint32
@@ -179,8 +172,8 @@ func openSeismic(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, 
 		out[ord] = &SeismicIndex{id: id, numDocs: numDocs, numDims: uint32(numDims), nBlocks: uint32(nBlocks),
 			pending: uint32(pending), dimTab: regions[0], blockTab: regions[1], sumDims: regions[2], sumVals: regions[3],
 			docs: regions[4], fwdOff: regions[5], fwdDims: regions[6], fwdVals: regions[7], vocab: v,
-			sumDimsU: u32view(regions[2]), docsU: u32view(regions[4]), fwdOffU: u32view(regions[5]),
-			fwdDimsU: u32view(regions[6]), fwdValsF: f32view(regions[7])}
+			sumDimsU: u32View(regions[2]), docsU: u32View(regions[4]), fwdOffU: u32View(regions[5]),
+			fwdDimsU: u32View(regions[6]), fwdValsF: f32View(regions[7])}
 		return nil
 	})
 	return out, err

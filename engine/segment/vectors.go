@@ -144,17 +144,11 @@ func (b *Builder) writeVectors(w *fileWriter) {
 			sparse = append(sparse, sparseEntry{ord: uint64(i), meta: dw.finish()})
 		}
 	}
-	w.beginDirectory()
-	w.uvarint(uint64(b.numDocs))
-	w.uvarint(uint64(len(dense)))
-	for _, e := range dense {
-		w.uvarint(e.ord)
-		w.uvarint(e.dims)
-		w.uvarint(e.mode)
-		w.uvarint(e.bitmapOff)
-		w.uvarint(e.count)
-		w.uvarint(e.valsOff)
+	dir := make([][]uint64, len(dense))
+	for i, e := range dense {
+		dir[i] = []uint64{e.ord, e.dims, e.mode, e.bitmapOff, e.count, e.valsOff}
 	}
+	w.entryDirectory(b.numDocs, dir)
 	w.uvarint(uint64(len(sparse)))
 	for _, e := range sparse {
 		w.uvarint(e.ord)

@@ -14,15 +14,13 @@ import (
 func (s *Server) startDrain(w http.ResponseWriter, r *http.Request) error {
 	s.r.StartDrain()
 	s.log.Info("Drain started")
-	writeJSON(w, http.StatusAccepted, toDrainStatus(s.r.DrainStatus()))
-	return nil
+	return s.writeDrainStatus(w, http.StatusAccepted)
 }
 
 // drainStatus answers
 // {"draining","drained","uncommittedDocuments","activeOperations"}.
 func (s *Server) drainStatus(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, toDrainStatus(s.r.DrainStatus()))
-	return nil
+	return s.writeDrainStatus(w, http.StatusOK)
 }
 
 // resume admits writes again, except once process shutdown began (503
@@ -33,7 +31,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.r.Resume()
 	s.log.Info("Writes resumed")
-	writeJSON(w, http.StatusOK, toDrainStatus(s.r.DrainStatus()))
+	return s.writeDrainStatus(w, http.StatusOK)
+}
+
+// writeDrainStatus answers code and the drain status.
+func (s *Server) writeDrainStatus(w http.ResponseWriter, code int) error {
+	writeJSON(w, code, toDrainStatus(s.r.DrainStatus()))
 	return nil
 }
 

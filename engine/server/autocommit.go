@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"time"
+
+	"github.com/summadev/summa/internal/tick"
 )
 
 // RunAutoCommit commits, every interval, each index with uncommitted
@@ -13,16 +15,9 @@ func (s *Server) RunAutoCommit(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, interval, func() {
 		if s.r.Draining() {
-			continue
+			return
 		}
 		for _, name := range s.r.Names() {
 			if ctx.Err() != nil {
@@ -30,7 +25,7 @@ func (s *Server) RunAutoCommit(ctx context.Context, interval time.Duration) {
 			}
 			s.autoCommit(ctx, name)
 		}
-	}
+	})
 }
 
 // autoCommit commits one index if it has uncommitted operations.

@@ -111,27 +111,26 @@ func newBackups(opts BackupOptions, reg *prometheus.Registry) *backups {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &backups{opts: opts, ctx: ctx, cancel: cancel, jobs: map[string]*backupJob{},
-		started: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_backups_started_total", Help: "Online backups to object storage started, by index.",
-		}, []string{"index"}),
-		completed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_backups_completed_total", Help: "Online backups completed (manifest written), by index.",
-		}, []string{"index"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_backups_failed_total", Help: "Online backups failed or cut short (no manifest written), by index.",
-		}, []string{"index"}),
-		uploaded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_backup_uploaded_bytes_total", Help: "Bytes of segment files uploaded by backups, by index.",
-		}, []string{"index"}),
-		reused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_backup_reused_bytes_total", Help: "Bytes of segment files found in the bucket already and not uploaded again, by index.",
-		}, []string{"index"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "summa_backup_last_success_timestamp_seconds", Help: "Unix time of the last completed backup, by index.",
-		}, []string{"index"}),
+		started: indexCounter("summa_backups_started_total",
+			"Online backups to object storage started, by index."),
+		completed: indexCounter("summa_backups_completed_total",
+			"Online backups completed (manifest written), by index."),
+		failed: indexCounter("summa_backups_failed_total",
+			"Online backups failed or cut short (no manifest written), by index."),
+		uploaded: indexCounter("summa_backup_uploaded_bytes_total",
+			"Bytes of segment files uploaded by backups, by index."),
+		reused: indexCounter("summa_backup_reused_bytes_total",
+			"Bytes of segment files found in the bucket already and not uploaded again, by index."),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "summa_backup_last_success_timestamp_seconds",
+			Help: "Unix time of the last completed backup, by index."}, []string{"index"}),
 	}
 	reg.MustRegister(b.started, b.completed, b.failed, b.uploaded, b.reused, b.lastSuccess)
 	return b
+}
+
+// indexCounter is a counter vector by index.
+func indexCounter(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"index"})
 }
 
 // store returns the object store or the 409 answer.

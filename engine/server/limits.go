@@ -12,6 +12,7 @@ import (
 
 	"github.com/summadev/summa/engine/internal/strictjson"
 	"github.com/summadev/summa/engine/search"
+	"github.com/summadev/summa/internal/defaults"
 )
 
 // Limits bound what one request may send. The zero value of a field means
@@ -60,27 +61,13 @@ const (
 // withDefaults fills zero fields with their defaults. No per-kind bound
 // exceeds MaxRequestBytes.
 func (l Limits) withDefaults() Limits {
-	if l.MaxRequestBytes <= 0 {
-		l.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if l.MaxDocumentBytes <= 0 {
-		l.MaxDocumentBytes = DefaultMaxDocumentBytes
-	}
-	if l.MaxQueryBytes <= 0 {
-		l.MaxQueryBytes = DefaultMaxQueryBytes
-	}
-	if l.MaxSchemaBytes <= 0 {
-		l.MaxSchemaBytes = DefaultMaxSchemaBytes
-	}
-	if l.MaxSearchBytes <= 0 {
-		l.MaxSearchBytes = DefaultMaxSearchBytes
-	}
-	if l.MaxSmallBodyBytes <= 0 {
-		l.MaxSmallBodyBytes = DefaultMaxSmallBodyBytes
-	}
-	if l.BackpressureWait <= 0 {
-		l.BackpressureWait = DefaultBackpressureWait
-	}
+	defaults.Set(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	defaults.Set(&l.MaxDocumentBytes, DefaultMaxDocumentBytes)
+	defaults.Set(&l.MaxQueryBytes, DefaultMaxQueryBytes)
+	defaults.Set(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
+	defaults.Set(&l.MaxSearchBytes, DefaultMaxSearchBytes)
+	defaults.Set(&l.MaxSmallBodyBytes, DefaultMaxSmallBodyBytes)
+	defaults.Set(&l.BackpressureWait, DefaultBackpressureWait)
 	l.MaxSchemaBytes = min(l.MaxSchemaBytes, l.MaxRequestBytes)
 	l.MaxSearchBytes = min(l.MaxSearchBytes, l.MaxRequestBytes)
 	l.MaxSmallBodyBytes = min(l.MaxSmallBodyBytes, l.MaxRequestBytes)

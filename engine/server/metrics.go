@@ -183,45 +183,49 @@ func Outcome(err error) string {
 
 // Descriptions of the state collected at scrape time.
 var (
-	descDocuments = prometheus.NewDesc("summa_index_documents",
-		"Live, committed, searchable documents.", []string{"index"}, nil)
-	descSegments = prometheus.NewDesc("summa_index_segments",
-		"Metadata-live segments.", []string{"index"}, nil)
-	descQuarantined = prometheus.NewDesc("summa_index_quarantined_segments",
-		"Metadata-live segments excluded from search because they failed to open.", []string{"index"}, nil)
-	descDegraded = prometheus.NewDesc("summa_index_durability_degraded",
-		"1 when a directory fsync after a commit failed: crash durability is degraded.", []string{"index"}, nil)
-	descUncommitted = prometheus.NewDesc("summa_index_uncommitted_documents",
-		"Accepted operations not yet committed.", []string{"index"}, nil)
-	descGeneration = prometheus.NewDesc("summa_index_generation",
-		"Published metadata generation.", []string{"index"}, nil)
-	descSize = prometheus.NewDesc("summa_index_size_bytes",
-		"Bytes of the live segments and their deletion masks.", []string{"index"}, nil)
-	descDeleting = prometheus.NewDesc("summa_index_deleting",
-		"1 while the index is being deleted.", []string{"index"}, nil)
-	descDraining = prometheus.NewDesc("summa_draining",
-		"1 while writes are refused for a drain.", nil, nil)
-	descDrained = prometheus.NewDesc("summa_drained",
-		"1 once a drain committed everything accepted.", nil, nil)
-	descDrainEstimate = prometheus.NewDesc("summa_drain_estimate_seconds",
-		"How long a drain would take now.", nil, nil)
-	descActiveOps = prometheus.NewDesc("summa_active_operations",
-		"Segment IDs held by active operations plus running commits.", nil, nil)
-	descHeld = prometheus.NewDesc("summa_index_held_publication",
-		"1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).",
-		[]string{"index"}, nil)
-	descHeldAttempts = prometheus.NewDesc("summa_index_held_publication_attempts",
-		"Failed publication attempts of the held generation (0 when none is held).", []string{"index"}, nil)
-	descHeldRetries = prometheus.NewDesc("summa_held_publication_retries_total",
-		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).",
-		[]string{"index", "outcome"}, nil)
-	descVectorRuns = prometheus.NewDesc("summa_index_vector_runs",
-		"Binary IVF encoded runs over the live segments, by binary dense_vector field.", []string{"index", "field"}, nil)
-	descVectorFragmented = prometheus.NewDesc("summa_index_vector_fragmented_segments",
-		"Live segments whose binary IVF field holds more than one run (debt that maintenance coalesces).", []string{"index", "field"}, nil)
-	descSwept = prometheus.NewDesc("summa_orphan_segments_swept_total",
-		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).", nil, nil)
+	descDocuments = newDesc("summa_index_documents",
+		"Live, committed, searchable documents.", "index")
+	descSegments = newDesc("summa_index_segments",
+		"Metadata-live segments.", "index")
+	descQuarantined = newDesc("summa_index_quarantined_segments",
+		"Metadata-live segments excluded from search because they failed to open.", "index")
+	descDegraded = newDesc("summa_index_durability_degraded",
+		"1 when a directory fsync after a commit failed: crash durability is degraded.", "index")
+	descUncommitted = newDesc("summa_index_uncommitted_documents",
+		"Accepted operations not yet committed.", "index")
+	descGeneration = newDesc("summa_index_generation",
+		"Published metadata generation.", "index")
+	descSize = newDesc("summa_index_size_bytes",
+		"Bytes of the live segments and their deletion masks.", "index")
+	descDeleting = newDesc("summa_index_deleting",
+		"1 while the index is being deleted.", "index")
+	descDraining = newDesc("summa_draining",
+		"1 while writes are refused for a drain.")
+	descDrained = newDesc("summa_drained",
+		"1 once a drain committed everything accepted.")
+	descDrainEstimate = newDesc("summa_drain_estimate_seconds",
+		"How long a drain would take now.")
+	descActiveOps = newDesc("summa_active_operations",
+		"Segment IDs held by active operations plus running commits.")
+	descHeld = newDesc("summa_index_held_publication",
+		"1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).", "index")
+	descHeldAttempts = newDesc("summa_index_held_publication_attempts",
+		"Failed publication attempts of the held generation (0 when none is held).", "index")
+	descHeldRetries = newDesc("summa_held_publication_retries_total",
+		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).", "index", "outcome")
+	descVectorRuns = newDesc("summa_index_vector_runs",
+		"Binary IVF encoded runs over the live segments, by binary dense_vector field.", "index", "field")
+	descVectorFragmented = newDesc("summa_index_vector_fragmented_segments",
+		"Live segments whose binary IVF field holds more than one run (debt that maintenance coalesces).", "index", "field")
+	descSwept = newDesc("summa_orphan_segments_swept_total",
+		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).")
 )
+
+// newDesc is the description of a metric collected at scrape time, with
+// the given variable labels.
+func newDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
 
 // stateCollector reads the registry's state at scrape time.
 type stateCollector struct {
@@ -315,10 +319,10 @@ type accessCollector struct {
 }
 
 var (
-	descTokens = prometheus.NewDesc("summa_auth_tokens",
-		"Bearer tokens known per scope (0 for every scope: access control is off).", []string{"scope"}, nil)
-	descCertExpiry = prometheus.NewDesc("summa_tls_certificate_expiry_timestamp_seconds",
-		"Expiry (NotAfter, Unix time) of the TLS certificate served now.", nil, nil)
+	descTokens = newDesc("summa_auth_tokens",
+		"Bearer tokens known per scope (0 for every scope: access control is off).", "scope")
+	descCertExpiry = newDesc("summa_tls_certificate_expiry_timestamp_seconds",
+		"Expiry (NotAfter, Unix time) of the TLS certificate served now.")
 )
 
 // Describe sends the descriptors.

@@ -7,6 +7,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -178,7 +179,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET "+metricsPath, s.metrics.handler())
 	methods[metricsPath] = []string{"GET"}
 	for path, ms := range methods {
-		if contains(ms, "GET") {
+		if slices.Contains(ms, "GET") {
 			ms = append(ms, "HEAD")
 		}
 		sort.Strings(ms)
@@ -195,15 +196,6 @@ func (s *Server) routes() *http.ServeMux {
 		return newError(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
 	})))
 	return mux
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // adapt turns an API handler into an http.Handler that answers its error.

@@ -33,14 +33,14 @@ func toStorageStatus(st *diskspace.State) *client.StorageStatus {
 
 // Descriptions of the volume's state, collected at scrape time.
 var (
-	descStorageFree = prometheus.NewDesc("summa_storage_free_bytes",
-		"Free bytes of the data directory's volume that writes may use.", nil, nil)
-	descStorageUsed = prometheus.NewDesc("summa_storage_used_bytes",
-		"Used bytes of the data directory's volume.", nil, nil)
-	descStorageReserve = prometheus.NewDesc("summa_storage_reserve_bytes",
-		"Free space below which writes are refused (--min-free-bytes).", nil, nil)
-	descStorageFull = prometheus.NewDesc("summa_storage_full",
-		"1 while ingestion, commits and maintenance are refused for lack of space (507 StorageFull).", nil, nil)
+	descStorageFree = newDesc("summa_storage_free_bytes",
+		"Free bytes of the data directory's volume that writes may use.")
+	descStorageUsed = newDesc("summa_storage_used_bytes",
+		"Used bytes of the data directory's volume.")
+	descStorageReserve = newDesc("summa_storage_reserve_bytes",
+		"Free space below which writes are refused (--min-free-bytes).")
+	descStorageFull = newDesc("summa_storage_full",
+		"1 while ingestion, commits and maintenance are refused for lack of space (507 StorageFull).")
 )
 
 // storageCollector reads the volume at scrape time.

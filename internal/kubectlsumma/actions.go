@@ -27,11 +27,7 @@ writes, commits everything it accepted, and only then is its pod replaced.
 This sets the annotation summa.dev/restartedAt to the current time.`,
 		Example: `  kubectl summa restart articles`,
 		Args:    exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
 			at := o.Now().UTC().Format(time.RFC3339)
 			if _, err := cl.patch(cmd.Context(), args[0], func(x *summav1.SummaIndex) {
 				if x.Annotations == nil {
@@ -43,7 +39,7 @@ This sets the annotation summa.dev/restartedAt to the current time.`,
 			}
 			o.printf("summaindex/%s restart requested (drained; %s=%s)\n", args[0], annotationRestartedAt, at)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -59,17 +55,13 @@ func newSuspendCommand(o *Options, suspend bool) *cobra.Command {
 		Short:   short,
 		Example: "  kubectl summa " + use[:len(use)-len(" NAME")] + " articles",
 		Args:    exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
 			if _, err := cl.patch(cmd.Context(), args[0], func(x *summav1.SummaIndex) { x.Spec.Suspend = suspend }); err != nil {
 				return err
 			}
 			o.printf("summaindex/%s %s\n", args[0], verb)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -94,13 +86,9 @@ follows the run until it succeeds or fails (exit status 1 when it fails).`,
 		Example: `  kubectl summa doctor articles
   kubectl summa doctor articles --no-backup --timeout 1h`,
 		Args: exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
 			return o.doctor(cmd.Context(), cl, args[0], d)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&d.noBackup, "no-backup", false, "do not copy the volume first (spec.doctor.backup: None)")
 	cmd.Flags().StringVar(&d.requestID, "request-id", "", "the run's requestId (default: one made from the current time)")

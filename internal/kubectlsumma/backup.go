@@ -33,13 +33,9 @@ not uploaded again.`,
 		Example: `  kubectl summa backup articles
   kubectl summa backup articles --name before-upgrade --no-wait`,
 		Args: exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
 			return o.backup(cmd.Context(), cl, args[0], bo)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&bo.name, "name", "", "name of the SummaIndexBackup (default NAME-<UTC time>)")
 	cmd.Flags().BoolVar(&bo.noWait, "no-wait", false, "create the SummaIndexBackup and return")
@@ -116,16 +112,15 @@ backup is restored. The YAML is printed; --apply creates it.`,
   kubectl summa restore articles-copy --from articles --apply
   kubectl summa restore articles --backup 20261205T181502.123Z-3fa2c1d0 --apply`,
 		Args: exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if ro.from == "" && ro.backup == "" {
 				return errors.New("restore needs --from INDEX or --backup ID")
 			}
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
-			return o.restore(cmd.Context(), cl, args[0], ro)
+			return nil
 		},
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
+			return o.restore(cmd.Context(), cl, args[0], ro)
+		}),
 	}
 	cmd.Flags().StringVar(&ro.from, "from", "", "SummaIndex whose settings and backups to use")
 	cmd.Flags().StringVar(&ro.fromNamespace, "from-namespace", "", "namespace of --from (default: the current one)")

@@ -42,16 +42,15 @@ that cannot be collected is recorded as <part>.error.txt.`,
 		Example: `  kubectl summa report articles -o articles-report.zip
   kubectl summa report articles -o r.zip --operator-namespace summa-system --tail 5000`,
 		Args: exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if r.output == "" {
 				return fmt.Errorf("--output (-o) FILE.zip is required")
 			}
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
-			return o.report(cmd.Context(), cl, args[0], r)
+			return nil
 		},
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
+			return o.report(cmd.Context(), cl, args[0], r)
+		}),
 	}
 	cmd.Flags().StringVarP(&r.output, "output", "o", "", "the zip file to write")
 	cmd.Flags().StringVar(&r.operatorNamespace, "operator-namespace", "summa-system", "namespace of the operator's pods")

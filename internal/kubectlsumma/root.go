@@ -37,6 +37,18 @@ type Options struct {
 	Poll time.Duration
 }
 
+// withClients is a cobra RunE that builds the clients first and then
+// runs run with them.
+func (o *Options) withClients(run func(cmd *cobra.Command, cl *clients, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cl, err := o.clients()
+		if err != nil {
+			return err
+		}
+		return run(cmd, cl, args)
+	}
+}
+
 // clients are the API clients of one invocation.
 type clients struct {
 	// c reads and writes SummaIndex objects and core objects.

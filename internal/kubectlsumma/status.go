@@ -28,13 +28,9 @@ replication lag), the last doctor run, and the most recent events.`,
 		Example: `  kubectl summa status articles
   kubectl summa status articles -n search --context prod`,
 		Args: exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
+		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
 			return o.status(cmd.Context(), cl, args[0])
-		},
+		}),
 	}
 }
 

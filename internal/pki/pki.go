@@ -32,11 +32,7 @@ type CA struct {
 // NewCA makes a self-signed CA named commonName, valid from a minute ago
 // (clock skew) for validity.
 func NewCA(commonName string, validity time.Duration, now time.Time) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate CA key: %w", err)
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKey("CA")
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +104,7 @@ func (ca *CA) Issue(dnsNames []string, ips []net.IP, validity time.Duration, now
 	if len(dnsNames) == 0 && len(ips) == 0 {
 		return nil, errors.New("a server certificate needs at least one name or address")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate server key: %w", err)
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKey("server")
 	if err != nil {
 		return nil, err
 	}
@@ -163,13 +155,18 @@ func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	}
 }
 
-// serialNumber is a random 128-bit serial.
-func serialNumber() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+// newKey makes the P-256 key and the random 128-bit serial number of a
+// new certificate (a what: CA or server).
+func newKey(what string) (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("serial number: %w", err)
+		return nil, nil, fmt.Errorf("generate %s key: %w", what, err)
 	}
-	return n, nil
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, fmt.Errorf("serial number: %w", err)
+	}
+	return key, serial, nil
 }
 
 // encodeCert is a certificate's PEM.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,20 +42,10 @@ const loadPause = 20 * time.Millisecond
 // runLoad searches until the process is killed. It returns only when the
 // client cannot be set up.
 func runLoad(o options, expect, workers int) error {
-	ca, err := os.ReadFile(o.ca)
+	c, err := engineClient(o)
 	if err != nil {
-		return fmt.Errorf("read the CA: %w", err)
+		return err
 	}
-	tok, err := os.ReadFile(o.tokenFile)
-	if err != nil {
-		return fmt.Errorf("read the token: %w", err)
-	}
-	hc, err := client.NewHTTPClient(ca, "", 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("engine client: %w", err)
-	}
-	token := strings.TrimSpace(strings.SplitN(string(tok), "\n", 2)[0])
-	c := client.New(o.engine, hc).WithToken(token)
 	var ok, failed atomic.Int64
 	var mu sync.Mutex
 	var recent []string

@@ -114,23 +114,33 @@ func retry(deadline time.Duration, step func(context.Context) error) error {
 	}
 }
 
-// search runs the query with the engine's CA (verifying the URL's host) and
-// the token.
-func search(ctx context.Context, o options, r *report) error {
+// engineClient is a client of o.engine with the engine's CA (verifying the
+// URL's host) and the token of o.tokenFile.
+func engineClient(o options) (*client.Client, error) {
 	ca, err := os.ReadFile(o.ca)
 	if err != nil {
-		return fmt.Errorf("read the CA: %w", err)
+		return nil, fmt.Errorf("read the CA: %w", err)
 	}
 	tok, err := os.ReadFile(o.tokenFile)
 	if err != nil {
-		return fmt.Errorf("read the token: %w", err)
+		return nil, fmt.Errorf("read the token: %w", err)
 	}
 	hc, err := client.NewHTTPClient(ca, "", 10*time.Second)
 	if err != nil {
-		return fmt.Errorf("engine client: %w", err)
+		return nil, fmt.Errorf("engine client: %w", err)
 	}
 	token := strings.TrimSpace(strings.SplitN(string(tok), "\n", 2)[0])
-	res, err := client.New(o.engine, hc).WithToken(token).Search(ctx, o.index, client.SearchRequest{Query: o.query, Limit: 10})
+	return client.New(o.engine, hc).WithToken(token), nil
+}
+
+// search runs the query with the engine's CA (verifying the URL's host) and
+// the token.
+func search(ctx context.Context, o options, r *report) error {
+	c, err := engineClient(o)
+	if err != nil {
+		return err
+	}
+	res, err := c.Search(ctx, o.index, client.SearchRequest{Query: o.query, Limit: 10})
 	if err != nil {
 		return err
 	}
