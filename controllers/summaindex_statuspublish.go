@@ -107,4 +107,3 @@ func passNeeded(index *summav1.SummaIndex, was *summav1.SummaIndexStatus, st *cl
 	}
 	return false
 }
-
