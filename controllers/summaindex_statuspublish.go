@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,9 @@ import (
 // (another writer keeps moving the object), the pass writes instead.
 const statusPublishAttempts = 3
 
+// statusPublishTimeout bounds the API calls of one write.
+const statusPublishTimeout = 10 * time.Second
+
 // publish writes what the engine answered st into key's status when it
 // differs, for the engine pod target.podUID. It returns whether a full
 // pass is needed besides (or instead, when it could not write).
@@ -44,6 +48,8 @@ func (s *statusWatches) publish(ctx context.Context, key types.NamespacedName, p
 	if s.c == nil {
 		return true, nil // no client (unit tests of the wakes): the pass writes
 	}
+	ctx, cancel := context.WithTimeout(ctx, statusPublishTimeout)
+	defer cancel()
 	var reader ctrlclient.Reader = s.c
 	for range statusPublishAttempts {
 		index := &summav1.SummaIndex{}

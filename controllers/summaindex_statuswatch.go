@@ -88,7 +88,8 @@ type statusWatches struct {
 	// slots bounds the long polls open at once (and so the connections
 	// they hold); a watch past it waits for a slot.
 	slots chan struct{}
-	// log logs the watches' failures at debug level.
+	// log logs the engines' failures at debug level, the status writes'
+	// at info level.
 	log logr.Logger
 	// c reads SummaIndexes (the manager's cache) and patches their status;
 	// nil means the watches only wake the reconcile.
