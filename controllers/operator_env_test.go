@@ -61,6 +61,9 @@ var (
 	operatorVersion = "v-specs"
 	// resyncPeriod is the status resync of the next started operator.
 	resyncPeriod = time.Second
+	// maxConcurrentReconciles is the reconcile workers of the next
+	// started operator (zero: the default).
+	maxConcurrentReconciles int
 	// podTemplatePolicy is the pod template policy of the next started
 	// operator (empty: the default).
 	podTemplatePolicy PodTemplatePolicy
@@ -153,6 +156,7 @@ func startOperator() {
 		APIReader: mgr.GetAPIReader(),
 		Options: Options{
 			ResyncPeriod:            resyncPeriod,
+			MaxConcurrentReconciles: maxConcurrentReconciles,
 			EngineTimeout:           5 * time.Second,
 			DrainBackoff:            2 * time.Second,
 			VolumePermissions:       true,

@@ -36,13 +36,10 @@ const ReasonVolumeAutoGrowRefused = "VolumeAutoGrowRefused"
 // engine's report st call for it. Failures are events and log lines: the
 // next pass tries again.
 func (r *SummaIndexReconciler) autoGrow(ctx context.Context, index *summav1.SummaIndex, st *client.StorageStatus) {
+	if !autoGrowDue(index, st) {
+		return
+	}
 	ag := index.Spec.Storage.AutoGrow
-	if ag == nil || st == nil || st.FreeBytes+st.UsedBytes <= 0 {
-		return
-	}
-	if !st.Full && st.UsedBytes*100 < int64(ag.Threshold())*(st.FreeBytes+st.UsedBytes) {
-		return
-	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Get(ctx, ctrlclient.ObjectKey{Namespace: index.Namespace, Name: index.DataClaimName()}, pvc); err != nil {
 		log.FromContext(ctx).Info("Volume auto-grow: cannot read the claim", "error", err.Error())
@@ -75,6 +72,16 @@ func (r *SummaIndexReconciler) autoGrow(ctx context.Context, index *summav1.Summ
 	}
 	r.event(index, pvc, corev1.EventTypeNormal, ReasonVolumeAutoGrow, "data volume %s: %s -> %s (%s free, %s used; autoGrow.maxSize %s)",
 		pvc.Name, have.String(), want.String(), bytesString(st.FreeBytes), bytesString(st.UsedBytes), ag.MaxSize.String())
+}
+
+// autoGrowDue tells whether spec.storage.autoGrow asks for a growth at
+// the engine's report st: the volume is full, or used past the threshold.
+func autoGrowDue(index *summav1.SummaIndex, st *client.StorageStatus) bool {
+	ag := index.Spec.Storage.AutoGrow
+	if ag == nil || st == nil || st.FreeBytes+st.UsedBytes <= 0 {
+		return false
+	}
+	return st.Full || st.UsedBytes*100 >= int64(ag.Threshold())*(st.FreeBytes+st.UsedBytes)
 }
 
 // nextSize is the size after one growth from have: half as much again,

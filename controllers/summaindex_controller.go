@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,11 +20,14 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -193,7 +197,7 @@ func (r *SummaIndexReconciler) defaults() {
 	r.clients.wrap = o.engineTransport
 	defaults.Set(&o.MaxStatusWatches, DefaultMaxStatusWatches)
 	if r.watches == nil {
-		r.watches = newStatusWatches(o.MaxStatusWatches, ctrl.Log.WithName("status-watch"))
+		r.watches = newStatusWatches(o.MaxStatusWatches, ctrl.Log.WithName("status-watch"), r.Client, r.APIReader, o.Now)
 	}
 }
 
@@ -333,7 +337,9 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("add the status watches: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&summav1.SummaIndex{}).
+		// The operator's own status writes (a pass's, a status watch's)
+		// wake no pass: only what a person or another controller changes.
+		For(&summav1.SummaIndex{}, builder.WithPredicates(specOrMetadataChanged())).
 		Owns(&corev1.Pod{}).
 		// A volume of reclaimPolicy Retain has no owner reference
 		// (summaindex_claims.go): volumes map to their index by label.
@@ -352,6 +358,22 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(r.Options.SkipNameValidation),
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// specOrMetadataChanged lets through the SummaIndex updates a pass has to
+// act on: spec (metadata.generation), labels, annotations, finalizers or
+// the deletion timestamp; a change of status alone is the operator's own
+// write and wakes nothing. Creations, deletions and the resync pass.
+func specOrMetadataChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{}, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers()) ||
+				!equality.Semantic.DeepEqual(e.ObjectOld.GetDeletionTimestamp(), e.ObjectNew.GetDeletionTimestamp()) ||
+				!equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences())
+		}})
 }
 
 // indexOfLabelled maps an object the operator made to the SummaIndex its

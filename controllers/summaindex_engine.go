@@ -129,11 +129,7 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, index *summav1
 		}
 	}()
 	s := &index.Status
-	s.Documents = int64(st.Documents)
-	s.Segments = int64(len(st.Segments))
-	s.Generation = int64(st.Generation)
-	s.UncommittedDocuments = int64(st.UncommittedDocuments)
-	s.DurabilityDegraded = st.DurabilityDegraded
+	setEngineFigures(s, st)
 	r.observeStorage(ctx, index, pod, st.Storage)
 	// The estimate moves with every measurement: status follows it only
 	// when it moved enough to matter, so a steady index is never rewritten.
@@ -145,7 +141,6 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, index *summav1
 		est = math.Round(est*10) / 10
 		s.DrainEstimateSeconds = &est
 	}
-	s.QuarantinedSegments, s.QuarantinedSegmentCount = quarantinedSegments(st.Quarantined)
 	if n := s.QuarantinedSegmentCount; n > 0 {
 		if !index.IsConditionTrue(summav1.ConditionDoctorRequired) {
 			r.event(index, pod, corev1.EventTypeWarning, "DoctorRequired",
@@ -158,6 +153,18 @@ func (r *SummaIndexReconciler) observeEngine(ctx context.Context, index *summav1
 		setCondition(index, summav1.ConditionDoctorRequired, false, "NoQuarantine", "every segment opens")
 	}
 	return nil
+}
+
+// setEngineFigures copies the engine's figures of st into s: documents,
+// segments, generation, uncommitted documents, durability and quarantine
+// (what the status watch writes too, summaindex_statuspublish.go).
+func setEngineFigures(s *summav1.SummaIndexStatus, st *client.IndexStatus) {
+	s.Documents = int64(st.Documents)
+	s.Segments = int64(len(st.Segments))
+	s.Generation = int64(st.Generation)
+	s.UncommittedDocuments = int64(st.UncommittedDocuments)
+	s.DurabilityDegraded = st.DurabilityDegraded
+	s.QuarantinedSegments, s.QuarantinedSegmentCount = quarantinedSegments(st.Quarantined)
 }
 
 // figures are the parts of status read from the engine, compared to

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -19,16 +20,19 @@ import (
 // poll open on its index (GET /v1/indexes/{index}?waitGeneration=G&
 // waitQuarantined=N&wait=S, docs/server.md) with the values status last
 // showed. The engine answers within its 20 ms poll of a commit or a new
-// quarantine, and the watch wakes the index's reconcile, which reads the
-// engine and writes status once. The resync period is only the fallback.
+// quarantine, and the watch writes the engine's figures into status itself
+// (summaindex_statuspublish.go), without waiting for a reconcile worker;
+// it wakes the index's reconcile only when the answer asks for more than
+// the figures, or when it could not write. The resync period is only the
+// fallback.
 
 const (
 	// statusWatchWait is how long one long poll waits (the engine allows
 	// 30 s).
 	statusWatchWait = 20 * time.Second
-	// statusWatchMinInterval spaces the wakes of one index: an engine
-	// that commits ten times a second costs one status write a second,
-	// not ten.
+	// statusWatchMinInterval spaces the status writes of one index: an
+	// engine that commits ten times a second costs one status write a
+	// second, not ten.
 	statusWatchMinInterval = time.Second
 	// statusWatchRetryMin and statusWatchRetryMax bound the backoff of a
 	// watch whose engine does not answer.
@@ -84,15 +88,28 @@ type statusWatches struct {
 	// slots bounds the long polls open at once (and so the connections
 	// they hold); a watch past it waits for a slot.
 	slots chan struct{}
-	// log logs the watches' failures at debug level.
+	// log logs the engines' failures at debug level, the status writes'
+	// at info level.
 	log logr.Logger
+	// c reads SummaIndexes (the manager's cache) and patches their status;
+	// nil means the watches only wake the reconcile.
+	c ctrlclient.Client
+	// reader reads a SummaIndex from the API server after a conflict (nil:
+	// c again).
+	reader ctrlclient.Reader
+	// now is the clock of status.lastObservedTime.
+	now func() time.Time
 }
 
 // newStatusWatches returns the watches, with at most max long polls open
-// at once.
-func newStatusWatches(maxOpen int, log logr.Logger) *statusWatches {
+// at once, writing status with c (nil: they only wake the reconcile) and
+// reading after a conflict with reader.
+func newStatusWatches(maxOpen int, log logr.Logger, c ctrlclient.Client, reader ctrlclient.Reader, now func() time.Time) *statusWatches {
+	if now == nil {
+		now = time.Now
+	}
 	return &statusWatches{m: map[types.NamespacedName]*statusWatch{}, wake: make(chan event.GenericEvent, 1024),
-		slots: make(chan struct{}, maxOpen), log: log}
+		slots: make(chan struct{}, maxOpen), log: log, c: c, reader: reader, now: now}
 }
 
 // Start runs until ctx ends (the manager's runnable), then stops every
@@ -180,8 +197,9 @@ func (s *statusWatches) stop(key types.NamespacedName) {
 	}
 }
 
-// run is one watch's loop: long poll, and wake the reconcile of key when
-// the engine's answer differs from what status showed.
+// run is one watch's loop: long poll, and write key's status when the
+// engine's answer differs from what status showed (waking the reconcile
+// when that takes a pass).
 func (s *statusWatches) run(ctx context.Context, key types.NamespacedName, w *statusWatch) {
 	c := client.New(w.target.base, &http.Client{Transport: w.target.transport}).WithToken(w.target.token)
 	retry := statusWatchRetryMin
@@ -216,11 +234,20 @@ func (s *statusWatches) run(ctx context.Context, key types.NamespacedName, w *st
 		w.mu.Lock()
 		w.generation, w.quarantined = ng, nq
 		w.mu.Unlock()
-		index := &summav1.SummaIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		select {
-		case s.wake <- event.GenericEvent{Object: index}:
-		case <-ctx.Done():
+		pass, err := s.publish(ctx, key, w.target.podUID, st)
+		if ctx.Err() != nil {
 			return
+		}
+		if err != nil {
+			s.log.Info("status watch: could not write status; a reconcile will", "index", key.String(), "error", err.Error())
+		}
+		if pass {
+			index := &summav1.SummaIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+			select {
+			case s.wake <- event.GenericEvent{Object: index}:
+			case <-ctx.Done():
+				return
+			}
 		}
 		sleepCtx(ctx, statusWatchMinInterval)
 	}

@@ -73,7 +73,7 @@ func TestStatusWatchWakesOnCommitAndStops(t *testing.T) {
 	f := &fakeWaitEngine{gen: 1, changed: make(chan struct{})}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	s := newStatusWatches(4, logr.Discard())
+	s := newStatusWatches(4, logr.Discard(), nil, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = s.Start(ctx) }()

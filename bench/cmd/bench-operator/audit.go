@@ -78,19 +78,20 @@ func readAudit(path string, fn func(*auditEvent)) error {
 	return nil
 }
 
-// statusWrite is one status update of a SummaIndex by the operator.
+// statusWrite is one status write of a SummaIndex by the operator (an
+// update by a reconcile pass, or a patch by a status watch).
 type statusWrite struct {
 	// received and done are when the API server received it and
 	// answered.
 	received, done time.Time
 }
 
-// statusWrites returns the operator's status updates of SummaIndexes that
+// statusWrites returns the operator's status writes of SummaIndexes that
 // completed at or after from, by index, in the log's order.
 func statusWrites(path string, from time.Time) (map[client.ObjectKey][]statusWrite, error) {
 	out := map[client.ObjectKey][]statusWrite{}
 	err := readAudit(path, func(ev *auditEvent) {
-		if ev.User.Username != operatorUser || ev.Verb != "update" || ev.ObjectRef.Resource != "summaindexes" ||
+		if ev.User.Username != operatorUser || (ev.Verb != "update" && ev.Verb != "patch") || ev.ObjectRef.Resource != "summaindexes" ||
 			ev.ObjectRef.Subresource != "status" || ev.StageTimestamp.Before(from) {
 			return
 		}
