@@ -7,9 +7,9 @@ import (
 	"net"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/net/netutil"
 
 	"github.com/summadev/summa/engine/auth"
+	"github.com/summadev/summa/internal/connlimit"
 )
 
 // access is what the command line's access flags load before the port is
@@ -110,7 +110,7 @@ func (a *access) watch(ctx context.Context, cfg AccessConfig) {
 // HTTP to a TLS port gets a 400 from the TLS layer, never a 2xx).
 func (a *access) listener(ln net.Listener, cfg AccessConfig) net.Listener {
 	if cfg.MaxConnections > 0 {
-		ln = netutil.LimitListener(ln, cfg.MaxConnections)
+		ln = connlimit.Listen(ln, cfg.MaxConnections)
 	}
 	if a.cert != nil {
 		ln = tls.NewListener(ln, &tls.Config{

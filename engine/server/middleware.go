@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -56,6 +57,30 @@ func (rec *recorder) Write(b []byte) (int, error) {
 	rec.bytes += int64(n)
 	return n, err
 }
+
+// ReadFrom sends src through the underlying writer's ReadFrom, so that
+// net/http can hand a file to sendfile on a plain TCP connection (a TLS
+// connection copies it through a buffer), and records the size like
+// Write. Without it a file would always be copied through user space.
+func (rec *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+		rec.startAnswer()
+	}
+	var n int64
+	var err error
+	if rf, ok := rec.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writerOnly{rec.ResponseWriter}, src)
+	}
+	rec.bytes += n
+	return n, err
+}
+
+// writerOnly hides every method of a writer but Write (io.Copy would
+// call ReadFrom again).
+type writerOnly struct{ io.Writer }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }

@@ -172,14 +172,7 @@ func (s *Server) replicationFile(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.WriteHeader(http.StatusOK)
-	// A segment file may take longer than --write-timeout to send: the
-	// deadline is renewed by each chunk the follower takes, so only a
-	// follower that stops reading is cut off.
-	var dst io.Writer = w
-	if s.writeTimeout > 0 {
-		dst = &renewingWriter{w: w, rc: http.NewResponseController(w), d: s.writeTimeout}
-	}
-	if _, err := io.CopyBuffer(dst, io.LimitReader(f, size), make([]byte, 256<<10)); err != nil {
+	if _, err := sendFile(w, f, size, s.writeTimeout); err != nil {
 		// The status is sent: the follower sees a short body and refuses it.
 		s.log.Error(err, "Replication download cut", "index", name, "file", r.PathValue("file"))
 	}
@@ -221,16 +214,32 @@ func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// renewingWriter renews the connection's write deadline before each
-// write.
-type renewingWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
-	d  time.Duration
-}
+// sendChunk is how much of a file goes out under one write deadline.
+const sendChunk = 1 << 20
 
-// Write renews the deadline, then writes.
-func (r *renewingWriter) Write(b []byte) (int, error) {
-	_ = r.rc.SetWriteDeadline(time.Now().Add(r.d))
-	return r.w.Write(b)
+// sendFile sends the first size bytes of f, sendChunk bytes at a time,
+// renewing the connection's write deadline (timeout, 0: none) before
+// each: a segment file may take longer than --write-timeout to send, so
+// only a follower that stops reading is cut off. Each chunk goes through
+// w's ReadFrom as an *io.LimitedReader of f: on a plain TCP connection
+// net/http hands it to sendfile when f is backed by an *os.File (it is
+// a syscall.Conn), so the file never passes through user space; TLS, or
+// a file without a descriptor, is copied through a buffer.
+func sendFile(w http.ResponseWriter, f io.Reader, size int64, timeout time.Duration) (int64, error) {
+	rc := http.NewResponseController(w)
+	var sent int64
+	for sent < size {
+		if timeout > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+		}
+		n, err := io.Copy(w, io.LimitReader(f, min(sendChunk, size-sent)))
+		sent += n
+		if err != nil {
+			return sent, fmt.Errorf("send file at byte %d: %w", sent, err)
+		}
+		if n == 0 {
+			return sent, fmt.Errorf("send file: %w at byte %d of %d", io.ErrUnexpectedEOF, sent, size)
+		}
+	}
+	return sent, nil
 }
