@@ -27,6 +27,25 @@ type maskWrite struct {
 	sync *metadata.FileSync
 }
 
+// commitMasks are the deletion-mask generations a commit's publication
+// writes besides its outputs: the committed segments' (old, by segment ID)
+// and the new outputs' (new, by output position), the claims that own
+// their files until publication (L07) and their started fsyncs, which the
+// save waits for (C02).
+type commitMasks struct {
+	old     map[segid.ID]*maskWrite
+	new     map[int]*maskWrite
+	claims  []*lifecycle.Claim
+	started []*metadata.FileSync
+}
+
+// abandon drops the masks before the rename, when nothing is committed:
+// their fsyncs are given up first, then their files abandoned (C11).
+func (m *commitMasks) abandon() {
+	releaseMaskSyncs(m.old, m.new)
+	lifecycle.AbandonAll(m.claims)
+}
+
 // publish is the commit finalizer (C09): it computes upsert and delete
 // visibility, writes new mask generations (taking over plan's, made while
 // the workers flushed, when it still applies), saves metadata (the commit
@@ -51,30 +70,72 @@ func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held
 		}
 	}()
 
-	var claims []*lifecycle.Claim
-	var started []*metadata.FileSync
-	var oldMasks map[segid.ID]*maskWrite
-	var newMasks map[int]*maskWrite
 	// Before the rename nothing is committed: the masks are dropped (their
 	// fsyncs given up first), the prepared segments kept owned for a
 	// lossless retry (C11).
-	abandonMasks := func() {
-		releaseMaskSyncs(oldMasks, newMasks)
-		lifecycle.AbandonAll(claims)
-	}
-	// S04: the primary-key and visibility scans run here (or in
-	// planMasks), in the commit task, never on the BP pool.
-	if oldMasks, err = idx.committedMasks(plan, cur, job.gen.pending, &claims, &started); err != nil {
-		abandonMasks()
+	masks := &commitMasks{}
+	if err := idx.writeCommitMasks(masks, plan, cur, job.gen.pending, outputs); err != nil {
+		masks.abandon()
 		return CommitResult{}, nil, err
 	}
-	newMasks = planOutputs(job.gen.pending, outputs)
-	if err := idx.writeMasks(nil, newMasks, &claims, &started); err != nil {
-		abandonMasks()
-		return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
+	next, published := buildNext(meta, masks.old, masks.new, outputs)
+	unsynced, syncs := outputSyncs(outputs, published)
+	started := append(masks.started, syncs...)
+	next.NextID = idx.mgr.NextID()
+	if h := idx.opts.Hooks.BeforePublish; h != nil {
+		if err := h(); err != nil {
+			masks.abandon()
+			return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
+		}
 	}
-	next, published := buildNext(meta, oldMasks, newMasks, outputs)
-	var unsynced []string
+	var old *Snapshot
+	saveErr, err := commitPoint{
+		caller:   commitByFlush,
+		next:     next,
+		unsynced: unsynced,
+		started:  started,
+		install: func(degraded error) {
+			readers, caches := commitCaches(outputs, published, masks.old, masks.new)
+			old = idx.install(next, readers, caches, degraded)
+		},
+		release: func() {
+			lifecycle.ReleaseAll(masks.claims)
+			releaseOutputs(outputs, published)
+		},
+		abandon: masks.abandon,
+	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
+	if err != nil {
+		return CommitResult{}, nil, publicationError(err)
+	}
+	res = idx.afterRename(job, outputs, next, saveErr, old)
+	// The caller drops cur once it answered (runCommit): that may delete
+	// the files this generation retired.
+	return res, cur, nil
+}
+
+// writeCommitMasks fills masks with the generation's new mask generations,
+// written and claimed: the committed segments' rows that the generation's
+// upserts and deletes hide, then the outputs' rows that a later operation
+// superseded. S04: the primary-key and visibility scans run here (or in
+// planMasks), in the commit task, never on the BP pool. On error the
+// caller abandons masks.
+func (idx *Index) writeCommitMasks(masks *commitMasks, plan *maskPlan, cur *Snapshot,
+	pending map[string]pendingOp, outputs []*prepared) error {
+	var err error
+	if masks.old, err = idx.committedMasks(plan, cur, pending, &masks.claims, &masks.started); err != nil {
+		return err
+	}
+	masks.new = planOutputs(pending, outputs)
+	if err := idx.writeMasks(nil, masks.new, &masks.claims, &masks.started); err != nil {
+		return fmt.Errorf("%w: %w", ErrPublication, err)
+	}
+	return nil
+}
+
+// outputSyncs lists what the commit point must sync before the rename for
+// the published outputs a worker wrote unsynced (C02): the fsyncs already
+// started for them, and the names of the files of those with none.
+func outputSyncs(outputs []*prepared, published map[segid.ID]bool) (unsynced []string, started []*metadata.FileSync) {
 	for _, p := range outputs {
 		switch {
 		case !p.unsynced || !published[p.info.ID]:
@@ -86,65 +147,57 @@ func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held
 			}
 		}
 	}
-	next.NextID = idx.mgr.NextID()
-	if h := idx.opts.Hooks.BeforePublish; h != nil {
-		if err := h(); err != nil {
-			abandonMasks()
-			return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
+	return unsynced, started
+}
+
+// releaseOutputs hands the outputs over once metadata owns them (L03): a
+// published output's claim is released, an unpublished one (every row
+// superseded within the generation) abandoned.
+func releaseOutputs(outputs []*prepared, published map[segid.ID]bool) {
+	for _, p := range outputs {
+		if published[p.info.ID] {
+			p.claim.Release()
+		} else {
+			p.abandon() // every row superseded within the generation
 		}
 	}
-	var old *Snapshot
-	saveErr, err := commitPoint{
-		caller:   commitByFlush,
-		next:     next,
-		unsynced: unsynced,
-		started:  started,
-		install: func(degraded error) {
-			readers, masks := commitCaches(outputs, published, oldMasks, newMasks)
-			old = idx.install(next, readers, masks, degraded)
-		},
-		release: func() {
-			lifecycle.ReleaseAll(claims)
-			for _, p := range outputs {
-				if published[p.info.ID] {
-					p.claim.Release()
-				} else {
-					p.abandon() // every row superseded within the generation
-				}
-			}
-		},
-		abandon: abandonMasks,
-	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
-	if err != nil {
-		if outputSyncFailed(err) {
-			// An output's fsync failed: its data may be lost whatever a
-			// later fsync says, so it is never published; the generation
-			// is rebuilt from its operations (C05, runCommit).
-			return CommitResult{}, nil, fmt.Errorf("%w: %w", errOutputSync, err)
-		}
-		return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
+}
+
+// publicationError wraps a failed commit point's error: errOutputSync when
+// an output's fsync failed, ErrPublication otherwise.
+func publicationError(err error) error {
+	if outputSyncFailed(err) {
+		// An output's fsync failed: its data may be lost whatever a
+		// later fsync says, so it is never published; the generation
+		// is rebuilt from its operations (C05, runCommit).
+		return fmt.Errorf("%w: %w", errOutputSync, err)
 	}
+	return fmt.Errorf("%w: %w", ErrPublication, err)
+}
+
+// afterRename finishes a commit whose rename happened: from here on
+// nothing may turn the commit into an apparent abort (C04, C12). It takes
+// the job's results and prepared segments, closes old (the snapshot the
+// install replaced, nil for none) and returns the commit's result.
+func (idx *Index) afterRename(job *flushJob, outputs []*prepared, next *metadata.Metadata,
+	saveErr error, old *Snapshot) CommitResult {
 	for _, p := range outputs {
 		p.unsynced, p.syncs = false, nil
 	}
-	// The rename happened: from here on nothing may turn the commit into an
-	// apparent abort (C04, C12).
 	job.takeResults()
 	job.gen.takePrepared()
 	job.published = true
 	if old != nil {
 		old.Close()
 	}
-	res = CommitResult{Generation: next.Generation, DurabilityDegraded: saveErr != nil}
+	res := CommitResult{Generation: next.Generation, DurabilityDegraded: saveErr != nil}
 	for _, s := range next.Segments {
 		res.Documents += uint64(s.LiveDocuments())
 	}
 	if saveErr != nil {
 		idx.log.Error(saveErr, "Commit durable only after the next directory sync", "generation", next.Generation)
 	}
-	// The caller drops cur once it answered (runCommit): that may delete
-	// the files this generation retired.
-	return res, cur, nil
+	return res
 }
 
 // outputSyncFailed reports whether err (a tree of joined and wrapped

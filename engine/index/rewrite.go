@@ -238,18 +238,7 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, err)
 	}
 	meta := idx.Metadata()
-	cur := make([]metadata.Segment, len(rw.sources))
-	pos := map[segid.ID]int{}
-	for i, s := range rw.sources {
-		pos[s.Meta.ID] = i
-	}
-	present := 0
-	for _, s := range meta.Segments {
-		if i, ok := pos[s.ID]; ok {
-			cur[i] = s
-			present++
-		}
-	}
+	cur, pos, present := rw.currentSources(meta)
 	// A commit may have dropped a source whose every row it deleted. A
 	// single-source rewrite then has nothing left to publish, and a merge
 	// must hide the dropped source's rows, never bring them back.
@@ -268,36 +257,12 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	}
 	// M09: publication reads the output's debt before committing.
 	out.Seismic = rw.seismicDebt(cur, r.SeismicPendingTerms())
-	var maskClaim *lifecycle.Claim
-	masks := map[segid.ID]*roaring.Bitmap{}
-	if deleted != nil && !deleted.IsEmpty() {
-		if maskClaim, err = idx.mgr.Claim(rw.kind + "-mask"); err != nil {
-			r.Close()
-			return RewriteResult{}, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
-		}
-		fi, err := segment.WriteMask(idx.fs, idx.dir, maskClaim.ID, deleted, info.Documents)
-		if err != nil {
-			maskClaim.Abandon()
-			r.Close()
-			return RewriteResult{}, fmt.Errorf("index: %s: write mask: %w", rw.kind, err)
-		}
-		out.Deletes = &metadata.Mask{ID: maskClaim.ID, Deleted: uint32(deleted.GetCardinality()), Size: fi.Size}
-		masks[maskClaim.ID] = deleted
+	maskClaim, masks, err := rw.writeOutputMask(&out, deleted, info.Documents)
+	if err != nil {
+		r.Close()
+		return RewriteResult{}, err
 	}
-	next := meta.Clone()
-	next.Generation++
-	next.Segments = next.Segments[:0]
-	placed := false
-	for _, s := range meta.Segments {
-		if _, replaced := pos[s.ID]; replaced {
-			if !placed {
-				next.Segments = append(next.Segments, out)
-				placed = true
-			}
-			continue
-		}
-		next.Segments = append(next.Segments, s)
-	}
+	next := replaceSources(meta, pos, out)
 	next.NextID = idx.mgr.NextID()
 	// L04: metadata(output) + tracker(retired sources), then release active.
 	// Through the commit path's filesystem, as a flush's publication: the
@@ -329,14 +294,83 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	if old != nil {
 		old.Close()
 	}
+	return rw.published(next, info, saveErr), nil
+}
+
+// currentSources returns the sources' entries in meta, in source order
+// (the zero entry for a source meta no longer has), each source's
+// position by ID, and how many of them meta still has.
+func (rw *rewrite) currentSources(meta *metadata.Metadata) (cur []metadata.Segment, pos map[segid.ID]int, present int) {
+	cur = make([]metadata.Segment, len(rw.sources))
+	pos = map[segid.ID]int{}
+	for i, s := range rw.sources {
+		pos[s.Meta.ID] = i
+	}
+	for _, s := range meta.Segments {
+		if i, ok := pos[s.ID]; ok {
+			cur[i] = s
+			present++
+		}
+	}
+	return cur, pos, present
+}
+
+// writeOutputMask writes the output's deletion mask (of numDocs rows) when
+// deleted has a row, under an ID claimed before the write (L07), and
+// records it in out.
+// It returns the mask's claim (nil for no mask), which the commit point
+// releases or abandons, and the mask to cache by ID.
+func (rw *rewrite) writeOutputMask(out *metadata.Segment, deleted *roaring.Bitmap, numDocs uint32) (*lifecycle.Claim, map[segid.ID]*roaring.Bitmap, error) {
+	idx := rw.idx
+	masks := map[segid.ID]*roaring.Bitmap{}
+	if deleted == nil || deleted.IsEmpty() {
+		return nil, masks, nil
+	}
+	maskClaim, err := idx.mgr.Claim(rw.kind + "-mask")
+	if err != nil {
+		return nil, nil, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
+	}
+	fi, err := segment.WriteMask(idx.fs, idx.dir, maskClaim.ID, deleted, numDocs)
+	if err != nil {
+		maskClaim.Abandon()
+		return nil, nil, fmt.Errorf("index: %s: write mask: %w", rw.kind, err)
+	}
+	out.Deletes = &metadata.Mask{ID: maskClaim.ID, Deleted: uint32(deleted.GetCardinality()), Size: fi.Size}
+	masks[maskClaim.ID] = deleted
+	return maskClaim, masks, nil
+}
+
+// replaceSources returns the generation after meta in which out takes the
+// place of the first source of pos and the other sources are gone.
+func replaceSources(meta *metadata.Metadata, pos map[segid.ID]int, out metadata.Segment) *metadata.Metadata {
+	next := meta.Clone()
+	next.Generation++
+	next.Segments = next.Segments[:0]
+	placed := false
+	for _, s := range meta.Segments {
+		if _, replaced := pos[s.ID]; replaced {
+			if !placed {
+				next.Segments = append(next.Segments, out)
+				placed = true
+			}
+			continue
+		}
+		next.Segments = append(next.Segments, s)
+	}
+	return next
+}
+
+// published logs and returns the result of a rewrite whose generation
+// next was published.
+func (rw *rewrite) published(next *metadata.Metadata, info segment.Info, saveErr error) RewriteResult {
 	res := RewriteResult{Generation: next.Generation, Output: info.ID, Documents: info.Documents,
 		DurabilityDegraded: saveErr != nil}
 	for _, s := range rw.sources {
 		res.Sources = append(res.Sources, s.Meta.ID)
 	}
-	idx.log.Info("Segments replaced", "kind", rw.kind, "sources", len(res.Sources), "output", info.ID.String(),
+	rw.idx.log.Info("Segments replaced", "kind", rw.kind, "sources", len(res.Sources), "output", info.ID.String(),
 		"generation", next.Generation)
-	return res, nil
+	return res
 }
 
 // quarantine excludes a metadata-live segment from search and selection

@@ -2,8 +2,9 @@
 # Mutation testing of the crash-critical code (make mutate).
 #
 # Runs gremlins (GREMLINS) on each unit of MUTATE_SCOPE, one after the other,
-# with the packages' tests in -short mode and a per-mutant timeout of
-# MUTATE_TIMEOUT_COEFFICIENT times the package's coverage run, then prints
+# with the packages' tests in -short mode (never from the test cache) and
+# a per-mutant timeout of MUTATE_TIMEOUT_COEFFICIENT times the package's
+# coverage run, then prints
 # the survivors and `mutation score crash-critical: S` with
 # S = killed / (killed + survived) over every unit run; the mutants listed in
 # hack/mutate/equivalent.txt are left out, and those of
@@ -64,7 +65,10 @@ for unit in $SCOPE; do
 		done
 	fi
 	echo "mutate: $unit ($pkg${keep:+: $keep})"
-	GOFLAGS="${GOFLAGS:+$GOFLAGS }-short" "$GREMLINS" unleash --silent \
+	# -count=1: the coverage run that sets every mutant's timeout must
+	# run the tests; a cached result (a second unit of the same package)
+	# takes a second, and every mutant would then time out (count killed).
+	GOFLAGS="${GOFLAGS:+$GOFLAGS }-short -count=1" "$GREMLINS" unleash --silent \
 		--workers "$WORKERS" --timeout-coefficient "$COEFF" \
 		--output "$OUT/$unit.json" "${excludes[@]}" "./$pkg"
 	results+=("$unit=$pkg=$OUT/$unit.json")

@@ -133,16 +133,16 @@ var mutations = []Mutation{
 		Rule: "L07", Desc: "a rewrite writes its new deletion mask under the next free ID and claims that ID only after the write",
 		Edits: []Edit{{File: "engine/index/rewrite.go",
 			From: `
-				if maskClaim, err = idx.mgr.Claim(rw.kind + "-mask"); err != nil {
-					r.Close()
-					return RewriteResult{}, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
+				maskClaim, err := idx.mgr.Claim(rw.kind + "-mask")
+				if err != nil {
+					return nil, nil, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
 				}
-				fi, err := segment.WriteMask(idx.fs, idx.dir, maskClaim.ID, deleted, info.Documents)`,
+				fi, err := segment.WriteMask(idx.fs, idx.dir, maskClaim.ID, deleted, numDocs)`,
 			To: `
-				fi, err := segment.WriteMask(idx.fs, idx.dir, idx.mgr.NextID(), deleted, info.Documents)
-				if maskClaim, err = idx.mgr.Claim(rw.kind + "-mask"); err != nil {
-					r.Close()
-					return RewriteResult{}, fmt.Errorf("index: %s: claim mask: %w", rw.kind, err)
+				fi, err := segment.WriteMask(idx.fs, idx.dir, idx.mgr.NextID(), deleted, numDocs)
+				maskClaim, cerr := idx.mgr.Claim(rw.kind + "-mask")
+				if cerr != nil {
+					return nil, nil, fmt.Errorf("index: %s: claim mask: %w", rw.kind, cerr)
 				}`}},
 		Pkg: "./engine/index", Run: "^TestL07_",
 	},
@@ -242,8 +242,8 @@ var mutations = []Mutation{
 			{File: "engine/index/rewrite.go",
 				From: `
 					meta := idx.Metadata()
-					cur := make([]metadata.Segment, len(rw.sources))`,
-				To: `cur := make([]metadata.Segment, len(rw.sources))`},
+					cur, pos, present := rw.currentSources(meta)`,
+				To: `cur, pos, present := rw.currentSources(meta)`},
 		},
 		Pkg: "./engine/index", Run: "^TestC01_",
 	},
