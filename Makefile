@@ -125,12 +125,15 @@ down: cluster-down ## Stop what `make run` started and restore the host.
 # BENCH_FLAGS adds flags, e.g. BENCH_FLAGS="-profile-dir profiles" for CPU
 # profiles of every phase (profiles/ is ignored by git). The command installs
 # linux-doc-6.1, libxapian-dev and g++ with apt-get when they are missing and
-# compiles the Xapian driver into bin/.
+# compiles the Xapian driver into bin/; the large corpus's documentation
+# packages (bench/largecorpus.go, docs/performance.md) likewise. Add
+# BENCH_FLAGS="-corpora small" or "-corpora large" for one corpus, or
+# "-large-docs 50000" for a sample of the large one.
 BENCH_FLAGS ?=
-bench: ## Engine vs Bleve v2, Xapian 1.4 and Lucene 8.8 on Debian linux-doc (full corpus, 3 reps); TOP_10/TOP_10_COUNT/COUNT modes, BP on a shuffled order; writes docs/performance.md.
+bench: ## Engine vs Bleve v2, Xapian 1.4 and Lucene 8.8 on Debian linux-doc (full corpus, 3 reps), then on the large corpus (283k sections of 15 Debian documentation packages) with its " (large)" goal lines and a growth table; TOP_10/TOP_10_COUNT/COUNT modes, BP on a shuffled order; writes docs/performance.md.
 	$(GO) run ./bench/cmd/summa-bench -out docs/performance.md $(BENCH_FLAGS)
 
-bench-quick: ## The same on a 5,000-document sample (a few minutes on an idle machine: 17 min under a load of 40 with Lucene's JIT warm-up); prints only.
+bench-quick: ## The same on a 5,000-document sample of the small corpus only (a few minutes on an idle machine: 17 min under a load of 40 with Lucene's JIT warm-up); prints only.
 	$(GO) run ./bench/cmd/summa-bench -quick $(BENCH_FLAGS)
 
 .PHONY: bench-vectors bench-vectors-quick

@@ -242,6 +242,9 @@ type Result struct {
 	// TokenHash is our analysis's token-stream hash of the corpus (see
 	// TokenStreamHash), when Xapian or Lucene ran.
 	TokenHash string
+	// Label, when set ("large"), names the corpus in the goal and check
+	// lines, each of which then ends in " (Label)".
+	Label string
 	// Started is when the run began.
 	Started time.Time
 	// Elapsed is the run's duration.

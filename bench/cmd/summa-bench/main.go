@@ -1,9 +1,11 @@
-// Command summa-bench compares the Summa engine with Bleve v2 and Xapian
-// 1.4 on the Linux kernel documentation, measures the disk's physical
-// floor, ingests through summa-server over HTTP when it builds, and prints
-// (and writes) a report. Run it from the repository root:
+// Command summa-bench compares the Summa engine with Bleve v2, Xapian 1.4
+// and Lucene 8.8 on the Linux kernel documentation (the small corpus) and
+// on sections of many Debian documentation packages (the large corpus,
+// ten times as many), measures the disk's physical floor, ingests through
+// summa-server over HTTP when it builds, and prints (and writes) a report.
+// Run it from the repository root:
 //
-//	go run ./bench/cmd/summa-bench [-quick] [-reps N] [-out docs/performance.md] [-profile-dir DIR]
+//	go run ./bench/cmd/summa-bench [-quick] [-corpora small,large] [-large-docs N] [-reps N] [-out docs/performance.md] [-profile-dir DIR]
 package main
 
 import (
@@ -38,6 +40,8 @@ func main() {
 	rounds := flag.Int("search-rounds", 0, "timed rounds of the query set (default 100; 30 with -quick)")
 	fallback := flag.Bool("fallback-corpus", false, "use the Go distribution corpus instead of linux-doc")
 	shuffle := flag.Bool("shuffle", false, "ingest the documents in a fixed pseudo-random order instead of path order")
+	corpora := flag.String("corpora", "small,large", "comma-separated corpora to run: small (linux-doc sections), large (sections of many Debian documentation packages, at least ten times as many); -quick runs only small unless this is given")
+	largeDocs := flag.Int("large-docs", 0, "use at most this many documents of the large corpus (default: all)")
 	flag.Parse()
 
 	setFlags := map[string]bool{}
@@ -96,28 +100,36 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	copts := bench.CorpusOptions{MaxDocs: maxDocs, HeldOut: *heldOut, ForceFallback: *fallback, Shuffle: *shuffle, Log: os.Stderr}
-	if err := run(ctx, cfg, copts, *out); err != nil {
+	lopts := bench.LargeCorpusOptions{MaxDocs: *largeDocs, HeldOut: *heldOut, Log: os.Stderr}
+	if *quick && !setFlags["corpora"] {
+		*corpora = "small"
+	}
+	sel := map[string]bool{}
+	for _, c := range strings.Split(*corpora, ",") {
+		switch c = strings.TrimSpace(c); c {
+		case "small", "large":
+			sel[c] = true
+		case "":
+		default:
+			fmt.Fprintf(os.Stderr, "summa-bench: unknown corpus %q (small, large)\n", c)
+			os.Exit(2)
+		}
+	}
+	if !sel["small"] {
+		copts = bench.CorpusOptions{}
+	}
+	if !sel["large"] {
+		lopts = bench.LargeCorpusOptions{}
+	}
+	if err := run(ctx, cfg, copts, lopts, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "summa-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg bench.Config, copts bench.CorpusOptions, out string) error {
-	c, err := bench.PrepareCorpus(copts)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("corpus: %s: %d documents, %.2f MB, from %d files under %s\n", c.Name, len(c.Docs), c.MB(), c.Files, c.Root)
-	work, err := os.MkdirTemp(cfg.WorkDir, "summa-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	cfg.WorkDir = work
-	res, err := bench.Run(ctx, cfg, c)
-	if err != nil {
-		return err
-	}
+// run runs the small corpus when copts is set and the large one when
+// lopts is, prints each report, and writes both to out.
+func run(ctx context.Context, cfg bench.Config, copts bench.CorpusOptions, lopts bench.LargeCorpusOptions, out string) error {
 	command := "go run ./bench/cmd/summa-bench"
 	for _, a := range os.Args[1:] {
 		if a == "" || strings.ContainsAny(a, " \t\"'") {
@@ -125,18 +137,55 @@ func run(ctx context.Context, cfg bench.Config, copts bench.CorpusOptions, out s
 		}
 		command += " " + a
 	}
-	fmt.Print("\n" + res.Text(command))
-	if out != "" {
-		p := out
-		if !filepath.IsAbs(p) && cfg.ModuleRoot != "" {
-			p = filepath.Join(cfg.ModuleRoot, p)
-		}
-		if err := res.WriteMarkdown(p, command); err != nil {
+	var small, large *bench.Result
+	if copts.Log != nil {
+		c, err := bench.PrepareCorpus(copts)
+		if err != nil {
 			return err
 		}
-		fmt.Printf("wrote %s\n", p)
+		if small, err = runCorpus(ctx, cfg, c); err != nil {
+			return err
+		}
+		fmt.Print("\n" + small.Text(command))
 	}
+	if lopts.Log != nil {
+		c, err := bench.PrepareLargeCorpus(lopts)
+		if err != nil {
+			return err
+		}
+		if large, err = runCorpus(ctx, cfg, c); err != nil {
+			return fmt.Errorf("large corpus: %w", err)
+		}
+		large.Label = bench.LargeLabel
+		fmt.Print("\nlarge corpus:\n" + large.Text(command))
+		if small != nil {
+			fmt.Print("\n" + bench.GrowthTable(small, large))
+		}
+	}
+	if out == "" || (small == nil && large == nil) {
+		return nil
+	}
+	p := out
+	if !filepath.IsAbs(p) && cfg.ModuleRoot != "" {
+		p = filepath.Join(cfg.ModuleRoot, p)
+	}
+	if err := bench.WriteReport(p, command, small, large); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", p)
 	return nil
+}
+
+// runCorpus runs every engine on corpus c in a fresh work directory.
+func runCorpus(ctx context.Context, cfg bench.Config, c *bench.Corpus) (*bench.Result, error) {
+	fmt.Printf("corpus: %s: %d documents, %.2f MB, from %d files under %s\n", c.Name, len(c.Docs), c.MB(), c.Files, c.Root)
+	work, err := os.MkdirTemp(cfg.WorkDir, "summa-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	cfg.WorkDir = work
+	return bench.Run(ctx, cfg, c)
 }
 
 // moduleRoot finds the main module's directory from the working directory.
