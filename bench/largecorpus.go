@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -109,7 +110,7 @@ func PrepareLargeCorpus(opts LargeCorpusOptions) (*Corpus, error) {
 		docs, files, err := loadSource(s)
 		if err != nil {
 			fmt.Fprintf(log, "corpus (large): %s: %v\n", s.prefix(), err)
-			if !has(missing, s.Package) {
+			if !slices.Contains(missing, s.Package) {
 				missing = append(missing, s.Package)
 			}
 			continue
@@ -142,7 +143,7 @@ func PrepareLargeCorpus(opts LargeCorpusOptions) (*Corpus, error) {
 func installSources(srcs []DocSource, log io.Writer) {
 	var pkgs []string
 	for _, s := range srcs {
-		if _, err := os.Stat(s.Dir); err != nil && !has(pkgs, s.Package) {
+		if _, err := os.Stat(s.Dir); err != nil && !slices.Contains(pkgs, s.Package) {
 			pkgs = append(pkgs, s.Package)
 		}
 	}

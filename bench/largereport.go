@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -54,7 +55,7 @@ func GrowthTable(small, large *Result) string {
 	fmt.Fprintf(&b, "%-20s %-7s", "metric", "unit")
 	var engines []string
 	for _, e := range small.Config.Engines {
-		if has(large.Config.Engines, e) {
+		if slices.Contains(large.Config.Engines, e) {
 			engines = append(engines, e)
 			fmt.Fprintf(&b, " %-30s", e+" small / large / x")
 		}
