@@ -107,8 +107,17 @@ func NewHTTPClient(caPEM []byte, serverName string, timeout time.Duration) (*htt
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
+	tr.IdleConnTimeout = IdleConnTimeout
 	return &http.Client{Transport: tr, Timeout: timeout}, nil
 }
+
+// IdleConnTimeout is how long a client of NewHTTPClient keeps an idle
+// connection for reuse: shorter than the engine's default --idle-timeout
+// (1 minute), so that the client drops a kept-alive connection before the
+// server closes it. Otherwise a request sent as the server closes fails
+// with EOF, and Go retries only idempotent ones: a POST (documents, commit,
+// drain) would fail although the engine is up.
+const IdleConnTimeout = 30 * time.Second
 
 // indexPath returns /v1/indexes/{name}[/suffix] with the name escaped.
 func indexPath(name string, suffix ...string) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -411,5 +412,26 @@ func TestPrepareVolumeHandsTheTreeToTheEngineUser(t *testing.T) {
 	}
 	if code := run([]string{"prepare-volume", "--data-dir", dir}, func(string) string { return "" }, &out, &errOut); code != exitUsage {
 		t.Fatalf("missing --uid: exit %d", code)
+	}
+}
+
+// TestClientDropsIdleConnectionsBeforeTheServer: the client package keeps
+// an idle connection for less time than the server's default
+// --idle-timeout, so a POST never goes out on a connection the server is
+// closing (it would fail with EOF and is not retried).
+func TestClientDropsIdleConnectionsBeforeTheServer(t *testing.T) {
+	cfg, err := parseFlags([]string{"--data-dir", t.TempDir()}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client.IdleConnTimeout >= cfg.Access.IdleTimeout {
+		t.Fatalf("client keeps idle connections %v, the server closes them after %v", client.IdleConnTimeout, cfg.Access.IdleTimeout)
+	}
+	hc, err := client.NewHTTPClient(nil, "", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hc.Transport.(*http.Transport).IdleConnTimeout; got != client.IdleConnTimeout {
+		t.Fatalf("transport keeps idle connections %v", got)
 	}
 }
