@@ -82,22 +82,56 @@ func createMem(t testing.TB) (*vfs.MemFS, *Index) {
 	return fs, idx
 }
 
+// hangDeadline bounds each wait of the helpers below (a commit's answer,
+// its retired files' release, Close's drain of snapshots). It is no speed
+// assertion: it only turns a hang (a leaked snapshot, a lost answer) into
+// a failure, so that -failfast and make mutate end such a run in seconds
+// rather than at the test binary's timeout.
+const hangDeadline = 30 * time.Second
+
+// mustCommit commits, fails the test unless the answer arrives within
+// hangDeadline, and waits (as long at most) for the retired files'
+// release that follows the answer.
 func mustCommit(t testing.TB, idx *Index) CommitResult {
 	t.Helper()
-	res, err := idx.Commit(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), hangDeadline)
+	defer cancel()
+	res, err := idx.Commit(ctx)
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	// The files the commit retired are deleted after it answered.
 	if idx.w != nil {
-		idx.w.releases.Wait()
+		waitBounded(t, "the commit's release of its retired files", idx.w.releases.Wait)
 	}
 	return res
 }
 
+// waitBounded runs wait and fails the test if it has not returned within
+// hangDeadline (the goroutine running it is left behind).
+func waitBounded(t testing.TB, what string, wait func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait()
+	}()
+	timer := time.NewTimer(hangDeadline)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("%s did not end within %v", what, hangDeadline)
+	}
+}
+
+// mustClose closes idx and fails the test if Close fails or has not
+// drained within hangDeadline (a snapshot never released).
 func mustClose(t testing.TB, idx *Index) {
 	t.Helper()
-	if err := idx.Close(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), hangDeadline)
+	defer cancel()
+	if err := idx.Close(ctx); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 }
