@@ -104,16 +104,10 @@ func main() {
 	if *quick && !setFlags["corpora"] {
 		*corpora = "small"
 	}
-	sel := map[string]bool{}
-	for _, c := range strings.Split(*corpora, ",") {
-		switch c = strings.TrimSpace(c); c {
-		case "small", "large":
-			sel[c] = true
-		case "":
-		default:
-			fmt.Fprintf(os.Stderr, "summa-bench: unknown corpus %q (small, large)\n", c)
-			os.Exit(2)
-		}
+	sel, err := selectCorpora(*corpora)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "summa-bench:", err)
+		os.Exit(2)
 	}
 	if !sel["small"] {
 		copts = bench.CorpusOptions{}
@@ -208,4 +202,19 @@ func moduleRoot() (string, error) {
 		}
 		d = parent
 	}
+}
+
+// selectCorpora parses -corpora: a comma-separated list of small and large.
+func selectCorpora(list string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	for _, c := range strings.Split(list, ",") {
+		switch c = strings.TrimSpace(c); c {
+		case "small", "large":
+			sel[c] = true
+		case "":
+		default:
+			return nil, fmt.Errorf("unknown corpus %q (small, large)", c)
+		}
+	}
+	return sel, nil
 }
