@@ -122,6 +122,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/summadev/summa/internal/tick"
 )
 
 // Timing of the loops. They are short so that tests run fast; they are not
@@ -343,21 +345,14 @@ func (k *Kubelet) Stop() {
 
 // runtimeLoop steps every pod's containers until ctx is done.
 func (k *Kubelet) runtimeLoop(ctx context.Context) {
-	t := time.NewTicker(runtimeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, runtimeInterval, func() {
 		k.mu.Lock()
 		now := time.Now()
 		for _, p := range k.pods {
 			p.step(now)
 		}
 		k.mu.Unlock()
-	}
+	})
 }
 
 // reservePort is the port on which the Kubelet holds a listener on each
