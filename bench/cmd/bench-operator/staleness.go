@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +68,12 @@ func staleness(ctx context.Context, c config, e *env, eng *engines, ks []client.
 			op, api, watch := r.split(ks, ws)
 			logf("staleness round %d split over %d status writes (p50/p99 seconds): commit to the operator's write %.2f/%.2f, the API server's write %.2f/%.2f, the write to the bench's watch %.2f/%.2f",
 				round+1, len(op), percentile(op, 0.5), p99(op), percentile(api, 0.5), p99(api), percentile(watch, 0.5), p99(watch))
+			for _, line := range r.slowest(ks, ws, 3) {
+				logf("staleness round %d, slow: %s", round+1, line)
+			}
+		}
+		if w, err := countWrites(e.auditLog, start, time.Now()); err == nil {
+			logf("staleness round %d: the operator's writes %d %s; load average %s", round+1, w.total, w, loadAverage())
 		}
 	}
 	return out, nil
@@ -208,4 +217,56 @@ func (r *staleRound) split(ks []client.ObjectKey, ws map[client.ObjectKey][]stat
 		watch = append(watch, r.seen[i].Sub(last.done).Seconds())
 	}
 	return operator, apiserver, watch
+}
+
+// slowest describes the n stalest indexes of the round: the staleness,
+// and each of the operator's status writes of the index from two seconds
+// before its commit on (when the API server received it, relative to the
+// commit, and how long it took), so that a slow round shows whether the
+// write came late, took long, or was not the one that carried the count.
+func (r *staleRound) slowest(ks []client.ObjectKey, ws map[client.ObjectKey][]statusWrite, n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	order := make([]int, 0, len(ks))
+	for i := range ks {
+		if !r.committed[i].IsZero() {
+			order = append(order, i)
+		}
+	}
+	stale := func(i int) time.Duration {
+		if r.seen[i].IsZero() {
+			return time.Duration(1<<63 - 1)
+		}
+		return r.seen[i].Sub(r.committed[i])
+	}
+	sort.Slice(order, func(a, b int) bool { return stale(order[a]) > stale(order[b]) })
+	var out []string
+	for _, i := range order[:min(n, len(order))] {
+		line := fmt.Sprintf("%s %.2fs, writes:", ks[i].Name, stale(i).Seconds())
+		if r.seen[i].IsZero() {
+			line = fmt.Sprintf("%s never seen, writes:", ks[i].Name)
+		}
+		for _, w := range ws[ks[i]] {
+			if w.done.Before(r.committed[i].Add(-2 * time.Second)) {
+				continue
+			}
+			line += fmt.Sprintf(" at %+.2fs took %.2fs;", w.received.Sub(r.committed[i]).Seconds(), w.done.Sub(w.received).Seconds())
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// loadAverage is the first three fields of /proc/loadavg ("?" where it
+// cannot be read).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

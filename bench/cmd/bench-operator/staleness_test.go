@@ -44,4 +44,9 @@ func TestStalenessSplit(t *testing.T) {
 	if got, _ := r.seconds(time.Minute, time.Time{}); got[0] != 2 || got[1] != 60 {
 		t.Fatalf("staleness %v, want 2 s and the bound for the one never seen", got)
 	}
+	slow := r.slowest([]client.ObjectKey{x, {Namespace: "a", Name: "y"}}, ws, 2)
+	want := []string{"y never seen, writes:", "x 2.00s, writes: at +1.50s took 0.25s; at +3.00s took 0.10s;"}
+	if len(slow) != 2 || slow[0] != want[0] || slow[1] != want[1] {
+		t.Fatalf("slowest %q, want %q (the one never seen first, then x with its writes from 2 s before its commit)", slow, want)
+	}
 }
