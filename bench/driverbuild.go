@@ -48,9 +48,7 @@ var driverBuilds struct {
 // with apt-get when install is set and a tool is missing). Entries of
 // older sources are removed once the new one is built.
 func buildDriver(spec driverSpec, cacheDir string, install bool, log io.Writer) (string, error) {
-	if log == nil {
-		log = io.Discard
-	}
+	log = orDiscard(log)
 	sum := sha256.Sum256(spec.source)
 	prefix := spec.name + "-driver-"
 	out := filepath.Join(cacheDir, prefix+hex.EncodeToString(sum[:6]))
