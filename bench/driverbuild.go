@@ -85,13 +85,22 @@ func buildDriver(spec driverSpec, cacheDir string, install bool, log io.Writer) 
 	return out, nil
 }
 
+// EnsureTools installs pkgs with apt-get (logging as who) when available
+// says a tool is missing and install is set; it returns why a tool is
+// still missing ("" when none is).
+func EnsureTools(who string, available func() string, pkgs []string, install bool, log io.Writer) string {
+	why := available()
+	if why != "" && install {
+		AptInstall(who, why, pkgs, log)
+		why = available()
+	}
+	return why
+}
+
 // ensureDriverTools installs spec.packages when a tool is missing and
 // install is set, and says why the driver still cannot be built.
 func ensureDriverTools(spec driverSpec, install bool, log io.Writer) error {
-	if why := spec.available(); why != "" && install {
-		AptInstall(spec.name, why, spec.packages, log)
-	}
-	why := spec.available()
+	why := EnsureTools(spec.name, spec.available, spec.packages, install, log)
 	switch {
 	case why == "":
 		return nil
