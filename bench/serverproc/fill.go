@@ -17,11 +17,6 @@ const BenchIndex = "bench"
 // body.
 const benchSchema = `{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`
 
-// CreateBenchIndex creates BenchIndex.
-func (p *Proc) CreateBenchIndex() error {
-	return p.Call("PUT", "/v1/indexes/"+BenchIndex, map[string]any{"schema": json.RawMessage(benchSchema)}, nil)
-}
-
 // DocBody is the body of document id: eight of the corpus's paragraphs ps
 // and a term per paragraph that few documents share.
 func DocBody(ps []string, id int) string {
@@ -33,10 +28,14 @@ func DocBody(ps []string, id int) string {
 	return s.String()
 }
 
-// Fill ingests documents into BenchIndex after those it holds (ids d<N>,
-// bodies DocBody), committing every 16 MiB batch, until its live segments
-// hold target bytes; it returns their size and the document count.
+// Fill puts BenchIndex (PUT with its schema) and ingests documents into
+// it after those it holds (ids d<N>, bodies DocBody), committing every
+// 16 MiB batch, until its live segments hold target bytes; it returns
+// their size and the document count.
 func (p *Proc) Fill(target int64) (size int64, docs int, err error) {
+	if err := p.Call("PUT", "/v1/indexes/"+BenchIndex, map[string]any{"schema": json.RawMessage(benchSchema)}, nil); err != nil {
+		return 0, 0, err
+	}
 	ps, err := corpus.Paragraphs()
 	if err != nil {
 		return 0, 0, fmt.Errorf("fill: %w", err)

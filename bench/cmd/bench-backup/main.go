@@ -82,9 +82,6 @@ func run(indexMB int, work string) (err error) {
 		return err
 	}
 	defer leader.Stop()
-	if err := leader.CreateBenchIndex(); err != nil {
-		return err
-	}
 	size, docs, err := leader.Fill(int64(indexMB) << 20)
 	if err != nil {
 		return err

@@ -58,9 +58,6 @@ func run(indexMB, commits int, work string) error {
 		return err
 	}
 	defer leader.Stop()
-	if err := leader.CreateBenchIndex(); err != nil {
-		return err
-	}
 	size, _, err := leader.Fill(int64(indexMB) << 20)
 	if err != nil {
 		return err
