@@ -90,10 +90,7 @@ type CorpusOptions struct {
 // when it is missing, or falls back to the comments and testdata of the Go
 // distribution when the package cannot be had.
 func PrepareCorpus(opts CorpusOptions) (*Corpus, error) {
-	log := opts.Log
-	if log == nil {
-		log = io.Discard
-	}
+	log := orDiscard(opts.Log)
 	dir := opts.Dir
 	if dir == "" {
 		dir = LinuxDocDir
@@ -122,20 +119,40 @@ func PrepareCorpus(opts CorpusOptions) (*Corpus, error) {
 			return nil, err
 		}
 	}
-	c.Docs, c.HeldOut = holdOut(c.Docs, opts.HeldOut)
-	if opts.MaxDocs > 0 && len(c.Docs) > opts.MaxDocs {
-		c.Docs = stride(c.Docs, opts.MaxDocs)
-		c.Name += fmt.Sprintf(" (strided sample of %d documents)", len(c.Docs))
-	}
+	c.sample(opts.HeldOut, opts.MaxDocs)
 	if opts.Shuffle {
 		c.Docs = Shuffled(c.Docs)
 		c.Name += ", shuffled"
 	}
+	c.sumBytes()
+	return c, nil
+}
+
+// sample holds heldOut documents out of c.Docs into c.HeldOut (see
+// holdOut), then keeps an evenly strided sample of at most maxDocs of the
+// rest (when maxDocs is positive), saying so in c.Name.
+func (c *Corpus) sample(heldOut, maxDocs int) {
+	c.Docs, c.HeldOut = holdOut(c.Docs, heldOut)
+	if maxDocs > 0 && len(c.Docs) > maxDocs {
+		c.Docs = stride(c.Docs, maxDocs)
+		c.Name += fmt.Sprintf(" (strided sample of %d documents)", len(c.Docs))
+	}
+}
+
+// sumBytes sets c.Bytes to the bytes of c.Docs.
+func (c *Corpus) sumBytes() {
 	c.Bytes = 0
 	for i := range c.Docs {
 		c.Bytes += int64(c.Docs[i].Bytes())
 	}
-	return c, nil
+}
+
+// orDiscard is log, or io.Discard when log is nil.
+func orDiscard(log io.Writer) io.Writer {
+	if log == nil {
+		return io.Discard
+	}
+	return log
 }
 
 // stride keeps n documents spread evenly over docs.

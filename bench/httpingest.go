@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/summadev/summa/bench/serverproc"
 )
 
 // HTTPRun is the ingest through summa-server in one repetition.
@@ -38,33 +38,6 @@ type HTTPRun struct {
 // IndexName is the index the HTTP ingest creates.
 const IndexName = "bench"
 
-// BuildServer builds cmd/summa-server of the module at root into dir.
-func BuildServer(ctx context.Context, root, dir string) (string, error) {
-	if root == "" {
-		return "", fmt.Errorf("module root unknown")
-	}
-	bin := filepath.Join(dir, "summa-server")
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/summa-server")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/summa-server: %v: %s", err, bytes.TrimSpace(out))
-	}
-	return bin, nil
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // server is one running summa-server process.
 type server struct {
 	cmd  *exec.Cmd
@@ -75,7 +48,7 @@ type server struct {
 }
 
 func startServer(ctx context.Context, bin, dataDir string) (*server, error) {
-	addr, err := freeAddr()
+	addr, err := serverproc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -93,10 +93,7 @@ type LargeCorpusOptions struct {
 // missing is named in the corpus's Name and in the log; the corpus is an
 // error only when no source has any document.
 func PrepareLargeCorpus(opts LargeCorpusOptions) (*Corpus, error) {
-	log := opts.Log
-	if log == nil {
-		log = io.Discard
-	}
+	log := orDiscard(opts.Log)
 	srcs := opts.Sources
 	if srcs == nil {
 		srcs = LargeSources
@@ -127,14 +124,8 @@ func PrepareLargeCorpus(opts LargeCorpusOptions) (*Corpus, error) {
 	if len(missing) > 0 {
 		c.Name += "; missing: " + strings.Join(missing, ", ")
 	}
-	c.Docs, c.HeldOut = holdOut(c.Docs, opts.HeldOut)
-	if opts.MaxDocs > 0 && len(c.Docs) > opts.MaxDocs {
-		c.Docs = stride(c.Docs, opts.MaxDocs)
-		c.Name += fmt.Sprintf(" (strided sample of %d documents)", len(c.Docs))
-	}
-	for i := range c.Docs {
-		c.Bytes += int64(c.Docs[i].Bytes())
-	}
+	c.sample(opts.HeldOut, opts.MaxDocs)
+	c.sumBytes()
 	return c, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/summadev/summa/bench/serverproc"
 )
 
 func (c *Config) logf(format string, args ...any) {
@@ -99,7 +101,7 @@ func Run(ctx context.Context, cfg Config, c *Corpus) (*Result, error) {
 	raw := NDJSON(c.Docs)
 	var httpBin string
 	if cfg.HTTP {
-		bin, err := BuildServer(ctx, cfg.ModuleRoot, cfg.WorkDir)
+		bin, err := serverproc.Build(ctx, cfg.ModuleRoot, cfg.WorkDir)
 		if err != nil {
 			res.HTTPSkipped = "summa-server not built"
 			cfg.logf("http: skipped (summa-server not built): %v", firstLine(strings.Split(err.Error(), "\n"), ""))

@@ -1,16 +1,12 @@
 package bench
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // xapianDriverSource is the C++ driver (bench/xapian/driver.cc).
@@ -20,11 +16,6 @@ var xapianDriverSource []byte
 
 // XapianPackages are the Debian packages the driver needs.
 var XapianPackages = []string{"libxapian-dev", "g++"}
-
-var xapianBuilds struct {
-	sync.Mutex
-	bins map[string]string
-}
 
 // XapianAvailable reports why the driver cannot be built here ("" when
 // g++ and the Xapian headers are present).
@@ -43,69 +34,27 @@ func XapianAvailable() string {
 // install is set and g++ or libxapian-dev is missing it runs apt-get
 // install first.
 func BuildXapianDriver(cacheDir string, install bool, log io.Writer) (string, error) {
-	if log == nil {
-		log = io.Discard
-	}
-	sum := sha256.Sum256(xapianDriverSource)
-	bin := filepath.Join(cacheDir, "xapian-driver-"+hex.EncodeToString(sum[:6]))
-	xapianBuilds.Lock()
-	defer xapianBuilds.Unlock()
-	if b, ok := xapianBuilds.bins[bin]; ok {
-		return b, nil
-	}
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if why := XapianAvailable(); why != "" && install {
-		AptInstall("xapian", why, XapianPackages, log)
-	}
-	if why := XapianAvailable(); why != "" {
-		return "", fmt.Errorf("xapian: %s", why)
-	}
+	return buildDriver(driverSpec{
+		name: "xapian", source: xapianDriverSource, packages: XapianPackages,
+		available: XapianAvailable, compile: compileXapianDriver,
+	}, cacheDir, install, log)
+}
+
+// compileXapianDriver compiles the driver with g++ into the file tmp.
+func compileXapianDriver(out, tmp string, log io.Writer) error {
 	flags, err := exec.Command("xapian-config", "--cxxflags", "--libs").Output()
 	if err != nil {
-		return "", fmt.Errorf("xapian: xapian-config: %w", err)
+		return fmt.Errorf("xapian: xapian-config: %w", err)
 	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return "", err
-	}
-	src := bin + ".cc"
+	src := out + ".cc"
 	if err := os.WriteFile(src, xapianDriverSource, 0o644); err != nil {
-		return "", err
+		return fmt.Errorf("xapian: %w", err)
 	}
 	defer os.Remove(src)
-	tmp := bin + ".tmp"
 	args := []string{"-O2", "-std=c++17", "-o", tmp, src}
 	args = append(args, strings.Fields(string(flags))...)
 	args = append(args, "-lpthread")
-	fmt.Fprintf(log, "xapian: g++ %s\n", strings.Join(args, " "))
-	if out, err := exec.Command("g++", args...).CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("xapian: compiling the driver: %v: %s", err, lastLines(out, 5))
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	removeStaleDrivers(cacheDir, "xapian-driver-", bin)
-	if xapianBuilds.bins == nil {
-		xapianBuilds.bins = map[string]string{}
-	}
-	xapianBuilds.bins[bin] = bin
-	return bin, nil
-}
-
-// removeStaleDrivers removes the drivers built from older sources: every
-// entry of cacheDir named prefix* but keep.
-func removeStaleDrivers(cacheDir, prefix, keep string) {
-	old, err := filepath.Glob(filepath.Join(cacheDir, prefix+"*"))
-	if err != nil {
-		return
-	}
-	for _, o := range old {
-		if o != keep {
-			os.RemoveAll(o)
-		}
-	}
+	return runCompiler("xapian", "g++", args, log)
 }
 
 // XapianVersion is the installed Xapian version, for the report.

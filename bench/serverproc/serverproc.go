@@ -1,11 +1,13 @@
 // Package serverproc runs summa-server processes for the benchmarks that
-// measure the real binary (bench-replication, bench-backup): start on a
+// measure the real binary (bench-replication, bench-backup; the build and
+// the port also for summa-bench's HTTP ingest): build it, start on a
 // loopback port, wait until ready, call the HTTP API, kill; and the
 // disk's sequential write rate those benchmarks print beside their own.
 package serverproc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -27,15 +30,54 @@ type Proc struct {
 	HC *http.Client
 }
 
+// WorkDir returns dir, or when dir is empty a new temporary directory
+// named prefix* that remove deletes (remove does nothing for dir).
+func WorkDir(dir, prefix string) (work string, remove func(), err error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("work directory: %w", err)
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}
+
+// Build builds cmd/summa-server of the module at root into dir (five
+// minutes at most) and returns the binary's path.
+func Build(ctx context.Context, root, dir string) (string, error) {
+	if root == "" {
+		return "", fmt.Errorf("module root unknown")
+	}
+	bin := filepath.Join(dir, "summa-server")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/summa-server")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./cmd/summa-server: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return bin, nil
+}
+
+// FreeAddr returns a loopback address with a port free right now.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("pick a port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
 // Start runs bin on dataDir on a free loopback port and waits until it
 // is ready.
 func Start(bin, dataDir string, extra ...string) (*Proc, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeAddr()
 	if err != nil {
-		return nil, fmt.Errorf("pick a port: %w", err)
+		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
 	return StartOn(bin, dataDir, addr, extra...)
 }
 

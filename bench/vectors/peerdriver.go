@@ -46,12 +46,7 @@ func PeersAvailable() string {
 // and install is set; it returns why the driver still cannot run ("" when
 // it can).
 func EnsurePeers(install bool, log io.Writer) string {
-	why := PeersAvailable()
-	if why != "" && install {
-		bench.AptInstall("peers", why, PeerPackages, log)
-		why = PeersAvailable()
-	}
-	return why
+	return bench.EnsureTools("peers", PeersAvailable, PeerPackages, install, log)
 }
 
 func lastLine(b []byte) string {

@@ -235,7 +235,7 @@ func (p *peerBench) exactTop(ctx context.Context) {
 				top := newScoredTop(denseK)
 				qv := p.qvec(q)
 				for i := 0; i < p.n; i++ {
-					top.offer(int32(i), dot64(qv, p.vec(i)))
+					top.offer(int32(i), search.Dot(qv, p.vec(i)))
 				}
 				p.exact[q] = top.ids()
 			}
@@ -256,7 +256,7 @@ func (p *peerBench) oursPass(run *ivf.Run, nprobe int) ([]int32, float64) {
 		top := newScoredTop(denseK)
 		qv := p.qvec(q)
 		for _, c := range cands.Sorted() {
-			top.offer(int32(c.Doc), dot64(qv, p.vec(int(c.Doc))))
+			top.offer(int32(c.Doc), search.Dot(qv, p.vec(int(c.Doc))))
 		}
 		ids = append(ids, top.padded()...)
 	}
@@ -302,16 +302,6 @@ func recallAgainst(ids []int32, truth [][]int32) float64 {
 		}
 	}
 	return float64(hit) / float64(len(truth)*denseK)
-}
-
-// dot64 is the engine's dot product (search.dot): float64 accumulation.
-func dot64(a, b []float32) float64 {
-	b = b[:len(a)]
-	var s float64
-	for i, x := range a {
-		s += float64(x) * float64(b[i])
-	}
-	return s
 }
 
 // scoredTop keeps the k highest-scoring ids (insertion into a sorted

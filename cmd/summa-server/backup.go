@@ -42,13 +42,7 @@ func parseBackupFlags(args []string, getenv func(string) string, stderr io.Write
 	if err := parseCommandLine(fs, args, getenv, "backup"); err != nil {
 		return cfg, err
 	}
-	switch {
-	case cfg.DataDir == "":
-		return cfg, errors.New("backup: --data-dir (or SUMMA_DATA_DIR) is required")
-	case cfg.To == "":
-		return cfg, errors.New("backup: --to (or SUMMA_TO) is required")
-	}
-	return cfg, nil
+	return cfg, firstBroken(required("backup", "data-dir", cfg.DataDir), required("backup", "to", cfg.To))
 }
 
 // runBackup copies the data directory offline and prints one JSON report

@@ -324,45 +324,29 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 // validate checks the values together.
 func (c *Config) validate() error {
 	m := c.Maintenance
-	switch {
-	case c.DataDir == "":
-		return errors.New("--data-dir (or SUMMA_DATA_DIR) is required")
-	case c.Listen == "" && !c.Doctor:
-		return errors.New("--listen must not be empty")
-	case c.ReportFile != "" && !c.Doctor:
-		return errors.New("--report-file applies only with --doctor")
-	case (c.ReportID != "" || c.SummaryFile != "") && !c.Doctor:
-		return errors.New("--report-id and --summary-file apply only with --doctor")
-	case c.ReportID != "" && !registry.ValidReportID(c.ReportID):
-		return fmt.Errorf("--report-id %q: %w", c.ReportID, registry.ErrInvalidReportID)
-	case c.ShutdownDeadline <= 0:
-		return errors.New("--shutdown-deadline must be positive")
-	case c.ShutdownDelay < 0 || c.ShutdownDelay >= c.ShutdownDeadline:
-		return errors.New("--shutdown-delay must be at least 0 and shorter than --shutdown-deadline")
-	case c.AutocommitInterval < 0:
-		return errors.New("--autocommit-interval must not be negative")
-	case c.IndexingWorkers < 0:
-		return errors.New("--indexing-workers must not be negative")
-	case c.CommitFlushTimeout <= 0:
-		return errors.New("--commit-flush-timeout must be positive")
-	case c.PublicationRetryLimit <= 0:
-		return errors.New("--publication-retry-limit must be positive")
-	case c.PublicationRetryMin <= 0 || c.PublicationRetryMax < c.PublicationRetryMin:
-		return errors.New("--publication-retry-min must be positive and at most --publication-retry-max")
-	case c.MaxDocumentBytes > c.MaxRequestBytes:
-		return errors.New("--max-document-bytes must not exceed --max-request-bytes")
-	case m.OptimizerThreads < 0:
-		return errors.New("--optimizer-threads must not be negative")
-	case m.OptimizerScanInterval <= 0:
-		return errors.New("--optimizer-scan-interval must be positive")
-	case m.OptimizerBackoffMin <= 0 || m.OptimizerBackoffMax < m.OptimizerBackoffMin:
-		return errors.New("--optimizer-backoff-min must be positive and at most --optimizer-backoff-max")
-	case m.OptimizerMaxUnconvergedPasses < 0:
-		return errors.New("--optimizer-max-unconverged-passes must not be negative")
-	case m.BPMemoryBudgetMB <= 0:
-		return errors.New("--bp-memory-budget-mb must be positive")
-	case m.BPTimeBudget <= 0:
-		return errors.New("--bp-time-budget must be positive")
+	err := firstBroken(
+		required("", "data-dir", c.DataDir),
+		rule(c.Listen == "" && !c.Doctor, "--listen must not be empty"),
+		rule(c.ReportFile != "" && !c.Doctor, "--report-file applies only with --doctor"),
+		rule((c.ReportID != "" || c.SummaryFile != "") && !c.Doctor, "--report-id and --summary-file apply only with --doctor"),
+		flagCheck{c.ReportID != "" && !registry.ValidReportID(c.ReportID), fmt.Errorf("--report-id %q: %w", c.ReportID, registry.ErrInvalidReportID)},
+		positive("shutdown-deadline", c.ShutdownDeadline),
+		rule(c.ShutdownDelay < 0 || c.ShutdownDelay >= c.ShutdownDeadline, "--shutdown-delay must be at least 0 and shorter than --shutdown-deadline"),
+		notNegative("autocommit-interval", c.AutocommitInterval),
+		notNegative("indexing-workers", c.IndexingWorkers),
+		positive("commit-flush-timeout", c.CommitFlushTimeout),
+		positive("publication-retry-limit", c.PublicationRetryLimit),
+		rule(c.PublicationRetryMin <= 0 || c.PublicationRetryMax < c.PublicationRetryMin, "--publication-retry-min must be positive and at most --publication-retry-max"),
+		rule(c.MaxDocumentBytes > c.MaxRequestBytes, "--max-document-bytes must not exceed --max-request-bytes"),
+		notNegative("optimizer-threads", m.OptimizerThreads),
+		positive("optimizer-scan-interval", m.OptimizerScanInterval),
+		rule(m.OptimizerBackoffMin <= 0 || m.OptimizerBackoffMax < m.OptimizerBackoffMin, "--optimizer-backoff-min must be positive and at most --optimizer-backoff-max"),
+		notNegative("optimizer-max-unconverged-passes", m.OptimizerMaxUnconvergedPasses),
+		positive("bp-memory-budget-mb", m.BPMemoryBudgetMB),
+		positive("bp-time-budget", m.BPTimeBudget),
+	)
+	if err != nil {
+		return err
 	}
 	if err := c.Follow.validate(c.Doctor); err != nil {
 		return err
@@ -389,23 +373,15 @@ func addS3Flags(fs *flag.FlagSet, c *s3backup.Config) {
 
 // validate checks the access flags.
 func (a *AccessConfig) validate() error {
-	switch {
-	case (a.TLSCertFile == "") != (a.TLSKeyFile == ""):
-		return errors.New("--tls-cert-file and --tls-key-file go together")
-	case a.ReloadInterval <= 0:
-		return errors.New("--access-reload-interval must be positive")
-	case a.ReadHeaderTimeout <= 0:
-		return errors.New("--read-header-timeout must be positive")
-	case a.ReadTimeout < 0:
-		return errors.New("--read-timeout must not be negative")
-	case a.WriteTimeout < 0:
-		return errors.New("--write-timeout must not be negative")
-	case a.IdleTimeout <= 0:
-		return errors.New("--idle-timeout must be positive")
-	case a.MaxConnections < 0:
-		return errors.New("--max-connections must not be negative")
-	}
-	return nil
+	return firstBroken(
+		rule((a.TLSCertFile == "") != (a.TLSKeyFile == ""), "--tls-cert-file and --tls-key-file go together"),
+		positive("access-reload-interval", a.ReloadInterval),
+		positive("read-header-timeout", a.ReadHeaderTimeout),
+		notNegative("read-timeout", a.ReadTimeout),
+		notNegative("write-timeout", a.WriteTimeout),
+		positive("idle-timeout", a.IdleTimeout),
+		notNegative("max-connections", a.MaxConnections),
+	)
 }
 
 // validate checks the follower flags.

@@ -60,17 +60,12 @@ func parseMaintainFlags(kind string, args []string, getenv func(string) string, 
 	if err := parseCommandLine(fs, args, getenv, kind); err != nil {
 		return cfg, err
 	}
-	switch {
-	case cfg.DataDir == "":
-		return cfg, fmt.Errorf("%s: --data-dir (or SUMMA_DATA_DIR) is required", kind)
-	case cfg.Op.Index != "" && !registry.ValidIndexName(cfg.Op.Index):
-		return cfg, fmt.Errorf("%s: --index %q is not a valid index name", kind, cfg.Op.Index)
-	case kind == "merge" && cfg.Op.MaxSegments < 1:
-		return cfg, fmt.Errorf("merge: --max-segments must be at least 1")
-	case cfg.IndexingWorkers < 1:
-		return cfg, fmt.Errorf("%s: --indexing-workers must be at least 1", kind)
-	}
-	return cfg, nil
+	return cfg, firstBroken(
+		required(kind, "data-dir", cfg.DataDir),
+		flagCheck{cfg.Op.Index != "" && !registry.ValidIndexName(cfg.Op.Index), fmt.Errorf("%s: --index %q is not a valid index name", kind, cfg.Op.Index)},
+		rule(kind == "merge" && cfg.Op.MaxSegments < 1, "merge: --max-segments must be at least 1"),
+		rule(cfg.IndexingWorkers < 1, kind+": --indexing-workers must be at least 1"),
+	)
 }
 
 // runMaintain runs `summa-server merge|compact|reorder`: offline

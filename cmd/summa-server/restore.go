@@ -55,19 +55,15 @@ func parseRestoreFlags(args []string, getenv func(string) string, stderr io.Writ
 	if err := parseCommandLine(fs, args, getenv, "restore"); err != nil {
 		return cfg, err
 	}
-	switch {
-	case cfg.DataDir == "":
-		return cfg, errors.New("restore: --data-dir (or SUMMA_DATA_DIR) is required")
-	case cfg.Index == "":
-		return cfg, errors.New("restore: --index (or SUMMA_INDEX) is required")
-	case !registry.ValidIndexName(cfg.Index):
-		return cfg, fmt.Errorf("restore: --index %q: %w", cfg.Index, registry.ErrInvalidIndexName)
-	case cfg.FromIndex != "" && !registry.ValidIndexName(cfg.FromIndex):
-		return cfg, fmt.Errorf("restore: --from-index %q: %w", cfg.FromIndex, registry.ErrInvalidIndexName)
-	case cfg.Backup != "" && !s3backup.ValidID(cfg.Backup):
-		return cfg, fmt.Errorf("restore: --backup %q: %w", cfg.Backup, s3backup.ErrInvalidID)
-	case !cfg.S3.Configured():
-		return cfg, errors.New("restore: the object store flags are required (--s3-endpoint, --s3-bucket, --s3-credentials-file)")
+	if err := firstBroken(
+		required("restore", "data-dir", cfg.DataDir),
+		required("restore", "index", cfg.Index),
+		flagCheck{!registry.ValidIndexName(cfg.Index), fmt.Errorf("restore: --index %q: %w", cfg.Index, registry.ErrInvalidIndexName)},
+		flagCheck{cfg.FromIndex != "" && !registry.ValidIndexName(cfg.FromIndex), fmt.Errorf("restore: --from-index %q: %w", cfg.FromIndex, registry.ErrInvalidIndexName)},
+		flagCheck{cfg.Backup != "" && !s3backup.ValidID(cfg.Backup), fmt.Errorf("restore: --backup %q: %w", cfg.Backup, s3backup.ErrInvalidID)},
+		rule(!cfg.S3.Configured(), "restore: the object store flags are required (--s3-endpoint, --s3-bucket, --s3-credentials-file)"),
+	); err != nil {
+		return cfg, err
 	}
 	if err := cfg.S3.Validate(); err != nil {
 		return cfg, fmt.Errorf("restore: %w", err)

@@ -40,16 +40,17 @@ func searchDense(ctx context.Context, s *schema.Schema, views []SegmentView, q *
 				return nil, 0, fmt.Errorf("search: segment view %d: dense vector of doc %d has %d dimensions, want %d", vi, d, len(vec), len(q.Vector))
 			}
 			if ok {
-				top.offer(scored{view: vi, doc: d, score: dot(q.Vector, vec)})
+				top.offer(scored{view: vi, doc: d, score: Dot(q.Vector, vec)})
 			}
 		}
 	}
 	return top, top.len(), nil
 }
 
-// dot returns the dot product of two vectors of equal length, summed in
-// float64 so that it cannot overflow.
-func dot(a, b []float32) float64 {
+// Dot returns the dot product of two vectors of equal length, summed in
+// float64 so that it cannot overflow: the score of vector search (the
+// benchmarks score their exact answers with it too).
+func Dot(a, b []float32) float64 {
 	b = b[:len(a)]
 	var s float64
 	for i, x := range a {

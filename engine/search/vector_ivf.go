@@ -75,7 +75,7 @@ func searchIVF(ctx context.Context, views []SegmentView, q *DenseQuery, top *top
 		if !ok || len(vec) != len(q.Vector) {
 			return nil, fmt.Errorf("search: segment view %d: doc %d is encoded but has no %d-dimension vector", c.Tag, c.Doc, len(q.Vector))
 		}
-		top.offer(scored{view: int(c.Tag), doc: c.Doc, score: dot(q.Vector, vec)})
+		top.offer(scored{view: int(c.Tag), doc: c.Doc, score: Dot(q.Vector, vec)})
 	}
 	return rest, nil
 }

@@ -12,7 +12,7 @@ func bruteDense(c *corpus, deleted map[int]bool, q []float32) map[int]float64 {
 	out := map[int]float64{}
 	for i, d := range c.docs {
 		if v := d.Fields[cEmb].Dense; v != nil && !deleted[i] {
-			out[i] = dot(q, v)
+			out[i] = Dot(q, v)
 		}
 	}
 	return out

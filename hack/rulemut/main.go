@@ -116,28 +116,20 @@ func main() {
 
 func run(only string, timeout time.Duration, keep bool) error {
 	start := time.Now()
-	list, err := selected(only)
+	list, root, err := selectedIn(only)
 	if err != nil {
 		return err
 	}
-	root, err := repoRoot()
+	scratch, err := scratchCopy(root)
+	if scratch != "" {
+		if keep {
+			fmt.Println("scratch copy:", scratch)
+		} else {
+			defer os.RemoveAll(scratch)
+		}
+	}
 	if err != nil {
 		return err
-	}
-	scratch, err := os.MkdirTemp("", "rulemut-")
-	if err != nil {
-		return fmt.Errorf("scratch directory: %w", err)
-	}
-	if keep {
-		fmt.Println("scratch copy:", scratch)
-	} else {
-		defer os.RemoveAll(scratch)
-	}
-	// A copy of the working tree as it is (uncommitted edits included),
-	// without .git and ignored build outputs: nothing done here can reach
-	// the checkout or its history.
-	if err := copyTree(root, scratch); err != nil {
-		return fmt.Errorf("copy the tree: %w", err)
 	}
 	passing, err := baseline(scratch, list, baselineTimeout)
 	if err != nil {
@@ -146,13 +138,12 @@ func run(only string, timeout time.Duration, keep bool) error {
 	// With -j, each further worker mutates a copy of its own.
 	dirs := []string{scratch}
 	for k := 1; k < jobs; k++ {
-		d, err := os.MkdirTemp("", "rulemut-")
-		if err != nil {
-			return fmt.Errorf("scratch directory: %w", err)
+		d, err := scratchCopy(root)
+		if d != "" {
+			defer os.RemoveAll(d)
 		}
-		defer os.RemoveAll(d)
-		if err := copyTree(root, d); err != nil {
-			return fmt.Errorf("copy the tree: %w", err)
+		if err != nil {
+			return err
 		}
 		dirs = append(dirs, d)
 	}
@@ -225,11 +216,7 @@ func printTable() {
 // checkAll applies every selected entry's edits in memory to the files of
 // the checkout and reports those that do not apply.
 func checkAll(only string) error {
-	list, err := selected(only)
-	if err != nil {
-		return err
-	}
-	root, err := repoRoot()
+	list, root, err := selectedIn(only)
 	if err != nil {
 		return err
 	}
@@ -259,6 +246,35 @@ func checkAll(only string) error {
 		return fmt.Errorf("%d entries do not apply", bad)
 	}
 	return nil
+}
+
+// scratchCopy copies the working tree at root as it is (uncommitted edits
+// included), without .git and ignored build outputs, into a new temporary
+// directory: nothing done there can reach the checkout or its history.
+// The directory is returned (to remove) even when the copy failed.
+func scratchCopy(root string) (string, error) {
+	d, err := os.MkdirTemp("", "rulemut-")
+	if err != nil {
+		return "", fmt.Errorf("scratch directory: %w", err)
+	}
+	if err := copyTree(root, d); err != nil {
+		return d, fmt.Errorf("copy the tree: %w", err)
+	}
+	return d, nil
+}
+
+// selectedIn returns the entries named in only (see selected) and the
+// root of the checkout they apply to.
+func selectedIn(only string) ([]Mutation, string, error) {
+	list, err := selected(only)
+	if err != nil {
+		return nil, "", err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	return list, root, nil
 }
 
 // selected returns the entries named in only (all if empty): a rule ID

@@ -16,6 +16,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -23,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/summadev/summa/bench/serverproc"
@@ -52,14 +52,11 @@ type backupStatus struct {
 
 // run is the whole benchmark.
 func run(indexMB int, work string) (err error) {
-	if work == "" {
-		d, err := os.MkdirTemp("", "bench-backup-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		work = d
+	work, remove, err := serverproc.WorkDir(work, "bench-backup-")
+	if err != nil {
+		return err
 	}
+	defer remove()
 	tb := &benchTB{dir: work}
 	defer tb.cleanup()
 	defer func() {
@@ -74,11 +71,9 @@ func run(indexMB int, work string) (err error) {
 	if _, ok := s3test.Binary(); !ok {
 		return fmt.Errorf("the S3 server binary is missing: run `make s3` (bench-backup runs it through make)")
 	}
-	bin := filepath.Join(work, "summa-server")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/summa-server")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build summa-server: %w", err)
+	bin, err := serverproc.Build(context.Background(), ".", work)
+	if err != nil {
+		return err
 	}
 	store := s3test.Start(tb)
 	const prefix = "bench"
@@ -87,11 +82,7 @@ func run(indexMB int, work string) (err error) {
 		return err
 	}
 	defer leader.Stop()
-	if err := leader.Call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
-		`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)}, nil); err != nil {
-		return err
-	}
-	size, docs, err := fill(leader, int64(indexMB)<<20)
+	size, docs, err := leader.Fill(int64(indexMB) << 20)
 	if err != nil {
 		return err
 	}
@@ -175,54 +166,12 @@ func change(p *serverproc.Proc, docs, n int) (int, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	for id := range picked {
-		_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body(ps, id+docs)})
+		_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": serverproc.DocBody(ps, id+docs)})
 	}
 	if err := p.Call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
 		return 0, err
 	}
 	return len(picked), p.Call("POST", "/v1/indexes/bench/commit", nil, nil)
-}
-
-// body is a document text made of the corpus's paragraphs.
-func body(ps []string, id int) string {
-	var s strings.Builder
-	for k := range 8 {
-		s.WriteString(ps[(id*7+k*13)%len(ps)])
-		s.WriteString(fmt.Sprintf(" w%dx%d ", id%5000, k))
-	}
-	return s.String()
-}
-
-// fill ingests documents until the index holds target bytes, committing
-// every 16 MiB batch, and returns the index's size and document count.
-func fill(p *serverproc.Proc, target int64) (int64, int, error) {
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		return 0, 0, err
-	}
-	var size int64
-	id := 0
-	for batch := 0; size < target; batch++ {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		for b.Len() < 16<<20 {
-			_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body(ps, id)})
-			id++
-		}
-		if err := p.Call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
-			return 0, 0, err
-		}
-		if err := p.Call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
-			return 0, 0, err
-		}
-		if size, err = p.IndexSize("bench"); err != nil {
-			return 0, 0, err
-		}
-		if batch%10 == 0 {
-			fmt.Fprintf(os.Stderr, "ingested %d documents, index %.0f MiB\n", id, float64(size)/(1<<20))
-		}
-	}
-	return size, id, nil
 }
 
 // tbFailure is a fatal error of the S3 server helper.

@@ -16,20 +16,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/summadev/summa/bench/serverproc"
-	"github.com/summadev/summa/internal/corpus"
 )
 
 func main() {
@@ -45,19 +41,14 @@ func main() {
 
 // run is the whole benchmark.
 func run(indexMB, commits int, work string) error {
-	if work == "" {
-		d, err := os.MkdirTemp("", "bench-replication-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		work = d
+	work, remove, err := serverproc.WorkDir(work, "bench-replication-")
+	if err != nil {
+		return err
 	}
-	bin := filepath.Join(work, "summa-server")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/summa-server")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build summa-server: %w", err)
+	defer remove()
+	bin, err := serverproc.Build(context.Background(), ".", work)
+	if err != nil {
+		return err
 	}
 	// Background maintenance off: the figures are the copy's, not those of
 	// a merge's output copied meanwhile.
@@ -67,11 +58,7 @@ func run(indexMB, commits int, work string) error {
 		return err
 	}
 	defer leader.Stop()
-	if err := leader.Call("PUT", "/v1/indexes/bench", map[string]any{"schema": json.RawMessage(
-		`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)}, nil); err != nil {
-		return err
-	}
-	size, err := fill(leader, int64(indexMB)<<20)
+	size, _, err := leader.Fill(int64(indexMB) << 20)
 	if err != nil {
 		return err
 	}
@@ -148,53 +135,6 @@ func lagSamples(leader, follower *proc, n int) ([]time.Duration, error) {
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	return lags, nil
-}
-
-// fill ingests documents made of the corpus's paragraphs until the
-// leader's index holds target bytes, committing every batch, and returns
-// the index's size.
-func fill(leader *proc, target int64) (int64, error) {
-	ps, err := corpus.Paragraphs()
-	if err != nil {
-		return 0, err
-	}
-	size, err := leader.IndexSize("bench")
-	if err != nil {
-		return 0, err
-	}
-	// A kept -dir: documents are added after those already there.
-	var st struct {
-		Documents int `json:"documents"`
-	}
-	if err := leader.Call("GET", "/v1/indexes/bench", nil, &st); err != nil {
-		return 0, err
-	}
-	for batch, id := 0, st.Documents; size < target; batch++ {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		for b.Len() < 16<<20 {
-			var body strings.Builder
-			for k := range 8 {
-				body.WriteString(ps[(id*7+k*13)%len(ps)])
-				body.WriteString(fmt.Sprintf(" w%dx%d ", id%5000, k))
-			}
-			_ = enc.Encode(map[string]string{"id": fmt.Sprintf("d%d", id), "body": body.String()})
-			id++
-		}
-		if err := leader.Call("POST", "/v1/indexes/bench/documents", b.String(), nil); err != nil {
-			return 0, err
-		}
-		if err := leader.Call("POST", "/v1/indexes/bench/commit", nil, nil); err != nil {
-			return 0, err
-		}
-		if size, err = leader.IndexSize("bench"); err != nil {
-			return 0, err
-		}
-		if batch%10 == 0 {
-			fmt.Fprintf(os.Stderr, "ingested %d documents, index %.0f MiB\n", id, float64(size)/(1<<20))
-		}
-	}
-	return size, nil
 }
 
 // proc is one summa-server process.
