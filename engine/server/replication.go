@@ -106,12 +106,8 @@ poll:
 		writeJSON(w, http.StatusOK, client.ReplicationState{Index: h.Name(), Generation: g})
 		return nil
 	}
-	snap, meta, err := idx.PinCommitted()
+	snap, meta, err := pinCommitted(h, idx, "run the doctor on the leader")
 	if err != nil {
-		h.Release()
-		if errors.Is(err, index.ErrQuarantined) {
-			return newError(http.StatusConflict, CodeSourceQuarantined, "%v: run the doctor on the leader", err)
-		}
 		return err
 	}
 	raw, err := json.Marshal(meta)
