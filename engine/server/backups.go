@@ -166,13 +166,8 @@ func (s *Server) startBackup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("index")
-	h, err := s.r.Acquire(name)
+	h, idx, err := opened(s.r.Acquire(name))
 	if err != nil {
-		return err
-	}
-	idx, err := h.Index()
-	if err != nil {
-		h.Release()
 		return err
 	}
 	snap, meta, err := pinCommitted(h, idx, "run the doctor before backing up")

@@ -9,6 +9,20 @@ import (
 	"github.com/summadev/summa/engine/registry"
 )
 
+// opened returns the handle an Acquire returned (h, err) with its open
+// index; when either fails, nothing stays acquired.
+func opened(h *registry.Handle, err error) (*registry.Handle, *index.Index, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := h.Index()
+	if err != nil {
+		h.Release()
+		return nil, nil, err
+	}
+	return h, idx, nil
+}
+
 // pinCommitted pins the committed generation of idx for a copy that
 // outlives the request (a backup's upload, a follower's download). On
 // failure it releases h; a quarantined source answers 409

@@ -71,13 +71,8 @@ func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	h, err := s.acquire(r)
+	h, idx, err := opened(s.acquire(r))
 	if err != nil {
-		return err
-	}
-	idx, err := h.Index()
-	if err != nil {
-		h.Release()
 		return err
 	}
 	deadline := time.NewTimer(wait)
