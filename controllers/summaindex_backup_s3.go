@@ -202,16 +202,7 @@ func desiredObjectStoreJobsNetworkPolicy(index *summav1.SummaIndex) networkingv1
 		seen[s3Port(s.Endpoint)] = true
 		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(s3Port(s.Endpoint)))})
 	}
-	return networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{
-			MatchLabels: index.Labels(),
-			MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{restoreContainer, pruneContainer},
-			}},
-		},
-		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-		Egress:      []networkingv1.NetworkPolicyEgressRule{{Ports: ports}},
-	}
+	return jobPodsNetworkPolicy(index, []networkingv1.NetworkPolicyEgressRule{{Ports: ports}}, restoreContainer, pruneContainer)
 }
 
 // deleteObjectStoreJobsPolicy removes the restore and prune Jobs' policy

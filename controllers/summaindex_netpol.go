@@ -79,14 +79,22 @@ func desiredNetworkPolicy(index *summav1.SummaIndex, operatorNamespace string) n
 // desiredJobsNetworkPolicy selects the doctor and backup Jobs' pods and
 // admits nothing in or out.
 func desiredJobsNetworkPolicy(index *summav1.SummaIndex) networkingv1.NetworkPolicySpec {
+	return jobPodsNetworkPolicy(index, nil, backupContainer, doctorContainer)
+}
+
+// jobPodsNetworkPolicy selects the pods of index's Jobs of the given
+// components and admits nothing in, and out only what egress admits.
+func jobPodsNetworkPolicy(index *summav1.SummaIndex, egress []networkingv1.NetworkPolicyEgressRule,
+	components ...string) networkingv1.NetworkPolicySpec {
 	return networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{
 			MatchLabels: index.Labels(),
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: []string{backupContainer, doctorContainer},
+				Key: LabelComponent, Operator: metav1.LabelSelectorOpIn, Values: components,
 			}},
 		},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		Egress:      egress,
 	}
 }
 

@@ -144,15 +144,7 @@ func (s *statusWatches) begin(key types.NamespacedName) {
 // finish ends a pass of key: a watch the pass did not keep stops (the
 // engine is not ready, the index is suspended, deleted, restarting...).
 func (s *statusWatches) finish(key types.NamespacedName) {
-	if s == nil {
-		return // a reconciler not set up with a manager (unit tests)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if w := s.m[key]; w != nil && !w.kept {
-		w.cancel()
-		delete(s.m, key)
-	}
+	s.end(key, false)
 }
 
 // ensure keeps a watch of key on target, waiting for status to move away
@@ -186,12 +178,17 @@ func (s *statusWatches) ensure(key types.NamespacedName, target watchTarget, gen
 
 // stop ends key's watch (the index is gone).
 func (s *statusWatches) stop(key types.NamespacedName) {
+	s.end(key, true)
+}
+
+// end stops key's watch: one kept by the current pass only when evenKept.
+func (s *statusWatches) end(key types.NamespacedName, evenKept bool) {
 	if s == nil {
 		return // a reconciler not set up with a manager (unit tests)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.m[key]; w != nil {
+	if w := s.m[key]; w != nil && (evenKept || !w.kept) {
 		w.cancel()
 		delete(s.m, key)
 	}

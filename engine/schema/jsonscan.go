@@ -379,16 +379,10 @@ func (m *memberScanner) number() *scanError {
 			i++
 		}
 	}
+	var err *scanError
 	if i < len(d) && d[i] == '.' {
-		i++
-		if i == len(d) {
-			return errUnexpectedEOF
-		}
-		if !isDigit(d[i]) {
-			return badChar(d[i], "after decimal point in numeric literal")
-		}
-		for i < len(d) && isDigit(d[i]) {
-			i++
+		if i, err = digits(d, i+1, "after decimal point in numeric literal"); err != nil {
+			return err
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -396,18 +390,28 @@ func (m *memberScanner) number() *scanError {
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		if i == len(d) {
-			return errUnexpectedEOF
-		}
-		if !isDigit(d[i]) {
-			return badChar(d[i], "in exponent of numeric literal")
-		}
-		for i < len(d) && isDigit(d[i]) {
-			i++
+		if i, err = digits(d, i, "in exponent of numeric literal"); err != nil {
+			return err
 		}
 	}
 	m.pos = i
 	return nil
+}
+
+// digits reads the one or more digits of a number's fraction or exponent
+// at d[i:] and returns the index after them; where says where they are in
+// the error for a byte that is not a digit.
+func digits(d []byte, i int, where string) (int, *scanError) {
+	if i == len(d) {
+		return i, errUnexpectedEOF
+	}
+	if !isDigit(d[i]) {
+		return i, badChar(d[i], where)
+	}
+	for i < len(d) && isDigit(d[i]) {
+		i++
+	}
+	return i, nil
 }
 
 // literal reads true, false or null.

@@ -240,30 +240,25 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 func runTerm(t *ticker, seg Segment, fp *fieldPlan, pl postings, g gate, acc *accumulator, cands []uint32) error {
 	vs := fp.viewScorer(seg)
 	pl.SkipPositions() // frequencies only, decoded for the blocks that match
-	if cands != nil {
-		for _, d := range cands {
-			if err := t.tick(); err != nil {
-				return err
-			}
-			if !pl.Advance(d) {
-				break
-			}
-			if pl.Doc() != d || !acc.admits(g, d) {
-				continue
-			}
-			var s float64
-			if g.score {
-				s = vs.score(d, pl.Freq())
-			}
-			acc.match(g, d, s)
-		}
-		return pl.Err()
-	}
-	for pl.Next() {
+	for i := 0; ; {
 		if err := t.tick(); err != nil {
 			return err
 		}
-		d := pl.Doc()
+		var d uint32
+		if cands != nil {
+			if i == len(cands) || !pl.Advance(cands[i]) {
+				break
+			}
+			d, i = cands[i], i+1
+			if pl.Doc() != d {
+				continue
+			}
+		} else {
+			if !pl.Next() {
+				break
+			}
+			d = pl.Doc()
+		}
 		if !acc.admits(g, d) {
 			continue
 		}

@@ -272,17 +272,12 @@ func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm 
 				}
 				data = binary.AppendUvarint(data, uint64(p.tf))
 			}
-			entries = append(entries, tfCode(maxTF))
-			if kind == bmTokenized {
-				entries = append(entries, ratioCode(minDL, minTF))
-			}
+			entries = appendTextCodes(entries, kind == bmTokenized, maxTF, minDL, minTF)
 		}
-		entries = append(entries, byte(j-i-1))
-		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
+		entries = appendBlockEnd(entries, j-i, len(data)-start)
 		i = j
 	}
-	e.entries, e.data = entries, data
-	return appendBMRecord(dst, nBlocks, entries, data)
+	return e.record(dst, nBlocks, entries, data)
 }
 
 // encodeTextBlocks is encodeBlocks for a text or exact field (tokenized:
@@ -329,16 +324,11 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 				minDL, minTF = minRatio(minDL, minTF, norm(doc), tf)
 			}
 		}
-		entries = append(entries, tfCode(maxTF))
-		if tokenized {
-			entries = append(entries, ratioCode(minDL, minTF))
-		}
-		entries = append(entries, byte(j-i-1))
-		entries = binary.AppendUvarint(entries, uint64(len(data)-start))
+		entries = appendTextCodes(entries, tokenized, maxTF, minDL, minTF)
+		entries = appendBlockEnd(entries, j-i, len(data)-start)
 		i = j
 	}
-	e.entries, e.data = entries, data
-	return appendBMRecord(dst, nBlocks, entries, data)
+	return e.record(dst, nBlocks, entries, data)
 }
 
 // minRatio is the smaller of the ratios minDL/minTF and dl/tf, found
@@ -353,6 +343,31 @@ func minRatio(minDL, minTF, dl, tf uint32) (uint32, uint32) {
 		return dl, tf
 	}
 	return minDL, minTF
+}
+
+// appendTextCodes appends the codes of a text or exact field's block entry:
+// its largest frequency and, for a tokenized field, its smallest ratio of
+// field length to frequency.
+func appendTextCodes(entries []byte, tokenized bool, maxTF, minDL, minTF uint32) []byte {
+	entries = append(entries, tfCode(maxTF))
+	if tokenized {
+		entries = append(entries, ratioCode(minDL, minTF))
+	}
+	return entries
+}
+
+// appendBlockEnd appends the end of a block's entry: its number of docs
+// minus one, then the length of its data.
+func appendBlockEnd(entries []byte, docs, dataLen int) []byte {
+	entries = append(entries, byte(docs-1))
+	return binary.AppendUvarint(entries, uint64(dataLen))
+}
+
+// record keeps entries and data as e's buffers for the next term and
+// appends the term's record to dst.
+func (e *bmEncoder) record(dst []byte, nBlocks int, entries, data []byte) []byte {
+	e.entries, e.data = entries, data
+	return appendBMRecord(dst, nBlocks, entries, data)
 }
 
 // appendBMRecord appends a term's block-max record to dst: its number of

@@ -28,20 +28,16 @@ func wantBlockMax(f *schema.Field) bool {
 // dictionaries; their term counts must agree.
 func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, dicts, sparse []*dict) ([]*bmField, error) {
 	fields := make([]*bmField, len(s.Fields))
-	dir, err := splitDirectory(payload, id, SuffixBlockMax)
-	if err != nil {
-		return nil, err
-	}
-	d := decoder{b: dir}
-	if n := d.uvarint(); d.err == nil && n != uint64(numDocs) {
-		return nil, corruptf(id, SuffixBlockMax, "%d documents, segment has %d", n, numDocs)
-	}
-	if sh := d.uvarint(); d.err == nil && sh != BlockShift {
-		return nil, corruptf(id, SuffixBlockMax, "block shift %d, want %d", sh, BlockShift)
+	var body []byte // the payload before the directory
+	prologue := func(d *decoder) error {
+		if sh := d.uvarint(); d.err == nil && sh != BlockShift {
+			return corruptf(id, SuffixBlockMax, "block shift %d, want %d", sh, BlockShift)
+		}
+		body = payload[:len(payload)-len(d.b)-8]
+		return nil
 	}
 	want := func(i int) bool { return wantBlockMax(&s.Fields[i]) }
-	body := payload[:len(payload)-len(dir)-8]
-	err = readFieldList(&d, id, SuffixBlockMax, want, len(s.Fields), func(d *decoder, ord int) error {
+	err := fieldSetAfter(id, SuffixBlockMax, payload, numDocs, prologue, want, len(s.Fields), func(d *decoder, ord int) error {
 		f := &bmField{kind: d.u8(), numTerms: d.u32v()}
 		recOff, recLen, tableOff := d.uvarint(), d.uvarint(), d.uvarint()
 		if d.err != nil {
@@ -75,10 +71,6 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32,
 	})
 	if err != nil {
 		return nil, err
-	}
-	d.done()
-	if d.err != nil {
-		return nil, corruptf(id, SuffixBlockMax, "directory: %v", d.err)
 	}
 	return fields, nil
 }

@@ -167,15 +167,8 @@ func (b *Builder) addTerms(fb *fieldBuilder, doc uint32, v *schema.Values) int64
 			next := base
 			analysis.Tokenize(text, func(term string, pos uint32) {
 				p := base + pos
-				id, ok := ix.ids[term]
-				if !ok {
-					id = ix.newTerm(term)
-					mem += int64(len(term)) + termOverhead
-				}
-				t := &ix.terms[id]
-				if t.seen != seen {
-					t.seen, t.freq = seen, 0
-					touched = append(touched, id)
+				t := ix.occurrence(term, seen, &touched, &mem)
+				if t.freq == 0 {
 					t.pos = binary.AppendUvarint(t.pos, uint64(p))
 				} else {
 					t.pos = binary.AppendUvarint(t.pos, uint64(p-t.lastPos))
@@ -191,17 +184,7 @@ func (b *Builder) addTerms(fb *fieldBuilder, doc uint32, v *schema.Values) int64
 		mem += int64(length) + 4
 	} else {
 		for _, term := range fb.field.ExactTerms(v) {
-			id, ok := ix.ids[term]
-			if !ok {
-				id = ix.newTerm(term)
-				mem += int64(len(term)) + termOverhead
-			}
-			t := &ix.terms[id]
-			if t.seen != seen {
-				t.seen, t.freq = seen, 0
-				touched = append(touched, id)
-			}
-			t.freq++
+			ix.occurrence(term, seen, &touched, &mem).freq++
 			length++
 		}
 	}
@@ -243,6 +226,25 @@ func (b *Builder) Reserve(prev *Builder) {
 
 // maxReserveTerms bounds Reserve's tables per field.
 const maxReserveTerms = 1 << 20
+
+// occurrence returns the postings of term for one more occurrence in the
+// document being added (seen is its number plus one). A term seen for the
+// first time is registered (its memory added to *mem); on its first
+// occurrence in the document its count restarts at 0 and its ID is
+// appended to *touched.
+func (ix *indexBuilder) occurrence(term string, seen uint32, touched *[]uint32, mem *int64) *termPostings {
+	id, ok := ix.ids[term]
+	if !ok {
+		id = ix.newTerm(term)
+		*mem += int64(len(term)) + termOverhead
+	}
+	t := &ix.terms[id]
+	if t.seen != seen {
+		t.seen, t.freq = seen, 0
+		*touched = append(*touched, id)
+	}
+	return t
+}
 
 func (ix *indexBuilder) newTerm(term string) uint32 {
 	id := uint32(len(ix.terms))

@@ -206,6 +206,14 @@ func writeOffsets(w *fileWriter, offs []uint64, width int) {
 // one field list (see readFieldList).
 func fieldSet(id segid.ID, suffix string, payload []byte, numDocs uint32, want func(int) bool, nFields int,
 	fn func(d *decoder, ord int) error) error {
+	return fieldSetAfter(id, suffix, payload, numDocs, nil, want, nFields, fn)
+}
+
+// fieldSetAfter is fieldSet for a directory whose prologue goes on after
+// numDocs: prologue, when not nil, reads the rest of it from d (whose b
+// is the whole directory).
+func fieldSetAfter(id segid.ID, suffix string, payload []byte, numDocs uint32, prologue func(d *decoder) error,
+	want func(int) bool, nFields int, fn func(d *decoder, ord int) error) error {
 	dir, err := splitDirectory(payload, id, suffix)
 	if err != nil {
 		return err
@@ -213,6 +221,11 @@ func fieldSet(id segid.ID, suffix string, payload []byte, numDocs uint32, want f
 	d := decoder{b: dir}
 	if n := d.uvarint(); d.err == nil && n != uint64(numDocs) {
 		return corruptf(id, suffix, "%d documents, segment has %d", n, numDocs)
+	}
+	if prologue != nil {
+		if err := prologue(&d); err != nil {
+			return err
+		}
 	}
 	if err := readFieldList(&d, id, suffix, want, nFields, fn); err != nil {
 		return err

@@ -14,17 +14,9 @@ import (
 // each run's shape, its model hash against its centroids, and that the
 // runs of a field hold as many vectors as the vec file has for it.
 func openIVF(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, dense []*denseCol) ([][]*ivf.Run, error) {
-	dir, err := splitDirectory(payload, id, SuffixIVF)
-	if err != nil {
-		return nil, err
-	}
 	out := make([][]*ivf.Run, len(s.Fields))
-	d := decoder{b: dir}
-	if n := d.uvarint(); d.err == nil && n != uint64(numDocs) {
-		return nil, corruptf(id, SuffixIVF, "%d documents, segment has %d", n, numDocs)
-	}
 	want := func(i int) bool { return IsBinaryIVF(&s.Fields[i]) }
-	err = readFieldList(&d, id, SuffixIVF, want, len(s.Fields), func(d *decoder, ord int) error {
+	err := fieldSet(id, SuffixIVF, payload, numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
 		words := d.intv(ivf.Words(schema.MaxDenseDims))
 		nRuns := d.intv(len(payload))
 		if d.err != nil {
@@ -58,10 +50,6 @@ func openIVF(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, dens
 	})
 	if err != nil {
 		return nil, err
-	}
-	d.done()
-	if d.err != nil {
-		return nil, corruptf(id, SuffixIVF, "directory: %v", d.err)
 	}
 	return out, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/summadev/summa/client"
-	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/s3backup"
 )
@@ -167,21 +166,12 @@ func (s *Server) startBackup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("index")
-	h, err := s.r.Acquire(name)
+	h, idx, err := opened(s.r.Acquire(name))
 	if err != nil {
 		return err
 	}
-	idx, err := h.Index()
+	snap, meta, err := pinCommitted(h, idx, "run the doctor before backing up")
 	if err != nil {
-		h.Release()
-		return err
-	}
-	snap, meta, err := idx.PinCommitted()
-	if err != nil {
-		h.Release()
-		if errors.Is(err, index.ErrQuarantined) {
-			return newError(http.StatusConflict, CodeSourceQuarantined, "%v: run the doctor before backing up", err)
-		}
 		return err
 	}
 	now := time.Now().UTC()

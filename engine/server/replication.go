@@ -71,13 +71,8 @@ func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	h, err := s.acquire(r)
+	h, idx, err := opened(s.acquire(r))
 	if err != nil {
-		return err
-	}
-	idx, err := h.Index()
-	if err != nil {
-		h.Release()
 		return err
 	}
 	deadline := time.NewTimer(wait)
@@ -106,12 +101,8 @@ poll:
 		writeJSON(w, http.StatusOK, client.ReplicationState{Index: h.Name(), Generation: g})
 		return nil
 	}
-	snap, meta, err := idx.PinCommitted()
+	snap, meta, err := pinCommitted(h, idx, "run the doctor on the leader")
 	if err != nil {
-		h.Release()
-		if errors.Is(err, index.ErrQuarantined) {
-			return newError(http.StatusConflict, CodeSourceQuarantined, "%v: run the doctor on the leader", err)
-		}
 		return err
 	}
 	raw, err := json.Marshal(meta)

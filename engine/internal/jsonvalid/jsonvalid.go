@@ -73,29 +73,21 @@ func Valid(data []byte) bool {
 			return false
 		}
 		switch c := data[i]; {
-		case c == '{':
-			if !st.push(true) {
+		case c == '{' || c == '[':
+			object := c == '{'
+			if !st.push(object) {
 				return false
 			}
 			i = skipSpace(data, i+1)
-			if i < len(data) && data[i] == '}' {
+			if i < len(data) && data[i] == c+2 { // '}' or ']': empty
 				st.depth--
 				i++
 				break
 			}
-			if i = member(data, i); i < 0 {
-				return false
-			}
-			continue
-		case c == '[':
-			if !st.push(false) {
-				return false
-			}
-			i = skipSpace(data, i+1)
-			if i < len(data) && data[i] == ']' {
-				st.depth--
-				i++
-				break
+			if object {
+				if i = member(data, i); i < 0 {
+					return false
+				}
 			}
 			continue
 		case c == '"':
