@@ -30,6 +30,9 @@ func TestQ06_MergePreflightQuarantinesCorruptBlockMax(t *testing.T) {
 	if len(st.Quarantined) != 1 || st.Quarantined[0].Segment != victim {
 		t.Fatalf("quarantine %+v", st.Quarantined)
 	}
+	if n := idx.QuarantinedCount(); n != 1 || !idx.IsQuarantined(victim) {
+		t.Fatalf("QuarantinedCount %d, IsQuarantined(%s) %v: want the status's 1 and true", n, victim, idx.IsQuarantined(victim))
+	}
 	checkOwned(t, fs, idx)
 }
 

@@ -215,6 +215,44 @@ func TestM09_MergeWithNewInputsResetsStallHistory(t *testing.T) {
 	wantDebt(t, entry(t, idx, res.Output).Seismic, readerDebt(t, idx, res.Output), 0, 0)
 }
 
+// TestM09_MergePlacesNothingNew: merges, compaction and reorder copy the
+// sources' encoded runs and place no pending dimension, not even one
+// that would cost a single posting: with every dimension pending in both
+// sources (flushes that place nothing), the merged output owes every
+// dimension of the union, the first in dictionary order (one posting,
+// the cheapest placement there is) included.
+func TestM09_MergePlacesNothingNew(t *testing.T) {
+	idx, _ := seisIndex(t, -1)
+	addCommit(t, idx, 0, 20)
+	lone, err := seisSchema.ParseDocument([]byte(`{"id":"lone","body":"lone","sp":{"0first":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(append(seisDocs(t, 20, 40), lone)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, idx)
+	union := map[string]bool{"0first": true}
+	for _, p := range paragraphs(t, 40) {
+		for _, w := range analysis.Terms(p) {
+			union[w] = true
+		}
+	}
+	for _, s := range idx.Metadata().Segments {
+		if s.Seismic == nil || s.Seismic.PendingTerms == 0 {
+			t.Fatalf("setup: a flush with a negative budget placed dimensions of %s: %+v", s.ID, s.Seismic)
+		}
+	}
+	res, err := idx.ForceMerge(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readerDebt(t, idx, res.Output); got != len(union) {
+		t.Fatalf("the merged output owes %d dimensions, want all %d of its sources (a merge places nothing new)", got, len(union))
+	}
+	wantDebt(t, entry(t, idx, res.Output).Seismic, len(union), 0, 0)
+}
+
 // TestM09_UnchangedSingleSourceReplacementPreservesHistory: compaction
 // and BP reorder of one source keep its Seismic counters (and carry its
 // runs, so the debt is unchanged).
