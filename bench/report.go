@@ -198,6 +198,7 @@ func (res *Result) Text(command string) string {
 		b.WriteString(res.bpLine())
 		b.WriteString("\n")
 	}
+	b.WriteString(res.labelLines(res.sizeLines()))
 	fmt.Fprintf(&b, "elapsed: %s\n", res.Elapsed.Round(time.Second))
 	return b.String()
 }
