@@ -151,10 +151,23 @@ func (r *engineRun) segmentsPhase(qs []Query, fixed int) error {
 	if err := r.searches(qs, fixed); err != nil {
 		return err
 	}
+	var secs []SizeEntry
+	if x, ok := e.(sectionSizer); ok {
+		if secs, err = x.SectionSizes(); err != nil {
+			return err
+		}
+	}
 	if err := e.Close(r.ctx); err != nil {
 		return err
 	}
-	run.MergedBytes, err = dirSize(dir)
+	if run.MergedBytes, err = dirSize(dir); err != nil {
+		return err
+	}
+	if secs != nil {
+		run.MergedSections = addOtherFiles(secs, run.MergedBytes)
+	} else {
+		run.MergedSections, err = FileKindSizes(dir)
+	}
 	return err
 }
 

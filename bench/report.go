@@ -198,6 +198,7 @@ func (res *Result) Text(command string) string {
 		b.WriteString(res.bpLine())
 		b.WriteString("\n")
 	}
+	b.WriteString(res.labelLines(res.sizeLines()))
 	fmt.Fprintf(&b, "elapsed: %s\n", res.Elapsed.Round(time.Second))
 	return b.String()
 }
@@ -481,7 +482,9 @@ peers" names it.
   segment per commit; a Xapian glass database is always one set of
   B-trees (segments = 1).
 - **index_bytes**: the closed index directory after the ingest;
-  index_bytes_merged: after the force merge. ingest_alloc_mb: Go heap
+  index_bytes_merged: after the force merge, broken down by the
+  "index bytes by section (merged)" lines (ours by section of the
+  segment format, a peer by kind of file). ingest_alloc_mb: Go heap
   bytes allocated during the ingest (process-wide).
 - **\*_cpu**: CPU time (user + system, getrusage) of the ingest, of the
   merge, and per query of the sequential search rounds (for Xapian, this

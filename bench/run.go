@@ -172,6 +172,9 @@ type EngineRun struct {
 	MergeErr string
 	// MergedBytes is the closed index directory's size after the merge.
 	MergedBytes int64
+	// MergedSections breaks MergedBytes down: ours by section of the
+	// segment format, a peer by kind of file (see sizeLines).
+	MergedSections []SizeEntry
 	// Search latencies (one query at a time, fixed and heading queries)
 	// and QPS (GOMAXPROCS clients, fixed queries).
 	Search   Dist

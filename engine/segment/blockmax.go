@@ -433,9 +433,14 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 		recLen := w.offset() - recOff
 		offs = append(offs, recLen)
 		tableOff := w.offset()
-		tbl := make([]byte, 0, 8*len(offs))
+		width := bmTableWidth(recLen)
+		tbl := make([]byte, 0, width*len(offs))
 		for _, o := range offs {
-			tbl = binary.LittleEndian.AppendUint64(tbl, o)
+			if width == 4 {
+				tbl = binary.LittleEndian.AppendUint32(tbl, uint32(o))
+			} else {
+				tbl = binary.LittleEndian.AppendUint64(tbl, o)
+			}
 		}
 		w.write(tbl)
 		dir = binary.AppendUvarint(dir, uint64(i))
@@ -444,6 +449,7 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 		dir = binary.AppendUvarint(dir, recOff)
 		dir = binary.AppendUvarint(dir, recLen)
 		dir = binary.AppendUvarint(dir, tableOff)
+		dir = append(dir, byte(width))
 		nFields++
 	}
 	w.beginDirectory()
@@ -452,6 +458,16 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	w.uvarint(uint64(nFields))
 	w.write(dir)
 	return w.err
+}
+
+// bmTableWidth is the width of a field's record offsets: 4 bytes when
+// its records end below 4 GiB, else 8 (format version 2; version 1 files
+// always have 8, legacyBlockMaxVersion).
+func bmTableWidth(recLen uint64) int {
+	if recLen <= math.MaxUint32 {
+		return 4
+	}
+	return 8
 }
 
 // writeMergedRecords writes the records a merge encoded for a field whose

@@ -15,7 +15,16 @@ type bmField struct {
 	kind     byte
 	numTerms uint32
 	records  []byte
-	table    []byte // numTerms+1 uint64 offsets into records
+	table    []byte // numTerms+1 offsets into records, width bytes each (LE)
+	width    int    // 4 or 8
+}
+
+// offset returns entry i of the offset table.
+func (f *bmField) offset(i uint32) uint64 {
+	if f.width == 4 {
+		return uint64(binary.LittleEndian.Uint32(f.table[4*uint64(i):]))
+	}
+	return binary.LittleEndian.Uint64(f.table[8*uint64(i):])
 }
 
 // wantBlockMax reports whether field f has block maxima: every field with
@@ -24,9 +33,10 @@ func wantBlockMax(f *schema.Field) bool {
 	return hasDict(f) || (f.IsIndexed() && f.Type == schema.SparseVector)
 }
 
-// openBlockMax reads the bmax directory. dicts and sparse are the field's
-// dictionaries; their term counts must agree.
-func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, dicts, sparse []*dict) ([]*bmField, error) {
+// openBlockMax reads the bmax directory of a file of the given format
+// version. dicts and sparse are the field's dictionaries; their term
+// counts must agree.
+func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDocs uint32, dicts, sparse []*dict) ([]*bmField, error) {
 	fields := make([]*bmField, len(s.Fields))
 	var body []byte // the payload before the directory
 	prologue := func(d *decoder) error {
@@ -38,10 +48,16 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32,
 	}
 	want := func(i int) bool { return wantBlockMax(&s.Fields[i]) }
 	err := fieldSetAfter(id, SuffixBlockMax, payload, numDocs, prologue, want, len(s.Fields), func(d *decoder, ord int) error {
-		f := &bmField{kind: d.u8(), numTerms: d.u32v()}
+		f := &bmField{kind: d.u8(), numTerms: d.u32v(), width: 8}
 		recOff, recLen, tableOff := d.uvarint(), d.uvarint(), d.uvarint()
+		if version != legacyBlockMaxVersion {
+			f.width = int(d.u8())
+		}
 		if d.err != nil {
 			return nil
+		}
+		if f.width != 4 && f.width != 8 || f.width == 4 && recLen > math.MaxUint32 {
+			return corruptf(id, SuffixBlockMax, "field %d: offset width %d for %d bytes of records", ord, f.width, recLen)
 		}
 		wantKind, dc := byte(bmExact), dicts[ord]
 		switch {
@@ -60,10 +76,10 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32,
 		if f.records, ok = subslice(body, recOff, recLen); !ok {
 			return corruptf(id, SuffixBlockMax, "field %d: records [%d,+%d) outside payload", ord, recOff, recLen)
 		}
-		if f.table, ok = subslice(body, tableOff, 8*(uint64(f.numTerms)+1)); !ok {
+		if f.table, ok = subslice(body, tableOff, uint64(f.width)*(uint64(f.numTerms)+1)); !ok {
 			return corruptf(id, SuffixBlockMax, "field %d: offset table of %d terms outside payload", ord, f.numTerms)
 		}
-		if end := binary.LittleEndian.Uint64(f.table[8*f.numTerms:]); end != recLen {
+		if end := f.offset(f.numTerms); end != recLen {
 			return corruptf(id, SuffixBlockMax, "field %d: offset table ends at %d, records hold %d", ord, end, recLen)
 		}
 		fields[ord] = f
@@ -80,8 +96,7 @@ func (f *bmField) record(id segid.ID, ord uint32) ([]byte, error) {
 	if ord >= f.numTerms {
 		return nil, corruptf(id, SuffixBlockMax, "term ordinal %d out of %d", ord, f.numTerms)
 	}
-	a := binary.LittleEndian.Uint64(f.table[8*ord:])
-	b := binary.LittleEndian.Uint64(f.table[8*ord+8:])
+	a, b := f.offset(ord), f.offset(ord+1)
 	if a > b || b > uint64(len(f.records)) {
 		return nil, corruptf(id, SuffixBlockMax, "term %d record spans [%d,%d) of %d bytes", ord, a, b, len(f.records))
 	}
@@ -333,7 +348,7 @@ func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 		c.err = err
 		return
 	}
-	if a := binary.LittleEndian.Uint64(f.table[8*ord:]); ord == 0 && a != 0 {
+	if a := f.offset(ord); ord == 0 && a != 0 {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: first record starts at %d", field, a)
 		return
 	}

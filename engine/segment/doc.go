@@ -250,10 +250,14 @@
 // offsets within the block (increasing), then count uvarint frequencies or
 // float32 weights: a copy of the postings cut by block, so a block is
 // scored without reading the rest of the list. After a field's records,
-// an offset table of numTerms+1 uint64 (record starts, then the end).
+// an offset table of numTerms+1 offsets (record starts, then the end),
+// each 4 bytes when the field's records end below 4 GiB, else 8.
 // Directory: numDocs, BlockShift, nFields, per field: ordinal, kind byte
 // (1 exact, 2 tokenized, 3 sparse), numTerms, records offset, records
-// length, table offset. Open checks the directory against the schema and
+// length, table offset, offset width byte (4 or 8). That is format
+// version 2 of the file; version 1 files (offsets always uint64, no width
+// byte) are still read and validated, and a merge or reorder rewrites them
+// (TestReadsVersion1BlockMax). Open checks the directory against the schema and
 // the dictionaries; Validate compares every record byte for byte with the
 // one the postings and norms give (text records walked without being
 // encoded, matchTextRecord). It is the one optional data file: segments

@@ -329,7 +329,7 @@ func checkFrame(data []byte, id segid.ID, suffix string, kind *[4]byte) ([]byte,
 	if kind != nil && [4]byte(data[8:12]) != *kind {
 		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind[:])
 	}
-	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want && !(suffix == SuffixPostings && v == legacyPostVersion) {
+	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want && !legacyVersion(suffix, v) {
 		return nil, corruptf(id, suffix, "format version %d, want %d", v, want)
 	}
 	if got := segid.ID(binary.LittleEndian.Uint64(data[16:24])); got != id {
@@ -422,6 +422,20 @@ var fileKinds = map[string][4]byte{
 var kindVersions = map[string]uint32{
 	// 2: docs sections in bit-packed blocks of 128 (docscodec.go).
 	SuffixPostings: 2,
+	// 2: record offsets of 4 bytes when they fit, the width in the
+	// directory (blockmax.go, bmTableWidth).
+	SuffixBlockMax: 2,
+}
+
+// legacyBlockMaxVersion is the older bmp format still read: record
+// offsets always 8 bytes, no width in the directory. Merges and reorders
+// rewrite such segments in the current format.
+const legacyBlockMaxVersion = 1
+
+// legacyVersion reports whether v is an older format version of a file
+// kind that is still read.
+func legacyVersion(suffix string, v uint32) bool {
+	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && v == legacyBlockMaxVersion
 }
 
 // legacyPostVersion is the older post format still read: docs sections of

@@ -220,7 +220,7 @@ func (r *Reader) parse() error {
 		return err
 	}
 	if f := r.file(SuffixBlockMax); f != nil {
-		if r.bmax, err = openBlockMax(id, s, f.payload, n, r.dicts, r.sparse); err != nil {
+		if r.bmax, err = openBlockMax(id, s, f.payload, fileVersion(f.data), n, r.dicts, r.sparse); err != nil {
 			return err
 		}
 	}

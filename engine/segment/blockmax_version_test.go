@@ -1,0 +1,181 @@
+package segment
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/segid"
+)
+
+// rewriteBlockMax returns r's bmp file written again in format version
+// version with record offsets of width bytes; a version 2 directory
+// records dirWidth as the width (equal to width unless a test lies).
+func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth int) []byte {
+	t.Helper()
+	var payload, dir []byte
+	nFields := 0
+	for ord, f := range r.bmax {
+		if f == nil {
+			continue
+		}
+		recOff := uint64(len(payload))
+		payload = append(payload, f.records...)
+		tableOff := uint64(len(payload))
+		for i := uint32(0); i <= f.numTerms; i++ {
+			if width == 4 {
+				payload = binary.LittleEndian.AppendUint32(payload, uint32(f.offset(i)))
+			} else {
+				payload = binary.LittleEndian.AppendUint64(payload, f.offset(i))
+			}
+		}
+		dir = binary.AppendUvarint(dir, uint64(ord))
+		dir = append(dir, f.kind)
+		dir = binary.AppendUvarint(dir, uint64(f.numTerms))
+		dir = binary.AppendUvarint(dir, recOff)
+		dir = binary.AppendUvarint(dir, uint64(len(f.records)))
+		dir = binary.AppendUvarint(dir, tableOff)
+		if version != legacyBlockMaxVersion {
+			dir = append(dir, byte(dirWidth))
+		}
+		nFields++
+	}
+	dirOff := uint64(len(payload))
+	payload = binary.AppendUvarint(payload, uint64(r.numDocs))
+	payload = binary.AppendUvarint(payload, BlockShift)
+	payload = binary.AppendUvarint(payload, uint64(nFields))
+	payload = append(payload, dir...)
+	payload = binary.LittleEndian.AppendUint64(payload, dirOff)
+	data := append([]byte(nil), r.file(SuffixBlockMax).data[:headerSize]...)
+	binary.LittleEndian.PutUint32(data[12:16], version)
+	data = append(data, payload...)
+	data = append(data, r.file(SuffixBlockMax).data[len(r.file(SuffixBlockMax).data)-footerSize:]...)
+	return fixFrame(data)
+}
+
+// withBlockMax writes data as the bmp file of the segment info describes
+// (separate files) and opens it.
+func withBlockMax(t *testing.T, fs vfs.FS, r *Reader, info Info, data []byte) (Info, *Reader, error) {
+	t.Helper()
+	info.Files = append([]FileInfo(nil), info.Files...)
+	for i := range info.Files {
+		if info.Files[i].Suffix == SuffixBlockMax {
+			info.Files[i].Size = int64(len(data))
+		}
+	}
+	writeFile(t, fs, "idx/"+segid.FileName(info.ID, SuffixBlockMax), data)
+	r2, err := Open(fs, "idx", r.schema, info)
+	return info, r2, err
+}
+
+// TestBlockMaxOffsetsAreFourBytes checks that a new segment's bmp file is
+// format version 2 with 4-byte record offsets, numTerms+1 per field.
+func TestBlockMaxOffsetsAreFourBytes(t *testing.T) {
+	r, _, s, _ := blockMaxSegment(t)
+	if v := fileVersion(r.file(SuffixBlockMax).data); v != 2 {
+		t.Fatalf("bmp file version %d, want 2", v)
+	}
+	n := 0
+	for ord, f := range r.bmax {
+		if f == nil {
+			continue
+		}
+		n++
+		if f.width != 4 || len(f.table) != 4*(int(f.numTerms)+1) {
+			t.Errorf("field %s: offset width %d, table of %d bytes for %d terms", s.Fields[ord].Name, f.width, len(f.table), f.numTerms)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no field has block maxima")
+	}
+}
+
+// TestReadsVersion1BlockMax rewrites a segment's bmp file in format
+// version 1 (8-byte offsets, no width in the directory): it opens,
+// validates and serves the same records; Validate still finds a damaged
+// offset; a merge rewrites it in version 2.
+func TestReadsVersion1BlockMax(t *testing.T) {
+	r, fs, s, info := blockMaxSegment(t)
+	v1 := rewriteBlockMax(t, r, legacyBlockMaxVersion, 8, 0)
+	_, r1, err := withBlockMax(t, fs, r, info, v1)
+	if err != nil {
+		t.Fatalf("open with a version 1 bmp file: %v", err)
+	}
+	defer r1.Close()
+	if err := r1.Validate(context.Background()); err != nil {
+		t.Fatalf("version 1 bmp file does not validate: %v", err)
+	}
+	for ord, f := range r.bmax {
+		if f == nil {
+			continue
+		}
+		f1 := r1.bmax[ord]
+		if f1.width != 8 {
+			t.Fatalf("field %d: version 1 offsets read at width %d", ord, f1.width)
+		}
+		for o := range f.numTerms {
+			a, err1 := f.record(r.id, o)
+			b, err2 := f1.record(r1.id, o)
+			if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+				t.Fatalf("field %d term %d: records differ (%v, %v)", ord, o, err1, err2)
+			}
+		}
+	}
+	// Damage term 1's start in the first field's table: Validate must see it.
+	f := r1.bmax[fieldOrd(s, "title")]
+	off := headerSize + uintptrOffset(r1.file(SuffixBlockMax).payload, f.table) + 8
+	bad := append([]byte(nil), v1...)
+	bad[off]++
+	if _, r2, err := withBlockMax(t, fs, r, info, fixFrame(bad)); err == nil {
+		wantCorruption(t, r2.Validate(context.Background()), "version 1 offset damaged")
+		r2.Close()
+	} else {
+		wantCorruption(t, err, "version 1 offset damaged")
+	}
+	merged, err := Merge(context.Background(), fs, "idx", 0x91, s, []*Reader{r1}, Concat([]*Reader{r1}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := Open(fs, "idx", s, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	if v := fileVersion(rm.file(SuffixBlockMax).data); v != 2 {
+		t.Fatalf("merge of a version 1 bmp file wrote version %d", v)
+	}
+	if err := rm.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBlockMaxOffsetDamageDetected checks the version 2 offsets: a width
+// other than the table's, or a damaged offset, is corruption.
+func TestBlockMaxOffsetDamageDetected(t *testing.T) {
+	r, fs, s, info := blockMaxSegment(t)
+	for _, w := range []int{0, 3, 8} {
+		_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, 2, 4, w))
+		if err == nil {
+			err = r2.Validate(context.Background())
+			r2.Close()
+		}
+		wantCorruption(t, err, "directory width lies")
+	}
+	orig := rewriteBlockMax(t, r, 2, 4, 4)
+	if !bytes.Equal(orig, r.file(SuffixBlockMax).data) {
+		t.Fatal("rewriting the bmp file in version 2 does not give the written bytes")
+	}
+	f := r.bmax[fieldOrd(s, "body")]
+	for _, term := range []uint32{0, 1, f.numTerms / 2, f.numTerms} {
+		bad := append([]byte(nil), orig...)
+		bad[headerSize+uintptrOffset(r.file(SuffixBlockMax).payload, f.table)+4*int(term)] ^= 0x01
+		_, r2, err := withBlockMax(t, fs, r, info, fixFrame(bad))
+		if err == nil {
+			err = r2.Validate(context.Background())
+			r2.Close()
+		}
+		wantCorruption(t, err, "offset damaged")
+	}
+}
