@@ -2,11 +2,15 @@ package registry
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/summadev/summa/engine/index"
 )
 
@@ -179,6 +183,78 @@ func TestS01_DrainIsNotDoneWhileAMergeRuns(t *testing.T) {
 		}
 		if r.maintenanceRunning() != 0 {
 			t.Fatal("drained while maintenance still runs")
+		}
+	})
+}
+
+// failMetadataRename fails, while armed, the rename that publishes an
+// index's metadata (so every commit fails before its commit point).
+type failMetadataRename struct{ armed atomic.Bool }
+
+func (f *failMetadataRename) String() string { return "failMetadataRename" }
+
+func (f *failMetadataRename) MaybeError(op errorfs.Op) error {
+	if f.armed.Load() && op.Kind == errorfs.OpRename && strings.Contains(op.Path, "metadata") {
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+
+// TestS02_StaleDrainLoopNeverEndsALaterDrain: a drain whose commit failed
+// waits before its next pass; Resume and a new drain meanwhile make that
+// loop stale. When it wakes it must stop, not finish the new drain: the
+// new drain is not done while a write admitted between Resume and it is
+// still in flight (each drain is told apart by its epoch, which StartDrain
+// and Resume both move forward).
+func TestS02_StaleDrainLoopNeverEndsALaterDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reached, release := make(chan struct{}), make(chan struct{})
+		var block atomic.Bool
+		opts := Options{Index: index.Options{Hooks: index.Hooks{DuringPrimaryKeyLookup: func(string) {
+			if block.CompareAndSwap(true, false) {
+				close(reached)
+				<-release
+			}
+		}}}}
+		inj := &failMetadataRename{}
+		r := openTest(t, errorfs.Wrap(vfs.NewMem(), inj), opts)
+		defer r.Close(context.Background())
+		h := mustCreate(t, r, "articles")
+		defer h.Release()
+		if err := h.Add(context.Background(), docs(t, 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		inj.armed.Store(true)
+		r.StartDrain() // the first loop's commit fails: it waits drainRetry
+		synctest.Wait()
+		if st := r.DrainStatus(); st.Drained || st.LastError == "" {
+			t.Fatalf("setup: the first drain's commit did not fail: %+v", st)
+		}
+		r.Resume()
+		inj.armed.Store(false)
+		block.Store(true)
+		deleted := make(chan error, 1)
+		go func() {
+			_, err := h.Delete(context.Background(), docs(t, 3, 4)[0].PrimaryKey)
+			deleted <- err
+		}()
+		<-reached // admitted between Resume and the next drain, in flight
+		r.StartDrain()
+		time.Sleep(3 * drainRetry) // the first loop wakes (the bubble's clock)
+		synctest.Wait()
+		st := r.DrainStatus()
+		close(release) // before any Fatal: Close waits for the delete
+		if st.Drained {
+			t.Fatalf("the stale drain loop ended the new drain while an admitted delete is in flight: %+v", st)
+		}
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := h.Status(); st.Documents != 9 || st.UncommittedDocuments != 0 {
+			t.Fatalf("after the drain: %d documents, %d uncommitted; want the ten added and the delete committed", st.Documents, st.UncommittedDocuments)
 		}
 	})
 }
