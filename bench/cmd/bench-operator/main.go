@@ -16,7 +16,7 @@
 // delete by the operator's user, Events included). Run it from the
 // repository root after `make envtest`:
 //
-//	go run ./bench/cmd/bench-operator [-indexes 1000] [-running 100] [-pods 5000] [-resync-period 30s] [-stopped 1] [-keep]
+//	go run ./bench/cmd/bench-operator [-indexes 1000] [-running 100] [-pods 5000] [-resync-period 30s] [-stopped 1] [-etcd-disk DIR] [-keep]
 //
 // (make bench-operator, make bench-operator-quick; docs/operator.md, Scale.)
 package main
@@ -61,6 +61,9 @@ type config struct {
 	workDir string
 	// keep keeps the temporary directory (logs, audit log).
 	keep bool
+	// etcdDisk is the directory etcd keeps its data under ("" : the work
+	// directory, on the engines' disk).
+	etcdDisk string
 }
 
 func main() {
@@ -77,6 +80,7 @@ func main() {
 	flag.StringVar(&c.assets, "assets", envOr("KUBEBUILDER_ASSETS", "bin/envtest"), "directory of kube-apiserver and etcd (env KUBEBUILDER_ASSETS)")
 	flag.StringVar(&c.workDir, "dir", "", "parent of the temporary work directory (default: $TMPDIR or /tmp)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (operator and kubelet logs, audit log)")
+	flag.StringVar(&c.etcdDisk, "etcd-disk", defaultEtcdDisk(), "directory etcd keeps its data under: a disk of its own, as a production control plane has (default /dev/shm, memory); empty: the work directory, on the engines' disk")
 	flag.Parse()
 	if c.running < 1 || c.running > c.indexes || c.stopped < 0 || c.stopped >= c.running || c.namespaces < 1 || c.resync <= 0 || c.steady <= 0 || c.rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench-operator: need 1 <= -running <= -indexes, 0 <= -stopped < -running, -namespaces >= 1, -rounds >= 1, positive durations")
@@ -101,8 +105,12 @@ func run(ctx context.Context, c config) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	logf("%d indexes (%d running) in %d namespaces, %d unrelated pods, resync period %s, %d CPUs",
-		c.indexes, c.running, c.namespaces, c.pods, c.resync, runtime.NumCPU())
+	etcdOn := c.etcdDisk
+	if etcdOn == "" {
+		etcdOn = "the work directory's disk"
+	}
+	logf("%d indexes (%d running) in %d namespaces, %d unrelated pods, resync period %s, %d CPUs, etcd on %s",
+		c.indexes, c.running, c.namespaces, c.pods, c.resync, runtime.NumCPU(), etcdOn)
 	bins, err := buildBinaries(ctx, filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
