@@ -19,7 +19,7 @@ import (
 // Status watches: while an engine serves, the operator keeps one long
 // poll open on its index (GET /v1/indexes/{index}?waitGeneration=G&
 // waitQuarantined=N&wait=S, docs/server.md) with the values status last
-// showed. The engine answers within its 20 ms poll of a commit or a new
+// showed. The engine answers as a commit or a new
 // quarantine, and the watch writes the engine's figures into status itself
 // (summaindex_statuspublish.go), without waiting for a reconcile worker;
 // it wakes the index's reconcile only when the answer asks for more than

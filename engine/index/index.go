@@ -73,6 +73,9 @@ type Index struct {
 		open int
 		// closed is set once Close started.
 		closed bool
+		// changed is closed when the next current view is installed (nil
+		// until someone waits: see Changes).
+		changed chan struct{}
 	}
 	// drained is signalled when mu.open drops.
 	drained *sync.Cond

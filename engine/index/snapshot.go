@@ -43,6 +43,10 @@ type SnapshotSegment struct {
 // masks, skipping quarantined segments, and takes its tracker references.
 // REQUIRES: idx.mu held.
 func (idx *Index) newSnapshotLocked(meta *metadata.Metadata) *Snapshot {
+	if idx.mu.changed != nil {
+		close(idx.mu.changed) // every new current view is a change (Changes)
+		idx.mu.changed = nil
+	}
 	s := &Snapshot{idx: idx, Generation: meta.Generation,
 		Segments: make([]SnapshotSegment, 0, len(meta.Segments)),
 		views:    make([]search.SegmentView, 0, len(meta.Segments)),
@@ -128,4 +132,19 @@ func (s *Snapshot) LookupPrimaryKey(pk string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// Changes returns a channel that is closed when the index's current view
+// next changes: a new generation is published (a commit, a maintenance
+// replacement, a follower's publication) or a segment is quarantined. A
+// long poll takes the channel, then reads Generation or QuarantinedCount,
+// then waits on it: a change between the two closes the channel it
+// holds, so none is missed, and no waiter polls.
+func (idx *Index) Changes() <-chan struct{} {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.mu.changed == nil {
+		idx.mu.changed = make(chan struct{})
+	}
+	return idx.mu.changed
 }

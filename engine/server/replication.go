@@ -35,9 +35,6 @@ type Follower interface {
 // maxReplicationWait bounds the long poll of the replication route.
 const maxReplicationWait = 30 * time.Second
 
-// replicationPoll is how often a long poll looks at the generation.
-const replicationPoll = 20 * time.Millisecond
-
 // readOnly wraps a write route: on a follower it answers 409
 // ReadOnlyReplica and changes nothing (F05).
 func (s *Server) readOnly(h handlerFunc) handlerFunc {
@@ -77,18 +74,22 @@ func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error 
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	tick := time.NewTicker(replicationPoll)
-	defer tick.Stop()
-poll:
-	for int64(idx.Generation()) <= after && !s.shuttingDown.Load() {
+wait:
+	for {
+		changes := idx.Changes() // before the look: a commit after it closes this
+		if int64(idx.Generation()) > after {
+			break
+		}
 		select {
-		case <-tick.C:
+		case <-changes:
+		case <-s.shutdown:
+			break wait
 		case <-deadline.C:
-			break poll
+			break wait
 		case <-r.Context().Done():
-			break poll
+			break wait
 		case <-h.Done():
-			break poll
+			break wait
 		}
 	}
 	if g := idx.Generation(); int64(g) <= after {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,10 @@ type Server struct {
 	// shuttingDown is set once process shutdown began: /readyz answers 503
 	// and resume is refused.
 	shuttingDown atomic.Bool
+	// shutdown is closed with shuttingDown set: long polls end on it.
+	shutdown chan struct{}
+	// shutdownOnce closes shutdown once.
+	shutdownOnce sync.Once
 	// tokens decide who may do what (nil: everyone may do everything).
 	tokens *auth.Tokens
 	// readTimeout bounds the reading of a request body.
@@ -97,7 +102,7 @@ func New(r *registry.Registry, opts Options) *Server {
 	}
 	s := &Server{r: r, limits: opts.Limits.withDefaults(), log: opts.Logger, tokens: opts.Tokens,
 		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout,
-		follower: opts.Follower, holds: replication.NewHolds(opts.HoldTTL)}
+		follower: opts.Follower, holds: replication.NewHolds(opts.HoldTTL), shutdown: make(chan struct{})}
 	s.metrics = newMetrics(r, opts.Tokens, opts.Certificate)
 	if opts.Follower != nil {
 		s.metrics.reg.MustRegister(&replicationCollector{f: opts.Follower})
@@ -116,7 +121,10 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // SetShuttingDown marks the start of process shutdown: /readyz answers 503
 // from now on and POST /v1/admin/resume is refused.
-func (s *Server) SetShuttingDown() { s.shuttingDown.Store(true) }
+func (s *Server) SetShuttingDown() {
+	s.shuttingDown.Store(true)
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
+}
 
 // ShuttingDown reports whether SetShuttingDown was called.
 func (s *Server) ShuttingDown() bool { return s.shuttingDown.Load() }

@@ -1,19 +1,15 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/index"
 )
 
 // maxStatusWait bounds the long poll of GET /v1/indexes/{index}.
 const maxStatusWait = 30 * time.Second
-
-// statusPoll is how often a status long poll looks at the index.
-const statusPoll = 20 * time.Millisecond
 
 // statusWait is the long-poll form of GET /v1/indexes/{index}: the
 // values the caller last saw, and how long to wait for them to change.
@@ -63,7 +59,8 @@ func parseStatusWait(r *http.Request) (statusWait, error) {
 // quarantine count differs from what the caller saw, its deletion starts,
 // the server shuts down, the caller leaves, or the wait ends. It returns
 // at once for an index it cannot hold (not found, deleting): the status
-// that follows answers those.
+// that follows answers those. It wakes on the index's changes
+// (index.Index.Changes), never on a timer.
 func (s *Server) waitForChange(r *http.Request, name string, sw statusWait) {
 	if sw.wait <= 0 {
 		return
@@ -75,11 +72,19 @@ func (s *Server) waitForChange(r *http.Request, name string, sw statusWait) {
 	defer h.Release()
 	deadline := time.NewTimer(sw.wait)
 	defer deadline.Stop()
-	tick := time.NewTicker(statusPoll)
-	defer tick.Stop()
-	for !sw.changed(h) && !s.shuttingDown.Load() {
+	for {
+		idx, err := h.Index()
+		if err != nil {
+			return
+		}
+		changes := idx.Changes() // before the look: a change after it closes this
+		if sw.changed(idx) {
+			return
+		}
 		select {
-		case <-tick.C:
+		case <-changes:
+		case <-s.shutdown:
+			return
 		case <-deadline.C:
 			return
 		case <-r.Context().Done():
@@ -91,11 +96,7 @@ func (s *Server) waitForChange(r *http.Request, name string, sw statusWait) {
 }
 
 // changed reports whether the index moved away from the values waited on.
-func (sw statusWait) changed(h *registry.Handle) bool {
-	idx, err := h.Index()
-	if errors.Is(err, registry.ErrIndexDeleting) || err != nil {
-		return true
-	}
+func (sw statusWait) changed(idx *index.Index) bool {
 	if sw.generation >= 0 && int64(idx.Generation()) != sw.generation {
 		return true
 	}
