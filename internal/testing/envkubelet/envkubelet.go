@@ -167,6 +167,12 @@ type Options struct {
 	// NoGarbageCollector turns the minimal garbage collector off, for a
 	// test environment that runs the real one (kube-controller-manager).
 	NoGarbageCollector bool
+	// ProbePeriods runs each startup and readiness probe every
+	// periodSeconds of its spec (10 when unset), as the kubelet does,
+	// instead of every 300 ms: a benchmark whose probe load must be the
+	// kubelet's sets it; tests leave it off and see readiness change at
+	// once.
+	ProbePeriods bool
 }
 
 // EventType tells what happened to a container.

@@ -13,11 +13,11 @@ import (
 )
 
 // probeLoop runs the startup probe until it passes, then the readiness
-// probe, every probeInterval until the run exits. Timing fields
-// (initialDelaySeconds, periodSeconds) are ignored; the thresholds are
-// honoured for readiness.
+// probe, every probeInterval (or, with Options.ProbePeriods, every
+// periodSeconds of the probe) until the run exits. initialDelaySeconds is
+// ignored; the thresholds are honoured for readiness.
 func (p *pod) probeLoop(c *container, in *instance) {
-	t := time.NewTicker(probeInterval)
+	t := time.NewTimer(p.probePeriod(c.spec.StartupProbe))
 	defer t.Stop()
 	mu := &p.k.mu
 	for {
@@ -30,17 +30,21 @@ func (p *pod) probeLoop(c *container, in *instance) {
 		started := in.started
 		mu.Unlock()
 		if !started {
+			next := c.spec.StartupProbe
 			if p.probe(c, c.spec.StartupProbe) {
 				mu.Lock()
 				in.started = true
 				mu.Unlock()
+				next = c.spec.ReadinessProbe
 			}
+			t.Reset(p.probePeriod(next))
 			continue
 		}
 		pr := c.spec.ReadinessProbe
 		if pr == nil {
 			return
 		}
+		t.Reset(p.probePeriod(pr))
 		ok := p.probe(c, pr)
 		mu.Lock()
 		if ok {
@@ -56,6 +60,19 @@ func (p *pod) probeLoop(c *container, in *instance) {
 		}
 		mu.Unlock()
 	}
+}
+
+// probePeriod is the time between two runs of pr: probeInterval, or with
+// Options.ProbePeriods its periodSeconds (10 when unset, as the API's
+// default).
+func (p *pod) probePeriod(pr *corev1.Probe) time.Duration {
+	if !p.k.opts.ProbePeriods || pr == nil {
+		return probeInterval
+	}
+	if pr.PeriodSeconds <= 0 {
+		return 10 * time.Second
+	}
+	return time.Duration(pr.PeriodSeconds) * time.Second
 }
 
 // probeClient runs HTTP probes: no keep-alive, no redirects (a 3xx is a
