@@ -66,6 +66,14 @@ type config struct {
 	etcdDisk string
 }
 
+// etcdOn names where etcd keeps its data, for the report.
+func (c config) etcdOn() string {
+	if c.etcdDisk == "" {
+		return "the engines' disk"
+	}
+	return c.etcdDisk
+}
+
 func main() {
 	var c config
 	flag.IntVar(&c.indexes, "indexes", 1000, "SummaIndexes in all (running ones included)")
@@ -105,12 +113,8 @@ func run(ctx context.Context, c config) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	etcdOn := c.etcdDisk
-	if etcdOn == "" {
-		etcdOn = "the work directory's disk"
-	}
 	logf("%d indexes (%d running) in %d namespaces, %d unrelated pods, resync period %s, %d CPUs, etcd on %s",
-		c.indexes, c.running, c.namespaces, c.pods, c.resync, runtime.NumCPU(), etcdOn)
+		c.indexes, c.running, c.namespaces, c.pods, c.resync, runtime.NumCPU(), c.etcdOn())
 	bins, err := buildBinaries(ctx, filepath.Join(dir, "bin"))
 	if err != nil {
 		return err

@@ -46,11 +46,7 @@ func (r *results) print(c config) {
 	fmt.Printf("status staleness p99 seconds: %.1f\n", r.staleP99)
 	fmt.Printf("time to Ready for %d new indexes seconds: %.1f\n", c.running, r.readySeconds)
 	fmt.Printf("others' status staleness p99 seconds: %.1f\n", r.othersStaleP99)
-	etcdOn := c.etcdDisk
-	if etcdOn == "" {
-		etcdOn = "the engines' disk"
-	}
-	fmt.Printf("(resync period %s, %d unrelated pods, %d engine(s) stopped, %d CPUs, etcd on %s)\n", c.resync, c.pods, c.stopped, runtime.NumCPU(), etcdOn)
+	fmt.Printf("(resync period %s, %d unrelated pods, %d engine(s) stopped, %d CPUs, etcd on %s)\n", c.resync, c.pods, c.stopped, runtime.NumCPU(), c.etcdOn())
 }
 
 // measure builds the scene step by step and takes each figure.
