@@ -1,7 +1,6 @@
 package index
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,21 +27,11 @@ func TestC05_AbandonedOutputUnmapsItsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mustClose(t, idx)
-	if err := idx.Add(docs(t, 0, 64, 1)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "worker 0's buffer-full flush", func() bool { return earlyFlushes(idx) == 1 })
+	oneEarlyFlush(t, idx)
 	if mapped := mappedUnder(t, dir); len(mapped) == 0 {
 		t.Fatal("the buffer-full output maps none of its files: this test cannot see a leaked reader")
 	}
-	inj.armed.Store(true)
-	if err := idx.Add(docs(t, 64, 128, 1)); err != nil { // worker 1: its flush fails
-		t.Fatal(err)
-	}
-	waitFor(t, "the generation's failure", func() bool { return currentGen(idx).failure() != nil })
-	if err := idx.Add(docs(t, 128, 129, 1)); !errors.Is(err, ErrGenerationFailed) {
-		t.Fatalf("ingestion into a failed generation: %v", err)
-	}
+	failGeneration(t, idx, inj)
 	if mapped := mappedUnder(t, dir); len(mapped) != 0 {
 		t.Fatalf("the abandoned output's reader still maps %v", mapped)
 	}

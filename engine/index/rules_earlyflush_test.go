@@ -28,6 +28,32 @@ func (f *failSegmentCreate) MaybeError(op errorfs.Op) error {
 }
 func (f *failSegmentCreate) String() string { return "failSegmentCreate" }
 
+// oneEarlyFlush adds one batch (64 documents, one task) for worker 0 of
+// an index whose every batch is flushed at once (WorkerBufferBytes 1), and
+// waits for that buffer-full flush.
+func oneEarlyFlush(t *testing.T, idx *Index) {
+	t.Helper()
+	if err := idx.Add(docs(t, 0, 64, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "worker 0's buffer-full flush", func() bool { return earlyFlushes(idx) == 1 })
+}
+
+// failGeneration arms inj and adds the next batch, whose flush (worker 1)
+// fails the generation; it returns once ingestion into the generation is
+// refused.
+func failGeneration(t *testing.T, idx *Index, inj *failSegmentCreate) {
+	t.Helper()
+	inj.armed.Store(true)
+	if err := idx.Add(docs(t, 64, 128, 1)); err != nil { // worker 1: its flush fails
+		t.Fatal(err)
+	}
+	waitFor(t, "the generation's failure", func() bool { return currentGen(idx).failure() != nil })
+	if err := idx.Add(docs(t, 128, 129, 1)); !errors.Is(err, ErrGenerationFailed) {
+		t.Fatalf("ingestion into a failed generation: %v", err)
+	}
+}
+
 // TestC05_FailedGenerationAbandonsEarlyFlushes: a worker flushed its full
 // buffer; then another worker's flush fails, which fails the generation.
 // The first worker's output is abandoned through tracked cleanup as the
@@ -45,21 +71,11 @@ func TestC05_FailedGenerationAbandonsEarlyFlushes(t *testing.T) {
 	}
 	defer mustClose(t, idx)
 	// One batch (64 documents, one task) per worker, round robin.
-	if err := idx.Add(docs(t, 0, 64, 1)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "worker 0's buffer-full flush", func() bool { return earlyFlushes(idx) == 1 })
+	oneEarlyFlush(t, idx)
 	if n := len(segFiles(t, fs)); n != 1 || idx.Manager().ActiveOperations() != 1 {
 		t.Fatalf("after one buffer-full flush: %d segment ids on disk, %d claims", n, idx.Manager().ActiveOperations())
 	}
-	inj.armed.Store(true)
-	if err := idx.Add(docs(t, 64, 128, 1)); err != nil { // worker 1: its flush fails
-		t.Fatal(err)
-	}
-	waitFor(t, "the generation's failure", func() bool { return currentGen(idx).failure() != nil })
-	if err := idx.Add(docs(t, 128, 129, 1)); !errors.Is(err, ErrGenerationFailed) {
-		t.Fatalf("ingestion into a failed generation: %v", err)
-	}
+	failGeneration(t, idx, inj)
 	if files := segFiles(t, fs); len(files) != 0 {
 		t.Fatalf("a failed generation kept its buffer-full outputs: %v", files)
 	}
