@@ -111,7 +111,11 @@ var _ = Describe("Installation", Ordered, func() {
 		runIndex("e2e-helm", summav1.ReclaimDelete, engineImg)
 		Expect(k8s.Delete(ctx, getIndex("e2e-helm"))).To(Succeed())
 		waitIndexGone("e2e-helm")
-		Expect(gone(&corev1.PersistentVolumeClaim{}, "e2e-helm-data")).To(BeTrue(), "reclaimPolicy Delete keeps the volume")
+		// The operator deleted the claim before it dropped the finalizer;
+		// Kubernetes removes it once its pvc-protection finalizer goes (the
+		// controller manager's, asynchronous), as in the other deletion specs.
+		Eventually(func() bool { return gone(&corev1.PersistentVolumeClaim{}, "e2e-helm-data") }).
+			WithTimeout(2*time.Minute).WithPolling(poll).Should(BeTrue(), "reclaimPolicy Delete keeps the volume")
 
 		start = time.Now()
 		helmCmd(helm, "uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout=5m")
