@@ -31,6 +31,21 @@ var Modes = []Mode{ModeTop10, ModeTop10Count, ModeCount}
 // in ModeTop10.
 const top10Threshold = 1000
 
+// ModeRequest returns ours' search request for q in mode: ModeTop10 sets
+// TotalHitsThreshold (block-max pruning when the count provably reaches
+// it); ModeCount asks for one hit without stored fields.
+func ModeRequest(q Query, mode Mode) search.Request {
+	raw, _ := json.Marshal(QueryString(q))
+	req := search.Request{Query: raw, Limit: 10}
+	switch mode {
+	case ModeTop10:
+		req.TotalHitsThreshold = top10Threshold
+	case ModeCount:
+		req.Limit, req.SkipFields = 1, true
+	}
+	return req
+}
+
 // ModeSearcher is an engine that runs a query in a given mode and returns
 // its total (a lower bound in ModeTop10).
 type ModeSearcher interface {
@@ -42,14 +57,7 @@ type ModeSearcher interface {
 // for one hit without stored fields (the engine has no count-only path:
 // it still ranks).
 func (o *Ours) SearchMode(ctx context.Context, q Query, mode Mode) (int, error) {
-	raw, _ := json.Marshal(QueryString(q))
-	req := search.Request{Query: raw, Limit: 10}
-	switch mode {
-	case ModeTop10:
-		req.TotalHitsThreshold = top10Threshold
-	case ModeCount:
-		req.Limit, req.SkipFields = 1, true
-	}
+	req := ModeRequest(q, mode)
 	snap, err := o.idx.Snapshot()
 	if err != nil {
 		return 0, err
