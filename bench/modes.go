@@ -33,7 +33,8 @@ const top10Threshold = 1000
 
 // ModeRequest returns ours' search request for q in mode: ModeTop10 sets
 // TotalHitsThreshold (block-max pruning when the count provably reaches
-// it); ModeCount asks for one hit without stored fields.
+// it); ModeCount asks for the count alone (search.Request.CountOnly, as
+// Lucene's IndexSearcher.count).
 func ModeRequest(q Query, mode Mode) search.Request {
 	raw, _ := json.Marshal(QueryString(q))
 	req := search.Request{Query: raw, Limit: 10}
@@ -41,7 +42,7 @@ func ModeRequest(q Query, mode Mode) search.Request {
 	case ModeTop10:
 		req.TotalHitsThreshold = top10Threshold
 	case ModeCount:
-		req.Limit, req.SkipFields = 1, true
+		req.CountOnly = true
 	}
 	return req
 }
@@ -52,10 +53,7 @@ type ModeSearcher interface {
 	SearchMode(ctx context.Context, q Query, mode Mode) (int, error)
 }
 
-// SearchMode implements ModeSearcher: ModeTop10 sets TotalHitsThreshold
-// (block-max pruning when the count provably reaches it); ModeCount asks
-// for one hit without stored fields (the engine has no count-only path:
-// it still ranks).
+// SearchMode implements ModeSearcher with ModeRequest.
 func (o *Ours) SearchMode(ctx context.Context, q Query, mode Mode) (int, error) {
 	req := ModeRequest(q, mode)
 	snap, err := o.idx.Snapshot()
