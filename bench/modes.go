@@ -31,25 +31,31 @@ var Modes = []Mode{ModeTop10, ModeTop10Count, ModeCount}
 // in ModeTop10.
 const top10Threshold = 1000
 
-// ModeSearcher is an engine that runs a query in a given mode and returns
-// its total (a lower bound in ModeTop10).
-type ModeSearcher interface {
-	SearchMode(ctx context.Context, q Query, mode Mode) (int, error)
-}
-
-// SearchMode implements ModeSearcher: ModeTop10 sets TotalHitsThreshold
-// (block-max pruning when the count provably reaches it); ModeCount asks
-// for one hit without stored fields (the engine has no count-only path:
-// it still ranks).
-func (o *Ours) SearchMode(ctx context.Context, q Query, mode Mode) (int, error) {
+// ModeRequest returns ours' search request for q in mode: ModeTop10 sets
+// TotalHitsThreshold (block-max pruning when the count provably reaches
+// it); ModeCount asks for the count alone (search.Request.CountOnly, as
+// Lucene's IndexSearcher.count).
+func ModeRequest(q Query, mode Mode) search.Request {
 	raw, _ := json.Marshal(QueryString(q))
 	req := search.Request{Query: raw, Limit: 10}
 	switch mode {
 	case ModeTop10:
 		req.TotalHitsThreshold = top10Threshold
 	case ModeCount:
-		req.Limit, req.SkipFields = 1, true
+		req.CountOnly = true
 	}
+	return req
+}
+
+// ModeSearcher is an engine that runs a query in a given mode and returns
+// its total (a lower bound in ModeTop10).
+type ModeSearcher interface {
+	SearchMode(ctx context.Context, q Query, mode Mode) (int, error)
+}
+
+// SearchMode implements ModeSearcher with ModeRequest.
+func (o *Ours) SearchMode(ctx context.Context, q Query, mode Mode) (int, error) {
+	req := ModeRequest(q, mode)
 	snap, err := o.idx.Snapshot()
 	if err != nil {
 		return 0, err

@@ -253,6 +253,9 @@ type SearchRequest struct {
 	// (TotalHitsRelation "gte") once it reaches the threshold, which allows
 	// block-max pruning; 0 keeps it exact.
 	TotalHitsThreshold int `json:"totalHitsThreshold,omitempty"`
+	// CountOnly asks for the exact TotalHits alone: the answer has no
+	// hits, and the server scores nothing.
+	CountOnly bool `json:"countOnly,omitempty"`
 }
 
 // VectorQuery is the JSON object form of a query: exactly one of Dense

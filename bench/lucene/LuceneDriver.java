@@ -153,6 +153,12 @@ public final class LuceneDriver {
   static IndexSearcher newSearcher(IndexReader r) {
     IndexSearcher s = new IndexSearcher(r);
     s.setSimilarity(BM25);
+    // No query cache, as the search-benchmark-game's Lucene driver: the
+    // warm-up runs every query many times, and Lucene's default
+    // LRUQueryCache would then answer the non-scoring COUNT mode of a
+    // repeated boolean or phrase query from a cached bitset, timing the
+    // cache instead of the engine (ours has no result cache).
+    s.setQueryCache(null);
     return s;
   }
 

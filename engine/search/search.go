@@ -34,6 +34,10 @@ type Request struct {
 	// fields (callers that want ids and scores only, e.g. benchmarks of the
 	// evaluators).
 	SkipFields bool
+	// CountOnly asks for TotalHits alone, always exact: no hit is
+	// returned and no document is scored. Limit and Offset are checked
+	// but select nothing; TotalHitsThreshold is ignored.
+	CountOnly bool
 }
 
 // Relation says how Result.TotalHits relates to the number of matches.
@@ -88,6 +92,16 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 	if err != nil {
 		return Result{}, err
 	}
+	if req.TotalHitsThreshold < 0 {
+		return Result{}, queryErr("totalHitsThreshold must not be negative, got %d", req.TotalHitsThreshold)
+	}
+	if req.CountOnly {
+		total, err := count(ctx, s, views, req)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{TotalHits: total, Hits: []Hit{}}, nil
+	}
 	best, total, rel, err := rank(ctx, s, views, req, limit)
 	if err != nil {
 		return Result{}, err
@@ -102,9 +116,6 @@ func Search(ctx context.Context, s *schema.Schema, views []SegmentView, req Requ
 // rank parses req's query and returns the best limit+offset hits, best
 // first, with the total and how exact it is.
 func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Request, limit int) ([]scored, int, Relation, error) {
-	if req.TotalHitsThreshold < 0 {
-		return nil, 0, EqualTo, queryErr("totalHitsThreshold must not be negative, got %d", req.TotalHitsThreshold)
-	}
 	q, err := Parse(s, req.Query)
 	if err != nil {
 		return nil, 0, EqualTo, err

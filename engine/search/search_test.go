@@ -92,21 +92,26 @@ func checkOrder(t *testing.T, q string, a, b Hit) {
 	}
 }
 
-func TestTextMatchesBruteForce(t *testing.T) {
-	c := newtonCorpus(t)
+// bruteSplits are the segmentations the brute-force tests search: one
+// segment, three, with and without deletions, and an empty first one.
+func bruteSplits(c *corpus) map[string]split {
 	deleted := map[int]bool{}
 	for i := 0; i < len(c.docs); i += 5 {
 		deleted[i] = true
 	}
 	deleted[1] = true
-	splits := map[string]split{
+	return map[string]split{
 		"one":              {sizes: []int{len(c.docs)}},
 		"three":            {sizes: c.thirds()},
 		"three-deleted":    {sizes: c.thirds(), deleted: deleted},
 		"one-deleted":      {sizes: []int{len(c.docs)}, deleted: deleted},
 		"with-empty-first": {sizes: append([]int{0}, c.thirds()...)},
 	}
-	for name, sp := range splits {
+}
+
+func TestTextMatchesBruteForce(t *testing.T) {
+	c := newtonCorpus(t)
+	for name, sp := range bruteSplits(c) {
 		t.Run(name, func(t *testing.T) {
 			views := c.views(t, sp)
 			b := newBrute(c, sp.deleted)
@@ -116,6 +121,34 @@ func TestTextMatchesBruteForce(t *testing.T) {
 					t.Fatalf("%s: %v", q, err)
 				}
 				checkAgainst(t, c, sp, q, searchAll(t, c, views, q), b.eval(parsed))
+			}
+		})
+	}
+}
+
+// TestCountOnlyMatchesBruteForce: a CountOnly request answers the number
+// of live matching documents the brute-force evaluator finds, with no
+// hit, for every query and segmentation (the document-frequency shortcut
+// of a one-term, one-field query included, with and without deletions).
+func TestCountOnlyMatchesBruteForce(t *testing.T) {
+	c := newtonCorpus(t)
+	for name, sp := range bruteSplits(c) {
+		t.Run(name, func(t *testing.T) {
+			views := c.views(t, sp)
+			b := newBrute(c, sp.deleted)
+			for _, q := range textQueries {
+				parsed, err := ParseString(c.schema, q)
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				raw, _ := json.Marshal(q)
+				res, err := Search(context.Background(), c.schema, views, Request{Query: raw, CountOnly: true})
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				if want := len(b.eval(parsed)); res.TotalHits != want || len(res.Hits) != 0 || res.TotalHitsRelation != EqualTo {
+					t.Fatalf("%s: count-only answered %d (%d hits, relation %v), brute force finds %d", q, res.TotalHits, len(res.Hits), res.TotalHitsRelation, want)
+				}
 			}
 		})
 	}

@@ -93,5 +93,6 @@ func (s *Server) readSearch(w http.ResponseWriter, r *http.Request) (search.Requ
 	if err := checkQuerySize(body.Query, s.limits.MaxQueryBytes); err != nil {
 		return search.Request{}, err
 	}
-	return search.Request{Query: body.Query, Limit: body.Limit, Offset: body.Offset, TotalHitsThreshold: body.TotalHitsThreshold}, nil
+	return search.Request{Query: body.Query, Limit: body.Limit, Offset: body.Offset,
+		TotalHitsThreshold: body.TotalHitsThreshold, CountOnly: body.CountOnly}, nil
 }
