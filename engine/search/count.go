@@ -33,12 +33,7 @@ func count(ctx context.Context, s *schema.Schema, views []SegmentView, req Reque
 // matches); and a view without deletions takes the count of a query of
 // one term in one field from the term's document frequency.
 func countText(ctx context.Context, s *schema.Schema, views []SegmentView, q *TextQuery) (int, error) {
-	var live uint64
-	var maxDocs uint32
-	for i := range views {
-		live += views[i].liveDocs()
-		maxDocs = max(maxDocs, views[i].Segment.NumDocs())
-	}
+	live, maxDocs := viewSizes(views)
 	if live == 0 {
 		return 0, nil
 	}

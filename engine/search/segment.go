@@ -56,3 +56,13 @@ func (v *SegmentView) liveDocs() uint64 {
 	}
 	return uint64(n) - v.Deleted.Rank(n-1)
 }
+
+// viewSizes returns the live documents of all views and the largest
+// segment's document count (the accumulator's size).
+func viewSizes(views []SegmentView) (live uint64, maxDocs uint32) {
+	for i := range views {
+		live += views[i].liveDocs()
+		maxDocs = max(maxDocs, views[i].Segment.NumDocs())
+	}
+	return live, maxDocs
+}

@@ -310,12 +310,7 @@ func (vs *viewScorer) score(doc, tf uint32) float64 {
 // hits; it returns them with the number of matching live documents.
 func searchText(ctx context.Context, s *schema.Schema, views []SegmentView, q *TextQuery, window int) (*topK, int, error) {
 	top := newTopK(window)
-	var live uint64
-	var maxDocs uint32
-	for i := range views {
-		live += views[i].liveDocs()
-		maxDocs = max(maxDocs, views[i].Segment.NumDocs())
-	}
+	live, maxDocs := viewSizes(views)
 	if live == 0 {
 		return top, 0, nil
 	}
