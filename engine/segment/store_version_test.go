@@ -274,3 +274,45 @@ func TestStoreVersionMustMatchLayout(t *testing.T) {
 	_, err := Open(fs, "new", s, info)
 	wantCorruption(t, err, "version 2 store keeping an unstored field")
 }
+
+// TestValidateDetectsRecordsOfTheOtherVersion relabels a store as the
+// other format version, header and record layout both (so that it opens):
+// version 1 records read as version 2 have values left over, version 2
+// records read as version 1 lack the values of the unstored fields, and
+// the validation reports both as corrupt.
+func TestValidateDetectsRecordsOfTheOtherVersion(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 60)
+	for _, tc := range []struct {
+		name     string
+		build    func(testing.TB, vfs.FS, string, *schema.Schema, segid.ID, []*schema.Document) Info
+		from, to uint32
+	}{
+		{"version 1 as 2", buildLegacySegment, legacyStoreVersion, 2},
+		{"version 2 as 1", buildSegment, 2, legacyStoreVersion},
+	} {
+		fs := vfs.NewMem()
+		info := tc.build(t, fs, "idx", s, 1, docs)
+		if err := Validate(context.Background(), fs, "idx", s, info); err != nil {
+			t.Fatalf("%s: before: %v", tc.name, err)
+		}
+		path := "idx/" + segid.FileName(1, SuffixStore)
+		data := readFile(t, fs, path)
+		at := bytes.LastIndex(data[:len(data)-footerSize], recordKinds(s, tc.from))
+		if at < 0 {
+			t.Fatalf("%s: record kinds not found in the store's directory", tc.name)
+		}
+		copy(data[at:], recordKinds(s, tc.to))
+		binary.LittleEndian.PutUint32(data[12:16], tc.to)
+		writeFile(t, fs, path, fixFrame(data))
+		r, err := Open(fs, "idx", s, info)
+		if err != nil {
+			t.Fatalf("%s: the relabelled store does not open: %v", tc.name, err)
+		}
+		err = r.Validate(context.Background())
+		if cerr := r.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
+		wantCorruption(t, err, tc.name)
+	}
+}
