@@ -129,14 +129,17 @@
 // block is uvarint(count), count uvarint record lengths, then the records.
 // A record is a flags byte, uvarint(len) + the stored JSON object
 // (schema.Document.Stored, returned as is by StoredDocument), then the
-// values that let Document rebuild the document: per text or keyword field
-// uvarint(n) + n × (uvarint(len) + bytes) — omitted for stored fields when
-// flag 1 says they are recovered from the JSON — and per sparse vector
-// field uvarint(n) + n × (uvarint(len) + dim + float32). Numbers, dense
-// vectors and the primary key come from their columns. After the blocks:
-// the block index, 20 bytes per block (first doc uint32, offset uint64,
-// compressed length uint32, raw length uint32). Directory: numDocs,
-// numBlocks, largest raw block, index offset, per-field record kinds.
+// values that let Document rebuild the stored part of the document: per
+// stored text or keyword field uvarint(n) + n × (uvarint(len) + bytes) —
+// omitted when flag 1 says they are recovered from the JSON — and per
+// stored sparse vector field uvarint(n) + n × (uvarint(len) + dim +
+// float32). Numbers, dense vectors and the primary key come from their
+// columns. After the blocks: the block index, 20 bytes per block (first
+// doc uint32, offset uint64, compressed length uint32, raw length uint32).
+// Directory: numDocs, numBlocks, largest raw block, index offset,
+// per-field record kinds (recordKinds). Format version 2; version 1 files
+// (still read, rewritten by merges) also hold the values of every text,
+// keyword and sparse vector field that is not stored.
 //
 // # pk (kind "pkey")
 //
@@ -279,8 +282,8 @@
 // rows, a reorder permutes one source. Nothing is re-tokenized: each file
 // kind has a merge step (fileMerges) that fills the Builder's accumulators
 // from the sources, then the Builder writes the files as usual, so the
-// output is byte for byte what re-indexing the same rows' Documents would
-// write, except the store's block boundaries. Term dictionaries are merged
+// output is byte for byte what re-indexing the same rows' input documents
+// would write, except the store's block boundaries. Term dictionaries are merged
 // k-way, a big field in term ranges of about equal cost (postings bytes
 // plus a per-term cost, read from every source's block index: splitDicts)
 // merged concurrently; postings are re-coded with rebased doc ids (sorted
@@ -291,7 +294,8 @@
 // mapped through the source-to-output ordinal maps (increasing, so they
 // stay sorted) while Write writes the parts before theirs; store blocks
 // whose rows are all kept in order are copied
-// compressed, other rows record by record; columns and dense vectors are
+// compressed, other rows record by record (a version 1 source's records
+// rewritten without the values of unstored fields); columns and dense vectors are
 // copied row by row; sparse dimensions are merged like terms. A new file
 // kind adds its step to fileMerges (an encoded-run kind can append its
 // runs with doc ids rebased through merger.newID instead of re-encoding).

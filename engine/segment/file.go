@@ -425,6 +425,9 @@ var kindVersions = map[string]uint32{
 	// 2: record offsets of 4 bytes when they fit, the width in the
 	// directory (blockmax.go, bmTableWidth).
 	SuffixBlockMax: 2,
+	// 2: no values of fields that are not stored (store.go,
+	// recordKinds).
+	SuffixStore: 2,
 }
 
 // legacyBlockMaxVersion is the older bmp format still read: record
@@ -435,7 +438,8 @@ const legacyBlockMaxVersion = 1
 // legacyVersion reports whether v is an older format version of a file
 // kind that is still read.
 func legacyVersion(suffix string, v uint32) bool {
-	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && v == legacyBlockMaxVersion
+	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && v == legacyBlockMaxVersion ||
+		suffix == SuffixStore && v == legacyStoreVersion
 }
 
 // legacyPostVersion is the older post format still read: docs sections of

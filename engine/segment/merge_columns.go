@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"math"
@@ -11,19 +12,37 @@ import (
 
 // mergeStore copies the stored records. In a merge in source order a
 // source block whose rows are all kept is copied compressed; other rows are
-// copied record by record (the records of one schema are portable).
+// copied record by record (the records of one schema and store version are
+// portable). A source of another store version (legacy) has its records
+// rewritten in the output's layout (convertRecord).
 func (m *merger) mergeStore() error {
 	sb := &m.b.store
+	var conv []byte
+	addRecord := func(sr *storeReader, rec []byte) error {
+		if bytes.Equal(sr.kinds, sb.kinds) {
+			sb.addRecord(rec)
+			return nil
+		}
+		var err error
+		if conv, err = sr.convertRecord(conv[:0], rec, sb.kinds); err != nil {
+			return err
+		}
+		sb.addRecord(conv)
+		return nil
+	}
 	if !m.inOrder {
 		for n, ref := range m.order {
 			if err := m.check(n); err != nil {
 				return err
 			}
-			rec, err := m.srcs[ref.Source].store.record(ref.Doc)
+			sr := m.srcs[ref.Source].store
+			rec, err := sr.record(ref.Doc)
 			if err != nil {
 				return err
 			}
-			sb.addRecord(rec)
+			if err := addRecord(sr, rec); err != nil {
+				return err
+			}
 		}
 		return sb.err
 	}
@@ -38,6 +57,7 @@ func (m *merger) mergeStore() error {
 	var bounds []int
 	for i, r := range m.srcs {
 		sr, ids := r.store, m.newID[i]
+		same := bytes.Equal(sr.kinds, sb.kinds)
 		for b := uint32(0); b < sr.numBlocks; b++ {
 			if err := m.ctx.Err(); err != nil {
 				return err
@@ -54,7 +74,7 @@ func (m *merger) mergeStore() error {
 			}
 			switch {
 			case kept == 0:
-			case kept == int(end-blk.firstDoc):
+			case same && kept == int(end-blk.firstDoc):
 				sb.appendBlock(sr.payload[blk.off:blk.off+uint64(blk.compLen)], uint32(kept), blk.rawLen)
 			default:
 				buf, first, bs, err := sr.decodeBlock(b, bounds)
@@ -62,12 +82,15 @@ func (m *merger) mergeStore() error {
 					return err
 				}
 				bounds = bs
-				for k := 0; k+1 < len(bounds); k++ {
+				for k := 0; k+1 < len(bounds) && err == nil; k++ {
 					if ids[first+uint32(k)] != noDoc {
-						sb.addRecord((*buf)[bounds[k]:bounds[k+1]])
+						err = addRecord(sr, (*buf)[bounds[k]:bounds[k+1]])
 					}
 				}
 				rawPool.Put(buf)
+				if err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -14,16 +14,23 @@ import (
 )
 
 // reindex writes the rows of order the way merges did before Merge: every
-// row rebuilt as a Document and added to a Builder (re-tokenized).
+// row rebuilt as a Document and added to a Builder (re-tokenized). The
+// store does not keep the fields that are not stored: their values come
+// from the input documents (opticksDocs), found by primary key.
 func reindex(t testing.TB, fs vfs.FS, dir string, s *schema.Schema, id segid.ID, srcs []*Reader, order []DocRef) Info {
 	t.Helper()
+	inputs := byPrimaryKey(opticksDocs(t, s, 0))
 	b := NewBuilder(s)
 	for _, ref := range order {
 		d, err := srcs[ref.Source].Document(ref.Doc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Add(d)
+		full, ok := withUnstored(s, d, inputs)
+		if !ok {
+			t.Fatalf("source %d doc %d: no input document of key %q", ref.Source, ref.Doc, d.PrimaryKey)
+		}
+		b.Add(full)
 	}
 	// A merge copies the sources' Seismic runs: so does the re-index.
 	newID := make([]map[uint32]uint32, len(srcs))

@@ -23,7 +23,7 @@ func (r *Reader) parseRows() error {
 	for i, suffix := range rowSuffixes {
 		payloads[i] = r.file(suffix).payload
 	}
-	store, err := openStore(id, payloads[0], n, recordKinds(s))
+	store, err := openStore(id, payloads[0], n, s, fileVersion(r.file(SuffixStore).data))
 	if err != nil {
 		return err
 	}
@@ -134,9 +134,13 @@ func (r *Reader) Number(field int, doc uint32) (uint64, bool, error) {
 	return binary.LittleEndian.Uint64(c.vals[8*s:]), true, nil
 }
 
-// Document rebuilds doc as a *schema.Document that can be added to a
-// Builder again (merges): strings and sparse vectors come from the store,
-// numbers, dense vectors and the primary key from their columns.
+// Document rebuilds doc as a *schema.Document from the store and the
+// columns (tests use it as an oracle; no production path calls it):
+// strings and sparse vectors come from the store, numbers, dense vectors
+// and the primary key from their columns. The strings and sparse vectors
+// of fields that are not stored come back empty from a segment of the
+// current store format, which does not keep them; a legacy (version 1)
+// store still returns them.
 func (r *Reader) Document(doc uint32) (*schema.Document, error) {
 	rec, err := r.store.record(doc)
 	if err != nil {

@@ -32,7 +32,7 @@ const (
 // Record field kinds: what a store record holds for a field.
 const (
 	recNone          byte = 0 // nothing (numbers and dense vectors come from columns)
-	recStrings       byte = 1 // text and keyword values of a field that is not stored
+	recStrings       byte = 1 // text and keyword values of a field that is not stored (version 1 only)
 	recStoredStrings byte = 2 // text and keyword values of a stored field
 	recSparse        byte = 3 // sparse vector entries
 )
@@ -41,18 +41,36 @@ const (
 // fields are not repeated in the record but recovered from the stored JSON.
 const recFromJSON = 1
 
-// recordKinds returns the record kind of every schema field.
-func recordKinds(s *schema.Schema) []byte {
+// legacyStoreVersion is the older store format still read: records keep
+// the values of text, keyword and sparse vector fields that are not
+// stored (recStrings, and recSparse for every sparse field), which only a
+// rebuilt document ever read. Merges rewrite such segments in the current
+// format, without them.
+const legacyStoreVersion = 1
+
+// recordKinds returns the record kind of every schema field in the store
+// format version (kindVersion(SuffixStore) or legacyStoreVersion). From
+// version 2 on a field that is not stored has no values in the records
+// (recNone), except a stored text or keyword field, which is recovered
+// from the stored JSON or kept as recStoredStrings, and a stored sparse
+// vector field (recSparse).
+func recordKinds(s *schema.Schema, version uint32) []byte {
+	legacy := version == legacyStoreVersion
 	kinds := make([]byte, len(s.Fields))
 	for i := range s.Fields {
-		switch s.Fields[i].Type {
+		f := &s.Fields[i]
+		switch f.Type {
 		case schema.Text, schema.Keyword:
-			kinds[i] = recStrings
-			if s.Fields[i].IsStored() {
+			switch {
+			case f.IsStored():
 				kinds[i] = recStoredStrings
+			case legacy:
+				kinds[i] = recStrings
 			}
 		case schema.SparseVector:
-			kinds[i] = recSparse
+			if legacy || f.IsStored() {
+				kinds[i] = recSparse
+			}
 		}
 	}
 	return kinds
@@ -81,14 +99,15 @@ type storeBuilder struct {
 	err      error
 }
 
-func (sb *storeBuilder) init(s *schema.Schema) { sb.kinds = recordKinds(s) }
+// init sets the record layout of the current store format for s.
+func (sb *storeBuilder) init(s *schema.Schema) { sb.kinds = recordKinds(s, kindVersion(SuffixStore)) }
 
 func (sb *storeBuilder) memBytes() int64 {
 	return int64(cap(sb.comp) + cap(sb.recs) + cap(sb.scratch) + 4*cap(sb.lens) + storeIndexEntry*cap(sb.blocks))
 }
 
 // add appends doc's record: a flags byte, uvarint(len(Stored)) Stored,
-// then per field of kind recStrings (and recStoredStrings unless the flags
+// then per field of kind recStrings (legacy version only) (and recStoredStrings unless the flags
 // say recFromJSON) uvarint(n) n×(uvarint(len) bytes), per field of kind
 // recSparse uvarint(n) n×(uvarint(len) dim float32 LE).
 func (sb *storeBuilder) add(doc *schema.Document, s *schema.Schema) {
@@ -245,7 +264,10 @@ type storeReader struct {
 	seq uint64
 }
 
-func openStore(id segid.ID, payload []byte, numDocs uint32, kinds []byte) (*storeReader, error) {
+// openStore reads the directory of a store file of the given format
+// version and checks its record layout is the one of s in that version.
+func openStore(id segid.ID, payload []byte, numDocs uint32, s *schema.Schema, version uint32) (*storeReader, error) {
+	kinds := recordKinds(s, version)
 	dir, err := splitDirectory(payload, id, SuffixStore)
 	if err != nil {
 		return nil, err
@@ -508,4 +530,49 @@ func stringsFromJSON(stored []byte, vals []schema.Values, s *schema.Schema, kind
 		}
 	}
 	return nil
+}
+
+// convertRecord appends to dst rec, a record of sr's layout, rewritten in
+// the layout to, which keeps a subset of sr's fields (a legacy record
+// written again in the current format: the values of the fields to says
+// recNone are left out). The values are copied as bytes, not decoded.
+func (sr *storeReader) convertRecord(dst, rec []byte, to []byte) ([]byte, error) {
+	if len(to) != len(sr.kinds) {
+		return nil, fmt.Errorf("segment: %s: convert a record of %d fields to %d", sr.id, len(sr.kinds), len(to))
+	}
+	d := decoder{b: rec}
+	flags := d.u8()
+	d.bytes(d.intv(len(rec)))
+	dst = append(dst, rec[:d.off]...)
+	for i, k := range sr.kinds {
+		start := d.off
+		switch {
+		case k == recNone || (k == recStoredStrings && flags == recFromJSON):
+		case k == recSparse:
+			n := d.intv(d.remaining() / 5)
+			for j := 0; j < n && d.err == nil; j++ {
+				d.bytes(d.intv(d.remaining()))
+				d.u32()
+			}
+		default:
+			n := d.intv(d.remaining())
+			for j := 0; j < n && d.err == nil; j++ {
+				d.bytes(d.intv(d.remaining()))
+			}
+		}
+		if d.err != nil {
+			break
+		}
+		if to[i] != recNone {
+			if to[i] != k {
+				return nil, fmt.Errorf("segment: %s: field %d: record kind %d cannot become %d", sr.id, i, k, to[i])
+			}
+			dst = append(dst, rec[start:d.off]...)
+		}
+	}
+	d.done()
+	if d.err != nil {
+		return nil, corruptf(sr.id, SuffixStore, "record: %v", d.err)
+	}
+	return dst, nil
 }

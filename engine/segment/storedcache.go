@@ -10,9 +10,9 @@ import (
 const storedCacheBytes = 16 << 20
 
 // storedBlock is the stored JSON of every document of one store block,
-// without the rest of the records (the strings of unstored fields, kept
-// for rewrites, are most of a block and never returned by a search). It
-// is read-only once cached.
+// without the rest of the records (the values Document rebuilds, never
+// returned by a search; in a version 1 store, also the strings of
+// unstored fields, most of a block). It is read-only once cached.
 type storedBlock struct {
 	// first is the block's first document.
 	first uint32

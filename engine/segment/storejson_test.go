@@ -83,7 +83,7 @@ func FuzzStoredStrings(f *testing.F) {
 func checkStoredStrings(t *testing.T, doc []byte) {
 	t.Helper()
 	s := testSchema()
-	kinds := recordKinds(s)
+	kinds := recordKinds(s, kindVersion(SuffixStore))
 	for i := range kinds {
 		if s.Fields[i].Type == schema.Text || s.Fields[i].Type == schema.Keyword {
 			kinds[i] = recStoredStrings
