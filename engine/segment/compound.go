@@ -188,9 +188,7 @@ func (r *Reader) loadCompound(fs vfs.FS, dir string) error {
 	if err := checkCompound(&r.info); err != nil {
 		return err
 	}
-	fi := r.info.Files[0]
-	path := fs.PathJoin(dir, segid.FileName(r.id, SuffixCompound))
-	lf, err := loadFileLimit(fs, path, fi.Size, r.id, SuffixCompound, compoundReadLimit)
+	lf, err := loadFileLimit(fs, dir, r.id, SuffixCompound, r.info.Files[0].Size, compoundReadLimit)
 	if err != nil {
 		return err
 	}

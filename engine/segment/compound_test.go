@@ -195,8 +195,8 @@ func TestCompoundOnDisk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.container == nil || r.container.mapped != (info.Files[0].Size > compoundReadLimit) {
-			t.Fatalf("%d documents: container mapped=%v for %d bytes", n, r.container != nil && r.container.mapped, info.Files[0].Size)
+		if r.container.data == nil || r.container.mapped != (info.Files[0].Size > compoundReadLimit) {
+			t.Fatalf("%d documents: container mapped=%v for %d bytes", n, r.container.mapped, info.Files[0].Size)
 		}
 		if _, err := r.Document(info.Documents - 1); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/segid"
@@ -14,19 +16,21 @@ import (
 // an index of many segments opens thousands of files, and an os.File costs
 // a dozen calls per open (descriptor flags, the poller, pebble's
 // sync_file_range probe) where a read-only check needs three or four:
-// open, one read (small files) or stat and map (large ones), close.
-func loadFileRaw(path string, size int64, id segid.ID, suffix string, limit int64) (*loadedFile, error) {
+// open, one read (small files) or stat and map (large ones), close. path
+// is NUL-terminated (see rawPath).
+func loadFileRaw(path []byte, size int64, id segid.ID, suffix string, limit int64) (loadedFile, error) {
 	fd, err := openRaw(path)
 	if err != nil {
+		name := string(path[:len(path)-1])
 		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("segment: open %s: %w", path, ErrMissingFile)
+			return loadedFile{}, fmt.Errorf("segment: open %s: %w", name, ErrMissingFile)
 		}
-		return nil, fmt.Errorf("segment: open %s: %w", path, err)
+		return loadedFile{}, fmt.Errorf("segment: open %s: %w", name, err)
 	}
 	defer unix.Close(fd)
 	if size < frameSize {
 		// Sizes below the framing fail loadFile's checks: take that path.
-		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
+		return loadedFile{}, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
 	}
 	if size <= limit {
 		data := make([]byte, size+1)
@@ -38,7 +42,7 @@ func loadFileRaw(path string, size int64, id segid.ID, suffix string, limit int6
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("segment: read %s: %w", path, err)
+				return loadedFile{}, fmt.Errorf("segment: read %s: %w", path[:len(path)-1], err)
 			}
 			n += k
 			if k < want {
@@ -46,30 +50,60 @@ func loadFileRaw(path string, size int64, id segid.ID, suffix string, limit int6
 			}
 		}
 		if int64(n) != size {
-			return nil, corruptf(id, suffix, "file has %d or more bytes, metadata records %d", n, size)
+			return loadedFile{}, corruptf(id, suffix, "file has %d or more bytes, metadata records %d", n, size)
 		}
-		return &loadedFile{data: data[:size:size]}, nil
+		return loadedFile{suffix: suffix, data: data[:size:size]}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
+		return loadedFile{}, fmt.Errorf("segment: stat %s: %w", path[:len(path)-1], err)
 	}
 	if st.Size != size {
-		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", st.Size, size)
+		return loadedFile{}, corruptf(id, suffix, "file has %d bytes, metadata records %d", st.Size, size)
 	}
 	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("segment: map %s: %w", path, err)
+		return loadedFile{}, fmt.Errorf("segment: map %s: %w", path[:len(path)-1], err)
 	}
-	return &loadedFile{data: data, mapped: true}, nil
+	return loadedFile{suffix: suffix, data: data, mapped: true}, nil
 }
 
-// openRaw opens path read-only, retrying on EINTR.
-func openRaw(path string) (int, error) {
+// rawPath returns the path of segment id's file suffix in dir (the name
+// segid.FileName gives, joined to dir), NUL-terminated for openRaw: one
+// allocation, where the name, its join and the system call's copy of the
+// path took three each for every file Open loads.
+func rawPath(dir string, id segid.ID, suffix string) []byte {
+	b := make([]byte, 0, len(dir)+1+len(segid.Prefix)+16+1+len(suffix)+1)
+	b = append(b, dir...)
+	if len(dir) > 0 && dir[len(dir)-1] != '/' {
+		b = append(b, '/')
+	}
+	b = append(b, segid.Prefix...)
+	b = strconv.AppendUint(b, uint64(id), 16)
+	b = append(b, '.')
+	b = append(b, suffix...)
+	return append(b, 0)
+}
+
+// atFDCWD is unix.AT_FDCWD as a variable: the constant is negative, and
+// only a variable converts to the uintptr of a system call argument.
+var atFDCWD = unix.AT_FDCWD
+
+// openRaw opens the NUL-terminated path read-only, retrying on EINTR.
+func openRaw(path []byte) (int, error) {
+	if len(path) == 0 || path[len(path)-1] != 0 {
+		return -1, fmt.Errorf("segment: path %q is not NUL-terminated", path)
+	}
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			return fd, err
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
+			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(fd), nil
+		case unix.EINTR:
+			continue
+		default:
+			return -1, errno
 		}
 	}
 }
@@ -87,24 +121,24 @@ const readLimit = 16 << 10
 
 // readSmall reads a file of the recorded size (at most readLimit) with one
 // read of one byte more, which finds a shorter and a longer file alike.
-func readSmall(f vfs.File, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
+func readSmall(f vfs.File, path string, size int64, id segid.ID, suffix string) (loadedFile, error) {
 	if size < frameSize {
-		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
+		return loadedFile{}, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
 	}
 	data := make([]byte, size+1)
 	n, err := f.ReadAt(data, 0)
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("segment: read %s: %w", path, err)
+		return loadedFile{}, fmt.Errorf("segment: read %s: %w", path, err)
 	}
 	if int64(n) != size {
 		if int64(n) > size {
 			st, err := f.Stat()
 			if err != nil {
-				return nil, fmt.Errorf("segment: stat %s: %w", path, err)
+				return loadedFile{}, fmt.Errorf("segment: stat %s: %w", path, err)
 			}
 			n = int(st.Size())
 		}
-		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", n, size)
+		return loadedFile{}, corruptf(id, suffix, "file has %d bytes, metadata records %d", n, size)
 	}
-	return &loadedFile{data: data[:size:size]}, nil
+	return loadedFile{suffix: suffix, data: data[:size:size]}, nil
 }

@@ -39,9 +39,9 @@ type Reader struct {
 	stats  []fieldStat
 	bmax   []*bmField
 	ivf    [][]*ivf.Run // per field: binary IVF runs; nil without an ivf file
-	// container is the compound file whose bytes files' parts slice; nil
-	// for a segment of separate files.
-	container *loadedFile
+	// container is the compound file whose bytes files' parts slice;
+	// empty for a segment of separate files.
+	container loadedFile
 
 	closeOnce sync.Once
 	closeErr  error
@@ -56,9 +56,10 @@ type loadedFile struct {
 	mapped  bool
 }
 
-// loadFile opens path, checks its size and maps (or reads) it.
-func loadFile(fs vfs.FS, path string, size int64, id segid.ID, suffix string) (*loadedFile, error) {
-	return loadFileLimit(fs, path, size, id, suffix, readLimit)
+// loadFile opens segment id's file suffix in dir, checks its size and
+// maps (or reads) it.
+func loadFile(fs vfs.FS, dir string, id segid.ID, suffix string, size int64) (loadedFile, error) {
+	return loadFileLimit(fs, dir, id, suffix, size, readLimit)
 }
 
 // openFile opens a segment file; a missing one is ErrMissingFile.
@@ -75,13 +76,14 @@ func openFile(fs vfs.FS, path string) (vfs.File, error) {
 
 // loadFileLimit is loadFile reading files up to limit bytes into memory
 // and mapping larger ones.
-func loadFileLimit(fs vfs.FS, path string, size int64, id segid.ID, suffix string, limit int64) (*loadedFile, error) {
+func loadFileLimit(fs vfs.FS, dir string, id segid.ID, suffix string, size, limit int64) (loadedFile, error) {
 	if isDefaultFS(fs) {
-		return loadFileRaw(path, size, id, suffix, limit)
+		return loadFileRaw(rawPath(dir, id, suffix), size, id, suffix, limit)
 	}
+	path := fs.PathJoin(dir, segid.FileName(id, suffix))
 	f, err := openFile(fs, path)
 	if err != nil {
-		return nil, err
+		return loadedFile{}, err
 	}
 	defer f.Close()
 	if size <= limit {
@@ -89,27 +91,27 @@ func loadFileLimit(fs vfs.FS, path string, size int64, id segid.ID, suffix strin
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("segment: stat %s: %w", path, err)
+		return loadedFile{}, fmt.Errorf("segment: stat %s: %w", path, err)
 	}
 	if st.Size() != size {
-		return nil, corruptf(id, suffix, "file has %d bytes, metadata records %d", st.Size(), size)
+		return loadedFile{}, corruptf(id, suffix, "file has %d bytes, metadata records %d", st.Size(), size)
 	}
 	if size < frameSize {
-		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
+		return loadedFile{}, corruptf(id, suffix, "file of %d bytes is shorter than its framing", size)
 	}
 	if fd := f.Fd(); fd != vfs.InvalidFd {
 		data, err := unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 		if err == nil {
-			return &loadedFile{data: data, mapped: true}, nil
+			return loadedFile{suffix: suffix, data: data, mapped: true}, nil
 		}
 	}
 	data := make([]byte, size)
 	if n, err := f.ReadAt(data, 0); n != len(data) && err != nil && err != io.EOF {
-		return nil, fmt.Errorf("segment: read %s: %w", path, err)
+		return loadedFile{}, fmt.Errorf("segment: read %s: %w", path, err)
 	} else if n != len(data) {
-		return nil, corruptf(id, suffix, "read %d of %d bytes", n, size)
+		return loadedFile{}, corruptf(id, suffix, "read %d of %d bytes", n, size)
 	}
-	return &loadedFile{data: data}, nil
+	return loadedFile{suffix: suffix, data: data}, nil
 }
 
 func (lf *loadedFile) release() error {
@@ -172,13 +174,11 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 		}
 	} else {
 		for _, fi := range parts {
-			path := fs.PathJoin(dir, segid.FileName(r.id, fi.Suffix))
-			lf, err := loadFile(fs, path, fi.Size, r.id, fi.Suffix)
+			lf, err := loadFile(fs, dir, r.id, fi.Suffix, fi.Size)
 			if err != nil {
 				return err
 			}
-			lf.suffix = fi.Suffix
-			r.files = append(r.files, *lf)
+			r.files = append(r.files, lf)
 		}
 	}
 	for i := range r.files {
@@ -308,10 +308,8 @@ func (r *Reader) release() error {
 			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
 		}
 	}
-	if r.container != nil {
-		if err := r.container.release(); err != nil && first == nil {
-			first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
-		}
+	if err := r.container.release(); err != nil && first == nil {
+		first = fmt.Errorf("segment: unmap segment %s: %w", r.id, err)
 	}
 	return first
 }

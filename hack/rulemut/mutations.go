@@ -781,11 +781,11 @@ var mutations = []Mutation{
 		Edits: []Edit{{File: "engine/segment/loadraw.go",
 			From: `
 				if err != nil && err != io.EOF {
-					return nil, fmt.Errorf("segment: read %s: %w", path, err)
+					return loadedFile{}, fmt.Errorf("segment: read %s: %w", path, err)
 				}`,
 			To: `
 				if err != nil && err != io.EOF {
-					return nil, corruptf(id, suffix, "read: %v", err)
+					return loadedFile{}, corruptf(id, suffix, "read: %v", err)
 				}`}},
 		Pkg: "./engine/index", Run: "^TestQ06_",
 	},
