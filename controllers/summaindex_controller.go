@@ -346,7 +346,7 @@ func (r *SummaIndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Service{}).
 		// A doctor run's Job of a retained volume is owned by the volume
-		// (summaindex_doctor_delete.go): Jobs map to their index by label.
+		// (summaindex_doctor.go): Jobs map to their index by label.
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(indexOfLabelled)).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).

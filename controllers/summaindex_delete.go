@@ -28,7 +28,7 @@ import (
 // finalizer.
 //
 // Either way a doctor run in progress ends first, its Job finished or
-// stopped in order (summaindex_doctor_delete.go). The volumes stay, labelled, for a new SummaIndex of the same
+// stopped in order (summaindex_doctor.go). The volumes stay, labelled, for a new SummaIndex of the same
 // name to adopt.
 func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, index *summav1.SummaIndex, sw *statusWriter) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(index, summav1.Finalizer) {
@@ -56,7 +56,7 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, index *summa
 		return reconcile.Result{}, err
 	}
 	// A doctor run ends first: its Job is never killed mid-repair by the
-	// deletion (summaindex_doctor_delete.go).
+	// deletion (summaindex_doctor.go).
 	if hold, res, err := r.doctorBeforeDelete(ctx, index, policy); hold || err != nil {
 		return res, err
 	}

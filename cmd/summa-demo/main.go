@@ -21,13 +21,6 @@ import (
 	"github.com/summadev/summa/internal/corpus"
 )
 
-const schemaJSON = `{"fields":[
- {"name":"id","type":"text","primary":true},
- {"name":"title","type":"text"},
- {"name":"body","type":"text","reorder":true,"stored":false},
- {"name":"paragraph","type":"u64"}
-]}`
-
 func main() {
 	dataDir := flag.String("data-dir", "", "directory for the index (default: a new temporary directory)")
 	flag.Parse()
@@ -48,7 +41,7 @@ func run(dataDir string, queries []string) error {
 	if len(queries) == 0 {
 		queries = []string{`light`, `+prism +colours`, `"angle of incidence"`, `refraction -reflexion`, `title:experiment`}
 	}
-	s, err := schema.Parse([]byte(schemaJSON))
+	s, err := schema.Parse([]byte(corpus.Schema(false)))
 	if err != nil {
 		return err
 	}
@@ -65,8 +58,7 @@ func run(dataDir string, queries []string) error {
 	start := time.Now()
 	var batch []*schema.Document
 	for i, p := range ps {
-		raw, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("p%04d", i), "title": corpus.Title(p), "body": p, "paragraph": i})
-		d, err := s.ParseDocument(raw)
+		d, err := s.ParseDocument(corpus.Document(i, p))
 		if err != nil {
 			return err
 		}

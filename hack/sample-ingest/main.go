@@ -16,13 +16,6 @@ import (
 	"github.com/summadev/summa/internal/corpus"
 )
 
-const schema = `{"fields":[
- {"name":"id","type":"text","primary":true},
- {"name":"title","type":"text"},
- {"name":"body","type":"text","reorder":true},
- {"name":"paragraph","type":"u64"}
-]}`
-
 func main() {
 	addr := flag.String("server", "http://127.0.0.1:8082", "summa-server address")
 	name := flag.String("index", "opticks", "index name")
@@ -55,7 +48,7 @@ func newClient(addr, token, caFile, serverName string) (*client.Client, error) {
 func run(c *client.Client, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := c.CreateIndex(ctx, name, json.RawMessage(schema)); err != nil {
+	if _, err := c.CreateIndex(ctx, name, json.RawMessage(corpus.Schema(true))); err != nil {
 		return err
 	}
 	ps, err := corpus.Paragraphs()
@@ -64,8 +57,7 @@ func run(c *client.Client, name string) error {
 	}
 	var nd bytes.Buffer
 	for i, p := range ps {
-		line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("p%04d", i), "title": corpus.Title(p), "body": p, "paragraph": i})
-		nd.Write(append(line, '\n'))
+		nd.Write(append(corpus.Document(i, p), '\n'))
 	}
 	start := time.Now()
 	if _, err := c.AddNDJSON(ctx, name, &nd); err != nil {

@@ -26,11 +26,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
+
+	"github.com/summadev/summa/bench/internal/cmdmain"
 )
 
 // config is what the flags set.
@@ -94,12 +94,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-operator: need 1 <= -running <= -indexes, 0 <= -stopped < -running, -namespaces >= 1, -rounds >= 1, positive durations")
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, c); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-operator:", err)
-		os.Exit(1)
-	}
+	cmdmain.Run("bench-operator", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // run sets the scene up, measures and prints.

@@ -11,65 +11,71 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/summadev/summa/bench/internal/cmdmain"
 	"github.com/summadev/summa/bench/vectors"
 )
 
 func main() {
-	quick := flag.Bool("quick", false, "smaller data sets and fewer rounds (a few minutes)")
-	only := flag.String("only", "", "comma-separated sections to run (default: all)")
-	dir := flag.String("dir", "", "parent of the temporary work directory (default: $TMPDIR or /tmp)")
-	cache := flag.String("cache", "bin/bench-vectors-cache", "directory that keeps derived data sets between runs (\"\" for none)")
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "smaller data sets and fewer rounds (a few minutes)")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (default: all)")
+	flag.StringVar(&o.dir, "dir", "", "parent of the temporary work directory (default: $TMPDIR or /tmp)")
+	flag.StringVar(&o.cache, "cache", "bin/bench-vectors-cache", "directory that keeps derived data sets between runs (\"\" for none)")
 	flag.Parse()
+	cmdmain.Run("bench-vectors", func(ctx context.Context) error { return run(ctx, o) })
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	work, err := os.MkdirTemp(*dir, "bench-vectors-")
+// options are what the flags set.
+type options struct {
+	quick            bool
+	only, dir, cache string
+}
+
+// run runs the selected sections, each in a work directory of its own; a
+// failed section is reported and the others still run.
+func run(ctx context.Context, o options) error {
+	work, err := os.MkdirTemp(o.dir, "bench-vectors-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-vectors:", err)
-		os.Exit(1)
+		return fmt.Errorf("work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	if *cache != "" {
-		if err := os.MkdirAll(*cache, 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "bench-vectors:", err)
-			os.Exit(1)
+	if o.cache != "" {
+		if err := os.MkdirAll(o.cache, 0o755); err != nil {
+			return fmt.Errorf("cache directory: %w", err)
 		}
 	}
 	want := map[string]bool{}
-	for _, n := range strings.Split(*only, ",") {
+	for _, n := range strings.Split(o.only, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			want[n] = true
 		}
 	}
-	failed := false
+	var failed []string
 	ran := 0
 	for _, s := range vectors.Sections() {
 		if len(want) > 0 && !want[s.Name] {
 			continue
 		}
 		ran++
-		cfg := vectors.Config{Quick: *quick, WorkDir: filepath.Join(work, s.Name), CacheDir: *cache, Log: os.Stderr, Out: os.Stdout}
+		cfg := vectors.Config{Quick: o.quick, WorkDir: filepath.Join(work, s.Name), CacheDir: o.cache, Log: os.Stderr, Out: os.Stdout}
 		if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "bench-vectors:", err)
-			os.Exit(1)
+			return fmt.Errorf("section %s: %w", s.Name, err)
 		}
 		fmt.Printf("## %s\n", s.Name)
 		if err := s.Run(ctx, cfg); err != nil {
 			fmt.Fprintf(os.Stderr, "bench-vectors: %s: %v\n", s.Name, err)
-			failed = true
+			failed = append(failed, s.Name)
 		}
 		os.RemoveAll(cfg.WorkDir)
 	}
 	if ran == 0 {
-		fmt.Fprintln(os.Stderr, "bench-vectors: no section selected")
-		os.Exit(2)
+		return cmdmain.Usage("no section selected")
 	}
-	if failed {
-		os.Exit(1)
+	if len(failed) > 0 {
+		return fmt.Errorf("sections failed: %s", strings.Join(failed, ", "))
 	}
+	return nil
 }

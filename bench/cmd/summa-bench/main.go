@@ -13,13 +13,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/summadev/summa/bench"
+	"github.com/summadev/summa/bench/internal/cmdmain"
 )
 
 func main() {
@@ -97,8 +96,6 @@ func main() {
 	}
 	cfg.ModuleRoot = root
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	copts := bench.CorpusOptions{MaxDocs: maxDocs, HeldOut: *heldOut, ForceFallback: *fallback, Shuffle: *shuffle, Log: os.Stderr}
 	lopts := bench.LargeCorpusOptions{MaxDocs: *largeDocs, HeldOut: *heldOut, Log: os.Stderr}
 	if *quick && !setFlags["corpora"] {
@@ -115,10 +112,7 @@ func main() {
 	if !sel["large"] {
 		lopts = bench.LargeCorpusOptions{}
 	}
-	if err := run(ctx, cfg, copts, lopts, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "summa-bench:", err)
-		os.Exit(1)
-	}
+	cmdmain.Run("summa-bench", func(ctx context.Context) error { return run(ctx, cfg, copts, lopts, *out) })
 }
 
 // run runs the small corpus when copts is set and the large one when
