@@ -34,25 +34,7 @@ func BenchmarkHeadingQueries(b *testing.B) {
 	}
 	defer idx.Close(ctx)
 	raw := bench.NDJSON(c.Docs)
-	for i := 0; i < len(raw); i += 5000 {
-		var docs []*schema.Document
-		for _, r := range raw[i:min(i+5000, len(raw))] {
-			d, err := s.ParseDocument(r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			docs = append(docs, d)
-		}
-		if err := idx.Add(docs); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := idx.Commit(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := idx.ForceMerge(ctx, 1); err != nil {
-		b.Fatal(err)
-	}
+	ingestMerged(b, idx, s, raw, (len(raw)+4999)/5000)
 	snap, err := idx.Snapshot()
 	if err != nil {
 		b.Fatal(err)

@@ -127,7 +127,6 @@ func classesCorpus() (*bench.Corpus, error) {
 // builds it (40 commits, one forced merge) there or in a temporary
 // directory.
 func classesIndex(b *testing.B, s *schema.Schema, c *bench.Corpus) *index.Index {
-	ctx := context.Background()
 	dir := os.Getenv("SUMMA_BENCH_INDEX")
 	if dir != "" {
 		if idx, err := index.Open(vfs.Default, dir, index.Options{}); err == nil {
@@ -140,8 +139,15 @@ func classesIndex(b *testing.B, s *schema.Schema, c *bench.Corpus) *index.Index 
 	if err != nil {
 		b.Fatal(err)
 	}
-	raw := bench.NDJSON(c.Docs)
-	per := (len(raw) + 39) / 40
+	ingestMerged(b, idx, s, bench.NDJSON(c.Docs), 40)
+	return idx
+}
+
+// ingestMerged adds raw to idx in the given number of commits and merges
+// the index into one segment.
+func ingestMerged(b *testing.B, idx *index.Index, s *schema.Schema, raw [][]byte, commits int) {
+	ctx := context.Background()
+	per := (len(raw) + commits - 1) / commits
 	for i := 0; i < len(raw); i += per {
 		var docs []*schema.Document
 		for _, r := range raw[i:min(i+per, len(raw))] {
@@ -161,5 +167,4 @@ func classesIndex(b *testing.B, s *schema.Schema, c *bench.Corpus) *index.Index 
 	if _, err := idx.ForceMerge(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
-	return idx
 }
