@@ -109,7 +109,10 @@ func bruteSplits(c *corpus) map[string]split {
 	}
 }
 
-func TestTextMatchesBruteForce(t *testing.T) {
+// eachBruteQuery runs check for every query of textQueries in every
+// segmentation of bruteSplits, with the views, the split and the
+// brute-force matches (scores by corpus index).
+func eachBruteQuery(t *testing.T, check func(t *testing.T, c *corpus, sp split, views []SegmentView, q string, want map[int]float64)) {
 	c := newtonCorpus(t)
 	for name, sp := range bruteSplits(c) {
 		t.Run(name, func(t *testing.T) {
@@ -120,10 +123,16 @@ func TestTextMatchesBruteForce(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
-				checkAgainst(t, c, sp, q, searchAll(t, c, views, q), b.eval(parsed))
+				check(t, c, sp, views, q, b.eval(parsed))
 			}
 		})
 	}
+}
+
+func TestTextMatchesBruteForce(t *testing.T) {
+	eachBruteQuery(t, func(t *testing.T, c *corpus, sp split, views []SegmentView, q string, want map[int]float64) {
+		checkAgainst(t, c, sp, q, searchAll(t, c, views, q), want)
+	})
 }
 
 // TestCountOnlyMatchesBruteForce: a CountOnly request answers the number
@@ -131,27 +140,16 @@ func TestTextMatchesBruteForce(t *testing.T) {
 // hit, for every query and segmentation (the document-frequency shortcut
 // of a one-term, one-field query included, with and without deletions).
 func TestCountOnlyMatchesBruteForce(t *testing.T) {
-	c := newtonCorpus(t)
-	for name, sp := range bruteSplits(c) {
-		t.Run(name, func(t *testing.T) {
-			views := c.views(t, sp)
-			b := newBrute(c, sp.deleted)
-			for _, q := range textQueries {
-				parsed, err := ParseString(c.schema, q)
-				if err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-				raw, _ := json.Marshal(q)
-				res, err := Search(context.Background(), c.schema, views, Request{Query: raw, CountOnly: true})
-				if err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-				if want := len(b.eval(parsed)); res.TotalHits != want || len(res.Hits) != 0 || res.TotalHitsRelation != EqualTo {
-					t.Fatalf("%s: count-only answered %d (%d hits, relation %v), brute force finds %d", q, res.TotalHits, len(res.Hits), res.TotalHitsRelation, want)
-				}
-			}
-		})
-	}
+	eachBruteQuery(t, func(t *testing.T, c *corpus, _ split, views []SegmentView, q string, want map[int]float64) {
+		raw, _ := json.Marshal(q)
+		res, err := Search(context.Background(), c.schema, views, Request{Query: raw, CountOnly: true})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if res.TotalHits != len(want) || len(res.Hits) != 0 || res.TotalHitsRelation != EqualTo {
+			t.Fatalf("%s: count-only answered %d (%d hits, relation %v), brute force finds %d", q, res.TotalHits, len(res.Hits), res.TotalHitsRelation, len(want))
+		}
+	})
 }
 
 func TestScoresIndependentOfSegmentation(t *testing.T) {
