@@ -54,8 +54,25 @@ var (
 	seismicMembers  = []string{"pendingTerms", "partialPasses", "stalls"}
 )
 
-// open reads the opening brace of an object.
-func (d *fastDecoder) open() bool { return d.eat('{') }
+// object reads an object whose members are all in names, each at most
+// once, calling read with the position of each member to read its value.
+func (d *fastDecoder) object(names []string, read func(member int) bool) bool {
+	if !d.eat('{') {
+		return false
+	}
+	var seen uint64
+	for {
+		i, ok := d.member(names, &seen)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return true
+		case !read(i):
+			return false
+		}
+	}
+}
 
 // member reads the next member name of an object whose members are all in
 // names, each at most once (seen records those read, and that a member was
@@ -93,13 +110,39 @@ func (d *fastDecoder) member(names []string, seen *uint64) (int, bool) {
 	return 0, false
 }
 
-// list reads the opening bracket of an array, or a null (a nil list, as
-// the reference reads it): isNull tells which.
-func (d *fastDecoder) list() (isNull, ok bool) {
+// list reads an array, calling elem for each element with the number of
+// elements read before it, or a null (a nil list, as the reference reads
+// it): isNull tells which.
+func (d *fastDecoder) list(elem func(n int) bool) (isNull, ok bool) {
 	if d.literal("null") {
 		return true, true
 	}
-	return false, d.eat('[')
+	if !d.eat('[') {
+		return false, false
+	}
+	for n := 0; ; n++ {
+		more, ok := d.more(n)
+		if !more || !ok {
+			return false, ok
+		}
+		if !elem(n) {
+			return false, false
+		}
+	}
+}
+
+// listOf reads a list of T, each element with elem: nil for a null, an
+// empty list for [].
+func listOf[T any](d *fastDecoder, elem func(*T) bool) ([]T, bool) {
+	out := []T{}
+	isNull, ok := d.list(func(n int) bool {
+		out = append(out, *new(T))
+		return elem(&out[n])
+	})
+	if isNull || !ok {
+		return nil, ok
+	}
+	return out, true
 }
 
 // more reports whether the array has another element (n elements were
@@ -157,32 +200,21 @@ func (d *fastDecoder) id() (segid.ID, bool) {
 }
 
 func (d *fastDecoder) metadata(m *Metadata) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(metadataMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
+	return d.object(metadataMembers, func(member int) (ok bool) {
+		switch member {
+		case 0:
 			m.Version, ok = d.int()
-		case i == 1:
+		case 1:
 			m.Generation, ok = d.uint(1<<64 - 1)
-		case i == 2:
+		case 2:
 			m.NextID, ok = d.id()
-		case i == 3:
+		case 3:
 			ok = d.schema(m)
-		case i == 4:
-			ok = d.segments(m)
+		case 4:
+			m.Segments, ok = listOf(d, d.segment)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // schema reads the schema object with Schema's own decoder, as the
@@ -196,109 +228,60 @@ func (d *fastDecoder) schema(m *Metadata) bool {
 	return m.Schema.UnmarshalJSON(d.data[start:d.pos]) == nil
 }
 
-func (d *fastDecoder) segments(m *Metadata) bool {
-	isNull, ok := d.list()
-	if isNull || !ok {
-		return ok
-	}
-	m.Segments = []Segment{}
-	for {
-		more, ok := d.more(len(m.Segments))
-		if !more {
-			return ok
-		}
-		m.Segments = append(m.Segments, Segment{})
-		if !d.segment(&m.Segments[len(m.Segments)-1]) {
-			return false
-		}
-	}
-}
-
 func (d *fastDecoder) segment(s *Segment) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(segmentMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
+	return d.object(segmentMembers, func(member int) (ok bool) {
+		switch member {
+		case 0:
 			s.ID, ok = d.id()
-		case i == 1:
+		case 1:
 			s.Documents, ok = d.uint32()
-		case i == 2:
+		case 2:
 			s.Files, ok = d.fileList()
-		case i == 3:
+		case 3:
 			s.Parts, ok = d.fileList()
-		case i == 4:
-			s.IVF, ok = d.ivfList()
-		case i == 5:
+		case 4:
+			s.IVF, ok = listOf(d, d.ivf)
+		case 5:
 			s.Deletes = new(Mask)
 			ok = d.mask(s.Deletes)
-		case i == 6:
+		case 6:
 			s.BPConverged, ok = d.bool()
-		case i == 7:
+		case 7:
 			s.BPUnconvergedPasses, ok = d.int()
-		case i == 8:
+		case 8:
 			s.Seismic = new(SeismicDebt)
 			ok = d.seismic(s.Seismic)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
-// fileList reads a list of FileInfo.
+// fileList reads a list of FileInfo into the scratch list, and copies it
+// out at its exact length.
 func (d *fastDecoder) fileList() ([]segment.FileInfo, bool) {
-	isNull, ok := d.list()
+	d.files = d.files[:0]
+	isNull, ok := d.list(func(int) bool {
+		d.files = append(d.files, segment.FileInfo{})
+		return d.file(&d.files[len(d.files)-1])
+	})
 	if isNull || !ok {
 		return nil, ok
 	}
-	d.files = d.files[:0]
-	for {
-		more, ok := d.more(len(d.files))
-		if !ok {
-			return nil, false
-		}
-		if !more {
-			return append([]segment.FileInfo{}, d.files...), true
-		}
-		var f segment.FileInfo
-		if !d.file(&f) {
-			return nil, false
-		}
-		d.files = append(d.files, f)
-	}
+	return append([]segment.FileInfo{}, d.files...), true
 }
 
 func (d *fastDecoder) file(f *segment.FileInfo) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(fileMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
+	return d.object(fileMembers, func(member int) (ok bool) {
+		switch member {
+		case 0:
 			var s []byte
 			s, ok = d.str()
 			f.Suffix = suffix(s)
-		case i == 1:
+		case 1:
 			f.Size, ok = d.int64()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // knownSuffixes are the suffixes the engine writes, shared instead of
@@ -315,122 +298,59 @@ func suffix(s []byte) string {
 	return string(s)
 }
 
-// ivfList reads a list of IVFInfo.
-func (d *fastDecoder) ivfList() ([]segment.IVFInfo, bool) {
-	isNull, ok := d.list()
-	if isNull || !ok {
-		return nil, ok
-	}
-	out := []segment.IVFInfo{}
-	for {
-		more, ok := d.more(len(out))
-		if !more {
-			return out, ok
-		}
-		out = append(out, segment.IVFInfo{})
-		if !d.ivf(&out[len(out)-1]) {
-			return nil, false
-		}
-	}
-}
-
 func (d *fastDecoder) ivf(f *segment.IVFInfo) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(ivfMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
+	return d.object(ivfMembers, func(member int) (ok bool) {
+		switch member {
+		case 0:
 			var s []byte
 			s, ok = d.str()
 			f.Field = string(s)
-		case i == 1:
+		case 1:
 			f.Runs, ok = d.int()
-		case i == 2:
+		case 2:
 			f.Vectors, ok = d.uint32()
-		case i == 3:
-			f.Models, ok = d.strings()
-		case i == 4:
+		case 3:
+			f.Models, ok = listOf(d, d.string)
+		case 4:
 			f.Fragmented, ok = d.bool()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
-// strings reads a list of strings.
-func (d *fastDecoder) strings() ([]string, bool) {
-	isNull, ok := d.list()
-	if isNull || !ok {
-		return nil, ok
+// string reads a string into s.
+func (d *fastDecoder) string(s *string) bool {
+	b, ok := d.str()
+	if ok {
+		*s = string(b)
 	}
-	out := []string{}
-	for {
-		more, ok := d.more(len(out))
-		if !more {
-			return out, ok
-		}
-		s, ok := d.str()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, string(s))
-	}
+	return ok
 }
 
 func (d *fastDecoder) mask(m *Mask) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(maskMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
+	return d.object(maskMembers, func(member int) (ok bool) {
+		switch member {
+		case 0:
 			m.ID, ok = d.id()
-		case i == 1:
+		case 1:
 			m.Deleted, ok = d.uint32()
-		case i == 2:
+		case 2:
 			m.Size, ok = d.int64()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 func (d *fastDecoder) seismic(s *SeismicDebt) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(seismicMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
+	return d.object(seismicMembers, func(member int) (ok bool) {
+		switch member {
+		case 0:
 			s.PendingTerms, ok = d.int()
-		case i == 1:
+		case 1:
 			s.PartialPasses, ok = d.int()
-		case i == 2:
+		case 2:
 			s.Stalls, ok = d.int()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
