@@ -43,71 +43,84 @@ type fastDecoder struct {
 	files []segment.FileInfo
 }
 
-// The members of each object, by position: member reports the position
-// of the member it reads.
-var (
-	metadataMembers = []string{"version", "generation", "nextId", "schema", "segments"}
-	segmentMembers  = []string{"id", "documents", "files", "parts", "ivf", "deletes", "bpConverged", "bpUnconvergedPasses", "seismic"}
-	fileMembers     = []string{"suffix", "size"}
-	ivfMembers      = []string{"field", "runs", "vectors", "models", "fragmented"}
-	maskMembers     = []string{"id", "deleted", "size"}
-	seismicMembers  = []string{"pendingTerms", "partialPasses", "stalls"}
-)
+// A member is one member of an object the decoder reads: its name, and
+// the reader of its value into the object's Go value.
+type member[T any] struct {
+	name string
+	read func(d *fastDecoder, v *T) bool
+}
 
-// object reads an object whose members are all in names, each at most
-// once, calling read with the position of each member to read its value.
-func (d *fastDecoder) object(names []string, read func(member int) bool) bool {
+// members are the members of one object, at most 64 (object records those
+// read in a bitmask).
+type members[T any] []member[T]
+
+// names lists the members' names.
+func (ms members[T]) names() []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.name
+	}
+	return out
+}
+
+// object reads an object whose members are all in ms, each at most once,
+// into v.
+func object[T any](d *fastDecoder, v *T, ms members[T]) bool {
 	if !d.eat('{') {
 		return false
 	}
 	var seen uint64
 	for {
-		i, ok := d.member(names, &seen)
+		name, ok := d.member(seen != 0)
 		switch {
 		case !ok:
 			return false
-		case i < 0:
+		case name == nil:
 			return true
-		case !read(i):
+		}
+		i := index(ms, name)
+		if i < 0 || seen&(1<<i) != 0 || !ms[i].read(d, v) {
 			return false
 		}
+		seen |= 1 << i
 	}
 }
 
-// member reads the next member name of an object whose members are all in
-// names, each at most once (seen records those read, and that a member was
-// read), and returns its position; at the closing brace, which it reads,
-// it returns -1, true.
-func (d *fastDecoder) member(names []string, seen *uint64) (int, bool) {
+// index returns the position of the member called name in ms, -1 when
+// there is none.
+func index[T any](ms members[T], name []byte) int {
+	for i, m := range ms {
+		if string(name) == m.name {
+			return i
+		}
+	}
+	return -1
+}
+
+// member reads the next member name of an object and the colon after
+// it (after is whether a member was read before: a comma comes first); at
+// the closing brace, which it reads, it returns nil, true.
+func (d *fastDecoder) member(after bool) ([]byte, bool) {
 	d.ws()
 	if d.eat('}') {
-		return -1, true
+		return nil, true
 	}
-	if *seen != 0 {
+	if after {
 		if !d.eat(',') {
-			return 0, false
+			return nil, false
 		}
 		d.ws()
 	}
 	name, ok := d.str()
-	if !ok {
-		return 0, false
+	if !ok || name == nil {
+		return nil, false
 	}
 	d.ws()
 	if !d.eat(':') {
-		return 0, false
+		return nil, false
 	}
 	d.ws()
-	for i, n := range names {
-		if string(name) == n {
-			if *seen&(1<<i) != 0 {
-				return 0, false
-			}
-			*seen |= 1 << i
-			return i, true
-		}
-	}
-	return 0, false
+	return name, true
 }
 
 // list reads an array, calling elem for each element with the number of
@@ -199,23 +212,16 @@ func (d *fastDecoder) id() (segid.ID, bool) {
 	return id, true
 }
 
-func (d *fastDecoder) metadata(m *Metadata) bool {
-	return d.object(metadataMembers, func(member int) (ok bool) {
-		switch member {
-		case 0:
-			m.Version, ok = d.int()
-		case 1:
-			m.Generation, ok = d.uint(1<<64 - 1)
-		case 2:
-			m.NextID, ok = d.id()
-		case 3:
-			ok = d.schema(m)
-		case 4:
-			m.Segments, ok = listOf(d, d.segment)
-		}
-		return ok
-	})
+// metadataMembers are the members of a metadata.json.
+var metadataMembers = members[Metadata]{
+	{"version", func(d *fastDecoder, m *Metadata) (ok bool) { m.Version, ok = d.int(); return ok }},
+	{"generation", func(d *fastDecoder, m *Metadata) (ok bool) { m.Generation, ok = d.uint(1<<64 - 1); return ok }},
+	{"nextId", func(d *fastDecoder, m *Metadata) (ok bool) { m.NextID, ok = d.id(); return ok }},
+	{"schema", (*fastDecoder).schema},
+	{"segments", func(d *fastDecoder, m *Metadata) (ok bool) { m.Segments, ok = listOf(d, d.segment); return ok }},
 }
+
+func (d *fastDecoder) metadata(m *Metadata) bool { return object(d, m, metadataMembers) }
 
 // schema reads the schema object with Schema's own decoder, as the
 // reference does.
@@ -228,33 +234,20 @@ func (d *fastDecoder) schema(m *Metadata) bool {
 	return m.Schema.UnmarshalJSON(d.data[start:d.pos]) == nil
 }
 
-func (d *fastDecoder) segment(s *Segment) bool {
-	return d.object(segmentMembers, func(member int) (ok bool) {
-		switch member {
-		case 0:
-			s.ID, ok = d.id()
-		case 1:
-			s.Documents, ok = d.uint32()
-		case 2:
-			s.Files, ok = d.fileList()
-		case 3:
-			s.Parts, ok = d.fileList()
-		case 4:
-			s.IVF, ok = listOf(d, d.ivf)
-		case 5:
-			s.Deletes = new(Mask)
-			ok = d.mask(s.Deletes)
-		case 6:
-			s.BPConverged, ok = d.bool()
-		case 7:
-			s.BPUnconvergedPasses, ok = d.int()
-		case 8:
-			s.Seismic = new(SeismicDebt)
-			ok = d.seismic(s.Seismic)
-		}
-		return ok
-	})
+// segmentMembers are the members of a segment.
+var segmentMembers = members[Segment]{
+	{"id", func(d *fastDecoder, s *Segment) (ok bool) { s.ID, ok = d.id(); return ok }},
+	{"documents", func(d *fastDecoder, s *Segment) (ok bool) { s.Documents, ok = d.uint32(); return ok }},
+	{"files", func(d *fastDecoder, s *Segment) (ok bool) { s.Files, ok = d.fileList(); return ok }},
+	{"parts", func(d *fastDecoder, s *Segment) (ok bool) { s.Parts, ok = d.fileList(); return ok }},
+	{"ivf", func(d *fastDecoder, s *Segment) (ok bool) { s.IVF, ok = listOf(d, d.ivf); return ok }},
+	{"deletes", func(d *fastDecoder, s *Segment) bool { s.Deletes = new(Mask); return d.mask(s.Deletes) }},
+	{"bpConverged", func(d *fastDecoder, s *Segment) (ok bool) { s.BPConverged, ok = d.bool(); return ok }},
+	{"bpUnconvergedPasses", func(d *fastDecoder, s *Segment) (ok bool) { s.BPUnconvergedPasses, ok = d.int(); return ok }},
+	{"seismic", func(d *fastDecoder, s *Segment) bool { s.Seismic = new(SeismicDebt); return d.seismic(s.Seismic) }},
 }
+
+func (d *fastDecoder) segment(s *Segment) bool { return object(d, s, segmentMembers) }
 
 // fileList reads a list of FileInfo into the scratch list, and copies it
 // out at its exact length.
@@ -262,7 +255,7 @@ func (d *fastDecoder) fileList() ([]segment.FileInfo, bool) {
 	d.files = d.files[:0]
 	isNull, ok := d.list(func(int) bool {
 		d.files = append(d.files, segment.FileInfo{})
-		return d.file(&d.files[len(d.files)-1])
+		return object(d, &d.files[len(d.files)-1], fileMembers)
 	})
 	if isNull || !ok {
 		return nil, ok
@@ -270,18 +263,10 @@ func (d *fastDecoder) fileList() ([]segment.FileInfo, bool) {
 	return append([]segment.FileInfo{}, d.files...), true
 }
 
-func (d *fastDecoder) file(f *segment.FileInfo) bool {
-	return d.object(fileMembers, func(member int) (ok bool) {
-		switch member {
-		case 0:
-			var s []byte
-			s, ok = d.str()
-			f.Suffix = suffix(s)
-		case 1:
-			f.Size, ok = d.int64()
-		}
-		return ok
-	})
+// fileMembers are the members of a FileInfo.
+var fileMembers = members[segment.FileInfo]{
+	{"suffix", func(d *fastDecoder, f *segment.FileInfo) bool { s, ok := d.str(); f.Suffix = suffix(s); return ok }},
+	{"size", func(d *fastDecoder, f *segment.FileInfo) (ok bool) { f.Size, ok = d.int64(); return ok }},
 }
 
 // knownSuffixes are the suffixes the engine writes, shared instead of
@@ -298,25 +283,16 @@ func suffix(s []byte) string {
 	return string(s)
 }
 
-func (d *fastDecoder) ivf(f *segment.IVFInfo) bool {
-	return d.object(ivfMembers, func(member int) (ok bool) {
-		switch member {
-		case 0:
-			var s []byte
-			s, ok = d.str()
-			f.Field = string(s)
-		case 1:
-			f.Runs, ok = d.int()
-		case 2:
-			f.Vectors, ok = d.uint32()
-		case 3:
-			f.Models, ok = listOf(d, d.string)
-		case 4:
-			f.Fragmented, ok = d.bool()
-		}
-		return ok
-	})
+// ivfMembers are the members of an IVFInfo.
+var ivfMembers = members[segment.IVFInfo]{
+	{"field", func(d *fastDecoder, f *segment.IVFInfo) bool { return d.string(&f.Field) }},
+	{"runs", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Runs, ok = d.int(); return ok }},
+	{"vectors", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Vectors, ok = d.uint32(); return ok }},
+	{"models", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Models, ok = listOf(d, d.string); return ok }},
+	{"fragmented", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Fragmented, ok = d.bool(); return ok }},
 }
+
+func (d *fastDecoder) ivf(f *segment.IVFInfo) bool { return object(d, f, ivfMembers) }
 
 // string reads a string into s.
 func (d *fastDecoder) string(s *string) bool {
@@ -327,30 +303,20 @@ func (d *fastDecoder) string(s *string) bool {
 	return ok
 }
 
-func (d *fastDecoder) mask(m *Mask) bool {
-	return d.object(maskMembers, func(member int) (ok bool) {
-		switch member {
-		case 0:
-			m.ID, ok = d.id()
-		case 1:
-			m.Deleted, ok = d.uint32()
-		case 2:
-			m.Size, ok = d.int64()
-		}
-		return ok
-	})
+// maskMembers are the members of a Mask.
+var maskMembers = members[Mask]{
+	{"id", func(d *fastDecoder, m *Mask) (ok bool) { m.ID, ok = d.id(); return ok }},
+	{"deleted", func(d *fastDecoder, m *Mask) (ok bool) { m.Deleted, ok = d.uint32(); return ok }},
+	{"size", func(d *fastDecoder, m *Mask) (ok bool) { m.Size, ok = d.int64(); return ok }},
 }
 
-func (d *fastDecoder) seismic(s *SeismicDebt) bool {
-	return d.object(seismicMembers, func(member int) (ok bool) {
-		switch member {
-		case 0:
-			s.PendingTerms, ok = d.int()
-		case 1:
-			s.PartialPasses, ok = d.int()
-		case 2:
-			s.Stalls, ok = d.int()
-		}
-		return ok
-	})
+func (d *fastDecoder) mask(m *Mask) bool { return object(d, m, maskMembers) }
+
+// seismicMembers are the members of a SeismicDebt.
+var seismicMembers = members[SeismicDebt]{
+	{"pendingTerms", func(d *fastDecoder, s *SeismicDebt) (ok bool) { s.PendingTerms, ok = d.int(); return ok }},
+	{"partialPasses", func(d *fastDecoder, s *SeismicDebt) (ok bool) { s.PartialPasses, ok = d.int(); return ok }},
+	{"stalls", func(d *fastDecoder, s *SeismicDebt) (ok bool) { s.Stalls, ok = d.int(); return ok }},
 }
+
+func (d *fastDecoder) seismic(s *SeismicDebt) bool { return object(d, s, seismicMembers) }
