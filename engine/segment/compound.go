@@ -188,9 +188,12 @@ func (r *Reader) loadCompound(fs vfs.FS, dir string) error {
 	if err := checkCompound(&r.info); err != nil {
 		return err
 	}
-	lf, err := loadFileLimit(fs, dir, r.id, SuffixCompound, r.info.Files[0].Size, compoundReadLimit)
-	if err != nil {
-		return err
+	lf := loadedFile{suffix: SuffixCompound, data: r.container.data} // read by the caller (openWith)
+	if lf.data == nil {
+		var err error
+		if lf, err = loadFileLimit(fs, dir, r.id, SuffixCompound, r.info.Files[0].Size, compoundReadLimit); err != nil {
+			return err
+		}
 	}
 	r.container = lf
 	off := int64(0)

@@ -334,6 +334,10 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 		if off < len(p.pos) && p.pos[off] < 0x80 { // one byte: most gaps
 			v = uint64(p.pos[off])
 			off++
+		} else if off+1 < len(p.pos) && p.pos[off+1] < 0x80 {
+			// Two bytes (most first positions): what uvarintAt decodes.
+			v = uint64(p.pos[off]&0x7f) | uint64(p.pos[off+1])<<7
+			off += 2
 		} else {
 			var next int
 			var ok bool
@@ -392,6 +396,10 @@ func (p *Postings) checkPositions(off int, doc, freq uint32) int {
 		if off < len(p.pos) && p.pos[off] < 0x80 { // one byte: most gaps
 			v = uint64(p.pos[off])
 			off++
+		} else if off+1 < len(p.pos) && p.pos[off+1] < 0x80 {
+			// Two bytes (most first positions): what uvarintAt decodes.
+			v = uint64(p.pos[off]&0x7f) | uint64(p.pos[off+1])<<7
+			off += 2
 		} else {
 			var next int
 			var ok bool

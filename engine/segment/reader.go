@@ -127,7 +127,14 @@ func (lf *loadedFile) release() error {
 // valid footer, and every file's directory agrees with the schema and the
 // document count. CRCs are not checked (see Validate).
 func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
+	return openWith(fs, dir, s, info, nil)
+}
+
+// openWith is Open; a compound segment's file is taken from compound
+// when it is not nil (its bytes as read by the caller) instead of loaded.
+func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byte) (*Reader, error) {
 	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents}
+	r.container.data = compound
 	r.info.Files = append([]FileInfo(nil), info.Files...)
 	r.info.Parts = append([]FileInfo(nil), info.Parts...)
 	if err := r.load(fs, dir); err != nil {

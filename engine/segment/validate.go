@@ -20,10 +20,11 @@ import (
 // norms, stored blocks decompress into well-formed records, and the pk,
 // numeric, forward and vector columns have consistent sizes and values.
 func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info Info) error {
-	r, err := Open(fs, dir, s, info)
+	r, release, err := openForValidate(fs, dir, s, info)
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer r.Close()
 	return r.Validate(ctx)
 }

@@ -88,6 +88,7 @@ func FuzzCheckPositions(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(0), uint16(12))
 	f.Add([]byte{0xfa, 0xff, 0xff, 0xff, 0x0f, 9, 9, 9, 9, 9, 9, 9, 9, 9}, uint8(0), uint16(10))
 	f.Add([]byte{5, 1, 1, 1, 0, 1, 1, 1, 1, 1}, uint8(1), uint16(9))
+	f.Add([]byte{0x81, 0x01, 0x80, 0x00, 0xff, 0x7f, 0x80, 0x80, 0x01, 2}, uint8(0), uint16(5))
 	f.Fuzz(func(t *testing.T, pos []byte, off uint8, freq uint16) {
 		if int(off) > len(pos) {
 			return
