@@ -105,15 +105,7 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 	}
 	if err := job.gen.failure(); err != nil {
 		plan.drop()
-		// C05: abandon every sibling output and the generation's earlier
-		// flushes through tracked cleanup; nothing is published. The
-		// accepted operations are kept: the next commit retries them.
-		abandonAll(job.takeResults())
-		abandonAll(job.gen.takePrepared())
-		w.retry(job.gen)
-		w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",
-			"operations", job.gen.ops)
-		return CommitResult{}, fmt.Errorf("%w: %w", ErrGenerationFailed, err)
+		return CommitResult{}, w.giveUp(job, err, "Indexing generation failed; its operations are kept for the next commit")
 	}
 	if len(job.outputs()) == 0 && len(job.gen.pending) == 0 {
 		// Nothing was admitted: no new generation, no fsync (and no plan).
@@ -127,12 +119,7 @@ func (w *writer) commitJob(release *func()) (CommitResult, error) {
 	if errors.Is(err, errOutputSync) {
 		// Like a failed generation (C05): the outputs are given up and the
 		// operations rebuilt by the next commit.
-		abandonAll(job.takeResults())
-		abandonAll(job.gen.takePrepared())
-		w.retry(job.gen)
-		w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",
-			"operations", job.gen.ops)
-		return CommitResult{}, fmt.Errorf("%w: %w", ErrGenerationFailed, err)
+		return CommitResult{}, w.giveUp(job, err, "Syncing a flushed segment failed; its operations are kept for the next commit")
 	}
 	if err != nil {
 		// C11: the prepared outputs stay owned by the job; workers stay
@@ -172,6 +159,19 @@ func (w *writer) sealOrResume() (*flushJob, error) {
 		wk.queue <- task{flush: job}
 	}
 	return job, nil
+}
+
+// giveUp ends a commit whose generation cannot be published (C05): it
+// abandons every sibling output and the generation's earlier flushes
+// through tracked cleanup, so nothing is published, keeps the accepted
+// operations for the next commit to retry, logs why (msg) and returns
+// the commit's error.
+func (w *writer) giveUp(job *flushJob, err error, msg string) error {
+	abandonAll(job.takeResults())
+	abandonAll(job.gen.takePrepared())
+	w.retry(job.gen)
+	w.idx.log.Error(err, msg, "operations", job.gen.ops)
+	return fmt.Errorf("%w: %w", ErrGenerationFailed, err)
 }
 
 // retry replaces a failed generation by a new one holding the same

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
 	"github.com/summadev/summa/engine/segment"
 )
@@ -31,50 +29,22 @@ func (idx *Index) hasIVFFields() bool {
 // ErrNothingToDo. It uses the same claims, validation and publication as
 // every rewrite.
 func (idx *Index) CoalesceSegment(ctx context.Context, id segid.ID) (RewriteResult, error) {
-	if idx.readOnly {
-		return RewriteResult{}, ErrReadOnly
-	}
-	rw, err := idx.startRewrite("coalesce", pickSegment(id))
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	published := false
-	defer func() { rw.finish(published) }()
-	if err := rw.ivfDebt(); err != nil {
-		return RewriteResult{}, err
-	}
-	if err := rw.preflight(ctx); err != nil {
-		return RewriteResult{}, err
-	}
-	rw.freshIVF = true
-	src := rw.sources[0]
-	order := make([]uint32, src.Reader.NumDocs())
-	for i := range order {
-		order[i] = uint32(i)
-	}
-	info, r, err := rw.buildOrdered(ctx, order)
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	rw.decorate = keepBPState
-	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
-		return rw.permutedMask(cur[0], order), nil
-	})
-	published = err == nil
-	return res, err
+	return idx.rewriteInPlace(ctx, "coalesce", id, (*rewrite).ivfDebt,
+		func(rw *rewrite) (segment.Info, *segment.Reader, error) {
+			rw.freshIVF = true
+			return rw.buildOrdered(ctx, identity(rw.sources[0].Reader.NumDocs()))
+		})
 }
 
 // ivfDebt checks the claimed source's current metadata entry for
 // fragmentation debt (M10: persisted debt only).
 func (rw *rewrite) ivfDebt() error {
-	id := rw.sources[0].Meta.ID
-	for _, s := range rw.idx.Metadata().Segments {
-		if s.ID == id {
-			if !s.IVFFragmented() {
-				return fmt.Errorf("%w: %s has no binary IVF fragmentation debt", ErrNothingToDo, id)
-			}
-			return nil
-		}
+	s, err := rw.sourceEntry()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%w: %s is no longer live", ErrNothingToDo, id)
+	if !s.IVFFragmented() {
+		return fmt.Errorf("%w: %s has no binary IVF fragmentation debt", ErrNothingToDo, s.ID)
+	}
+	return nil
 }

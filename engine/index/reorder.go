@@ -155,20 +155,16 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 // metadata entry, not from the optimizer's scan (M11, Q13): completed or
 // capped BP is never redone. The claim keeps the entry from changing.
 func (rw *rewrite) bpEligible(maxPasses int) error {
-	id := rw.sources[0].Meta.ID
-	for _, s := range rw.idx.Metadata().Segments {
-		if s.ID != id {
-			continue
-		}
-		if s.BPConverged {
-			return fmt.Errorf("%w: BP of %s already converged", ErrNothingToDo, id)
-		}
-		if maxPasses > 0 && s.BPUnconvergedPasses >= maxPasses {
-			return fmt.Errorf("%w: BP lineage of %s reached %d unconverged passes", ErrNothingToDo, id, maxPasses)
-		}
-		return nil
+	s, err := rw.sourceEntry()
+	switch {
+	case err != nil:
+		return err
+	case s.BPConverged:
+		return fmt.Errorf("%w: BP of %s already converged", ErrNothingToDo, s.ID)
+	case maxPasses > 0 && s.BPUnconvergedPasses >= maxPasses:
+		return fmt.Errorf("%w: BP lineage of %s reached %d unconverged passes", ErrNothingToDo, s.ID, maxPasses)
 	}
-	return fmt.Errorf("%w: %s is no longer live", ErrNothingToDo, id)
+	return nil
 }
 
 // forwardGraph builds the document-term graph of the reorder fields from

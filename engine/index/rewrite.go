@@ -221,6 +221,63 @@ func (rw *rewrite) writeOutput(ctx context.Context, order []segment.DocRef) (seg
 	return info, r, nil
 }
 
+// sourceEntry returns the claimed single source's current metadata entry
+// (the claim keeps it from changing), or ErrNothingToDo when the source
+// is no longer live.
+func (rw *rewrite) sourceEntry() (metadata.Segment, error) {
+	id := rw.sources[0].Meta.ID
+	for _, s := range rw.idx.Metadata().Segments {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return metadata.Segment{}, fmt.Errorf("%w: %s is no longer live", ErrNothingToDo, id)
+}
+
+// rewriteInPlace runs a rewrite of segment id whose documents keep their
+// numbers (the IVF coalesce, the Seismic pass): it claims the segment,
+// checks on its current metadata entry that it is eligible, preflights,
+// builds the output with build and publishes it with the source's BP
+// flags and counters (M11) and its current mask.
+func (idx *Index) rewriteInPlace(ctx context.Context, kind string, id segid.ID, eligible func(*rewrite) error,
+	build func(*rewrite) (segment.Info, *segment.Reader, error)) (RewriteResult, error) {
+	if idx.readOnly {
+		return RewriteResult{}, ErrReadOnly
+	}
+	rw, err := idx.startRewrite(kind, pickSegment(id))
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	published := false
+	defer func() { rw.finish(published) }()
+	if err := eligible(rw); err != nil {
+		return RewriteResult{}, err
+	}
+	if err := rw.preflight(ctx); err != nil {
+		return RewriteResult{}, err
+	}
+	info, r, err := build(rw)
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	rw.decorate = keepBPState
+	order := identity(rw.sources[0].Reader.NumDocs())
+	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+		return rw.permutedMask(cur[0], order), nil
+	})
+	published = err == nil
+	return res, err
+}
+
+// identity returns the document order that keeps n documents in place.
+func identity(n uint32) []uint32 {
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	return order
+}
+
 // publish replaces the sources by the output in one metadata generation.
 // mask computes the output's deletion mask from the sources' current
 // metadata entries (under the metadata lock); it may reject publication.

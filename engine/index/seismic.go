@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // DefaultSeismicBudget is the postings one flush may cluster into Seismic
@@ -47,50 +47,28 @@ func (rw *rewrite) seismicDebt(cur []metadata.Segment, pending int) *metadata.Se
 // output's debt and updates the counters (M09): lower debt is a partial
 // pass (stalls reset), unchanged debt a stall, zero debt clears them.
 func (idx *Index) SeismicSegment(ctx context.Context, id segid.ID, opts SeismicOptions) (RewriteResult, error) {
-	if idx.readOnly {
-		return RewriteResult{}, ErrReadOnly
-	}
 	if opts.Budget == 0 {
 		opts.Budget = DefaultSeismicPassBudget
 	}
-	rw, err := idx.startRewrite("seismic", pickSegment(id))
-	if err != nil {
-		return RewriteResult{}, err
+	eligible := func(rw *rewrite) error {
+		if rw.seismicPending() == 0 {
+			return fmt.Errorf("%w: %s has no Seismic debt", ErrNothingToDo, id)
+		}
+		return nil
 	}
-	published := false
-	defer func() { rw.finish(published) }()
-	if rw.seismicPending() == 0 {
-		return RewriteResult{}, fmt.Errorf("%w: %s has no Seismic debt", ErrNothingToDo, id)
-	}
-	if err := rw.preflight(ctx); err != nil {
-		return RewriteResult{}, err
-	}
-	n := rw.sources[0].Reader.NumDocs()
-	rw.seismicBudget = opts.Budget
-	info, r, err := rw.build(ctx, func(int, uint32) bool { return true })
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	rw.decorate = keepBPState
-	identity := make([]uint32, n)
-	for d := range identity {
-		identity[d] = uint32(d)
-	}
-	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
-		return rw.permutedMask(cur[0], identity), nil
-	})
-	published = err == nil
-	return res, err
+	return idx.rewriteInPlace(ctx, "seismic", id, eligible,
+		func(rw *rewrite) (segment.Info, *segment.Reader, error) {
+			rw.seismicBudget = opts.Budget
+			return rw.build(ctx, func(int, uint32) bool { return true })
+		})
 }
 
 // seismicPending returns the claimed source's debt from its current
 // metadata entry (the claim keeps it from changing).
 func (rw *rewrite) seismicPending() int {
-	id := rw.sources[0].Meta.ID
-	for _, s := range rw.idx.Metadata().Segments {
-		if s.ID == id {
-			return s.SeismicPending()
-		}
+	s, err := rw.sourceEntry()
+	if err != nil {
+		return 0
 	}
-	return 0
+	return s.SeismicPending()
 }

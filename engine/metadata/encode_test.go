@@ -187,12 +187,12 @@ func TestEncodeKnowsEveryMember(t *testing.T) {
 		obj   map[string]any
 		names []string
 	}{
-		{raw, metadataMembers},
-		{seg, segmentMembers},
-		{seg["files"].([]any)[0].(map[string]any), fileMembers},
-		{seg["ivf"].([]any)[0].(map[string]any), ivfMembers},
-		{seg["deletes"].(map[string]any), maskMembers},
-		{seg["seismic"].(map[string]any), seismicMembers},
+		{raw, metadataMembers.names()},
+		{seg, segmentMembers.names()},
+		{seg["files"].([]any)[0].(map[string]any), fileMembers.names()},
+		{seg["ivf"].([]any)[0].(map[string]any), ivfMembers.names()},
+		{seg["deletes"].(map[string]any), maskMembers.names()},
+		{seg["seismic"].(map[string]any), seismicMembers.names()},
 	} {
 		if len(c.obj) != len(c.names) {
 			t.Errorf("encoded %d members, the type has %v", len(c.obj), c.names)

@@ -43,63 +43,119 @@ type fastDecoder struct {
 	files []segment.FileInfo
 }
 
-// The members of each object, by position: member reports the position
-// of the member it reads.
-var (
-	metadataMembers = []string{"version", "generation", "nextId", "schema", "segments"}
-	segmentMembers  = []string{"id", "documents", "files", "parts", "ivf", "deletes", "bpConverged", "bpUnconvergedPasses", "seismic"}
-	fileMembers     = []string{"suffix", "size"}
-	ivfMembers      = []string{"field", "runs", "vectors", "models", "fragmented"}
-	maskMembers     = []string{"id", "deleted", "size"}
-	seismicMembers  = []string{"pendingTerms", "partialPasses", "stalls"}
-)
+// A member is one member of an object the decoder reads: its name, and
+// the reader of its value into the object's Go value.
+type member[T any] struct {
+	name string
+	read func(d *fastDecoder, v *T) bool
+}
 
-// open reads the opening brace of an object.
-func (d *fastDecoder) open() bool { return d.eat('{') }
+// members are the members of one object, at most 64 (object records those
+// read in a bitmask).
+type members[T any] []member[T]
 
-// member reads the next member name of an object whose members are all in
-// names, each at most once (seen records those read, and that a member was
-// read), and returns its position; at the closing brace, which it reads,
-// it returns -1, true.
-func (d *fastDecoder) member(names []string, seen *uint64) (int, bool) {
+// names lists the members' names.
+func (ms members[T]) names() []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.name
+	}
+	return out
+}
+
+// object reads an object whose members are all in ms, each at most once,
+// into v.
+func object[T any](d *fastDecoder, v *T, ms members[T]) bool {
+	if !d.eat('{') {
+		return false
+	}
+	var seen uint64
+	for {
+		name, ok := d.member(seen != 0)
+		switch {
+		case !ok:
+			return false
+		case name == nil:
+			return true
+		}
+		i := index(ms, name)
+		if i < 0 || seen&(1<<i) != 0 || !ms[i].read(d, v) {
+			return false
+		}
+		seen |= 1 << i
+	}
+}
+
+// index returns the position of the member called name in ms, -1 when
+// there is none.
+func index[T any](ms members[T], name []byte) int {
+	for i, m := range ms {
+		if string(name) == m.name {
+			return i
+		}
+	}
+	return -1
+}
+
+// member reads the next member name of an object and the colon after
+// it (after is whether a member was read before: a comma comes first); at
+// the closing brace, which it reads, it returns nil, true.
+func (d *fastDecoder) member(after bool) ([]byte, bool) {
 	d.ws()
 	if d.eat('}') {
-		return -1, true
+		return nil, true
 	}
-	if *seen != 0 {
+	if after {
 		if !d.eat(',') {
-			return 0, false
+			return nil, false
 		}
 		d.ws()
 	}
 	name, ok := d.str()
-	if !ok {
-		return 0, false
+	if !ok || name == nil {
+		return nil, false
 	}
 	d.ws()
 	if !d.eat(':') {
-		return 0, false
+		return nil, false
 	}
 	d.ws()
-	for i, n := range names {
-		if string(name) == n {
-			if *seen&(1<<i) != 0 {
-				return 0, false
-			}
-			*seen |= 1 << i
-			return i, true
-		}
-	}
-	return 0, false
+	return name, true
 }
 
-// list reads the opening bracket of an array, or a null (a nil list, as
-// the reference reads it): isNull tells which.
-func (d *fastDecoder) list() (isNull, ok bool) {
+// list reads an array, calling elem for each element with the number of
+// elements read before it, or a null (a nil list, as the reference reads
+// it): isNull tells which.
+func (d *fastDecoder) list(elem func(n int) bool) (isNull, ok bool) {
 	if d.literal("null") {
 		return true, true
 	}
-	return false, d.eat('[')
+	if !d.eat('[') {
+		return false, false
+	}
+	for n := 0; ; n++ {
+		more, ok := d.more(n)
+		if !more || !ok {
+			return false, ok
+		}
+		if !elem(n) {
+			return false, false
+		}
+	}
+}
+
+// listOf reads a list of T, each element with elem: nil for a null, an
+// empty list for [].
+func listOf[T any](d *fastDecoder, elem func(*T) bool) ([]T, bool) {
+	out := []T{}
+	isNull, ok := d.list(func(n int) bool {
+		out = append(out, *new(T))
+		return elem(&out[n])
+	})
+	if isNull || !ok {
+		return nil, ok
+	}
+	return out, true
 }
 
 // more reports whether the array has another element (n elements were
@@ -156,34 +212,16 @@ func (d *fastDecoder) id() (segid.ID, bool) {
 	return id, true
 }
 
-func (d *fastDecoder) metadata(m *Metadata) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(metadataMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
-			m.Version, ok = d.int()
-		case i == 1:
-			m.Generation, ok = d.uint(1<<64 - 1)
-		case i == 2:
-			m.NextID, ok = d.id()
-		case i == 3:
-			ok = d.schema(m)
-		case i == 4:
-			ok = d.segments(m)
-		}
-		if !ok {
-			return false
-		}
-	}
+// metadataMembers are the members of a metadata.json.
+var metadataMembers = members[Metadata]{
+	{"version", func(d *fastDecoder, m *Metadata) (ok bool) { m.Version, ok = d.int(); return ok }},
+	{"generation", func(d *fastDecoder, m *Metadata) (ok bool) { m.Generation, ok = d.uint(1<<64 - 1); return ok }},
+	{"nextId", func(d *fastDecoder, m *Metadata) (ok bool) { m.NextID, ok = d.id(); return ok }},
+	{"schema", (*fastDecoder).schema},
+	{"segments", func(d *fastDecoder, m *Metadata) (ok bool) { m.Segments, ok = listOf(d, d.segment); return ok }},
 }
+
+func (d *fastDecoder) metadata(m *Metadata) bool { return object(d, m, metadataMembers) }
 
 // schema reads the schema object with Schema's own decoder, as the
 // reference does.
@@ -196,109 +234,39 @@ func (d *fastDecoder) schema(m *Metadata) bool {
 	return m.Schema.UnmarshalJSON(d.data[start:d.pos]) == nil
 }
 
-func (d *fastDecoder) segments(m *Metadata) bool {
-	isNull, ok := d.list()
-	if isNull || !ok {
-		return ok
-	}
-	m.Segments = []Segment{}
-	for {
-		more, ok := d.more(len(m.Segments))
-		if !more {
-			return ok
-		}
-		m.Segments = append(m.Segments, Segment{})
-		if !d.segment(&m.Segments[len(m.Segments)-1]) {
-			return false
-		}
-	}
+// segmentMembers are the members of a segment.
+var segmentMembers = members[Segment]{
+	{"id", func(d *fastDecoder, s *Segment) (ok bool) { s.ID, ok = d.id(); return ok }},
+	{"documents", func(d *fastDecoder, s *Segment) (ok bool) { s.Documents, ok = d.uint32(); return ok }},
+	{"files", func(d *fastDecoder, s *Segment) (ok bool) { s.Files, ok = d.fileList(); return ok }},
+	{"parts", func(d *fastDecoder, s *Segment) (ok bool) { s.Parts, ok = d.fileList(); return ok }},
+	{"ivf", func(d *fastDecoder, s *Segment) (ok bool) { s.IVF, ok = listOf(d, d.ivf); return ok }},
+	{"deletes", func(d *fastDecoder, s *Segment) bool { s.Deletes = new(Mask); return d.mask(s.Deletes) }},
+	{"bpConverged", func(d *fastDecoder, s *Segment) (ok bool) { s.BPConverged, ok = d.bool(); return ok }},
+	{"bpUnconvergedPasses", func(d *fastDecoder, s *Segment) (ok bool) { s.BPUnconvergedPasses, ok = d.int(); return ok }},
+	{"seismic", func(d *fastDecoder, s *Segment) bool { s.Seismic = new(SeismicDebt); return d.seismic(s.Seismic) }},
 }
 
-func (d *fastDecoder) segment(s *Segment) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(segmentMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
-			s.ID, ok = d.id()
-		case i == 1:
-			s.Documents, ok = d.uint32()
-		case i == 2:
-			s.Files, ok = d.fileList()
-		case i == 3:
-			s.Parts, ok = d.fileList()
-		case i == 4:
-			s.IVF, ok = d.ivfList()
-		case i == 5:
-			s.Deletes = new(Mask)
-			ok = d.mask(s.Deletes)
-		case i == 6:
-			s.BPConverged, ok = d.bool()
-		case i == 7:
-			s.BPUnconvergedPasses, ok = d.int()
-		case i == 8:
-			s.Seismic = new(SeismicDebt)
-			ok = d.seismic(s.Seismic)
-		}
-		if !ok {
-			return false
-		}
-	}
-}
+func (d *fastDecoder) segment(s *Segment) bool { return object(d, s, segmentMembers) }
 
-// fileList reads a list of FileInfo.
+// fileList reads a list of FileInfo into the scratch list, and copies it
+// out at its exact length.
 func (d *fastDecoder) fileList() ([]segment.FileInfo, bool) {
-	isNull, ok := d.list()
+	d.files = d.files[:0]
+	isNull, ok := d.list(func(int) bool {
+		d.files = append(d.files, segment.FileInfo{})
+		return object(d, &d.files[len(d.files)-1], fileMembers)
+	})
 	if isNull || !ok {
 		return nil, ok
 	}
-	d.files = d.files[:0]
-	for {
-		more, ok := d.more(len(d.files))
-		if !ok {
-			return nil, false
-		}
-		if !more {
-			return append([]segment.FileInfo{}, d.files...), true
-		}
-		var f segment.FileInfo
-		if !d.file(&f) {
-			return nil, false
-		}
-		d.files = append(d.files, f)
-	}
+	return append([]segment.FileInfo{}, d.files...), true
 }
 
-func (d *fastDecoder) file(f *segment.FileInfo) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(fileMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
-			var s []byte
-			s, ok = d.str()
-			f.Suffix = suffix(s)
-		case i == 1:
-			f.Size, ok = d.int64()
-		}
-		if !ok {
-			return false
-		}
-	}
+// fileMembers are the members of a FileInfo.
+var fileMembers = members[segment.FileInfo]{
+	{"suffix", func(d *fastDecoder, f *segment.FileInfo) bool { s, ok := d.str(); f.Suffix = suffix(s); return ok }},
+	{"size", func(d *fastDecoder, f *segment.FileInfo) (ok bool) { f.Size, ok = d.int64(); return ok }},
 }
 
 // knownSuffixes are the suffixes the engine writes, shared instead of
@@ -315,122 +283,40 @@ func suffix(s []byte) string {
 	return string(s)
 }
 
-// ivfList reads a list of IVFInfo.
-func (d *fastDecoder) ivfList() ([]segment.IVFInfo, bool) {
-	isNull, ok := d.list()
-	if isNull || !ok {
-		return nil, ok
-	}
-	out := []segment.IVFInfo{}
-	for {
-		more, ok := d.more(len(out))
-		if !more {
-			return out, ok
-		}
-		out = append(out, segment.IVFInfo{})
-		if !d.ivf(&out[len(out)-1]) {
-			return nil, false
-		}
-	}
+// ivfMembers are the members of an IVFInfo.
+var ivfMembers = members[segment.IVFInfo]{
+	{"field", func(d *fastDecoder, f *segment.IVFInfo) bool { return d.string(&f.Field) }},
+	{"runs", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Runs, ok = d.int(); return ok }},
+	{"vectors", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Vectors, ok = d.uint32(); return ok }},
+	{"models", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Models, ok = listOf(d, d.string); return ok }},
+	{"fragmented", func(d *fastDecoder, f *segment.IVFInfo) (ok bool) { f.Fragmented, ok = d.bool(); return ok }},
 }
 
-func (d *fastDecoder) ivf(f *segment.IVFInfo) bool {
-	if !d.open() {
-		return false
+func (d *fastDecoder) ivf(f *segment.IVFInfo) bool { return object(d, f, ivfMembers) }
+
+// string reads a string into s.
+func (d *fastDecoder) string(s *string) bool {
+	b, ok := d.str()
+	if ok {
+		*s = string(b)
 	}
-	var seen uint64
-	for {
-		i, ok := d.member(ivfMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
-			var s []byte
-			s, ok = d.str()
-			f.Field = string(s)
-		case i == 1:
-			f.Runs, ok = d.int()
-		case i == 2:
-			f.Vectors, ok = d.uint32()
-		case i == 3:
-			f.Models, ok = d.strings()
-		case i == 4:
-			f.Fragmented, ok = d.bool()
-		}
-		if !ok {
-			return false
-		}
-	}
+	return ok
 }
 
-// strings reads a list of strings.
-func (d *fastDecoder) strings() ([]string, bool) {
-	isNull, ok := d.list()
-	if isNull || !ok {
-		return nil, ok
-	}
-	out := []string{}
-	for {
-		more, ok := d.more(len(out))
-		if !more {
-			return out, ok
-		}
-		s, ok := d.str()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, string(s))
-	}
+// maskMembers are the members of a Mask.
+var maskMembers = members[Mask]{
+	{"id", func(d *fastDecoder, m *Mask) (ok bool) { m.ID, ok = d.id(); return ok }},
+	{"deleted", func(d *fastDecoder, m *Mask) (ok bool) { m.Deleted, ok = d.uint32(); return ok }},
+	{"size", func(d *fastDecoder, m *Mask) (ok bool) { m.Size, ok = d.int64(); return ok }},
 }
 
-func (d *fastDecoder) mask(m *Mask) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(maskMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
-			m.ID, ok = d.id()
-		case i == 1:
-			m.Deleted, ok = d.uint32()
-		case i == 2:
-			m.Size, ok = d.int64()
-		}
-		if !ok {
-			return false
-		}
-	}
+func (d *fastDecoder) mask(m *Mask) bool { return object(d, m, maskMembers) }
+
+// seismicMembers are the members of a SeismicDebt.
+var seismicMembers = members[SeismicDebt]{
+	{"pendingTerms", func(d *fastDecoder, s *SeismicDebt) (ok bool) { s.PendingTerms, ok = d.int(); return ok }},
+	{"partialPasses", func(d *fastDecoder, s *SeismicDebt) (ok bool) { s.PartialPasses, ok = d.int(); return ok }},
+	{"stalls", func(d *fastDecoder, s *SeismicDebt) (ok bool) { s.Stalls, ok = d.int(); return ok }},
 }
 
-func (d *fastDecoder) seismic(s *SeismicDebt) bool {
-	if !d.open() {
-		return false
-	}
-	var seen uint64
-	for {
-		i, ok := d.member(seismicMembers, &seen)
-		switch {
-		case !ok:
-			return false
-		case i < 0:
-			return true
-		case i == 0:
-			s.PendingTerms, ok = d.int()
-		case i == 1:
-			s.PartialPasses, ok = d.int()
-		case i == 2:
-			s.Stalls, ok = d.int()
-		}
-		if !ok {
-			return false
-		}
-	}
-}
+func (d *fastDecoder) seismic(s *SeismicDebt) bool { return object(d, s, seismicMembers) }

@@ -132,12 +132,12 @@ func TestDecodeFastKnowsEveryMember(t *testing.T) {
 		t     reflect.Type
 		names []string
 	}{
-		{reflect.TypeFor[Metadata](), metadataMembers},
-		{reflect.TypeFor[Segment](), segmentMembers},
-		{reflect.TypeFor[segment.FileInfo](), fileMembers},
-		{reflect.TypeFor[segment.IVFInfo](), ivfMembers},
-		{reflect.TypeFor[Mask](), maskMembers},
-		{reflect.TypeFor[SeismicDebt](), seismicMembers},
+		{reflect.TypeFor[Metadata](), metadataMembers.names()},
+		{reflect.TypeFor[Segment](), segmentMembers.names()},
+		{reflect.TypeFor[segment.FileInfo](), fileMembers.names()},
+		{reflect.TypeFor[segment.IVFInfo](), ivfMembers.names()},
+		{reflect.TypeFor[Mask](), maskMembers.names()},
+		{reflect.TypeFor[SeismicDebt](), seismicMembers.names()},
 	} {
 		got := append([]string(nil), c.names...)
 		want := jsonMembers(c.t)

@@ -177,6 +177,13 @@ func (w *fileWriter) uvarint(x uint64) {
 	w.write(w.tmp[:k])
 }
 
+// uvarints writes each of xs as a uvarint, in order.
+func (w *fileWriter) uvarints(xs ...uint64) {
+	for _, x := range xs {
+		w.uvarint(x)
+	}
+}
+
 func (w *fileWriter) u8(x byte) {
 	w.tmp[0] = x
 	w.write(w.tmp[:1])

@@ -202,18 +202,11 @@ func (b *Builder) writeIVF(ctx context.Context, w *fileWriter, info *Info) error
 	w.uvarint(uint64(b.numDocs))
 	w.uvarint(uint64(len(entries)))
 	for _, fe := range entries {
-		w.uvarint(uint64(fe.ord))
-		w.uvarint(uint64(fe.words))
-		w.uvarint(uint64(len(fe.runs)))
+		w.uvarints(uint64(fe.ord), uint64(fe.words), uint64(len(fe.runs)))
 		for _, e := range fe.runs {
-			w.uvarint(ivf.QuantizerSign)
-			w.uvarint(e.k)
-			w.uvarint(e.count)
+			w.uvarints(ivf.QuantizerSign, e.k, e.count)
 			w.u64(e.hash)
-			w.uvarint(e.centOff)
-			w.uvarint(e.offsOff)
-			w.uvarint(e.codeOff)
-			w.uvarint(e.doc)
+			w.uvarints(e.centOff, e.offsOff, e.codeOff, e.doc)
 		}
 	}
 	return w.err

@@ -181,25 +181,28 @@ func (r *Reader) pkSizes() []SectionSize {
 
 // numbersSizes is each numeric field's values and count table.
 func (r *Reader) numbersSizes() []SectionSize {
-	var out []SectionSize
-	for f, c := range r.nums {
-		if c.ok {
-			name := r.schema.Fields[f].Name
-			out = append(out, SectionSize{Field: name, Section: "values", Bytes: int64(len(c.vals))},
-				SectionSize{Field: name, Section: "count table", Bytes: int64(len(c.offs.b))})
-		}
-	}
-	return out
+	return r.columnSizes("values", "count table", len(r.nums), func(f int) (bool, int, int) {
+		return r.nums[f].ok, len(r.nums[f].vals), len(r.nums[f].offs.b)
+	})
 }
 
 // forwardSizes is each reordered field's term lists and offset table.
 func (r *Reader) forwardSizes() []SectionSize {
+	return r.columnSizes("term lists", "offset table", len(r.fwds), func(f int) (bool, int, int) {
+		return r.fwds[f].ok, len(r.fwds[f].data), len(r.fwds[f].offs.b)
+	})
+}
+
+// columnSizes lists, for each of the n fields whose column the part
+// holds, the column's data (as section) and its table of offsets (as
+// table); col returns whether field f has a column and the sizes of both.
+func (r *Reader) columnSizes(section, table string, n int, col func(f int) (ok bool, data, offsets int)) []SectionSize {
 	var out []SectionSize
-	for f, c := range r.fwds {
-		if c.ok {
+	for f := range n {
+		if ok, data, offsets := col(f); ok {
 			name := r.schema.Fields[f].Name
-			out = append(out, SectionSize{Field: name, Section: "term lists", Bytes: int64(len(c.data))},
-				SectionSize{Field: name, Section: "offset table", Bytes: int64(len(c.offs.b))})
+			out = append(out, SectionSize{Field: name, Section: section, Bytes: int64(data)},
+				SectionSize{Field: name, Section: table, Bytes: int64(offsets)})
 		}
 	}
 	return out

@@ -42,12 +42,7 @@ func (m *dictMeta) encode(w *fileWriter) {
 	} else {
 		w.u8(0)
 	}
-	w.uvarint(m.blocksOff)
-	w.uvarint(m.blocksLen)
-	w.uvarint(m.indexOff)
-	w.uvarint(m.postOff)
-	w.uvarint(m.postLen)
-	w.uvarint(m.sumDocFreq)
+	w.uvarints(m.blocksOff, m.blocksLen, m.indexOff, m.postOff, m.postLen, m.sumDocFreq)
 }
 
 func decodeDictMeta(d *decoder) dictMeta {

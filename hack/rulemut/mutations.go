@@ -329,17 +329,15 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC04_",
 	},
 	{
-		Rule: "C05", Desc: "a failed generation abandons its earlier flushes but not its sibling workers' outputs",
+		Rule: "C05", Desc: "a commit that gives its generation up (a failed build, a failed output fsync) abandons the generation's earlier flushes but not its sibling workers' outputs",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `
 				abandonAll(job.takeResults())
 				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)
-				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`,
+				w.retry(job.gen)`,
 			To: `
 				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)
-				w.idx.log.Error(err, "Indexing generation failed; its operations are kept for the next commit",`}},
+				w.retry(job.gen)`}},
 		Pkg: "./engine/index", Run: "^TestC05_",
 	},
 	{
@@ -358,17 +356,15 @@ var mutations = []Mutation{
 		Pkg: "./engine/index", Run: "^TestC05_",
 	},
 	{
-		Rule: "C05", Desc: "a failed output fsync abandons the commit flush's outputs but not the generation's buffer-full ones",
+		Rule: "C05", Desc: "a commit that gives its generation up (a failed build, a failed output fsync) abandons the commit flush's outputs but not the generation's buffer-full ones",
 		Edits: []Edit{{File: "engine/index/commit.go",
 			From: `
 				abandonAll(job.takeResults())
 				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)
-				w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",`,
+				w.retry(job.gen)`,
 			To: `
 				abandonAll(job.takeResults())
-				w.retry(job.gen)
-				w.idx.log.Error(err, "Syncing a flushed segment failed; its operations are kept for the next commit",`}},
+				w.retry(job.gen)`}},
 		Pkg: "./engine/index", Run: "^TestC05_",
 	},
 	{
