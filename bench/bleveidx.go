@@ -82,8 +82,9 @@ func (letterDigitTokenizer) Tokenize(input []byte) analysis.TokenStream {
 }
 
 // BleveMapping returns the index mapping comparable to SchemaJSON: BM25,
-// title stored and body not, both with term vectors (positions, needed for
-// phrases), no _all field, no doc values, nothing dynamic.
+// the title stored and not indexed, the text (title and body, two array
+// values) indexed with term vectors (positions, needed for phrases) and
+// not stored, no _all field, no doc values, nothing dynamic.
 func BleveMapping() (*mapping.IndexMappingImpl, error) {
 	registerBleveAnalysis()
 	im := bleve.NewIndexMapping()
@@ -99,18 +100,19 @@ func BleveMapping() (*mapping.IndexMappingImpl, error) {
 	im.IndexDynamic = false
 	im.StoreDynamic = false
 	im.DocValuesDynamic = false
-	field := func(store bool) *mapping.FieldMapping {
+	field := func(index bool) *mapping.FieldMapping {
 		f := bleve.NewTextFieldMapping()
 		f.Analyzer = BleveAnalyzerName
-		f.Store = store
-		f.IncludeTermVectors = true
+		f.Index = index
+		f.Store = !index
+		f.IncludeTermVectors = index
 		f.IncludeInAll = false
 		f.DocValues = false
 		return f
 	}
 	dm := bleve.NewDocumentStaticMapping()
-	dm.AddFieldMappingsAt("title", field(true))
-	dm.AddFieldMappingsAt("body", field(false))
+	dm.AddFieldMappingsAt("title", field(false))
+	dm.AddFieldMappingsAt("text", field(true))
 	im.DefaultMapping = dm
 	return im, nil
 }
@@ -180,7 +182,7 @@ func (b *Bleve) Close(context.Context) error {
 func (b *Bleve) Prepare(docs []Doc, _ [][]byte) (any, error) {
 	batch := b.idx.NewBatch()
 	for i := range docs {
-		if err := batch.Index(docs[i].ID, map[string]interface{}{"title": docs[i].Title, "body": docs[i].Body}); err != nil {
+		if err := batch.Index(docs[i].ID, map[string]interface{}{"title": docs[i].Title, "text": []string{docs[i].Title, docs[i].Body}}); err != nil {
 			return nil, err
 		}
 	}
@@ -192,24 +194,19 @@ func (b *Bleve) Commit(_ context.Context, batch any) error {
 	return b.idx.Batch(batch.(*bleve.Batch))
 }
 
-// BleveQuery builds the query of q with our semantics: a term matches in
-// title or body (a disjunction over both fields), AND is a conjunction of
-// such disjunctions, a phrase is a phrase query in either field. Terms
-// are already analyzed.
+// BleveQuery builds the query of q with our semantics in the text field:
+// a term query per term, AND a conjunction of them, OR a disjunction, a
+// phrase a phrase query (within one array value). Terms are already
+// analyzed.
 func BleveQuery(q Query) query.Query {
-	inFields := func(mk func(field string) query.Query) query.Query {
-		return bleve.NewDisjunctionQuery(mk("title"), mk("body"))
-	}
 	term := func(t string) query.Query {
-		return inFields(func(f string) query.Query {
-			tq := bleve.NewTermQuery(t)
-			tq.SetField(f)
-			return tq
-		})
+		tq := bleve.NewTermQuery(t)
+		tq.SetField("text")
+		return tq
 	}
 	switch q.Kind {
 	case KindPhrase:
-		return inFields(func(f string) query.Query { return bleve.NewPhraseQuery(q.Terms, f) })
+		return bleve.NewPhraseQuery(q.Terms, "text")
 	case KindAnd:
 		var cs []query.Query
 		for _, t := range q.Terms {

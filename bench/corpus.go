@@ -442,17 +442,17 @@ func textChunks(rel, text string) []Doc {
 
 // jsonDoc is the JSON form of a Doc in the benchmark schema.
 type jsonDoc struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	Body  string `json:"body"`
+	ID    string    `json:"id"`
+	Title string    `json:"title"`
+	Text  [2]string `json:"text"`
 }
 
 // NDJSON returns each document as one JSON object in the benchmark schema
-// ({"id":..,"title":..,"body":..}).
+// ({"id":..,"title":..,"text":[title, body]}).
 func NDJSON(docs []Doc) [][]byte {
 	out := make([][]byte, len(docs))
 	for i := range docs {
-		b, err := json.Marshal(jsonDoc{ID: docs[i].ID, Title: docs[i].Title, Body: docs[i].Body})
+		b, err := json.Marshal(jsonDoc{ID: docs[i].ID, Title: docs[i].Title, Text: [2]string{docs[i].Title, docs[i].Body}})
 		if err != nil {
 			panic(err) // strings always marshal
 		}

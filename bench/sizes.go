@@ -11,7 +11,7 @@ import (
 )
 
 // SizeEntry is one line of a merged index's byte breakdown: a section of
-// our segment format ("post/body/positions") or a kind of a peer's files
+// our segment format ("post/text/positions") or a kind of a peer's files
 // (Lucene's ".pos").
 type SizeEntry struct {
 	// Key names the section or the kind of file.

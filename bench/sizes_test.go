@@ -64,7 +64,7 @@ func TestOursSectionSizes(t *testing.T) {
 	if sum != total {
 		t.Fatalf("sections add up to %d bytes, the directory holds %d", sum, total)
 	}
-	for _, k := range []string{"post/body/positions", "post/body/doc ids", "terms/body/term suffixes", "store/compressed blocks", "bmp/body/block postings", otherFiles} {
+	for _, k := range []string{"post/text/positions", "post/text/doc ids", "terms/text/term suffixes", "store/compressed blocks", "bmp/text/block postings", otherFiles} {
 		if !keys[k] {
 			t.Errorf("no section %q in %v", k, secs)
 		}

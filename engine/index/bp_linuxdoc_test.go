@@ -95,7 +95,7 @@ func TestMeasureBPLinuxDoc(t *testing.T) {
 	t.Logf("postings %d; doc-id bytes before %d after %d (%.1f%% smaller); doc-id bits per posting before %.2f after %.2f",
 		before.postings, before.ids, after.ids, 100*(1-float64(after.ids)/float64(before.ids)),
 		8*float64(before.ids)/float64(before.postings), 8*float64(after.ids)/float64(after.postings))
-	t.Logf("doc-id bytes per field (id, title, body) before %v after %v", before.fieldIDs, after.fieldIDs)
+	t.Logf("doc-id bytes per field (id, title, text) before %v after %v", before.fieldIDs, after.fieldIDs)
 	logClasses(t, before, after)
 	t.Logf("freq bytes before %d after %d; doc-id+freq before %d after %d (%.1f%% smaller); post payload before %d after %d (%.1f%% smaller)",
 		before.freqs, after.freqs, res[0].DocPostingsBytesBefore, res[0].DocPostingsBytesAfter,

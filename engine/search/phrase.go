@@ -9,14 +9,8 @@ package search
 // every list advances to the largest document seen, so whole blocks are
 // skipped.
 func runPhrase(t *ticker, seg Segment, fp *fieldPlan, c *clausePlan, row []postings, acc *accumulator, cands []uint32) error {
-	lead := 0
-	for u, pl := range row {
-		if pl.DocFreq() < row[lead].DocFreq() {
-			lead = u
-		}
-	}
-	pm := phraseRun{seg: seg, fp: fp, vs: fp.viewScorer(seg), c: c, row: row, acc: acc, byDistinct: make([][]uint32, len(row)),
-		m: phraseMatcher{offsets: c.offsets, lists: make([][]uint32, len(c.offsets)), ptr: make([]int, len(c.offsets))}}
+	lead := rarest(row)
+	pm := phraseRun{seg: seg, fp: fp, vs: fp.viewScorer(seg), c: c, row: row, acc: acc, m: newPhraseMatcher(c.offsets, len(row))}
 	if cands != nil {
 	cand:
 		for _, d := range cands {
@@ -37,29 +31,13 @@ func runPhrase(t *ticker, seg Segment, fp *fieldPlan, c *clausePlan, row []posti
 		}
 		return rowErr(row)
 	}
-	target := uint32(0)
-leap:
-	for row[lead].Advance(target) {
-		if err := t.tick(); err != nil {
+	for d, ok, err := nextCommon(t, row, lead, 0); ok || err != nil; d, ok, err = nextCommon(t, row, lead, d+1) {
+		if err != nil {
 			return err
-		}
-		d := row[lead].Doc()
-		for u, pl := range row {
-			if u == lead {
-				continue
-			}
-			if !pl.Advance(d) {
-				break leap
-			}
-			if pl.Doc() != d {
-				target = pl.Doc()
-				continue leap
-			}
 		}
 		if err := pm.match(d); err != nil {
 			return err
 		}
-		target = d + 1
 	}
 	return rowErr(row)
 }
@@ -76,14 +54,13 @@ func rowErr(row []postings) error {
 
 // phraseRun is the state of runPhrase in one field of one segment.
 type phraseRun struct {
-	seg        Segment
-	fp         *fieldPlan
-	vs         viewScorer
-	c          *clausePlan
-	row        []postings
-	acc        *accumulator
-	m          phraseMatcher
-	byDistinct [][]uint32 // positions buffers, one per distinct term
+	seg Segment
+	fp  *fieldPlan
+	vs  viewScorer
+	c   *clausePlan
+	row []postings
+	acc *accumulator
+	m   phraseMatcher
 }
 
 // match counts the phrase in doc, where every list of the row stands, and
@@ -92,19 +69,9 @@ func (r *phraseRun) match(d uint32) error {
 	if !r.acc.admits(r.c.gate, d) {
 		return nil
 	}
-	for u, pl := range r.row {
-		pos, err := pl.AppendPositions(r.byDistinct[u][:0])
-		if err != nil {
-			return err
-		}
-		r.byDistinct[u] = pos
-	}
-	for i, u := range r.c.slots {
-		r.m.lists[i] = r.byDistinct[u]
-	}
-	freq := r.m.count()
-	if freq == 0 {
-		return nil
+	freq, err := r.m.inDoc(r.row, r.c.slots)
+	if err != nil || freq == 0 {
+		return err
 	}
 	var s float64
 	if r.c.gate.score {
@@ -122,6 +89,31 @@ type phraseMatcher struct {
 	lists [][]uint32
 	// ptr is scratch: a cursor into each list.
 	ptr []int
+	// byDistinct holds the positions buffers, one per distinct term.
+	byDistinct [][]uint32
+}
+
+// newPhraseMatcher returns a matcher of a phrase whose terms sit at
+// offsets, made of distinct different terms.
+func newPhraseMatcher(offsets []uint32, distinct int) phraseMatcher {
+	return phraseMatcher{offsets: offsets, lists: make([][]uint32, len(offsets)), ptr: make([]int, len(offsets)), byDistinct: make([][]uint32, distinct)}
+}
+
+// inDoc decodes the positions of the current document of every list of
+// row (one per distinct term; slots maps each phrase term to its list)
+// and returns the phrase's frequency there.
+func (m *phraseMatcher) inDoc(row []postings, slots []int) (uint32, error) {
+	for u, pl := range row {
+		pos, err := pl.AppendPositions(m.byDistinct[u][:0])
+		if err != nil {
+			return 0, err
+		}
+		m.byDistinct[u] = pos
+	}
+	for i, u := range slots {
+		m.lists[i] = m.byDistinct[u]
+	}
+	return m.count(), nil
 }
 
 // count returns the number of start positions s such that every term i

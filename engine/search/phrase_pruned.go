@@ -1,0 +1,153 @@
+package search
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/summadev/summa/engine/schema"
+)
+
+// searchPrunedPhrase runs a query made of one phrase clause in one field
+// when the request allows an inexact total (threshold > 0), as Lucene's
+// phrase scorers skip what cannot compete once totalHitsThreshold is
+// reached. It counts the first threshold matches exactly; after that, a
+// document whose score cannot enter the top window is not matched: a
+// phrase occurs in a document at most as often as its least frequent
+// term, so the score at that frequency bounds the document's, and its
+// positions are decoded only when that bound beats the window's worst
+// hit. The hits (documents, scores, tie order) are the exhaustive ones;
+// TotalHits is exact unless a document was skipped, then a lower bound of
+// at least threshold. It returns a nil topK for any other query.
+func searchPrunedPhrase(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window, threshold int) (*topK, int, Relation, error) {
+	tq, ok := q.(*TextQuery)
+	if threshold <= 0 || !ok || len(tq.Clauses) != 1 {
+		return nil, 0, EqualTo, nil
+	}
+	c := &tq.Clauses[0]
+	if c.Occur == MustNot || !c.IsPhrase() || len(c.Fields) != 1 {
+		return nil, 0, EqualTo, nil
+	}
+	live, _ := viewSizes(views)
+	if live == 0 {
+		return nil, 0, EqualTo, nil
+	}
+	cp, err := planClause(s, views, c, live)
+	if err != nil {
+		return nil, 0, EqualTo, err
+	}
+	pr := prunedPhrase{t: &ticker{ctx: ctx}, top: newTopK(window), threshold: threshold, c: &cp, fp: &cp.fields[0]}
+	for vi := range views {
+		row := pr.fp.postings[vi]
+		pr.fp.postings[vi] = nil // consumed
+		if row == nil {
+			continue
+		}
+		err := pr.view(vi, &views[vi], row)
+		for _, pl := range row {
+			pl.Release()
+		}
+		if err != nil {
+			return nil, 0, EqualTo, fmt.Errorf("search: segment view %d, field %d: %w", vi, pr.fp.field, err)
+		}
+	}
+	if pr.skipped {
+		return pr.top, pr.matched, AtLeast, nil
+	}
+	return pr.top, pr.matched, EqualTo, nil
+}
+
+// prunedPhrase is the state of searchPrunedPhrase across views.
+type prunedPhrase struct {
+	t         *ticker
+	top       *topK
+	threshold int
+	c         *clausePlan
+	fp        *fieldPlan
+	// matched counts the live documents the phrase was found in.
+	matched int
+	// skipped says a document was left unmatched for its bound.
+	skipped bool
+}
+
+// view matches the phrase in one segment view, where every term occurs.
+func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
+	vs := pr.fp.viewScorer(v.Segment)
+	m := newPhraseMatcher(pr.c.offsets, len(row))
+	lead := rarest(row)
+	for d, ok, err := nextCommon(pr.t, row, lead, 0); ok || err != nil; d, ok, err = nextCommon(pr.t, row, lead, d+1) {
+		if err != nil {
+			return err
+		}
+		if v.isDeleted(d) || !pr.competes(vi, d, &vs, row) {
+			continue
+		}
+		freq, err := m.inDoc(row, pr.c.slots)
+		if err != nil {
+			return err
+		}
+		if freq > 0 {
+			pr.matched++
+			pr.top.offer(scored{view: vi, doc: d, score: vs.score(d, freq)})
+		}
+	}
+	return rowErr(row)
+}
+
+// competes reports whether document d of view vi must be matched: always
+// until threshold matches are counted and the window is full, then only
+// when its bound is above the worst kept hit (documents come in view and
+// doc id order, so an equal score could not displace it).
+func (pr *prunedPhrase) competes(vi int, d uint32, vs *viewScorer, row []postings) bool {
+	if pr.matched < pr.threshold || pr.top.len() < pr.top.k || pr.top.k == 0 {
+		return true
+	}
+	tf := row[0].Freq()
+	for _, pl := range row[1:] {
+		tf = min(tf, pl.Freq())
+	}
+	bound := vs.score(d, tf)
+	if bound+bound*1e-9 > pr.top.heap[0].score {
+		return true
+	}
+	pr.skipped = true
+	return false
+}
+
+// rarest returns the index of the row's list with the fewest documents.
+func rarest(row []postings) int {
+	lead := 0
+	for u, pl := range row {
+		if pl.DocFreq() < row[lead].DocFreq() {
+			lead = u
+		}
+	}
+	return lead
+}
+
+// nextCommon returns the first document at or after target that every
+// list of row holds, leapfrogging from row[lead]: every list advances to
+// the largest document seen, so whole blocks are skipped. ok is false at
+// the end of a list (see rowErr for its error) or on cancellation (err).
+func nextCommon(t *ticker, row []postings, lead int, target uint32) (doc uint32, ok bool, err error) {
+leap:
+	for row[lead].Advance(target) {
+		if err := t.tick(); err != nil {
+			return 0, false, err
+		}
+		d := row[lead].Doc()
+		for u, pl := range row {
+			if u == lead {
+				continue
+			}
+			if !pl.Advance(d) {
+				return 0, false, nil
+			}
+			if pl.Doc() != d {
+				target = pl.Doc()
+				continue leap
+			}
+		}
+		return d, true, nil
+	}
+	return 0, false, nil
+}

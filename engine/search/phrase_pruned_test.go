@@ -1,0 +1,100 @@
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/summadev/summa/engine/analysis"
+)
+
+// prunedPhraseQueries returns phrases of real corpus text scoped to the
+// body (one field, the shape searchPrunedPhrase takes): two and three
+// consecutive words of every 7th paragraph, and frequent pairs.
+func prunedPhraseQueries(c *corpus) []string {
+	qs := []string{`body:"of the"`, `body:"in the"`, `body:"of light"`, `body:"the same"`, `body:"the the"`}
+	for i := 0; i < len(c.docs); i += 7 {
+		words := analysis.Terms(c.docs[i].Fields[cBody].Strings[0])
+		if len(words) < 4 {
+			continue
+		}
+		k := i % (len(words) - 3)
+		n := 2 + i%2
+		qs = append(qs, fmt.Sprintf(`body:"%s"`, strings.Join(words[k:k+n], " ")))
+	}
+	return qs
+}
+
+// TestPrunedPhraseRankSafe checks that a phrase query run with a total
+// hits threshold returns the exhaustive page (documents, scores, tie
+// order), an exact total when nothing was skipped and otherwise a lower
+// bound of at least the threshold, over one and several segments, with
+// deletions; and that pruning did skip documents for many of them.
+func TestPrunedPhraseRankSafe(t *testing.T) {
+	c := newtonCorpus(t)
+	n := len(c.docs)
+	deleted := map[int]bool{}
+	for i := 0; i < n; i += 3 {
+		deleted[i] = true
+	}
+	splits := map[string]split{
+		"one":           {sizes: []int{n}},
+		"three-deleted": {sizes: c.thirds(), deleted: deleted},
+		"empty-first":   {sizes: append([]int{0}, c.thirds()...), deleted: deleted},
+	}
+	qs := prunedPhraseQueries(c)
+	for name, sp := range splits {
+		t.Run(name, func(t *testing.T) {
+			views := c.views(t, sp)
+			pruned := 0
+			for _, q := range qs {
+				raw, _ := json.Marshal(q)
+				exact, err := Search(context.Background(), c.schema, views, Request{Query: raw, Limit: 100})
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				for _, limit := range []int{1, 10, 100} {
+					for _, threshold := range []int{1, 5, 50} {
+						got, err := Search(context.Background(), c.schema, views, Request{Query: raw, Limit: limit, TotalHitsThreshold: threshold})
+						if err != nil {
+							t.Fatalf("%s: %v", q, err)
+						}
+						checkPrunedPage(t, q, limit, threshold, exact, got)
+						pruned += b2i(got.TotalHitsRelation == AtLeast)
+					}
+				}
+			}
+			if pruned < len(qs) {
+				t.Fatalf("pruning skipped documents in %d of %d runs", pruned, 9*len(qs))
+			}
+		})
+	}
+}
+
+// checkPrunedPage fails unless got, run with a threshold, holds the first
+// limit hits of the exhaustive result and a total consistent with it.
+func checkPrunedPage(t *testing.T, q string, limit, threshold int, exact, got Result) {
+	t.Helper()
+	want := exact.Hits[:min(limit, len(exact.Hits))]
+	if len(got.Hits) != len(want) {
+		t.Fatalf("%s limit %d threshold %d: %d hits, want %d", q, limit, threshold, len(got.Hits), len(want))
+	}
+	for i := range want {
+		a, b := want[i], got.Hits[i]
+		if a.Segment != b.Segment || a.Doc != b.Doc || a.Score != b.Score {
+			t.Fatalf("%s limit %d threshold %d: hit %d is %d/%d (%v), exhaustive %d/%d (%v)", q, limit, threshold, i, b.Segment, b.Doc, b.Score, a.Segment, a.Doc, a.Score)
+		}
+	}
+	switch got.TotalHitsRelation {
+	case EqualTo:
+		if got.TotalHits != exact.TotalHits {
+			t.Fatalf("%s threshold %d: exactly %d hits, there are %d", q, threshold, got.TotalHits, exact.TotalHits)
+		}
+	case AtLeast:
+		if got.TotalHits > exact.TotalHits || got.TotalHits < threshold {
+			t.Fatalf("%s threshold %d: lower bound %d, exact %d", q, threshold, got.TotalHits, exact.TotalHits)
+		}
+	}
+}
