@@ -69,7 +69,7 @@ func (r *phraseRun) match(d uint32) error {
 	if !r.acc.admits(r.c.gate, d) {
 		return nil
 	}
-	freq, err := r.m.inDoc(r.row, r.c.slots)
+	freq, err := r.m.inDoc(r.row, r.c.slots, !r.c.gate.score) // unscored: one occurrence is enough
 	if err != nil || freq == 0 {
 		return err
 	}
@@ -101,8 +101,8 @@ func newPhraseMatcher(offsets []uint32, distinct int) phraseMatcher {
 
 // inDoc decodes the positions of the current document of every list of
 // row (one per distinct term; slots maps each phrase term to its list)
-// and returns the phrase's frequency there.
-func (m *phraseMatcher) inDoc(row []postings, slots []int) (uint32, error) {
+// and returns the phrase's frequency there (with first, 1 when it occurs).
+func (m *phraseMatcher) inDoc(row []postings, slots []int, first bool) (uint32, error) {
 	for u, pl := range row {
 		pos, err := pl.AppendPositions(m.byDistinct[u][:0])
 		if err != nil {
@@ -113,32 +113,53 @@ func (m *phraseMatcher) inDoc(row []postings, slots []int) (uint32, error) {
 	for i, u := range slots {
 		m.lists[i] = m.byDistinct[u]
 	}
-	return m.count(), nil
+	return m.scan(first), nil
 }
 
-// count returns the number of start positions s such that every term i
-// occurs at s+offsets[i].
-func (m *phraseMatcher) count() uint32 {
-	for i := range m.ptr {
+// scan returns the number of start positions s such that every term i
+// occurs at s+offsets[i], or with first stops at the first one (1, else
+// 0). It walks the term with the fewest positions
+// and moves a cursor through each other list: for "the kernel" it visits
+// the positions of "kernel" and skips through those of "the".
+func (m *phraseMatcher) scan(first bool) uint32 {
+	lead := 0
+	for i, l := range m.lists {
 		m.ptr[i] = 0
+		if len(l) < len(m.lists[lead]) {
+			lead = i
+		}
 	}
+	off := uint64(m.offsets[lead])
 	var n uint32
-	for _, s := range m.lists[0] {
+	for _, p := range m.lists[lead] {
+		if uint64(p) < off {
+			continue // the phrase would start before position 0
+		}
+		s := uint64(p) - off
 		match := true
-		for i := 1; i < len(m.lists) && match; i++ {
-			want := uint64(s) + uint64(m.offsets[i])
-			l, p := m.lists[i], m.ptr[i]
-			for p < len(l) && uint64(l[p]) < want {
-				p++
+		for i, l := range m.lists {
+			if i == lead {
+				continue
 			}
-			m.ptr[i] = p
-			if p == len(l) {
+			want := s + uint64(m.offsets[i])
+			q := m.ptr[i]
+			for q < len(l) && uint64(l[q]) < want {
+				q++
+			}
+			m.ptr[i] = q
+			if q == len(l) {
 				return n // no later start can match term i
 			}
-			match = uint64(l[p]) == want
+			if uint64(l[q]) != want {
+				match = false
+				break
+			}
 		}
 		if match {
 			n++
+			if first {
+				return n
+			}
 		}
 	}
 	return n

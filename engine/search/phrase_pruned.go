@@ -81,7 +81,7 @@ func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
 		if v.isDeleted(d) || !pr.competes(vi, d, &vs, row) {
 			continue
 		}
-		freq, err := m.inDoc(row, pr.c.slots)
+		freq, err := m.inDoc(row, pr.c.slots, false)
 		if err != nil {
 			return err
 		}
