@@ -434,8 +434,8 @@ openjdk-17-jdk-headless with apt-get when they are missing (and says so);
 without them Lucene is skipped with the reason in the report. Ratio columns are ours/peer of the medians: above 1 is
 better for throughputs (docs/s, MB/s, q/s), below 1 is better for
 latencies, times and bytes. "best_peer" lines divide ours by the faster
-(smaller) of Bleve and Xapian on that measure in the same run; "best
-peers" names it.
+(smaller) of the peers (Bleve, Xapian, Lucene) on that measure in the same
+run; "best peers" names it.
 
 - **Corpus**: Debian's linux-doc-6.1 (.rst and .txt files under
   /usr/share/doc/linux-doc-6.1/Documentation, gzipped as shipped; the
