@@ -101,16 +101,8 @@ func runBoth(t *testing.T, s *schema.Schema, views []SegmentView, q string, limi
 func TestBMPRankSafeText(t *testing.T) {
 	c := newtonCorpus(t)
 	n := len(c.docs)
-	deleted := map[int]bool{}
-	for i := 0; i < n; i += 3 {
-		deleted[i] = true
-	}
-	splits := map[string]split{
-		"one":           {sizes: []int{n}},
-		"three-deleted": {sizes: c.thirds(), deleted: deleted},
-		"seven":         {sizes: []int{1, n / 7, n / 7, n / 3, n / 9, 2, n - 1 - 2*(n/7) - n/3 - n/9 - 2}},
-		"empty-first":   {sizes: append([]int{0}, c.thirds()...), deleted: deleted},
-	}
+	splits := rankSafeSplits(c)
+	splits["seven"] = split{sizes: []int{1, n / 7, n / 7, n / 3, n / 9, 2, n - 1 - 2*(n/7) - n/3 - n/9 - 2}}
 	qs := bmpTextQueries(c)
 	for name, sp := range splits {
 		t.Run(name, func(t *testing.T) {
@@ -127,6 +119,22 @@ func TestBMPRankSafeText(t *testing.T) {
 				t.Fatalf("BMP ran %d and pruned %d times over %d queries × 3 limits", ran, pruned, len(qs))
 			}
 		})
+	}
+}
+
+// rankSafeSplits returns the segmentations the pruned evaluators are
+// checked on: one segment, thirds with every third document deleted, and
+// the same after an empty segment.
+func rankSafeSplits(c *corpus) map[string]split {
+	n := len(c.docs)
+	deleted := map[int]bool{}
+	for i := 0; i < n; i += 3 {
+		deleted[i] = true
+	}
+	return map[string]split{
+		"one":           {sizes: []int{n}},
+		"three-deleted": {sizes: c.thirds(), deleted: deleted},
+		"empty-first":   {sizes: append([]int{0}, c.thirds()...), deleted: deleted},
 	}
 }
 

@@ -34,18 +34,8 @@ func prunedPhraseQueries(c *corpus) []string {
 // deletions; and that pruning did skip documents for many of them.
 func TestPrunedPhraseRankSafe(t *testing.T) {
 	c := newtonCorpus(t)
-	n := len(c.docs)
-	deleted := map[int]bool{}
-	for i := 0; i < n; i += 3 {
-		deleted[i] = true
-	}
-	splits := map[string]split{
-		"one":           {sizes: []int{n}},
-		"three-deleted": {sizes: c.thirds(), deleted: deleted},
-		"empty-first":   {sizes: append([]int{0}, c.thirds()...), deleted: deleted},
-	}
 	qs := prunedPhraseQueries(c)
-	for name, sp := range splits {
+	for name, sp := range rankSafeSplits(c) {
 		t.Run(name, func(t *testing.T) {
 			views := c.views(t, sp)
 			pruned := 0
