@@ -50,7 +50,14 @@ func writeImageIfChanged(tarPath string, s spec, bin string) error {
 	if err := writeImage(tarPath, s, bin); err != nil {
 		return err
 	}
-	return os.WriteFile(tarPath+".src", []byte(src), 0o644)
+	// Replaced, not rewritten in place, like the tarball: a cache whose
+	// files are hard links of another's (a CI clone's bin/ linked to a
+	// warm one) must never see a stamp that speaks for a tarball it lacks.
+	tmp := tarPath + ".src.tmp"
+	if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, tarPath+".src")
 }
 
 // writeImage writes the image tarball of s, with the binary bin, to tarPath.
