@@ -97,6 +97,26 @@ func TestCompoundValidateDetectsFlippedBytes(t *testing.T) {
 	s, info := compoundSegment(t, fs, "idx", 120)
 	path := "idx/" + segid.FileName(corruptID, SuffixCompound)
 	orig := readFile(t, fs, path)
+	eachFlippedByte(t, info, orig, func(suffix string, off int64, bad []byte) {
+		writeFile(t, fs, path, bad)
+		err := Validate(context.Background(), fs, "idx", s, info)
+		wantCorruption(t, err, fmt.Sprintf("%s byte %d", suffix, off))
+		var ce *CorruptionError
+		if errors.As(err, &ce) && ce.File != segid.FileName(corruptID, suffix) {
+			t.Fatalf("%s byte %d: corruption reported in %s", suffix, off, ce.File)
+		}
+	})
+	writeFile(t, fs, path, orig)
+	if err := Validate(context.Background(), fs, "idx", s, info); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eachFlippedByte calls fn with a copy of the compound file orig in which
+// one byte of a part (at flipOffsets of its size: header, payload,
+// directory, footer) has its high bit flipped, for every part of info.
+func eachFlippedByte(t *testing.T, info Info, orig []byte, fn func(suffix string, off int64, bad []byte)) {
+	t.Helper()
 	for _, p := range info.Parts {
 		base := partOffset(t, info, p.Suffix)
 		for _, off := range flipOffsets(p.Size) {
@@ -105,18 +125,8 @@ func TestCompoundValidateDetectsFlippedBytes(t *testing.T) {
 			}
 			bad := append([]byte(nil), orig...)
 			bad[base+off] ^= 0x80
-			writeFile(t, fs, path, bad)
-			err := Validate(context.Background(), fs, "idx", s, info)
-			wantCorruption(t, err, fmt.Sprintf("%s byte %d", p.Suffix, off))
-			var ce *CorruptionError
-			if errors.As(err, &ce) && ce.File != segid.FileName(corruptID, p.Suffix) {
-				t.Fatalf("%s byte %d: corruption reported in %s", p.Suffix, off, ce.File)
-			}
+			fn(p.Suffix, off, bad)
 		}
-	}
-	writeFile(t, fs, path, orig)
-	if err := Validate(context.Background(), fs, "idx", s, info); err != nil {
-		t.Fatal(err)
 	}
 }
 

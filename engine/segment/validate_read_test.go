@@ -68,17 +68,9 @@ func TestValidateReadsCompoundFile(t *testing.T) {
 			t.Fatalf("%s: Validate says %v", what, got)
 		}
 	}
-	for _, p := range info.Parts {
-		base := partOffset(t, info, p.Suffix)
-		for _, off := range flipOffsets(p.Size) {
-			if off < 0 || off >= p.Size {
-				continue
-			}
-			bad := append([]byte(nil), orig...)
-			bad[base+off] ^= 0x80
-			check(fmt.Sprintf("%s byte %d", p.Suffix, off), bad)
-		}
-	}
+	eachFlippedByte(t, info, orig, func(suffix string, off int64, bad []byte) {
+		check(fmt.Sprintf("%s byte %d", suffix, off), bad)
+	})
 	check("truncated by a byte", orig[:len(orig)-1])
 	check("grown by a byte", append(append([]byte(nil), orig...), 0))
 	check("intact", orig)
