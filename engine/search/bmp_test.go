@@ -53,10 +53,7 @@ func runBoth(t *testing.T, s *schema.Schema, views []SegmentView, q string, limi
 	if !strings.HasPrefix(q, "{") {
 		raw, _ = json.Marshal(q)
 	}
-	exact, err := Search(context.Background(), s, views, Request{Query: raw, Limit: limit})
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
+	exact := exhaustive(t, s, views, Request{Query: raw, Limit: limit})
 	bmp, err := Search(context.Background(), s, views, Request{Query: raw, Limit: limit, TotalHitsThreshold: 1})
 	if err != nil {
 		t.Fatalf("%s (bmp): %v", q, err)
@@ -150,6 +147,19 @@ func b2i(b bool) int {
 // checks BMP against exhaustive evaluation.
 func TestBMPRankSafeUpserts(t *testing.T) {
 	c := newtonCorpus(t)
+	views := upsertViews(t, c)
+	for _, q := range bmpTextQueries(c) {
+		for _, limit := range []int{1, 10, 50} {
+			runBoth(t, c.schema, views, q, limit)
+		}
+	}
+}
+
+// upsertViews returns the corpus as upserts leave it: the first half in a
+// segment with every fourth document deleted, the second half, and a newer
+// segment with changed copies of the deleted ones.
+func upsertViews(t *testing.T, c *corpus) []SegmentView {
+	t.Helper()
 	n := len(c.docs)
 	old := c.docs[:n/2]
 	var newer []*schema.Document
@@ -166,15 +176,10 @@ func TestBMPRankSafeUpserts(t *testing.T) {
 		newer = append(newer, d)
 		del.Add(uint32(i))
 	}
-	views := []SegmentView{
+	return []SegmentView{
 		{Segment: openSegment(t, c.schema, old), Deleted: del},
 		{Segment: openSegment(t, c.schema, c.docs[n/2:])},
 		{Segment: openSegment(t, c.schema, newer)},
-	}
-	for _, q := range bmpTextQueries(c) {
-		for _, limit := range []int{1, 10, 50} {
-			runBoth(t, c.schema, views, q, limit)
-		}
 	}
 }
 

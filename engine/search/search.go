@@ -131,6 +131,9 @@ func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Reques
 	if sq, ok := q.(*SparseQuery); !ok || !useSeismic(sq) {
 		top, total, rel, err = searchPruned(ctx, s, views, q, window, req.TotalHitsThreshold)
 	}
+	if top == nil && err == nil && req.TotalHitsThreshold == 0 {
+		top, total, rel, err = searchTermExact(ctx, s, views, q, window)
+	}
 	if top == nil && err == nil {
 		top, total, rel, err = searchPrunedPhrase(ctx, s, views, q, window, req.TotalHitsThreshold)
 	}
