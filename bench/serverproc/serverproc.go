@@ -200,3 +200,29 @@ func DiskWriteRate(path string, n int64) (float64, error) {
 	}
 	return float64(n) / (1 << 20) / time.Since(t0).Seconds(), nil
 }
+
+// CPUTime returns the CPU time (user and system) the process has used,
+// read from /proc (Linux only).
+func (p *Proc) CPUTime() (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu time: %w", err)
+	}
+	// Fields after the command name (which may hold spaces) start at ")".
+	rest := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(rest) < 13 {
+		return 0, fmt.Errorf("cpu time: short /proc/%d/stat", p.Cmd.Process.Pid)
+	}
+	var ticks int64
+	for _, f := range rest[11:13] { // utime, stime (fields 14 and 15)
+		var n int64
+		if _, err := fmt.Sscan(f, &n); err != nil {
+			return 0, fmt.Errorf("cpu time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100

@@ -52,6 +52,9 @@ type Incoming struct {
 	started map[string]*metadata.FileSync
 	// checks are the early checks of Check (replica_check.go).
 	checks
+	// dropBehind says that the copy is large enough to drop its pages
+	// behind it (dropbehind.go).
+	dropBehind bool
 }
 
 // PrepareIncoming compares next (a leader's committed generation) with the
@@ -94,6 +97,11 @@ func (idx *Index) PrepareIncoming(next *metadata.Metadata) (*Incoming, error) {
 			in.files[n] = SnapshotFile{Name: n, Size: s.Deletes.Size}
 		}
 	}
+	var size int64
+	for _, f := range in.files {
+		size += f.Size
+	}
+	in.dropBehind = size >= dropBehindBytes
 	// F02: every new ID is owned before the first byte of its files.
 	claims, err := idx.mgr.ClaimIncoming("replica", ids...)
 	if err != nil {

@@ -67,6 +67,9 @@ func (in *Incoming) Check(ctx context.Context, name string) error {
 			in.passed[i] = bm
 		}
 		in.mu.Unlock()
+		if in.dropBehind {
+			in.dropPagesOf(in.newFiles(s))
+		}
 	}
 	return nil
 }

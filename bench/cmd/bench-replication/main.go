@@ -82,11 +82,16 @@ func run(indexMB, commits int, work string) error {
 	}
 	defer follower.Stop()
 	t0 := time.Now()
+	leaderCPU0, _ := leader.CPUTime()
+	followerCPU0, _ := follower.CPUTime()
 	want := generation(leader)
 	for generation(follower) < want {
 		time.Sleep(5 * time.Millisecond)
 	}
-	catchUp := float64(size) / (1 << 20) / time.Since(t0).Seconds()
+	wall := time.Since(t0)
+	catchUp := float64(size) / (1 << 20) / wall.Seconds()
+	leaderCPU, _ := leader.CPUTime()
+	followerCPU, _ := follower.CPUTime()
 	diskAfter, err := serverproc.DiskWriteRate(probe, size)
 	if err != nil {
 		return err
@@ -105,7 +110,16 @@ func run(indexMB, commits int, work string) error {
 	fmt.Printf("searches failed during rolling restart: %d\n", failed)
 	fmt.Printf("disk sequential write MB/s: %.0f (catch-up at %.0f%% of it; probes %.0f before and %.0f after the catch-up; index %.0f MiB, lag median %.0f ms; %d searches during the rolling restart)\n",
 		disk, 100*catchUp/disk, diskBefore, diskAfter, float64(size)/(1<<20), lags[len(lags)/2].Seconds()*1000, sent)
+	mib := float64(size) / (1 << 20)
+	fmt.Printf("catch-up CPU ms per MiB: follower %.2f, leader %.2f (wall %.2f s: %.2f cores busy)\n",
+		msPer(followerCPU-followerCPU0, mib), msPer(leaderCPU-leaderCPU0, mib), wall.Seconds(),
+		(followerCPU-followerCPU0+leaderCPU-leaderCPU0).Seconds()/wall.Seconds())
 	return nil
+}
+
+// msPer returns d in milliseconds per unit of n.
+func msPer(d time.Duration, n float64) float64 {
+	return float64(d.Microseconds()) / 1000 / n
 }
 
 // lagSamples commits one document at a time on the leader and measures
