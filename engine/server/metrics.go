@@ -68,36 +68,24 @@ const (
 func newMetrics(r *registry.Registry, tokens *auth.Tokens, cert *auth.Certificate) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
-		DocumentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_documents_accepted_total", Help: "Documents accepted by ingestion (visible after a commit).",
-		}, []string{"index"}),
-		DocumentsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_documents_deleted_total", Help: "Deletions by primary key accepted (visible after a commit).",
-		}, []string{"index"}),
-		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_commits_total", Help: "Commits by index and outcome.",
-		}, []string{"index", "outcome"}),
-		CommitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "summa_commit_duration_seconds", Help: "Latency of commits.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
-		}, []string{"index"}),
-		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_http_requests_total", Help: "HTTP requests by route and status code.",
-		}, []string{"route", "code"}),
-		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "summa_http_request_duration_seconds", Help: "Latency of HTTP requests by route.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"route"}),
-		MaintenanceOperations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_maintenance_operations_total", Help: "Maintenance operations by index, kind and outcome.",
-		}, []string{"index", "kind", "outcome"}),
-		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "summa_maintenance_duration_seconds", Help: "Latency of maintenance operations by kind and outcome.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 3, 12),
-		}, []string{"kind", "outcome"}),
-		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_http_auth_failures_total", Help: "Requests refused by access control, by reason.",
-		}, []string{"reason"}),
+		DocumentsAccepted: newCounterVec("summa_documents_accepted_total",
+			"Documents accepted by ingestion (visible after a commit).", "index"),
+		DocumentsDeleted: newCounterVec("summa_documents_deleted_total",
+			"Deletions by primary key accepted (visible after a commit).", "index"),
+		Commits: newCounterVec("summa_commits_total",
+			"Commits by index and outcome.", "index", "outcome"),
+		CommitDuration: newHistogramVec("summa_commit_duration_seconds",
+			"Latency of commits.", prometheus.ExponentialBuckets(0.005, 2.5, 12), "index"),
+		HTTPRequests: newCounterVec("summa_http_requests_total",
+			"HTTP requests by route and status code.", "route", "code"),
+		HTTPDuration: newHistogramVec("summa_http_request_duration_seconds",
+			"Latency of HTTP requests by route.", prometheus.DefBuckets, "route"),
+		MaintenanceOperations: newCounterVec("summa_maintenance_operations_total",
+			"Maintenance operations by index, kind and outcome.", "index", "kind", "outcome"),
+		MaintenanceDuration: newHistogramVec("summa_maintenance_duration_seconds",
+			"Latency of maintenance operations by kind and outcome.", prometheus.ExponentialBuckets(0.01, 3, 12), "kind", "outcome"),
+		AuthFailures: newCounterVec("summa_http_auth_failures_total",
+			"Requests refused by access control, by reason.", "reason"),
 	}
 	for _, reason := range []string{"missing", "malformed", "unknown", "scope", "cross-origin"} {
 		m.AuthFailures.WithLabelValues(reason)
@@ -181,24 +169,58 @@ func Outcome(err error) string {
 	return OutcomeError
 }
 
-// Descriptions of the state collected at scrape time.
+// indexGauge is a per-index gauge collected at scrape time: its
+// description (labelled by index) and how its value is read from the
+// index's status.
+type indexGauge struct {
+	desc  *prometheus.Desc
+	value func(st registry.Status) float64
+}
+
+// indexGauges are the per-index gauges, in the order they are collected.
+var indexGauges = []indexGauge{
+	{newDesc("summa_index_documents", "Live, committed, searchable documents.", "index"),
+		func(st registry.Status) float64 { return float64(st.Documents) }},
+	{newDesc("summa_index_segments", "Metadata-live segments.", "index"),
+		func(st registry.Status) float64 { return float64(len(st.Segments)) }},
+	{newDesc("summa_index_quarantined_segments", "Metadata-live segments excluded from search because they failed to open.", "index"),
+		func(st registry.Status) float64 { return float64(len(st.Quarantined)) }},
+	{newDesc("summa_index_durability_degraded", "1 when a directory fsync after a commit failed: crash durability is degraded.", "index"),
+		func(st registry.Status) float64 { return boolValue(st.DurabilityDegraded) }},
+	{newDesc("summa_index_uncommitted_documents", "Accepted operations not yet committed.", "index"),
+		func(st registry.Status) float64 { return float64(st.UncommittedDocuments) }},
+	{newDesc("summa_index_generation", "Published metadata generation.", "index"),
+		func(st registry.Status) float64 { return float64(st.Generation) }},
+	{newDesc("summa_index_size_bytes", "Bytes of the live segments and their deletion masks.", "index"),
+		liveBytes},
+	{newDesc("summa_index_deleting", "1 while the index is being deleted.", "index"),
+		func(st registry.Status) float64 { return boolValue(st.Deleting) }},
+	{newDesc("summa_index_held_publication", "1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).", "index"),
+		func(st registry.Status) float64 { return boolValue(st.HeldPublication != nil) }},
+	{newDesc("summa_index_held_publication_attempts", "Failed publication attempts of the held generation (0 when none is held).", "index"),
+		heldAttempts},
+}
+
+// liveBytes is the size of an index's live segments and their masks.
+func liveBytes(st registry.Status) float64 {
+	var size int64
+	for _, seg := range st.Segments {
+		size += seg.SizeBytes
+	}
+	return float64(size)
+}
+
+// heldAttempts is the number of failed publication attempts of an index's
+// held generation, 0 when none is held.
+func heldAttempts(st registry.Status) float64 {
+	if st.HeldPublication == nil {
+		return 0
+	}
+	return float64(st.HeldPublication.Attempts)
+}
+
+// Descriptions of the other state collected at scrape time.
 var (
-	descDocuments = newDesc("summa_index_documents",
-		"Live, committed, searchable documents.", "index")
-	descSegments = newDesc("summa_index_segments",
-		"Metadata-live segments.", "index")
-	descQuarantined = newDesc("summa_index_quarantined_segments",
-		"Metadata-live segments excluded from search because they failed to open.", "index")
-	descDegraded = newDesc("summa_index_durability_degraded",
-		"1 when a directory fsync after a commit failed: crash durability is degraded.", "index")
-	descUncommitted = newDesc("summa_index_uncommitted_documents",
-		"Accepted operations not yet committed.", "index")
-	descGeneration = newDesc("summa_index_generation",
-		"Published metadata generation.", "index")
-	descSize = newDesc("summa_index_size_bytes",
-		"Bytes of the live segments and their deletion masks.", "index")
-	descDeleting = newDesc("summa_index_deleting",
-		"1 while the index is being deleted.", "index")
 	descDraining = newDesc("summa_draining",
 		"1 while writes are refused for a drain.")
 	descDrained = newDesc("summa_drained",
@@ -207,10 +229,6 @@ var (
 		"How long a drain would take now.")
 	descActiveOps = newDesc("summa_active_operations",
 		"Segment IDs held by active operations plus running commits.")
-	descHeld = newDesc("summa_index_held_publication",
-		"1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).", "index")
-	descHeldAttempts = newDesc("summa_index_held_publication_attempts",
-		"Failed publication attempts of the held generation (0 when none is held).", "index")
 	descHeldRetries = newDesc("summa_held_publication_retries_total",
 		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).", "index", "outcome")
 	descVectorRuns = newDesc("summa_index_vector_runs",
@@ -220,6 +238,16 @@ var (
 	descSwept = newDesc("summa_orphan_segments_swept_total",
 		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).")
 )
+
+// newCounterVec is a counter of the given variable labels.
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// newHistogramVec is a histogram of the given buckets and variable labels.
+func newHistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}
 
 // newDesc is the description of a metric collected at scrape time, with
 // the given variable labels.
@@ -235,10 +263,11 @@ type stateCollector struct {
 
 // Describe sends every description.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDocuments, descSegments, descQuarantined, descDegraded,
-		descUncommitted, descGeneration, descSize, descDeleting, descDraining, descDrained,
-		descDrainEstimate, descActiveOps, descSwept, descHeld, descHeldAttempts, descHeldRetries,
-		descVectorRuns, descVectorFragmented} {
+	for _, g := range indexGauges {
+		ch <- g.desc
+	}
+	for _, d := range []*prometheus.Desc{descDraining, descDrained, descDrainEstimate, descActiveOps,
+		descSwept, descHeldRetries, descVectorRuns, descVectorFragmented} {
 		ch <- d
 	}
 }
@@ -249,25 +278,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	for _, st := range c.r.Statuses() {
-		var size int64
-		for _, seg := range st.Segments {
-			size += seg.SizeBytes
+		for _, g := range indexGauges {
+			gauge(g.desc, g.value(st), st.Name)
 		}
-		gauge(descDocuments, float64(st.Documents), st.Name)
-		gauge(descSegments, float64(len(st.Segments)), st.Name)
-		gauge(descQuarantined, float64(len(st.Quarantined)), st.Name)
-		gauge(descDegraded, boolValue(st.DurabilityDegraded), st.Name)
-		gauge(descUncommitted, float64(st.UncommittedDocuments), st.Name)
-		gauge(descGeneration, float64(st.Generation), st.Name)
-		gauge(descSize, float64(size), st.Name)
-		gauge(descDeleting, boolValue(st.Deleting), st.Name)
 		collectVectorRuns(st, gauge)
-		attempts := 0
-		if st.HeldPublication != nil {
-			attempts = st.HeldPublication.Attempts
-		}
-		gauge(descHeld, boolValue(st.HeldPublication != nil), st.Name)
-		gauge(descHeldAttempts, float64(attempts), st.Name)
 		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
 			float64(st.PublicationRetries.Succeeded), st.Name, OutcomeSuccess)
 		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
