@@ -11,6 +11,15 @@ const abandonTail = `
 	c.m.mu.Unlock()
 	c.m.deleteIfUnowned(c.ID)`
 
+// giveUpAbandons is where a commit gives its generation up (C05), the
+// snippet of two mutations: the commit flush's outputs and the
+// generation's earlier buffer-full ones are both abandoned before the
+// retry.
+const giveUpAbandons = `
+	abandonAll(job.takeResults())
+	abandonAll(job.gen.takePrepared())
+	w.retry(job.gen)`
+
 // mutations lists, per rule of the rule table in docs/engine.md, one or
 // more realistic ways a careless change would break it, and the tests that
 // must catch it.
@@ -323,10 +332,7 @@ var mutations = []Mutation{
 	{
 		Rule: "C05", Desc: "a commit that gives its generation up (a failed build, a failed output fsync) abandons the generation's earlier flushes but not its sibling workers' outputs",
 		Edits: []Edit{{File: "engine/index/commit.go",
-			From: `
-				abandonAll(job.takeResults())
-				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)`,
+			From: giveUpAbandons,
 			To: `
 				abandonAll(job.gen.takePrepared())
 				w.retry(job.gen)`}},
@@ -350,10 +356,7 @@ var mutations = []Mutation{
 	{
 		Rule: "C05", Desc: "a commit that gives its generation up (a failed build, a failed output fsync) abandons the commit flush's outputs but not the generation's buffer-full ones",
 		Edits: []Edit{{File: "engine/index/commit.go",
-			From: `
-				abandonAll(job.takeResults())
-				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)`,
+			From: giveUpAbandons,
 			To: `
 				abandonAll(job.takeResults())
 				w.retry(job.gen)`}},
