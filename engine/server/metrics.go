@@ -169,16 +169,30 @@ func Outcome(err error) string {
 	return OutcomeError
 }
 
-// indexGauge is a per-index gauge collected at scrape time: its
-// description (labelled by index) and how its value is read from the
-// index's status.
-type indexGauge struct {
+// gauge is a gauge collected at scrape time from a state of type S: its
+// description and how its value is read from the state.
+type gauge[S any] struct {
 	desc  *prometheus.Desc
-	value func(st registry.Status) float64
+	value func(S) float64
 }
 
-// indexGauges are the per-index gauges, in the order they are collected.
-var indexGauges = []indexGauge{
+// describeGauges sends the description of each gauge.
+func describeGauges[S any](ch chan<- *prometheus.Desc, gauges []gauge[S]) {
+	for _, g := range gauges {
+		ch <- g.desc
+	}
+}
+
+// collectGauges sends each gauge's value in st, with the given label
+// values.
+func collectGauges[S any](ch chan<- prometheus.Metric, gauges []gauge[S], st S, labels ...string) {
+	for _, g := range gauges {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(st), labels...)
+	}
+}
+
+// indexGauges are the per-index gauges, labelled by index.
+var indexGauges = []gauge[registry.Status]{
 	{newDesc("summa_index_documents", "Live, committed, searchable documents.", "index"),
 		func(st registry.Status) float64 { return float64(st.Documents) }},
 	{newDesc("summa_index_segments", "Metadata-live segments.", "index"),
@@ -219,16 +233,27 @@ func heldAttempts(st registry.Status) float64 {
 	return float64(st.HeldPublication.Attempts)
 }
 
+// serverState is the server-wide state the server gauges read, taken
+// once per scrape.
+type serverState struct {
+	drain registry.DrainStatus
+	est   registry.Estimate
+}
+
+// serverGauges are the server-wide gauges.
+var serverGauges = []gauge[serverState]{
+	{newDesc("summa_draining", "1 while writes are refused for a drain."),
+		func(st serverState) float64 { return boolValue(st.drain.Draining) }},
+	{newDesc("summa_drained", "1 once a drain committed everything accepted."),
+		func(st serverState) float64 { return boolValue(st.drain.Drained) }},
+	{newDesc("summa_drain_estimate_seconds", "How long a drain would take now."),
+		func(st serverState) float64 { return st.est.DrainEstimateSeconds }},
+	{newDesc("summa_active_operations", "Segment IDs held by active operations plus running commits."),
+		func(st serverState) float64 { return float64(st.est.ActiveOperations) }},
+}
+
 // Descriptions of the other state collected at scrape time.
 var (
-	descDraining = newDesc("summa_draining",
-		"1 while writes are refused for a drain.")
-	descDrained = newDesc("summa_drained",
-		"1 once a drain committed everything accepted.")
-	descDrainEstimate = newDesc("summa_drain_estimate_seconds",
-		"How long a drain would take now.")
-	descActiveOps = newDesc("summa_active_operations",
-		"Segment IDs held by active operations plus running commits.")
 	descHeldRetries = newDesc("summa_held_publication_retries_total",
 		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).", "index", "outcome")
 	descVectorRuns = newDesc("summa_index_vector_runs",
@@ -263,42 +288,30 @@ type stateCollector struct {
 
 // Describe sends every description.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, g := range indexGauges {
-		ch <- g.desc
-	}
-	for _, d := range []*prometheus.Desc{descDraining, descDrained, descDrainEstimate, descActiveOps,
-		descSwept, descHeldRetries, descVectorRuns, descVectorFragmented} {
+	describeGauges(ch, indexGauges)
+	describeGauges(ch, serverGauges)
+	for _, d := range []*prometheus.Desc{descSwept, descHeldRetries, descVectorRuns, descVectorFragmented} {
 		ch <- d
 	}
 }
 
 // Collect sends the current per-index and drain state.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
 	for _, st := range c.r.Statuses() {
-		for _, g := range indexGauges {
-			gauge(g.desc, g.value(st), st.Name)
-		}
-		collectVectorRuns(st, gauge)
+		collectGauges(ch, indexGauges, st, st.Name)
+		collectVectorRuns(ch, st)
 		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
 			float64(st.PublicationRetries.Succeeded), st.Name, OutcomeSuccess)
 		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
 			float64(st.PublicationRetries.Failed), st.Name, OutcomeError)
 	}
-	ds := c.r.DrainStatus()
-	gauge(descDraining, boolValue(ds.Draining))
-	gauge(descDrained, boolValue(ds.Drained))
-	est := c.r.Lifecycle()
-	gauge(descDrainEstimate, est.DrainEstimateSeconds)
-	gauge(descActiveOps, float64(est.ActiveOperations))
+	collectGauges(ch, serverGauges, serverState{drain: c.r.DrainStatus(), est: c.r.Lifecycle()})
 	ch <- prometheus.MustNewConstMetric(descSwept, prometheus.CounterValue, float64(lifecycle.SweptTotal()))
 }
 
 // collectVectorRuns sends per-field binary IVF run and fragmentation
 // gauges of one index.
-func collectVectorRuns(st registry.Status, gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+func collectVectorRuns(ch chan<- prometheus.Metric, st registry.Status) {
 	runs, frag := map[string]int{}, map[string]int{}
 	var fields []string
 	for _, seg := range st.Segments {
@@ -313,8 +326,8 @@ func collectVectorRuns(st registry.Status, gauge func(d *prometheus.Desc, v floa
 		}
 	}
 	for _, f := range fields {
-		gauge(descVectorRuns, float64(runs[f]), st.Name, f)
-		gauge(descVectorFragmented, float64(frag[f]), st.Name, f)
+		ch <- prometheus.MustNewConstMetric(descVectorRuns, prometheus.GaugeValue, float64(runs[f]), st.Name, f)
+		ch <- prometheus.MustNewConstMetric(descVectorFragmented, prometheus.GaugeValue, float64(frag[f]), st.Name, f)
 	}
 }
 
