@@ -908,12 +908,12 @@ var mutations = []Mutation{
 						payloads[i] = f.payload
 					}`},
 			{File: "engine/segment/columns.go",
-				From: `cols := make([]fwdCol, len(s.Fields))`,
+				From: `want := func(i int) bool { return s.Fields[i].Reorder && s.Fields[i].IsIndexed() }`,
 				To: `
-					cols := make([]fwdCol, len(s.Fields))
 					if payload == nil {
-						return cols, nil
-					}`},
+						return make([]fwdCol, len(s.Fields)), nil
+					}
+					want := func(i int) bool { return s.Fields[i].Reorder && s.Fields[i].IsIndexed() }`},
 		},
 		Pkg: "./engine/index", Run: "^TestQ11_",
 	},
