@@ -428,6 +428,41 @@ type DoctorIndexReport struct {
 	Error string `json:"error,omitempty"`
 }
 
+// DoctorSummary is a doctor run's report in the form that always fits a
+// Kubernetes termination message (summa-server --doctor --summary-file):
+// counts are exact, the lists of removed segments may be cut, the
+// per-segment reasons are left out.
+type DoctorSummary struct {
+	// Summary marks this form: lists may be cut, counts are exact.
+	Summary bool `json:"summary"`
+	// ReportID names the whole report kept in the data directory, when it
+	// was kept.
+	ReportID string `json:"reportId,omitempty"`
+	// Indexes has one entry per index, sorted by name.
+	Indexes []DoctorIndexSummary `json:"indexes"`
+	// IndexesOmitted counts the indexes left out to fit.
+	IndexesOmitted int `json:"indexesOmitted,omitempty"`
+	// Error is set when the doctor could not run or finish.
+	Error string `json:"error,omitempty"`
+}
+
+// DoctorIndexSummary is one index's part of a DoctorSummary.
+type DoctorIndexSummary struct {
+	// Name is the index name.
+	Name string `json:"name"`
+	// CheckedSegments counts the segments validated.
+	CheckedSegments int64 `json:"checkedSegments"`
+	// RemovedSegmentCount is the exact number of segments removed.
+	RemovedSegmentCount int `json:"removedSegmentCount"`
+	// RemovedSegments are the first of them (all unless the list was cut
+	// to fit).
+	RemovedSegments []string `json:"removedSegments"`
+	// RemovedDocuments counts the documents lost with them.
+	RemovedDocuments int64 `json:"removedDocuments"`
+	// Error is set when the index could not be repaired.
+	Error string `json:"error,omitempty"`
+}
+
 // Backup is one backup of an index to object storage (POST, GET
 // /v1/indexes/{index}/backups[/{id}]).
 type Backup struct {

@@ -43,16 +43,14 @@ func TestIndexMetricsSetAndForgotten(t *testing.T) {
 	const ns, name = "metrics-test", "books"
 	x := metricsIndex(ns, name)
 	recordIndexMetrics(x)
-	for _, c := range []struct {
-		g    *prometheus.GaugeVec
-		want float64
-	}{
-		{indexReady, 1}, {indexDocuments, 1200}, {indexSegments, 7}, {indexQuarantined, 2},
-		{indexUncommitted, 30}, {indexDurabilityDegraded, 1}, {indexDrainEstimate, 2.5},
-		{indexDegraded, 1}, {indexDoctorRequired, 0},
+	for metric, want := range map[string]float64{
+		"summa_index_ready": 1, "summa_index_documents": 1200, "summa_index_segments": 7,
+		"summa_index_quarantined_segments": 2, "summa_index_uncommitted_documents": 30,
+		"summa_index_durability_degraded": 1, "summa_index_drain_estimate_seconds": 2.5,
+		"summa_index_degraded": 1, "summa_index_doctor_required": 0,
 	} {
-		if got := testutil.ToFloat64(c.g.WithLabelValues(ns, name)); got != c.want {
-			t.Errorf("%v: %v, want %v", c.g, got, c.want)
+		if got := testutil.ToFloat64(indexGaugeNamed(t, metric).WithLabelValues(ns, name)); got != want {
+			t.Errorf("%s: %v, want %v", metric, got, want)
 		}
 	}
 	if got := testutil.ToFloat64(indexInfo.WithLabelValues(ns, name, "Running", "Running", ReasonVolumeExpansionRefused)); got != 1 {
@@ -64,7 +62,7 @@ func TestIndexMetricsSetAndForgotten(t *testing.T) {
 	x.Status.Conditions[1].Status = metav1.ConditionFalse
 	x.Status.DrainEstimateSeconds = nil
 	recordIndexMetrics(x)
-	if got := testutil.ToFloat64(indexReady.WithLabelValues(ns, name)); got != 0 {
+	if got := testutil.ToFloat64(indexGaugeNamed(t, "summa_index_ready").WithLabelValues(ns, name)); got != 0 {
 		t.Errorf("summa_index_ready after the engine became unreachable: %v", got)
 	}
 	if n := countSeries(t, indexInfo, ns, name); n != 1 {
@@ -73,22 +71,39 @@ func TestIndexMetricsSetAndForgotten(t *testing.T) {
 	if got := testutil.ToFloat64(indexInfo.WithLabelValues(ns, name, "Running", ReasonEngineUnreachable, "")); got != 1 {
 		t.Errorf("summa_index_info with ready_reason EngineUnreachable: %v", got)
 	}
-	if n := countSeries(t, indexDrainEstimate, ns, name); n != 0 {
+	if n := countSeries(t, indexGaugeNamed(t, "summa_index_drain_estimate_seconds"), ns, name); n != 0 {
 		t.Errorf("summa_index_drain_estimate_seconds kept without an estimate")
 	}
 
 	// Another index is left alone by the deletion.
 	recordIndexMetrics(metricsIndex(ns, "other"))
 	forgetIndexMetrics(ns, name)
-	for _, g := range append(indexGauges, indexInfo) {
-		if n := countSeries(t, g, ns, name); n != 0 {
-			t.Errorf("%d series of the deleted index left in %v", n, g)
+	for _, g := range indexGauges {
+		if n := countSeries(t, g.vec, ns, name); n != 0 {
+			t.Errorf("%d series of the deleted index left in %v", n, g.vec)
 		}
 	}
-	if n := countSeries(t, indexDocuments, ns, "other"); n != 1 {
+	if n := countSeries(t, indexInfo, ns, name); n != 0 {
+		t.Errorf("%d summa_index_info series of the deleted index left", n)
+	}
+	if n := countSeries(t, indexGaugeNamed(t, "summa_index_documents"), ns, "other"); n != 1 {
 		t.Errorf("the other index's series were deleted too")
 	}
 	forgetIndexMetrics(ns, "other")
+}
+
+// indexGaugeNamed returns the per-index gauge vector of metric.
+func indexGaugeNamed(t *testing.T, metric string) *prometheus.GaugeVec {
+	t.Helper()
+	for _, g := range indexGauges {
+		ch := make(chan *prometheus.Desc, 1)
+		g.vec.Describe(ch)
+		if strings.Contains((<-ch).String(), `fqName: "`+metric+`"`) {
+			return g.vec
+		}
+	}
+	t.Fatalf("no per-index gauge %s", metric)
+	return nil
 }
 
 // countSeries counts the series of c labelled namespace ns and index name.

@@ -1,31 +1,22 @@
 package controllers
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-)
+import "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 // The operator's backup metrics. The alert SummaIndexBackupMissing
 // (config/prometheus/summa-rules.yaml) fires when
 // time() - last success > 2 * the schedule's period.
 var (
 	// backupsTotal counts the SummaIndexBackups that ended.
-	backupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "summa_operator_backups_total",
-		Help: "SummaIndexBackups that ended, by namespace, index and phase (Completed, Failed).",
-	}, []string{"namespace", "index", "phase"})
+	backupsTotal = newCounterVec("summa_operator_backups_total",
+		"SummaIndexBackups that ended, by namespace, index and phase (Completed, Failed).", "namespace", "index", "phase")
 	// lastBackupSuccess is the completion time of the newest completed
 	// backup, or the index's creation time while it has none.
-	lastBackupSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_operator_last_backup_success_timestamp_seconds",
-		Help: "Unix time of the newest completed backup of a SummaIndex with spec.backup (its creation time while none completed).",
-	}, indexLabels)
+	lastBackupSuccess = newIndexGauge("summa_operator_last_backup_success_timestamp_seconds",
+		"Unix time of the newest completed backup of a SummaIndex with spec.backup (its creation time while none completed).")
 	// backupSchedulePeriod is the longest gap between two runs of the
 	// index's backup schedule.
-	backupSchedulePeriod = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "summa_operator_backup_schedule_period_seconds",
-		Help: "Longest time between two runs of spec.backup.schedule of a SummaIndex (absent without a valid schedule).",
-	}, indexLabels)
+	backupSchedulePeriod = newIndexGauge("summa_operator_backup_schedule_period_seconds",
+		"Longest time between two runs of spec.backup.schedule of a SummaIndex (absent without a valid schedule).")
 )
 
 func init() {

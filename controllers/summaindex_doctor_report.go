@@ -23,36 +23,12 @@ import (
 // stays bounded: the counts are exact, removedSegments lists at most
 // MaxRemovedSegments.
 
-// doctorReport is the part of summa-server --doctor's report (or of its
-// summary) the operator records (engine contract).
-type doctorReport struct {
-	// Summary is set in the summary form (lists may be cut).
-	Summary bool `json:"summary"`
-	// ReportID names the whole report the engine keeps, when it kept one.
-	ReportID string `json:"reportId"`
-	// Indexes are the indexes of the data directory.
-	Indexes []doctorIndexReport `json:"indexes"`
-}
-
-// doctorIndexReport is one index's part of a doctor report.
-type doctorIndexReport struct {
-	// Name is the index name.
-	Name string `json:"name"`
-	// CheckedSegments counts the segments validated.
-	CheckedSegments int64 `json:"checkedSegments"`
-	// RemovedSegmentCount is the exact count in a summary; the length of
-	// RemovedSegments otherwise.
-	RemovedSegmentCount *int64 `json:"removedSegmentCount"`
-	// RemovedSegments are the removed segments (the first, in a summary).
-	RemovedSegments []string `json:"removedSegments"`
-	// RemovedDocuments counts the documents lost with them.
-	RemovedDocuments int64 `json:"removedDocuments"`
-}
-
 // applyDoctorReport records index's entry of a doctor report (whole, or its
 // summary) in status.
 func applyDoctorReport(index *summav1.SummaIndex, msg string) error {
-	var rep doctorReport
+	// A whole report decodes as a summary without counts: its lists are
+	// complete.
+	var rep engineclient.DoctorSummary
 	if err := json.Unmarshal([]byte(msg), &rep); err != nil {
 		return fmt.Errorf("the doctor's report is not JSON (%v): %.200s", err, msg)
 	}
@@ -66,10 +42,7 @@ func applyDoctorReport(index *summav1.SummaIndex, msg string) error {
 		if ix.Name == index.Name {
 			d.CheckedSegments = ix.CheckedSegments
 			d.RemovedDocuments = ix.RemovedDocuments
-			d.RemovedSegmentCount = int64(len(ix.RemovedSegments))
-			if ix.RemovedSegmentCount != nil {
-				d.RemovedSegmentCount = *ix.RemovedSegmentCount
-			}
+			d.RemovedSegmentCount = int64(max(len(ix.RemovedSegments), ix.RemovedSegmentCount))
 			d.RemovedSegments = capSegments(ix.RemovedSegments)
 		}
 	}

@@ -6,11 +6,12 @@ import (
 	"github.com/summadev/summa/client"
 )
 
-// The doctor's summary is its report in a form that always fits a
-// Kubernetes termination message (4096 bytes): counts are exact, the lists
-// of removed segments are cut (first summaryMaxSegments of each index, and
-// shorter if the whole would not fit), the per-segment reasons are left
-// out. The whole report is kept in the data directory (--report-id).
+// The doctor's summary (client.DoctorSummary) is its report in a form that
+// always fits a Kubernetes termination message (4096 bytes): counts are
+// exact, the lists of removed segments are cut (first summaryMaxSegments
+// of each index, and shorter if the whole would not fit), the per-segment
+// reasons are left out. The whole report is kept in the data directory
+// (--report-id).
 
 // maxSummaryBytes bounds the summary, newline included, below the
 // kubelet's 4096-byte cut of a termination message.
@@ -24,41 +25,10 @@ const summaryMaxSegments = 100
 // otherwise.
 const maxSummaryError = 200
 
-// doctorSummary is the compact report (--summary-file).
-type doctorSummary struct {
-	// Summary marks this form: lists may be cut, counts are exact.
-	Summary bool `json:"summary"`
-	// ReportID names the whole report kept in the data directory, when it
-	// was kept.
-	ReportID string `json:"reportId,omitempty"`
-	// Indexes has one entry per index, sorted by name.
-	Indexes []indexSummary `json:"indexes"`
-	// IndexesOmitted counts the indexes left out to fit.
-	IndexesOmitted int `json:"indexesOmitted,omitempty"`
-	// Error is set when the doctor could not run or finish.
-	Error string `json:"error,omitempty"`
-}
-
-// indexSummary is one index's part of the summary.
-type indexSummary struct {
-	// Name is the index name.
-	Name string `json:"name"`
-	// CheckedSegments counts the segments validated.
-	CheckedSegments int64 `json:"checkedSegments"`
-	// RemovedSegmentCount is the exact number of segments removed.
-	RemovedSegmentCount int `json:"removedSegmentCount"`
-	// RemovedSegments are the first of them (all when not Truncated).
-	RemovedSegments []string `json:"removedSegments"`
-	// RemovedDocuments counts the documents lost with them.
-	RemovedDocuments int64 `json:"removedDocuments"`
-	// Error is set when the index could not be repaired.
-	Error string `json:"error,omitempty"`
-}
-
 // summarize returns the summary of out, newline-terminated, at most
 // maxSummaryBytes long. reportID is named only when the report was kept.
 func summarize(out client.DoctorReport, reportID string, kept bool) []byte {
-	s := doctorSummary{Summary: true, Indexes: []indexSummary{}, Error: out.Error}
+	s := client.DoctorSummary{Summary: true, Indexes: []client.DoctorIndexSummary{}, Error: out.Error}
 	if kept {
 		s.ReportID = reportID
 	}
@@ -67,7 +37,7 @@ func summarize(out client.DoctorReport, reportID string, kept bool) []byte {
 		if ids == nil {
 			ids = []string{}
 		}
-		s.Indexes = append(s.Indexes, indexSummary{
+		s.Indexes = append(s.Indexes, client.DoctorIndexSummary{
 			Name: ir.Name, CheckedSegments: ir.CheckedSegments, RemovedSegmentCount: len(ir.RemovedSegments),
 			RemovedSegments: ids[:min(len(ids), summaryMaxSegments)], RemovedDocuments: ir.RemovedDocuments, Error: ir.Error,
 		})
@@ -77,7 +47,7 @@ func summarize(out client.DoctorReport, reportID string, kept bool) []byte {
 		if err == nil && len(data)+1 <= maxSummaryBytes {
 			return append(data, '\n')
 		}
-		if !s.shrink() {
+		if !shrinkSummary(&s) {
 			// Cannot happen with valid names (at most 253 bytes each):
 			// the last resort is counts without indexes.
 			return []byte(`{"summary":true,"indexes":[],"error":"the doctor's summary does not fit"}` + "\n")
@@ -85,10 +55,10 @@ func summarize(out client.DoctorReport, reportID string, kept bool) []byte {
 	}
 }
 
-// shrink makes the summary smaller by one step: halve the longest list of
+// shrinkSummary makes s smaller by one step: halve the longest list of
 // removed segments, else clip the errors, else leave out the last index.
 // It reports false when nothing is left to shrink.
-func (s *doctorSummary) shrink() bool {
+func shrinkSummary(s *client.DoctorSummary) bool {
 	longest := -1
 	for i, ix := range s.Indexes {
 		if len(ix.RemovedSegments) > 0 && (longest < 0 || len(ix.RemovedSegments) > len(s.Indexes[longest].RemovedSegments)) {

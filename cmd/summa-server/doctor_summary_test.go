@@ -38,7 +38,7 @@ func TestDoctorSummaryFitsATerminationMessage(t *testing.T) {
 		if len(data) > maxSummaryBytes {
 			t.Fatalf("n=%d: summary of %d bytes", n, len(data))
 		}
-		var s doctorSummary
+		var s client.DoctorSummary
 		if err := json.Unmarshal(data, &s); err != nil {
 			t.Fatalf("n=%d: %v: %s", n, err, data)
 		}
@@ -66,7 +66,7 @@ func TestDoctorSummaryFitsATerminationMessage(t *testing.T) {
 			Error: strings.Repeat("e", 5000)})
 	}
 	data := summarize(out, "r1", false)
-	var s doctorSummary
+	var s client.DoctorSummary
 	if err := json.Unmarshal(data, &s); err != nil || len(data) > maxSummaryBytes || s.IndexesOmitted == 0 ||
 		len(s.Indexes)+s.IndexesOmitted != 100 || s.ReportID != "" {
 		t.Fatalf("many indexes: %d bytes, %v, %d listed, %d omitted", len(data), err, len(s.Indexes), s.IndexesOmitted)
@@ -106,7 +106,7 @@ func TestDoctorKeepsItsReportForTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s doctorSummary
+	var s client.DoctorSummary
 	if err := json.Unmarshal(data, &s); err != nil || !s.Summary || s.ReportID != "r1" || len(s.Indexes) != 1 ||
 		s.Indexes[0].Name != "opticks" || s.Indexes[0].RemovedSegmentCount != 0 {
 		t.Fatalf("summary %s: %v", data, err)

@@ -37,7 +37,6 @@ func wantBlockMax(f *schema.Field) bool {
 // version. dicts and sparse are the field's dictionaries; their term
 // counts must agree.
 func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDocs uint32, dicts, sparse []*dict) ([]*bmField, error) {
-	fields := make([]*bmField, len(s.Fields))
 	var body []byte // the payload before the directory
 	prologue := func(d *decoder) error {
 		if sh := d.uvarint(); d.err == nil && sh != BlockShift {
@@ -47,17 +46,17 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDoc
 		return nil
 	}
 	want := func(i int) bool { return wantBlockMax(&s.Fields[i]) }
-	err := fieldSetAfter(id, SuffixBlockMax, payload, numDocs, prologue, want, len(s.Fields), func(d *decoder, ord int) error {
+	return fieldEntries(id, SuffixBlockMax, payload, numDocs, prologue, want, len(s.Fields), func(d *decoder, ord int) (*bmField, error) {
 		f := &bmField{kind: d.u8(), numTerms: d.u32v(), width: 8}
 		recOff, recLen, tableOff := d.uvarint(), d.uvarint(), d.uvarint()
 		if version != legacyBlockMaxVersion {
 			f.width = int(d.u8())
 		}
 		if d.err != nil {
-			return nil
+			return nil, nil
 		}
 		if f.width != 4 && f.width != 8 || f.width == 4 && recLen > math.MaxUint32 {
-			return corruptf(id, SuffixBlockMax, "field %d: offset width %d for %d bytes of records", ord, f.width, recLen)
+			return nil, corruptf(id, SuffixBlockMax, "field %d: offset width %d for %d bytes of records", ord, f.width, recLen)
 		}
 		wantKind, dc := byte(bmExact), dicts[ord]
 		switch {
@@ -67,28 +66,23 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDoc
 			wantKind = bmTokenized
 		}
 		if f.kind != wantKind {
-			return corruptf(id, SuffixBlockMax, "field %d: kind %d, want %d", ord, f.kind, wantKind)
+			return nil, corruptf(id, SuffixBlockMax, "field %d: kind %d, want %d", ord, f.kind, wantKind)
 		}
 		if dc == nil || dc.numTerms != f.numTerms {
-			return corruptf(id, SuffixBlockMax, "field %d: %d terms disagree with the dictionary", ord, f.numTerms)
+			return nil, corruptf(id, SuffixBlockMax, "field %d: %d terms disagree with the dictionary", ord, f.numTerms)
 		}
 		var ok bool
 		if f.records, ok = subslice(body, recOff, recLen); !ok {
-			return corruptf(id, SuffixBlockMax, "field %d: records [%d,+%d) outside payload", ord, recOff, recLen)
+			return nil, corruptf(id, SuffixBlockMax, "field %d: records [%d,+%d) outside payload", ord, recOff, recLen)
 		}
 		if f.table, ok = subslice(body, tableOff, uint64(f.width)*(uint64(f.numTerms)+1)); !ok {
-			return corruptf(id, SuffixBlockMax, "field %d: offset table of %d terms outside payload", ord, f.numTerms)
+			return nil, corruptf(id, SuffixBlockMax, "field %d: offset table of %d terms outside payload", ord, f.numTerms)
 		}
 		if end := f.offset(f.numTerms); end != recLen {
-			return corruptf(id, SuffixBlockMax, "field %d: offset table ends at %d, records hold %d", ord, end, recLen)
+			return nil, corruptf(id, SuffixBlockMax, "field %d: offset table ends at %d, records hold %d", ord, end, recLen)
 		}
-		fields[ord] = f
-		return nil
+		return f, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return fields, nil
 }
 
 // record returns the bytes of term ordinal ord's record.

@@ -134,38 +134,35 @@ func (c *numCol) span(doc uint32) (uint64, uint64, bool) {
 }
 
 func openNumbers(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32) ([]numCol, error) {
-	cols := make([]numCol, len(s.Fields))
 	want := func(i int) bool { return s.Fields[i].IsNumeric() }
-	err := fieldSet(id, SuffixNumbers, payload, numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
+	return fieldEntries(id, SuffixNumbers, payload, numDocs, nil, want, len(s.Fields), func(d *decoder, ord int) (numCol, error) {
 		width := d.intv(8)
 		offsOff := d.uvarint()
 		valsOff := d.uvarint()
 		n := d.uvarint()
 		if d.err != nil {
-			return nil
+			return numCol{}, nil
 		}
 		c := numCol{ok: true, n: n, single: width == 0}
 		var ok bool
 		if n > uint64(len(payload))/8 {
-			return corruptf(id, SuffixNumbers, "field %d: %d values cannot fit", ord, n)
+			return numCol{}, corruptf(id, SuffixNumbers, "field %d: %d values cannot fit", ord, n)
 		}
 		if c.vals, ok = subslice(payload, valsOff, 8*n); !ok {
-			return corruptf(id, SuffixNumbers, "field %d: values outside payload", ord)
+			return numCol{}, corruptf(id, SuffixNumbers, "field %d: values outside payload", ord)
 		}
 		if c.single {
 			if n != uint64(numDocs) {
-				return corruptf(id, SuffixNumbers, "field %d: %d single values for %d documents", ord, n, numDocs)
+				return numCol{}, corruptf(id, SuffixNumbers, "field %d: %d single values for %d documents", ord, n, numDocs)
 			}
 		} else {
 			var ok bool
 			if c.offs, ok = docOffsets(payload, offsOff, width, numDocs); !ok {
-				return corruptf(id, SuffixNumbers, "field %d: offset table outside payload", ord)
+				return numCol{}, corruptf(id, SuffixNumbers, "field %d: offset table outside payload", ord)
 			}
 		}
-		cols[ord] = c
-		return nil
+		return c, nil
 	})
-	return cols, err
 }
 
 // ---- forward term lists ----
@@ -256,29 +253,26 @@ type fwdCol struct {
 }
 
 func openForward(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32) ([]fwdCol, error) {
-	cols := make([]fwdCol, len(s.Fields))
 	want := func(i int) bool { return s.Fields[i].Reorder && s.Fields[i].IsIndexed() }
-	err := fieldSet(id, SuffixForward, payload, numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
+	return fieldEntries(id, SuffixForward, payload, numDocs, nil, want, len(s.Fields), func(d *decoder, ord int) (fwdCol, error) {
 		width := d.intv(8)
 		offsOff := d.uvarint()
 		dataOff := d.uvarint()
 		dataLen := d.uvarint()
 		numTerms := d.u32v()
 		if d.err != nil {
-			return nil
+			return fwdCol{}, nil
 		}
 		c := fwdCol{ok: true, numTerms: numTerms}
 		var ok bool
 		if c.data, ok = subslice(payload, dataOff, dataLen); !ok {
-			return corruptf(id, SuffixForward, "field %d: term lists outside payload", ord)
+			return fwdCol{}, corruptf(id, SuffixForward, "field %d: term lists outside payload", ord)
 		}
 		if c.offs, ok = docOffsets(payload, offsOff, width, numDocs); !ok {
-			return corruptf(id, SuffixForward, "field %d: offset table outside payload", ord)
+			return fwdCol{}, corruptf(id, SuffixForward, "field %d: offset table outside payload", ord)
 		}
-		cols[ord] = c
-		return nil
+		return c, nil
 	})
-	return cols, err
 }
 
 // decodeForward decodes one document's ordinals, checking they increase

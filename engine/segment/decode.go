@@ -237,6 +237,27 @@ func fieldSetAfter(id segid.ID, suffix string, payload []byte, numDocs uint32, p
 	return nil
 }
 
+// fieldEntries is fieldSetAfter for a directory whose field entries each
+// decode to one T (a column, an index of the field): the result holds the
+// entry of each field at its ordinal, the zero T for the fields without
+// one (and for an entry decode leaves to the directory's own error).
+func fieldEntries[T any](id segid.ID, suffix string, payload []byte, numDocs uint32, prologue func(d *decoder) error,
+	want func(int) bool, nFields int, decode func(d *decoder, ord int) (T, error)) ([]T, error) {
+	out := make([]T, nFields)
+	err := fieldSetAfter(id, suffix, payload, numDocs, prologue, want, nFields, func(d *decoder, ord int) error {
+		v, err := decode(d, ord)
+		if err != nil {
+			return err
+		}
+		out[ord] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // readFieldList reads a count and that many field entries, calling fn for
 // each with its ordinal; fn reads the rest of the entry from d. Ordinals
 // must increase and be exactly the fields for which want is true.

@@ -130,7 +130,7 @@ func newFileWriter(f vfs.File, id segid.ID, suffix string, buf []byte) (*fileWri
 	w := &fileWriter{f: f, id: id, suffix: suffix, buf: buf}
 	var h [headerSize]byte
 	copy(h[0:8], headerMagic[:])
-	copy(h[8:12], kind[:])
+	copy(h[8:12], kind)
 	binary.LittleEndian.PutUint32(h[12:16], kindVersion(suffix))
 	binary.LittleEndian.PutUint64(h[16:24], uint64(id))
 	w.crc = crc32.Update(0, crcTable, h[:])
@@ -324,17 +324,17 @@ func closeAll(ws []*fileWriter) error {
 func (w *fileWriter) abort() { _ = w.closeFile() }
 
 // checkFrame performs the cheap check of one file's bytes: header magic,
-// kind (unless kind is nil), version, segment id, footer magic and payload
+// kind (unless kind is empty), version, segment id, footer magic and payload
 // length. It returns the payload.
-func checkFrame(data []byte, id segid.ID, suffix string, kind *[4]byte) ([]byte, error) {
+func checkFrame(data []byte, id segid.ID, suffix, kind string) ([]byte, error) {
 	if len(data) < frameSize {
 		return nil, corruptf(id, suffix, "file of %d bytes is shorter than its framing", len(data))
 	}
 	if [8]byte(data[0:8]) != headerMagic {
 		return nil, corruptf(id, suffix, "bad header magic")
 	}
-	if kind != nil && [4]byte(data[8:12]) != *kind {
-		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind[:])
+	if kind != "" && string(data[8:12]) != kind {
+		return nil, corruptf(id, suffix, "file kind %q, want %q", data[8:12], kind)
 	}
 	if v, want := binary.LittleEndian.Uint32(data[12:16]), kindVersion(suffix); v != want && !legacyVersion(suffix, v) {
 		return nil, corruptf(id, suffix, "format version %d, want %d", v, want)
@@ -407,21 +407,21 @@ const (
 	MaskSuffix = "del"
 )
 
-// fileKinds maps each suffix to the kind tag of its header.
-var fileKinds = map[string][4]byte{
-	SuffixTerms:      {'t', 'e', 'r', 'm'},
-	SuffixPostings:   {'p', 'o', 's', 't'},
-	SuffixNorms:      {'n', 'o', 'r', 'm'},
-	SuffixStore:      {'s', 't', 'o', 'r'},
-	SuffixPrimaryKey: {'p', 'k', 'e', 'y'},
-	SuffixNumbers:    {'n', 'u', 'm', 's'},
-	SuffixForward:    {'f', 'w', 'd', 'l'},
-	SuffixVectors:    {'v', 'e', 'c', 's'},
-	SuffixSeismic:    {'s', 'e', 'i', 's'},
-	SuffixRowStats:   {'r', 'o', 'w', 's'},
-	SuffixBlockMax:   {'b', 'm', 'a', 'x'},
-	MaskSuffix:       {'d', 'm', 's', 'k'},
-	SuffixIVF:        {'i', 'v', 'f', 'b'},
+// fileKinds maps each suffix to the kind tag of its header (four bytes).
+var fileKinds = map[string]string{
+	SuffixTerms:      "term",
+	SuffixPostings:   "post",
+	SuffixNorms:      "norm",
+	SuffixStore:      "stor",
+	SuffixPrimaryKey: "pkey",
+	SuffixNumbers:    "nums",
+	SuffixForward:    "fwdl",
+	SuffixVectors:    "vecs",
+	SuffixSeismic:    "seis",
+	SuffixRowStats:   "rows",
+	SuffixBlockMax:   "bmax",
+	MaskSuffix:       "dmsk",
+	SuffixIVF:        "ivfb",
 }
 
 // kindVersions holds the format version of the file kinds whose format

@@ -14,44 +14,38 @@ import (
 // each run's shape, its model hash against its centroids, and that the
 // runs of a field hold as many vectors as the vec file has for it.
 func openIVF(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, dense []*denseCol) ([][]*ivf.Run, error) {
-	out := make([][]*ivf.Run, len(s.Fields))
 	want := func(i int) bool { return IsBinaryIVF(&s.Fields[i]) }
-	err := fieldSet(id, SuffixIVF, payload, numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
+	return fieldEntries(id, SuffixIVF, payload, numDocs, nil, want, len(s.Fields), func(d *decoder, ord int) ([]*ivf.Run, error) {
 		words := d.intv(ivf.Words(schema.MaxDenseDims))
 		nRuns := d.intv(len(payload))
 		if d.err != nil {
-			return nil
+			return nil, nil
 		}
 		if words != ivf.Words(s.Fields[ord].Dims) {
-			return corruptf(id, SuffixIVF, "field %d: %d-word codes for %d dimensions", ord, words, s.Fields[ord].Dims)
+			return nil, corruptf(id, SuffixIVF, "field %d: %d-word codes for %d dimensions", ord, words, s.Fields[ord].Dims)
 		}
 		runs := []*ivf.Run{}
 		var total uint64
 		for k := 0; k < nRuns && d.err == nil; k++ {
 			r, err := openRun(id, ord, d, payload, words)
 			if err != nil || r == nil {
-				return err
+				return nil, err
 			}
 			total += uint64(r.Len())
 			runs = append(runs, r)
 		}
 		if d.err != nil {
-			return nil
+			return nil, nil
 		}
 		var have uint64
 		if dense[ord] != nil {
 			have = uint64(dense[ord].count)
 		}
 		if total != have {
-			return corruptf(id, SuffixIVF, "field %d: runs hold %d vectors, the vec file %d", ord, total, have)
+			return nil, corruptf(id, SuffixIVF, "field %d: runs hold %d vectors, the vec file %d", ord, total, have)
 		}
-		out[ord] = runs
-		return nil
+		return runs, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // openRun reads one run's directory entry and maps its arrays.

@@ -185,8 +185,7 @@ func FuzzOpenIVF(f *testing.F) {
 		if fix {
 			data = fixFrame(data)
 		}
-		kind := fileKinds[SuffixIVF]
-		payload, err := checkFrame(data, 9, SuffixIVF, &kind)
+		payload, err := checkFrame(data, 9, SuffixIVF, fileKinds[SuffixIVF])
 		if err != nil {
 			mustBeCorruption(t, err)
 			return

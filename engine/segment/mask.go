@@ -93,8 +93,7 @@ func ReadMask(fs vfs.FS, dir string, id segid.ID, numDocs uint32) (*roaring.Bitm
 
 // decodeMask checks and decodes a mask file's bytes.
 func decodeMask(data []byte, id segid.ID, numDocs uint32) (*roaring.Bitmap, error) {
-	kind := fileKinds[MaskSuffix]
-	payload, err := checkFrame(data, id, MaskSuffix, &kind)
+	payload, err := checkFrame(data, id, MaskSuffix, fileKinds[MaskSuffix])
 	if err != nil {
 		return nil, err
 	}

@@ -77,23 +77,20 @@ func (c normCol) at(doc uint32) uint32 {
 }
 
 func openNorms(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32) ([]normCol, error) {
-	cols := make([]normCol, len(s.Fields))
 	want := func(i int) bool { return s.Fields[i].IsTokenized() && s.Fields[i].IsIndexed() }
-	err := fieldSet(id, SuffixNorms, payload, numDocs, want, len(s.Fields), func(d *decoder, ord int) error {
+	return fieldEntries(id, SuffixNorms, payload, numDocs, nil, want, len(s.Fields), func(d *decoder, ord int) (normCol, error) {
 		width := d.uvarint()
 		off := d.uvarint()
 		if d.err != nil {
-			return nil
+			return normCol{}, nil
 		}
 		if width != 1 && width != 2 && width != 4 {
-			return corruptf(id, SuffixNorms, "field %d: norm width %d", ord, width)
+			return normCol{}, corruptf(id, SuffixNorms, "field %d: norm width %d", ord, width)
 		}
 		data, ok := subslice(payload, off, width*uint64(numDocs))
 		if !ok {
-			return corruptf(id, SuffixNorms, "field %d: norms outside payload", ord)
+			return normCol{}, corruptf(id, SuffixNorms, "field %d: norms outside payload", ord)
 		}
-		cols[ord] = normCol{width: int(width), data: data}
-		return nil
+		return normCol{width: int(width), data: data}, nil
 	})
-	return cols, err
 }

@@ -190,12 +190,8 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 	}
 	for i := range r.files {
 		lf := &r.files[i]
-		var kind *[4]byte
-		if k, ok := fileKinds[lf.suffix]; ok {
-			kind = &k
-		}
 		var err error
-		if lf.payload, err = checkFrame(lf.data, r.id, lf.suffix, kind); err != nil {
+		if lf.payload, err = checkFrame(lf.data, r.id, lf.suffix, fileKinds[lf.suffix]); err != nil {
 			return err
 		}
 	}

@@ -140,9 +140,8 @@ type SeismicIndex struct {
 // region inside the payload with the size its counts give, dimension and
 // forward-entry counts agreeing with the vec file's dictionaries).
 func openSeismic(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, sparse []*dict) ([]*SeismicIndex, error) {
-	out := make([]*SeismicIndex, len(s.Fields))
 	isSparse := func(i int) bool { return s.Fields[i].Type == schema.SparseVector }
-	err := fieldSet(id, SuffixSeismic, payload, numDocs, isSparse, len(s.Fields), func(d *decoder, ord int) error {
+	return fieldEntries(id, SuffixSeismic, payload, numDocs, nil, isSparse, len(s.Fields), func(d *decoder, ord int) (*SeismicIndex, error) {
 		var c [6]uint64
 		for k := range c {
 			c[k] = d.uvarint()
@@ -152,13 +151,13 @@ func openSeismic(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, 
 			reg[k] = d.uvarint()
 		}
 		if d.err != nil {
-			return nil
+			return nil, nil
 		}
 		numDims, nBlocks, nSum, nDocs, nFwd, pending := c[0], c[1], c[2], c[3], c[4], c[5]
 		v := sparse[ord]
 		if v == nil || numDims != uint64(v.numTerms) || nFwd != v.sumDocFreq || pending > numDims ||
 			nBlocks > math.MaxUint32 || nSum > math.MaxUint32 || nDocs > math.MaxUint32 || nFwd > math.MaxUint32 {
-			return corruptf(id, SuffixSeismic, "field %d: counts %v do not fit the vec file", ord, c)
+			return nil, corruptf(id, SuffixSeismic, "field %d: counts %v do not fit the vec file", ord, c)
 		}
 		sizes := [seisRegions]uint64{numDims * seisDimEntry, nBlocks * seisBlockEntry, nSum * 4, nSum, nDocs * 4,
 			(uint64(numDocs) + 1) * 4, nFwd * 4, nFwd * 4}
@@ -166,17 +165,15 @@ func openSeismic(id segid.ID, s *schema.Schema, payload []byte, numDocs uint32, 
 		for k := range regions {
 			var ok bool
 			if regions[k], ok = subslice(payload, reg[k], sizes[k]); !ok {
-				return corruptf(id, SuffixSeismic, "field %d: region %d outside payload", ord, k)
+				return nil, corruptf(id, SuffixSeismic, "field %d: region %d outside payload", ord, k)
 			}
 		}
-		out[ord] = &SeismicIndex{id: id, numDocs: numDocs, numDims: uint32(numDims), nBlocks: uint32(nBlocks),
+		return &SeismicIndex{id: id, numDocs: numDocs, numDims: uint32(numDims), nBlocks: uint32(nBlocks),
 			pending: uint32(pending), dimTab: regions[0], blockTab: regions[1], sumDims: regions[2], sumVals: regions[3],
 			docs: regions[4], fwdOff: regions[5], fwdDims: regions[6], fwdVals: regions[7], vocab: v,
 			sumDimsU: u32View(regions[2]), docsU: u32View(regions[4]), fwdOffU: u32View(regions[5]),
-			fwdDimsU: u32View(regions[6]), fwdValsF: f32View(regions[7])}
-		return nil
+			fwdDimsU: u32View(regions[6]), fwdValsF: f32View(regions[7])}, nil
 	})
-	return out, err
 }
 
 func (x *SeismicIndex) corrupt(format string, args ...any) error {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -53,12 +52,7 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) doctorReport(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	data, err := s.r.DoctorReport(id)
-	switch {
-	case errors.Is(err, registry.ErrInvalidReportID):
-		return newError(http.StatusBadRequest, CodeBadRequest, "%v", err)
-	case errors.Is(err, registry.ErrDoctorReportNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "no doctor report %q is kept in the data directory", id)
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")

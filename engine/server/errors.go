@@ -13,6 +13,7 @@ import (
 	"github.com/summadev/summa/engine/diskspace"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
+	"github.com/summadev/summa/engine/replication"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/search"
 )
@@ -178,8 +179,12 @@ func toAPIError(err error) *apiError {
 			"%v; nothing was committed, the generation is held and the engine retries it in the background", err)
 		e.retryable = true
 		return e
-	case errors.Is(err, index.ErrNoPrimaryKey):
+	case errors.Is(err, index.ErrNoPrimaryKey), errors.Is(err, registry.ErrInvalidReportID):
 		return newError(http.StatusBadRequest, CodeBadRequest, "%v", err)
+	case errors.Is(err, registry.ErrDoctorReportNotFound), errors.Is(err, replication.ErrNotInHold):
+		return newError(http.StatusNotFound, CodeNotFound, "%v", err)
+	case errors.Is(err, replication.ErrNoHold):
+		return newError(http.StatusNotFound, CodeHoldNotFound, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return unavailable(CodeTimeout, retryDefault, "%v", err)
 	}

@@ -68,36 +68,24 @@ const (
 func newMetrics(r *registry.Registry, tokens *auth.Tokens, cert *auth.Certificate) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
-		DocumentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_documents_accepted_total", Help: "Documents accepted by ingestion (visible after a commit).",
-		}, []string{"index"}),
-		DocumentsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_documents_deleted_total", Help: "Deletions by primary key accepted (visible after a commit).",
-		}, []string{"index"}),
-		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_commits_total", Help: "Commits by index and outcome.",
-		}, []string{"index", "outcome"}),
-		CommitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "summa_commit_duration_seconds", Help: "Latency of commits.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
-		}, []string{"index"}),
-		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_http_requests_total", Help: "HTTP requests by route and status code.",
-		}, []string{"route", "code"}),
-		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "summa_http_request_duration_seconds", Help: "Latency of HTTP requests by route.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"route"}),
-		MaintenanceOperations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_maintenance_operations_total", Help: "Maintenance operations by index, kind and outcome.",
-		}, []string{"index", "kind", "outcome"}),
-		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "summa_maintenance_duration_seconds", Help: "Latency of maintenance operations by kind and outcome.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 3, 12),
-		}, []string{"kind", "outcome"}),
-		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "summa_http_auth_failures_total", Help: "Requests refused by access control, by reason.",
-		}, []string{"reason"}),
+		DocumentsAccepted: newCounterVec("summa_documents_accepted_total",
+			"Documents accepted by ingestion (visible after a commit).", "index"),
+		DocumentsDeleted: newCounterVec("summa_documents_deleted_total",
+			"Deletions by primary key accepted (visible after a commit).", "index"),
+		Commits: newCounterVec("summa_commits_total",
+			"Commits by index and outcome.", "index", "outcome"),
+		CommitDuration: newHistogramVec("summa_commit_duration_seconds",
+			"Latency of commits.", prometheus.ExponentialBuckets(0.005, 2.5, 12), "index"),
+		HTTPRequests: newCounterVec("summa_http_requests_total",
+			"HTTP requests by route and status code.", "route", "code"),
+		HTTPDuration: newHistogramVec("summa_http_request_duration_seconds",
+			"Latency of HTTP requests by route.", prometheus.DefBuckets, "route"),
+		MaintenanceOperations: newCounterVec("summa_maintenance_operations_total",
+			"Maintenance operations by index, kind and outcome.", "index", "kind", "outcome"),
+		MaintenanceDuration: newHistogramVec("summa_maintenance_duration_seconds",
+			"Latency of maintenance operations by kind and outcome.", prometheus.ExponentialBuckets(0.01, 3, 12), "kind", "outcome"),
+		AuthFailures: newCounterVec("summa_http_auth_failures_total",
+			"Requests refused by access control, by reason.", "reason"),
 	}
 	for _, reason := range []string{"missing", "malformed", "unknown", "scope", "cross-origin"} {
 		m.AuthFailures.WithLabelValues(reason)
@@ -181,36 +169,91 @@ func Outcome(err error) string {
 	return OutcomeError
 }
 
-// Descriptions of the state collected at scrape time.
+// gauge is a gauge collected at scrape time from a state of type S: its
+// description and how its value is read from the state.
+type gauge[S any] struct {
+	desc  *prometheus.Desc
+	value func(S) float64
+}
+
+// describeGauges sends the description of each gauge.
+func describeGauges[S any](ch chan<- *prometheus.Desc, gauges []gauge[S]) {
+	for _, g := range gauges {
+		ch <- g.desc
+	}
+}
+
+// collectGauges sends each gauge's value in st, with the given label
+// values.
+func collectGauges[S any](ch chan<- prometheus.Metric, gauges []gauge[S], st S, labels ...string) {
+	for _, g := range gauges {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(st), labels...)
+	}
+}
+
+// indexGauges are the per-index gauges, labelled by index.
+var indexGauges = []gauge[registry.Status]{
+	{newDesc("summa_index_documents", "Live, committed, searchable documents.", "index"),
+		func(st registry.Status) float64 { return float64(st.Documents) }},
+	{newDesc("summa_index_segments", "Metadata-live segments.", "index"),
+		func(st registry.Status) float64 { return float64(len(st.Segments)) }},
+	{newDesc("summa_index_quarantined_segments", "Metadata-live segments excluded from search because they failed to open.", "index"),
+		func(st registry.Status) float64 { return float64(len(st.Quarantined)) }},
+	{newDesc("summa_index_durability_degraded", "1 when a directory fsync after a commit failed: crash durability is degraded.", "index"),
+		func(st registry.Status) float64 { return boolValue(st.DurabilityDegraded) }},
+	{newDesc("summa_index_uncommitted_documents", "Accepted operations not yet committed.", "index"),
+		func(st registry.Status) float64 { return float64(st.UncommittedDocuments) }},
+	{newDesc("summa_index_generation", "Published metadata generation.", "index"),
+		func(st registry.Status) float64 { return float64(st.Generation) }},
+	{newDesc("summa_index_size_bytes", "Bytes of the live segments and their deletion masks.", "index"),
+		liveBytes},
+	{newDesc("summa_index_deleting", "1 while the index is being deleted.", "index"),
+		func(st registry.Status) float64 { return boolValue(st.Deleting) }},
+	{newDesc("summa_index_held_publication", "1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).", "index"),
+		func(st registry.Status) float64 { return boolValue(st.HeldPublication != nil) }},
+	{newDesc("summa_index_held_publication_attempts", "Failed publication attempts of the held generation (0 when none is held).", "index"),
+		heldAttempts},
+}
+
+// liveBytes is the size of an index's live segments and their masks.
+func liveBytes(st registry.Status) float64 {
+	var size int64
+	for _, seg := range st.Segments {
+		size += seg.SizeBytes
+	}
+	return float64(size)
+}
+
+// heldAttempts is the number of failed publication attempts of an index's
+// held generation, 0 when none is held.
+func heldAttempts(st registry.Status) float64 {
+	if st.HeldPublication == nil {
+		return 0
+	}
+	return float64(st.HeldPublication.Attempts)
+}
+
+// serverState is the server-wide state the server gauges read, taken
+// once per scrape.
+type serverState struct {
+	drain registry.DrainStatus
+	est   registry.Estimate
+}
+
+// serverGauges are the server-wide gauges.
+var serverGauges = []gauge[serverState]{
+	{newDesc("summa_draining", "1 while writes are refused for a drain."),
+		func(st serverState) float64 { return boolValue(st.drain.Draining) }},
+	{newDesc("summa_drained", "1 once a drain committed everything accepted."),
+		func(st serverState) float64 { return boolValue(st.drain.Drained) }},
+	{newDesc("summa_drain_estimate_seconds", "How long a drain would take now."),
+		func(st serverState) float64 { return st.est.DrainEstimateSeconds }},
+	{newDesc("summa_active_operations", "Segment IDs held by active operations plus running commits."),
+		func(st serverState) float64 { return float64(st.est.ActiveOperations) }},
+}
+
+// Descriptions of the other state collected at scrape time.
 var (
-	descDocuments = newDesc("summa_index_documents",
-		"Live, committed, searchable documents.", "index")
-	descSegments = newDesc("summa_index_segments",
-		"Metadata-live segments.", "index")
-	descQuarantined = newDesc("summa_index_quarantined_segments",
-		"Metadata-live segments excluded from search because they failed to open.", "index")
-	descDegraded = newDesc("summa_index_durability_degraded",
-		"1 when a directory fsync after a commit failed: crash durability is degraded.", "index")
-	descUncommitted = newDesc("summa_index_uncommitted_documents",
-		"Accepted operations not yet committed.", "index")
-	descGeneration = newDesc("summa_index_generation",
-		"Published metadata generation.", "index")
-	descSize = newDesc("summa_index_size_bytes",
-		"Bytes of the live segments and their deletion masks.", "index")
-	descDeleting = newDesc("summa_index_deleting",
-		"1 while the index is being deleted.", "index")
-	descDraining = newDesc("summa_draining",
-		"1 while writes are refused for a drain.")
-	descDrained = newDesc("summa_drained",
-		"1 once a drain committed everything accepted.")
-	descDrainEstimate = newDesc("summa_drain_estimate_seconds",
-		"How long a drain would take now.")
-	descActiveOps = newDesc("summa_active_operations",
-		"Segment IDs held by active operations plus running commits.")
-	descHeld = newDesc("summa_index_held_publication",
-		"1 while a generation whose publication failed before the commit point is held for its retry (ingestion answers Backpressure).", "index")
-	descHeldAttempts = newDesc("summa_index_held_publication_attempts",
-		"Failed publication attempts of the held generation (0 when none is held).", "index")
 	descHeldRetries = newDesc("summa_held_publication_retries_total",
 		"Background retries of held publications by outcome (success: published; error: failed before the commit point again).", "index", "outcome")
 	descVectorRuns = newDesc("summa_index_vector_runs",
@@ -220,6 +263,16 @@ var (
 	descSwept = newDesc("summa_orphan_segments_swept_total",
 		"Orphan segment IDs deleted by sweeps (exclusive open and optimizer).")
 )
+
+// newCounterVec is a counter of the given variable labels.
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// newHistogramVec is a histogram of the given buckets and variable labels.
+func newHistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}
 
 // newDesc is the description of a metric collected at scrape time, with
 // the given variable labels.
@@ -235,56 +288,30 @@ type stateCollector struct {
 
 // Describe sends every description.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDocuments, descSegments, descQuarantined, descDegraded,
-		descUncommitted, descGeneration, descSize, descDeleting, descDraining, descDrained,
-		descDrainEstimate, descActiveOps, descSwept, descHeld, descHeldAttempts, descHeldRetries,
-		descVectorRuns, descVectorFragmented} {
+	describeGauges(ch, indexGauges)
+	describeGauges(ch, serverGauges)
+	for _, d := range []*prometheus.Desc{descSwept, descHeldRetries, descVectorRuns, descVectorFragmented} {
 		ch <- d
 	}
 }
 
 // Collect sends the current per-index and drain state.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
 	for _, st := range c.r.Statuses() {
-		var size int64
-		for _, seg := range st.Segments {
-			size += seg.SizeBytes
-		}
-		gauge(descDocuments, float64(st.Documents), st.Name)
-		gauge(descSegments, float64(len(st.Segments)), st.Name)
-		gauge(descQuarantined, float64(len(st.Quarantined)), st.Name)
-		gauge(descDegraded, boolValue(st.DurabilityDegraded), st.Name)
-		gauge(descUncommitted, float64(st.UncommittedDocuments), st.Name)
-		gauge(descGeneration, float64(st.Generation), st.Name)
-		gauge(descSize, float64(size), st.Name)
-		gauge(descDeleting, boolValue(st.Deleting), st.Name)
-		collectVectorRuns(st, gauge)
-		attempts := 0
-		if st.HeldPublication != nil {
-			attempts = st.HeldPublication.Attempts
-		}
-		gauge(descHeld, boolValue(st.HeldPublication != nil), st.Name)
-		gauge(descHeldAttempts, float64(attempts), st.Name)
+		collectGauges(ch, indexGauges, st, st.Name)
+		collectVectorRuns(ch, st)
 		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
 			float64(st.PublicationRetries.Succeeded), st.Name, OutcomeSuccess)
 		ch <- prometheus.MustNewConstMetric(descHeldRetries, prometheus.CounterValue,
 			float64(st.PublicationRetries.Failed), st.Name, OutcomeError)
 	}
-	ds := c.r.DrainStatus()
-	gauge(descDraining, boolValue(ds.Draining))
-	gauge(descDrained, boolValue(ds.Drained))
-	est := c.r.Lifecycle()
-	gauge(descDrainEstimate, est.DrainEstimateSeconds)
-	gauge(descActiveOps, float64(est.ActiveOperations))
+	collectGauges(ch, serverGauges, serverState{drain: c.r.DrainStatus(), est: c.r.Lifecycle()})
 	ch <- prometheus.MustNewConstMetric(descSwept, prometheus.CounterValue, float64(lifecycle.SweptTotal()))
 }
 
 // collectVectorRuns sends per-field binary IVF run and fragmentation
 // gauges of one index.
-func collectVectorRuns(st registry.Status, gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+func collectVectorRuns(ch chan<- prometheus.Metric, st registry.Status) {
 	runs, frag := map[string]int{}, map[string]int{}
 	var fields []string
 	for _, seg := range st.Segments {
@@ -299,8 +326,8 @@ func collectVectorRuns(st registry.Status, gauge func(d *prometheus.Desc, v floa
 		}
 	}
 	for _, f := range fields {
-		gauge(descVectorRuns, float64(runs[f]), st.Name, f)
-		gauge(descVectorFragmented, float64(frag[f]), st.Name, f)
+		ch <- prometheus.MustNewConstMetric(descVectorRuns, prometheus.GaugeValue, float64(runs[f]), st.Name, f)
+		ch <- prometheus.MustNewConstMetric(descVectorFragmented, prometheus.GaugeValue, float64(frag[f]), st.Name, f)
 	}
 }
 

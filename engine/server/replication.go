@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -152,12 +151,7 @@ func (s *Server) replicationFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f, size, err := s.holds.Open(name, r.PathValue("hold"), r.PathValue("file"))
-	switch {
-	case errors.Is(err, replication.ErrNoHold):
-		return newError(http.StatusNotFound, CodeHoldNotFound, "%v", err)
-	case errors.Is(err, replication.ErrNotInHold):
-		return newError(http.StatusNotFound, CodeNotFound, "%v", err)
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	defer f.Close()
@@ -178,7 +172,7 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !s.holds.Release(name, r.PathValue("hold")) {
-		return newError(http.StatusNotFound, CodeHoldNotFound, "%v", replication.ErrNoHold)
+		return replication.ErrNoHold
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

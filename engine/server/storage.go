@@ -31,17 +31,17 @@ func toStorageStatus(st *diskspace.State) *client.StorageStatus {
 	return &client.StorageStatus{FreeBytes: st.FreeBytes, UsedBytes: st.UsedBytes, Full: st.Full}
 }
 
-// Descriptions of the volume's state, collected at scrape time.
-var (
-	descStorageFree = newDesc("summa_storage_free_bytes",
-		"Free bytes of the data directory's volume that writes may use.")
-	descStorageUsed = newDesc("summa_storage_used_bytes",
-		"Used bytes of the data directory's volume.")
-	descStorageReserve = newDesc("summa_storage_reserve_bytes",
-		"Free space below which writes are refused (--min-free-bytes).")
-	descStorageFull = newDesc("summa_storage_full",
-		"1 while ingestion, commits and maintenance are refused for lack of space (507 StorageFull).")
-)
+// storageGauges are the volume's figures.
+var storageGauges = []gauge[diskspace.State]{
+	{newDesc("summa_storage_free_bytes", "Free bytes of the data directory's volume that writes may use."),
+		func(st diskspace.State) float64 { return float64(st.FreeBytes) }},
+	{newDesc("summa_storage_used_bytes", "Used bytes of the data directory's volume."),
+		func(st diskspace.State) float64 { return float64(st.UsedBytes) }},
+	{newDesc("summa_storage_reserve_bytes", "Free space below which writes are refused (--min-free-bytes)."),
+		func(st diskspace.State) float64 { return float64(st.ReserveBytes) }},
+	{newDesc("summa_storage_full", "1 while ingestion, commits and maintenance are refused for lack of space (507 StorageFull)."),
+		func(st diskspace.State) float64 { return boolValue(st.Full) }},
+}
 
 // storageCollector reads the volume at scrape time.
 type storageCollector struct {
@@ -51,9 +51,7 @@ type storageCollector struct {
 
 // Describe sends every description.
 func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descStorageFree, descStorageUsed, descStorageReserve, descStorageFull} {
-		ch <- d
-	}
+	describeGauges(ch, storageGauges)
 }
 
 // Collect sends the volume's figures; none when statfs failed.
@@ -62,11 +60,5 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return // the data directory is not on the operating system's filesystem
 	}
-	for _, m := range []struct {
-		d *prometheus.Desc
-		v float64
-	}{{descStorageFree, float64(st.FreeBytes)}, {descStorageUsed, float64(st.UsedBytes)},
-		{descStorageReserve, float64(st.ReserveBytes)}, {descStorageFull, boolValue(st.Full)}} {
-		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
-	}
+	collectGauges(ch, storageGauges, st)
 }

@@ -2,6 +2,24 @@ package main
 
 import "time"
 
+// abandonTail is the end of Claim.Abandon (L05), the snippet of both of
+// its mutations: the aborted output is tracked, its claim dropped, and its
+// files deleted unless another owner holds them.
+const abandonTail = `
+	c.m.mu.retired[c.ID] = struct{}{}
+	delete(c.m.mu.active, c.ID)
+	c.m.mu.Unlock()
+	c.m.deleteIfUnowned(c.ID)`
+
+// giveUpAbandons is where a commit gives its generation up (C05), the
+// snippet of two mutations: the commit flush's outputs and the
+// generation's earlier buffer-full ones are both abandoned before the
+// retry.
+const giveUpAbandons = `
+	abandonAll(job.takeResults())
+	abandonAll(job.gen.takePrepared())
+	w.retry(job.gen)`
+
 // mutations lists, per rule of the rule table in docs/engine.md, one or
 // more realistic ways a careless change would break it, and the tests that
 // must catch it.
@@ -69,11 +87,7 @@ var mutations = []Mutation{
 	{
 		Rule: "L05", Desc: "Abandon only drops the active claim: the aborted output is neither tracked nor deleted",
 		Edits: []Edit{{File: "engine/lifecycle/claim.go",
-			From: `
-				c.m.mu.retired[c.ID] = struct{}{}
-				delete(c.m.mu.active, c.ID)
-				c.m.mu.Unlock()
-				c.m.deleteIfUnowned(c.ID)`,
+			From: abandonTail,
 			To: `
 				delete(c.m.mu.active, c.ID)
 				c.m.mu.Unlock()`}},
@@ -82,11 +96,7 @@ var mutations = []Mutation{
 	{
 		Rule: "L05", Desc: "Abandon tracks the aborted output but leaves its deletion to the next sweep: its files stay until a restart",
 		Edits: []Edit{{File: "engine/lifecycle/claim.go",
-			From: `
-				c.m.mu.retired[c.ID] = struct{}{}
-				delete(c.m.mu.active, c.ID)
-				c.m.mu.Unlock()
-				c.m.deleteIfUnowned(c.ID)`,
+			From: abandonTail,
 			To: `
 				c.m.mu.retired[c.ID] = struct{}{}
 				delete(c.m.mu.active, c.ID)
@@ -161,25 +171,16 @@ var mutations = []Mutation{
 		Rule: "L08", Desc: "ClaimExisting claims each source as it checks it: a refused claim leaves the sources before the conflict claimed",
 		Edits: []Edit{{File: "engine/lifecycle/claim.go",
 			From: `
-				for _, id := range ids {
-					if holder, held := m.mu.active[id]; held {
 						return nil, fmt.Errorf("%w: %s held by %s", ErrAlreadyClaimed, id, holder)
 					}
 				}
-				out := make([]*Claim, len(ids))
-				for i, id := range ids {
-					m.mu.active[id] = op
-					out[i] = &Claim{m: m, ID: id, op: op}
-				}`,
+				out := make([]*Claim, len(ids))`,
 			To: `
-				out := make([]*Claim, len(ids))
-				for i, id := range ids {
-					if holder, held := m.mu.active[id]; held {
 						return nil, fmt.Errorf("%w: %s held by %s", ErrAlreadyClaimed, id, holder)
 					}
 					m.mu.active[id] = op
-					out[i] = &Claim{m: m, ID: id, op: op}
-				}`}},
+				}
+				out := make([]*Claim, len(ids))`}},
 		Pkg: "./engine/lifecycle", Run: "^TestL08_",
 	},
 	{
@@ -331,10 +332,7 @@ var mutations = []Mutation{
 	{
 		Rule: "C05", Desc: "a commit that gives its generation up (a failed build, a failed output fsync) abandons the generation's earlier flushes but not its sibling workers' outputs",
 		Edits: []Edit{{File: "engine/index/commit.go",
-			From: `
-				abandonAll(job.takeResults())
-				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)`,
+			From: giveUpAbandons,
 			To: `
 				abandonAll(job.gen.takePrepared())
 				w.retry(job.gen)`}},
@@ -358,10 +356,7 @@ var mutations = []Mutation{
 	{
 		Rule: "C05", Desc: "a commit that gives its generation up (a failed build, a failed output fsync) abandons the commit flush's outputs but not the generation's buffer-full ones",
 		Edits: []Edit{{File: "engine/index/commit.go",
-			From: `
-				abandonAll(job.takeResults())
-				abandonAll(job.gen.takePrepared())
-				w.retry(job.gen)`,
+			From: giveUpAbandons,
 			To: `
 				abandonAll(job.takeResults())
 				w.retry(job.gen)`}},
@@ -437,31 +432,26 @@ var mutations = []Mutation{
 	},
 	{
 		Rule: "C10", Desc: "Delete of a key added in the current generation takes a fast path before the admission check: during a finalizer it is recorded into the sealed generation",
-		Edits: []Edit{{File: "engine/index/writer.go",
-			From: `
-				w.mu.Lock()
-				if err := w.admitLocked(); err != nil {
-					w.mu.Unlock()
-					return false, err
-				}
-				gen := w.mu.gen
-				if p, ok := gen.pending[pk]; ok {
-					w.recordDeleteLocked(gen, pk)
-					w.mu.Unlock()
+		Edits: []Edit{
+			{File: "engine/index/writer.go",
+				From: `
+					if err := w.admitLocked(); err != nil {
+						w.mu.Unlock()
+						return false, err
+					}`,
+				To: ``},
+			{File: "engine/index/writer.go",
+				From: `
 					return !p.deleted, nil
 				}`,
-			To: `
-				w.mu.Lock()
-				gen := w.mu.gen
-				if p, ok := gen.pending[pk]; ok {
-					w.recordDeleteLocked(gen, pk)
-					w.mu.Unlock()
+				To: `
 					return !p.deleted, nil
 				}
 				if err := w.admitLocked(); err != nil {
 					w.mu.Unlock()
 					return false, err
-				}`}},
+				}`},
+		},
 		Pkg: "./engine/index", Run: "^TestC10_",
 	},
 	{
@@ -839,25 +829,28 @@ var mutations = []Mutation{
 	},
 	{
 		Rule: "Q10", Desc: "reorder validates its source only after building the BP graph from it: corruption fails the costly work first, as a plain error, never quarantined",
-		Edits: []Edit{{File: "engine/index/reorder.go",
-			From: `
-				if err := rw.preflight(ctx); err != nil {
-					return RewriteResult{}, err
-				}
-				src := rw.sources[0]
-				g, err := idx.forwardGraph(ctx, src)
-				if err != nil {
-					return RewriteResult{}, err
-				}`,
-			To: `
-				src := rw.sources[0]
-				g, err := idx.forwardGraph(ctx, src)
-				if err != nil {
-					return RewriteResult{}, err
-				}
-				if err := rw.preflight(ctx); err != nil {
-					return RewriteResult{}, err
-				}`}},
+		Edits: []Edit{
+			{File: "engine/index/reorder.go",
+				From: `
+					if err := rw.preflight(ctx); err != nil {
+						return RewriteResult{}, err
+					}`,
+				To: ``},
+			{File: "engine/index/reorder.go",
+				From: `
+					g, err := idx.forwardGraph(ctx, src)
+					if err != nil {
+						return RewriteResult{}, err
+					}`,
+				To: `
+					g, err := idx.forwardGraph(ctx, src)
+					if err != nil {
+						return RewriteResult{}, err
+					}
+					if err := rw.preflight(ctx); err != nil {
+						return RewriteResult{}, err
+					}`},
+		},
 		Pkg: "./engine/index", Run: "^TestQ10_",
 	},
 	{
@@ -915,28 +908,33 @@ var mutations = []Mutation{
 						payloads[i] = f.payload
 					}`},
 			{File: "engine/segment/columns.go",
-				From: `cols := make([]fwdCol, len(s.Fields))`,
+				From: `want := func(i int) bool { return s.Fields[i].Reorder && s.Fields[i].IsIndexed() }`,
 				To: `
-					cols := make([]fwdCol, len(s.Fields))
 					if payload == nil {
-						return cols, nil
-					}`},
+						return make([]fwdCol, len(s.Fields)), nil
+					}
+					want := func(i int) bool { return s.Fields[i].Reorder && s.Fields[i].IsIndexed() }`},
 		},
 		Pkg: "./engine/index", Run: "^TestQ11_",
 	},
 	{
 		Rule: "Q12", Desc: "a rewrite output is synced and opened but its validation's failures are ignored",
-		Edits: []Edit{{File: "engine/segment/validate.go",
-			From: `
-				if err := r.validate(ctx, true, false); err != nil {
-					r.Close()
-					return nil, err
-				}
-				if structErr != nil {
-					r.Close()
-					return nil, structErr
-				}`,
-			To: `_ = structErr`}},
+		Edits: []Edit{
+			{File: "engine/segment/validate.go",
+				From: `
+					if err := r.validate(ctx, true, false); err != nil {
+						r.Close()
+						return nil, err
+					}`,
+				To: `_ = r.validate(ctx, true, false)`},
+			{File: "engine/segment/validate.go",
+				From: `
+					if structErr != nil {
+						r.Close()
+						return nil, structErr
+					}`,
+				To: `_ = structErr`},
+		},
 		Pkg: "./engine/index", Run: "^TestQ12_",
 	},
 	{
