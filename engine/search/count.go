@@ -45,10 +45,20 @@ func countText(ctx context.Context, s *schema.Schema, views []SegmentView, q *Te
 		return 0, nil
 	}
 	p.matchOnly()
-	acc := getAccumulator(maxDocs)
-	defer acc.release()
 	t := &ticker{ctx: ctx}
 	total := 0
+	if p.conjunction() {
+		for vi := range views {
+			n, err := p.runConjunction(t, vi, &views[vi], nil)
+			if err != nil {
+				return 0, fmt.Errorf("search: segment view %d: %w", vi, err)
+			}
+			total += n
+		}
+		return total, nil
+	}
+	acc := getAccumulator(maxDocs)
+	defer acc.release()
 	for vi := range views {
 		if n, ok := p.docFreqCount(vi, &views[vi]); ok {
 			total += n

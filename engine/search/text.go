@@ -321,10 +321,20 @@ func searchText(ctx context.Context, s *schema.Schema, views []SegmentView, q *T
 	if p.matchesNothing() {
 		return top, 0, nil
 	}
-	acc := getAccumulator(maxDocs)
-	defer acc.release()
 	t := &ticker{ctx: ctx}
 	total := 0
+	if p.conjunction() {
+		for vi := range views {
+			n, err := p.runConjunction(t, vi, &views[vi], top)
+			if err != nil {
+				return nil, 0, fmt.Errorf("search: segment view %d: %w", vi, err)
+			}
+			total += n
+		}
+		return top, total, nil
+	}
+	acc := getAccumulator(maxDocs)
+	defer acc.release()
 	for vi := range views {
 		if err := p.run(t, vi, views[vi].Segment, acc); err != nil {
 			return nil, 0, err
