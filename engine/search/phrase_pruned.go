@@ -7,20 +7,22 @@ import (
 	"github.com/summadev/summa/engine/schema"
 )
 
-// searchPrunedPhrase runs a query made of one phrase clause in one field
-// when the request allows an inexact total (threshold > 0), as Lucene's
-// phrase scorers skip what cannot compete once totalHitsThreshold is
-// reached. It counts the first threshold matches exactly; after that, a
-// document whose score cannot enter the top window is not matched: a
-// phrase occurs in a document at most as often as its least frequent
-// term, so the score at that frequency bounds the document's, and its
-// positions are decoded only when that bound beats the window's worst
-// hit. The hits (documents, scores, tie order) are the exhaustive ones;
-// TotalHits is exact unless a document was skipped, then a lower bound of
-// at least threshold. It returns a nil topK for any other query.
+// searchPrunedPhrase runs a query made of one phrase clause in one field,
+// as Lucene's phrase scorers skip what cannot compete. A phrase occurs in
+// a document at most as often as its least frequent term, so the score at
+// that frequency bounds the document's; once the top window is full, a
+// document whose bound does not beat the window's worst hit cannot enter
+// it. When the request allows an inexact total (threshold > 0), the first
+// threshold matches are counted exactly and after that such a document's
+// positions are not decoded at all: TotalHits is exact unless a document
+// was skipped, then a lower bound of at least threshold. When it does not
+// (threshold 0), such a document is only checked for one occurrence of
+// the phrase (counted, not scored), and TotalHits stays exact. The hits
+// (documents, scores, tie order) are the exhaustive ones either way. It
+// returns a nil topK for any other query.
 func searchPrunedPhrase(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window, threshold int) (*topK, int, Relation, error) {
 	tq, ok := q.(*TextQuery)
-	if threshold <= 0 || !ok || len(tq.Clauses) != 1 {
+	if threshold < 0 || (threshold == 0 && !pruneExact) || !ok || len(tq.Clauses) != 1 {
 		return nil, 0, EqualTo, nil
 	}
 	c := &tq.Clauses[0]
@@ -78,25 +80,33 @@ func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
 		if err != nil {
 			return err
 		}
-		if v.isDeleted(d) || !pr.competes(vi, d, &vs, row) {
+		if v.isDeleted(d) {
 			continue
 		}
-		freq, err := m.inDoc(row, pr.c.slots, false)
+		competes := pr.competes(vi, d, &vs, row)
+		if !competes && pr.threshold > 0 {
+			pr.skipped = true
+			continue
+		}
+		freq, err := m.inDoc(row, pr.c.slots, !competes)
 		if err != nil {
 			return err
 		}
 		if freq > 0 {
 			pr.matched++
-			pr.top.offer(scored{view: vi, doc: d, score: vs.score(d, freq)})
+			if competes {
+				pr.top.offer(scored{view: vi, doc: d, score: vs.score(d, freq)})
+			}
 		}
 	}
 	return rowErr(row)
 }
 
-// competes reports whether document d of view vi must be matched: always
-// until threshold matches are counted and the window is full, then only
-// when its bound is above the worst kept hit (documents come in view and
-// doc id order, so an equal score could not displace it).
+// competes reports whether document d of view vi must be matched in full
+// and scored: always until threshold matches are counted and the window
+// is full, then only when its bound is above the worst kept hit
+// (documents come in view and doc id order, so an equal score could not
+// displace it).
 func (pr *prunedPhrase) competes(vi int, d uint32, vs *viewScorer, row []postings) bool {
 	if pr.matched < pr.threshold || pr.top.len() < pr.top.k || pr.top.k == 0 {
 		return true
@@ -106,11 +116,7 @@ func (pr *prunedPhrase) competes(vi int, d uint32, vs *viewScorer, row []posting
 		tf = min(tf, pl.Freq())
 	}
 	bound := vs.score(d, tf)
-	if bound+bound*1e-9 > pr.top.heap[0].score {
-		return true
-	}
-	pr.skipped = true
-	return false
+	return bound+bound*1e-9 > pr.top.heap[0].score
 }
 
 // rarest returns the index of the row's list with the fewest documents.

@@ -17,16 +17,17 @@ import (
 // frequent term then costs what a pruned one costs. Lucene 8 scores every
 // match in that case; its count() API takes the same shortcut.
 
-// pruneExactTerms turns searchTermExact on; tests turn it off to compute
-// their exhaustive references.
-var pruneExactTerms = true
+// pruneExact turns on the pruned evaluation of exact requests
+// (searchTermExact, and searchPrunedPhrase with threshold 0); tests turn
+// it off to compute their exhaustive references.
+var pruneExact = true
 
 // searchTermExact ranks q with block-max pruning and an exact total when
 // q is one term in one field, every view has block maxima and the term has
 // at least bmpMinPostings postings. It returns a nil topK otherwise.
 func searchTermExact(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window int) (*topK, int, Relation, error) {
 	tq, ok := q.(*TextQuery)
-	if !pruneExactTerms || !ok || len(tq.Clauses) != 1 || len(tq.Clauses[0].Fields) != 1 ||
+	if !pruneExact || !ok || len(tq.Clauses) != 1 || len(tq.Clauses[0].Fields) != 1 ||
 		tq.Clauses[0].Occur == MustNot || tq.Clauses[0].IsPhrase() {
 		return nil, 0, EqualTo, nil
 	}

@@ -14,8 +14,8 @@ import (
 // as the reference the pruned ones are checked against.
 func exhaustive(t *testing.T, s *schema.Schema, views []SegmentView, req Request) Result {
 	t.Helper()
-	pruneExactTerms = false
-	defer func() { pruneExactTerms = true }()
+	pruneExact = false
+	defer func() { pruneExact = true }()
 	r, err := Search(context.Background(), s, views, req)
 	if err != nil {
 		t.Fatalf("%s: %v", req.Query, err)
