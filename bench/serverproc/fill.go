@@ -2,6 +2,7 @@ package serverproc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,9 +31,9 @@ func DocBody(ps []string, id int) string {
 
 // Fill puts BenchIndex (PUT with its schema) and ingests documents into
 // it after those it holds (ids d<N>, bodies DocBody), committing every
-// 16 MiB batch, until its live segments hold target bytes; it returns
-// their size and the document count.
-func (p *Proc) Fill(target int64) (size int64, docs int, err error) {
+// 16 MiB batch, until its live segments hold target bytes or ctx ends;
+// it returns their size and the document count.
+func (p *Proc) Fill(ctx context.Context, target int64) (size int64, docs int, err error) {
 	if err := p.Call("PUT", "/v1/indexes/"+BenchIndex, map[string]any{"schema": json.RawMessage(benchSchema)}, nil); err != nil {
 		return 0, 0, err
 	}
@@ -52,6 +53,9 @@ func (p *Proc) Fill(target int64) (size int64, docs int, err error) {
 	path := "/v1/indexes/" + BenchIndex
 	id := st.Documents
 	for batch := 0; size < target; batch++ {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, fmt.Errorf("fill: %w", err)
+		}
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		for b.Len() < 16<<20 {
@@ -72,4 +76,19 @@ func (p *Proc) Fill(target int64) (size int64, docs int, err error) {
 		}
 	}
 	return size, id, nil
+}
+
+// StartFilled runs bin on dataDir (Start) and fills its BenchIndex to
+// target bytes (Fill): the first steps of a benchmark on a server holding
+// an index of a given size. When the fill fails the process is stopped.
+func StartFilled(ctx context.Context, bin, dataDir string, target int64, extra ...string) (p *Proc, size int64, docs int, err error) {
+	p, err = Start(bin, dataDir, extra...)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if size, docs, err = p.Fill(ctx, target); err != nil {
+		p.Stop()
+		return nil, 0, 0, err
+	}
+	return p, size, docs, nil
 }

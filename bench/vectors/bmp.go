@@ -16,19 +16,6 @@ import (
 	"github.com/summadev/summa/engine/search"
 )
 
-// The "bmp" section: block-max pruning against exhaustive scoring of the
-// sparse set's held-out heading queries, on one merged segment, before and
-// after BP reordering. Sparse vector fields cannot be BP-reordered (BP
-// applies to text fields), so every document also carries its window's
-// terms in an unstored text field marked reorder: BP orders the documents
-// by that field, and the sparse field follows the new order.
-// The queries ask for "exact": both ways give the exact inner-product top
-// 10 (without it a sparse query runs on Seismic, see the seismic section).
-
-func init() {
-	Register(Section{Name: "bmp", Order: 30, Run: runBMP})
-}
-
 // bmpSchema is the section's index schema.
 const bmpSchema = `{"fields":[
  {"name":"v","type":"sparse_vector"},
@@ -38,6 +25,14 @@ const bmpSchema = `{"fields":[
 // bmpTimedRounds is how many times each query is timed each way.
 const bmpTimedRounds = 5
 
+// runBMP measures the "bmp" section: block-max pruning against exhaustive
+// scoring of the sparse set's held-out heading queries, on one merged
+// segment, before and after BP reordering. Sparse vector fields cannot be BP-reordered (BP
+// applies to text fields), so every document also carries its window's
+// terms in an unstored text field marked reorder: BP orders the documents
+// by that field, and the sparse field follows the new order.
+// The queries ask for "exact": both ways give the exact inner-product top
+// 10 (without it a sparse query runs on Seismic, see the seismic section).
 func runBMP(ctx context.Context, cfg Config) error {
 	minDocs := 200000
 	if cfg.Quick {

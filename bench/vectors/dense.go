@@ -9,10 +9,6 @@ import (
 	"github.com/summadev/summa/engine/search"
 )
 
-func init() {
-	Register(Section{Name: "dense", Order: 10, Run: runDense})
-}
-
 // denseK is the k of every measured query.
 const denseK = 10
 

@@ -13,10 +13,6 @@ import (
 	"github.com/summadev/summa/engine/search"
 )
 
-func init() {
-	Register(Section{Name: "peers", Order: 11, Run: runPeers})
-}
-
 // peerTarget is the recall@10 at which the curves are compared.
 const peerTarget = 0.95
 

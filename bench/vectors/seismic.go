@@ -13,10 +13,6 @@ import (
 	"github.com/summadev/summa/engine/segment"
 )
 
-func init() {
-	Register(Section{Name: "seismic", Order: 20, Run: runSeismic})
-}
-
 // runSeismic indexes the sparse set in one segment (Seismic fully placed)
 // and compares the default Seismic search with the exact full scan on the
 // held-out queries: recall@10 against the exact inner-product top-10,

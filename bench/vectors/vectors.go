@@ -3,15 +3,14 @@
 // deterministically from real text, against exact answers computed in the
 // same run, and the binary IVF against FAISS's IndexBinaryIVF and hnswlib
 // (peers.go, through the Python driver of peers/). Its command is
-// bench/cmd/bench-vectors; each index registers its own Section from its
-// own file.
+// bench/cmd/bench-vectors; each index's Section lives in a file of its
+// own, and Sections lists them in run order.
 package vectors
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 )
 
 // Config is what every section is given.
@@ -45,27 +44,18 @@ func (c Config) Printf(format string, args ...any) {
 type Section struct {
 	// Name selects the section on the command line (-only).
 	Name string
-	// Order sorts the sections (lower first), then Name.
-	Order int
 	// Run measures and prints.
 	Run func(ctx context.Context, cfg Config) error
 }
 
-var sections []Section
-
-// Register adds a section; call it from an init function.
-func Register(s Section) {
-	sections = append(sections, s)
-}
-
-// Sections returns the registered sections in run order.
+// Sections returns the sections in run order: the binary IVF alone
+// (dense.go), then beside its peers (peers.go), Seismic (seismic.go),
+// block-max pruning (bmp.go).
 func Sections() []Section {
-	out := append([]Section(nil), sections...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
+	return []Section{
+		{Name: "dense", Run: runDense},
+		{Name: "peers", Run: runPeers},
+		{Name: "seismic", Run: runSeismic},
+		{Name: "bmp", Run: runBMP},
+	}
 }

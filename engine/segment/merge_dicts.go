@@ -55,6 +55,22 @@ type dictRange struct {
 	ords [][2]uint32
 }
 
+// seekFrom positions it on the first term at or past lo (the first term
+// when lo is nil) and returns that term's ordinal (the dictionary's term
+// count when there is none: the ordinal a range from lo starts at) and
+// whether there is one; a read error is left in Err.
+func (it *TermIterator) seekFrom(lo []byte) (start uint32, ok bool) {
+	if lo == nil {
+		ok = it.Next()
+	} else {
+		ok = it.Seek(string(lo))
+	}
+	if !ok {
+		return it.d.numTerms, false
+	}
+	return it.Ordinal(), true
+}
+
 // mergeDictRange is mergeDicts over the terms of r only. The sources'
 // iterators are kept in a heap ordered by (term, source): each term costs
 // a logarithm of the number of sources, not a scan of them all.
@@ -66,21 +82,12 @@ func mergeDictRange(dicts []*dict, r dictRange, each func(term []byte, hits []di
 			continue
 		}
 		it := &TermIterator{d: d}
-		var ok bool
-		if r.lo == nil {
-			ok = it.Next()
-		} else {
-			ok = it.Seek(string(r.lo))
-		}
+		start, ok := it.seekFrom(r.lo)
 		if err := it.Err(); err != nil {
 			return err
 		}
-		start := d.numTerms // the first term at or past lo
-		if ok {
-			start = it.Ordinal()
-			if r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0 {
-				h = append(h, heapItem{src: i, it: it, key: termKey(it.TermBytes())})
-			}
+		if ok && (r.hi == nil || bytes.Compare(it.TermBytes(), r.hi) < 0) {
+			h = append(h, heapItem{src: i, it: it, key: termKey(it.TermBytes())})
 		}
 		if r.ords != nil {
 			r.ords[i] = [2]uint32{start, start}

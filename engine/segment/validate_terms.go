@@ -126,17 +126,8 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 		lengths, distinct, atomically = slot.counts[0], slot.counts[1], false
 	}
 	it := &TermIterator{d: d}
-	var ok bool
-	if c.lo == nil {
-		ok = it.Next()
-	} else {
-		ok = it.Seek(string(c.lo))
-	}
-	c.start = d.numTerms
-	if ok {
-		c.start = it.Ordinal()
-	}
-	c.end = c.start
+	start, ok := it.seekFrom(c.lo)
+	c.start, c.end = start, start
 	fail := func(err error) { c.err = err }
 	for ; ok && (c.hi == nil || bytes.Compare(it.TermBytes(), c.hi) < 0); ok = it.Next() {
 		if c.count%ctxCheckEvery == ctxCheckEvery-1 {

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/summadev/summa/bench/internal/cmdmain"
 	"github.com/summadev/summa/bench/serverproc"
 	"github.com/summadev/summa/internal/corpus"
 	"github.com/summadev/summa/internal/testing/s3test"
@@ -35,10 +36,7 @@ func main() {
 	indexMB := flag.Int("index-mb", 512, "size of the backed-up index, in MiB")
 	work := flag.String("dir", "", "work directory (default: a temporary directory, removed at the end)")
 	flag.Parse()
-	if err := run(*indexMB, *work); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-backup:", err)
-		os.Exit(1)
-	}
+	cmdmain.Run("bench-backup", func(ctx context.Context) error { return run(ctx, *indexMB, *work) })
 }
 
 // backupStatus is the engine's backup object.
@@ -50,8 +48,9 @@ type backupStatus struct {
 	Error       string `json:"error"`
 }
 
-// run is the whole benchmark.
-func run(indexMB int, work string) (err error) {
+// run is the whole benchmark; it stops early, its processes stopped and
+// its work directory removed, when ctx ends.
+func run(ctx context.Context, indexMB int, work string) (err error) {
 	work, remove, err := serverproc.WorkDir(work, "bench-backup-")
 	if err != nil {
 		return err
@@ -71,27 +70,24 @@ func run(indexMB int, work string) (err error) {
 	if _, ok := s3test.Binary(); !ok {
 		return fmt.Errorf("the S3 server binary is missing: run `make s3` (bench-backup runs it through make)")
 	}
-	bin, err := serverproc.Build(context.Background(), ".", work)
+	bin, err := serverproc.Build(ctx, ".", work)
 	if err != nil {
 		return err
 	}
 	store := s3test.Start(tb)
 	const prefix = "bench"
-	leader, err := serverproc.Start(bin, filepath.Join(work, "data"), append(store.Flags(prefix), "--optimizer-threads", "0")...)
+	leader, size, docs, err := serverproc.StartFilled(ctx, bin, filepath.Join(work, "data"), int64(indexMB)<<20,
+		append(store.Flags(prefix), "--optimizer-threads", "0")...)
 	if err != nil {
 		return err
 	}
 	defer leader.Stop()
-	size, docs, err := leader.Fill(int64(indexMB) << 20)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(os.Stderr, "index: %.0f MiB, %d documents\n", float64(size)/(1<<20), docs)
 	disk, err := serverproc.DiskWriteRate(filepath.Join(work, "disk-probe"), size)
 	if err != nil {
 		return err
 	}
-	full, took, err := backup(leader)
+	full, took, err := backup(ctx, leader)
 	if err != nil {
 		return err
 	}
@@ -102,7 +98,7 @@ func run(indexMB int, work string) (err error) {
 	if err != nil {
 		return err
 	}
-	incr, itook, err := backup(leader)
+	incr, itook, err := backup(ctx, leader)
 	if err != nil {
 		return err
 	}
@@ -112,7 +108,7 @@ func run(indexMB int, work string) (err error) {
 
 	restoreDir := filepath.Join(work, "restored")
 	t0 := time.Now()
-	out, err := exec.Command(bin, append([]string{"restore", "--data-dir", restoreDir, "--index", "bench",
+	out, err := exec.CommandContext(ctx, bin, append([]string{"restore", "--data-dir", restoreDir, "--index", "bench",
 		"--backup", incr.ID}, store.Flags(prefix)...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("restore: %w\n%s", err, out)
@@ -130,14 +126,18 @@ func run(indexMB int, work string) (err error) {
 }
 
 // backup runs one online backup to its end and returns it with its
-// duration from the request to its completion.
-func backup(p *serverproc.Proc) (backupStatus, time.Duration, error) {
+// duration from the request to its completion; it stops waiting when ctx
+// ends.
+func backup(ctx context.Context, p *serverproc.Proc) (backupStatus, time.Duration, error) {
 	t0 := time.Now()
 	var b backupStatus
 	if err := p.Call("POST", "/v1/indexes/bench/backups", nil, &b); err != nil {
 		return b, 0, err
 	}
 	for b.State == "running" {
+		if err := ctx.Err(); err != nil {
+			return b, 0, fmt.Errorf("backup %s: %w", b.ID, err)
+		}
 		time.Sleep(10 * time.Millisecond)
 		if err := p.Call("GET", "/v1/indexes/bench/backups/"+b.ID, nil, &b); err != nil {
 			return b, 0, err

@@ -25,6 +25,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/summadev/summa/bench/internal/cmdmain"
 	"github.com/summadev/summa/bench/serverproc"
 )
 
@@ -33,35 +34,29 @@ func main() {
 	commits := flag.Int("commits", 200, "single-document commits timed for the lag")
 	work := flag.String("dir", "", "work directory (default: a temporary directory, removed at the end)")
 	flag.Parse()
-	if err := run(*indexMB, *commits, *work); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-replication:", err)
-		os.Exit(1)
-	}
+	cmdmain.Run("bench-replication", func(ctx context.Context) error { return run(ctx, *indexMB, *commits, *work) })
 }
 
-// run is the whole benchmark.
-func run(indexMB, commits int, work string) error {
+// run is the whole benchmark; it stops early, its processes stopped and
+// its work directory removed, when ctx ends.
+func run(ctx context.Context, indexMB, commits int, work string) error {
 	work, remove, err := serverproc.WorkDir(work, "bench-replication-")
 	if err != nil {
 		return err
 	}
 	defer remove()
-	bin, err := serverproc.Build(context.Background(), ".", work)
+	bin, err := serverproc.Build(ctx, ".", work)
 	if err != nil {
 		return err
 	}
 	// Background maintenance off: the figures are the copy's, not those of
 	// a merge's output copied meanwhile.
 	leaderExtra := []string{"--optimizer-threads", "0"}
-	leader, err := start(bin, filepath.Join(work, "leader"), leaderExtra...)
+	leader, size, _, err := serverproc.StartFilled(ctx, bin, filepath.Join(work, "leader"), int64(indexMB)<<20, slices.Concat(shutdownDelay, leaderExtra)...)
 	if err != nil {
 		return err
 	}
 	defer leader.Stop()
-	size, _, err := leader.Fill(int64(indexMB) << 20)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(os.Stderr, "leader index: %.0f MiB\n", float64(size)/(1<<20))
 	// The disk is probed right before and right after the catch-up, and
 	// the catch-up compared with the mean: on a shared machine the disk's
@@ -86,6 +81,9 @@ func run(indexMB, commits int, work string) error {
 	followerCPU0, _ := follower.CPUTime()
 	want := generation(leader)
 	for generation(follower) < want {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	wall := time.Since(t0)
@@ -97,11 +95,11 @@ func run(indexMB, commits int, work string) error {
 		return err
 	}
 	disk := (diskBefore + diskAfter) / 2
-	lags, err := lagSamples(leader, follower, commits)
+	lags, err := lagSamples(ctx, leader, follower, commits)
 	if err != nil {
 		return err
 	}
-	failed, sent, err := rollingRestart(bin, work, leader, follower, leaderExtra)
+	failed, sent, err := rollingRestart(ctx, bin, work, leader, follower, leaderExtra)
 	if err != nil {
 		return err
 	}
@@ -124,9 +122,12 @@ func msPer(d time.Duration, n float64) float64 {
 
 // lagSamples commits one document at a time on the leader and measures
 // how long after the commit's answer the follower serves that generation.
-func lagSamples(leader, follower *proc, n int) ([]time.Duration, error) {
+func lagSamples(ctx context.Context, leader, follower *proc, n int) ([]time.Duration, error) {
 	var lags []time.Duration
 	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		doc := fmt.Sprintf(`{"id":"lag%d","body":"lag probe %d"}`+"\n", i, i)
 		if err := leader.Call("POST", "/v1/indexes/bench/documents", doc, nil); err != nil {
 			return nil, err

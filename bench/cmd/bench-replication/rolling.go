@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -160,8 +161,9 @@ func restart(bin string, m *member) error {
 // rollingRestart runs a search load against the leader and two followers
 // while they restart one at a time, followers first (each ready and
 // caught up before the next), the leader last (its SIGTERM drains it),
-// and returns the failed searches and the searches sent.
-func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []string) (failed, sent int64, err error) {
+// and returns the failed searches and the searches sent. It stops before
+// the next restart when ctx ends.
+func rollingRestart(ctx context.Context, bin, work string, leader, follower *proc, leaderExtra []string) (failed, sent int64, err error) {
 	f2dir := work + "/follower2"
 	if err := os.RemoveAll(f2dir); err != nil {
 		return 0, 0, err
@@ -174,7 +176,7 @@ func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []stri
 	members := []*member{lm,
 		{dir: work + "/follower", extra: []string{"--follow", leader.URL}, p: follower},
 		{dir: f2dir, extra: []string{"--follow", leader.URL}, p: follower2}}
-	if err := caughtUp(follower2, leader); err != nil {
+	if err := caughtUp(ctx, follower2, leader); err != nil {
 		return 0, 0, err
 	}
 	r := newRouter(members, 2)
@@ -186,12 +188,16 @@ func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []stri
 	}()
 	time.Sleep(time.Second) // the load runs before the first restart
 	for _, m := range members[1:] {
+		if err := ctx.Err(); err != nil {
+			r.close()
+			return 0, 0, err
+		}
 		if err := restart(bin, m); err != nil {
 			r.close()
 			return 0, 0, err
 		}
 		p, _ := m.current()
-		if err := caughtUp(p, leader); err != nil {
+		if err := caughtUp(ctx, p, leader); err != nil {
 			r.close()
 			return 0, 0, err
 		}
@@ -209,10 +215,13 @@ func rollingRestart(bin, work string, leader, follower *proc, leaderExtra []stri
 	return r.failed.Load(), r.sent.Load(), nil
 }
 
-// caughtUp waits until f serves the leader's generation.
-func caughtUp(f, leader *proc) error {
+// caughtUp waits until f serves the leader's generation (or ctx ends).
+func caughtUp(ctx context.Context, f, leader *proc) error {
 	want := generation(leader)
 	for deadline := time.Now().Add(5 * time.Minute); generation(f) < want; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("follower %s did not reach generation %d", f.URL, want)
 		}
