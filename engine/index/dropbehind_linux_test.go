@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,16 +64,7 @@ func copyChecked(t *testing.T, lfs vfs.FS, leader *Index, dir string) (resident,
 		t.Fatal(err)
 	}
 	for _, f := range in.Files() {
-		src, err := lfs.Open(lfs.PathJoin(testDir, f.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(src)
-		src.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeIncoming(t, in, f.Name, b)
+		writeIncoming(t, in, f.Name, leaderFile(t, lfs, f.Name))
 		in.Closed(f.Name)
 		if err := in.Check(context.Background(), f.Name); err != nil {
 			t.Fatal(err)

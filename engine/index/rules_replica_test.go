@@ -27,15 +27,7 @@ func replicate(t *testing.T, lfs vfs.FS, leader, follower *Index, mangle func(na
 		t.Fatal(err)
 	}
 	for _, f := range in.Files() {
-		src, err := lfs.Open(lfs.PathJoin(testDir, f.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(src)
-		src.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := leaderFile(t, lfs, f.Name)
 		if mangle != nil {
 			mangle(f.Name, b)
 		}
@@ -55,6 +47,21 @@ func replicate(t *testing.T, lfs vfs.FS, leader, follower *Index, mangle func(na
 		return err
 	}
 	return nil
+}
+
+// leaderFile returns the bytes of the leader's file name.
+func leaderFile(t *testing.T, lfs vfs.FS, name string) []byte {
+	t.Helper()
+	src, err := lfs.Open(lfs.PathJoin(testDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	b, err := io.ReadAll(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // createFollower creates an empty index of the test schema on fs.
