@@ -76,48 +76,22 @@ func (p *textPlan) runConjunction(t *ticker, vi int, view *SegmentView, top *top
 	})
 }
 
-// leapfrog finds the documents all of its hold, in increasing order,
-// calls match (when set) for each one view does not delete, and returns
-// their number. its[0] leads.
+// leapfrog finds the documents all of its hold, in increasing order
+// (nextCommon, its[0] leading), calls match (when set) for each one view
+// does not delete, and returns their number.
 func leapfrog(t *ticker, its []postings, view *SegmentView, match func(d uint32)) (int, error) {
-	lead := its[0]
 	live := 0
-	ok := lead.Next()
-	for ok {
-		if err := t.tick(); err != nil {
+	for d, ok, err := nextCommon(t, its, 0, 0); ok || err != nil; d, ok, err = nextCommon(t, its, 0, d+1) {
+		if err != nil {
 			return 0, err
 		}
-		d := lead.Doc()
-		agreed := true
-		for _, pl := range its[1:] {
-			if !pl.Advance(d) {
-				return live, errOf(its)
-			}
-			if nd := pl.Doc(); nd != d {
-				ok, agreed = lead.Advance(nd), false
-				break
-			}
-		}
-		if !agreed {
+		if view.isDeleted(d) {
 			continue
 		}
-		if !view.isDeleted(d) {
-			live++
-			if match != nil {
-				match(d)
-			}
-		}
-		ok = lead.Next()
-	}
-	return live, errOf(its)
-}
-
-// errOf returns the first error of its.
-func errOf(its []postings) error {
-	for _, pl := range its {
-		if err := pl.Err(); err != nil {
-			return err
+		live++
+		if match != nil {
+			match(d)
 		}
 	}
-	return nil
+	return live, rowErr(its)
 }
