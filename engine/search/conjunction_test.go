@@ -57,7 +57,7 @@ func TestConjunctionLeapfrogMatchesAccumulator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := planText(c.schema, views, parsed.(*TextQuery), liveOf(views))
+			p, err := planText(c.schema, views, parsed.(*TextQuery), func() uint64 { n, _ := viewSizes(views); return n }())
 			if err != nil || !p.conjunction() {
 				t.Fatalf("%s: not planned as a conjunction (%v)", q, err)
 			}

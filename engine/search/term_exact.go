@@ -33,10 +33,7 @@ func searchTermExact(ctx context.Context, s *schema.Schema, views []SegmentView,
 	}
 	c := tq.Clauses[0]
 	c.Occur = Should // one clause: must and should match and score alike
-	live := uint64(0)
-	for i := range views {
-		live += views[i].liveDocs()
-	}
+	live, _ := viewSizes(views)
 	if live == 0 {
 		return nil, 0, EqualTo, nil
 	}

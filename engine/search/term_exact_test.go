@@ -101,7 +101,7 @@ func termExactRuns(t *testing.T, s *schema.Schema, views []SegmentView, raw json
 	tq := q.(*TextQuery)
 	c := tq.Clauses[0]
 	c.Occur = Should
-	bq, err := planBMPText(views, &TextQuery{Clauses: []Clause{c}}, liveOf(views), func(f int) bool { return s.Fields[f].IsTokenized() })
+	bq, err := planBMPText(views, &TextQuery{Clauses: []Clause{c}}, func() uint64 { n, _ := viewSizes(views); return n }(), func(f int) bool { return s.Fields[f].IsTokenized() })
 	if err != nil || bq == nil {
 		t.Fatalf("%s: the BMP plan is gone: %v", raw, err)
 	}
@@ -110,13 +110,4 @@ func termExactRuns(t *testing.T, s *schema.Schema, views []SegmentView, raw json
 		t.Fatal(err)
 	}
 	return true, !complete
-}
-
-// liveOf returns the live documents of views.
-func liveOf(views []SegmentView) uint64 {
-	n := uint64(0)
-	for i := range views {
-		n += views[i].liveDocs()
-	}
-	return n
 }
