@@ -54,15 +54,8 @@ func copyChecked(t *testing.T, lfs vfs.FS, leader *Index, dir string) (resident,
 		t.Fatal(err)
 	}
 	defer mustClose(t, follower)
-	snap, meta, err := leader.PinCommitted()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
-	in, err := follower.PrepareIncoming(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, unpin := prepareCopy(t, leader, follower)
+	defer unpin()
 	for _, f := range in.Files() {
 		writeIncoming(t, in, f.Name, leaderFile(t, lfs, f.Name))
 		in.Closed(f.Name)

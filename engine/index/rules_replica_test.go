@@ -17,15 +17,8 @@ import (
 // transit. It returns Publish's error (the incoming generation abandoned).
 func replicate(t *testing.T, lfs vfs.FS, leader, follower *Index, mangle func(name string, b []byte)) error {
 	t.Helper()
-	snap, meta, err := leader.PinCommitted()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
-	in, err := follower.PrepareIncoming(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, unpin := prepareCopy(t, leader, follower)
+	defer unpin()
 	for _, f := range in.Files() {
 		b := leaderFile(t, lfs, f.Name)
 		if mangle != nil {
@@ -47,6 +40,22 @@ func replicate(t *testing.T, lfs vfs.FS, leader, follower *Index, mangle func(na
 		return err
 	}
 	return nil
+}
+
+// prepareCopy pins leader's committed generation and prepares its copy
+// into follower; unpin releases the pin.
+func prepareCopy(t *testing.T, leader, follower *Index) (in *Incoming, unpin func()) {
+	t.Helper()
+	snap, meta, err := leader.PinCommitted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err = follower.PrepareIncoming(meta)
+	if err != nil {
+		snap.Close()
+		t.Fatal(err)
+	}
+	return in, func() { snap.Close() }
 }
 
 // leaderFile returns the bytes of the leader's file name.
