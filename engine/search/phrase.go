@@ -91,6 +91,8 @@ type phraseMatcher struct {
 	ptr []int
 	// byDistinct holds the positions buffers, one per distinct term.
 	byDistinct [][]uint32
+	// want is scratch: the positions the lazily read term must hold.
+	want []uint32
 }
 
 // newPhraseMatcher returns a matcher of a phrase whose terms sit at
@@ -103,7 +105,14 @@ func newPhraseMatcher(offsets []uint32, distinct int) phraseMatcher {
 // row (one per distinct term; slots maps each phrase term to its list)
 // and returns the phrase's frequency there (with first, 1 when it occurs).
 func (m *phraseMatcher) inDoc(row []postings, slots []int, first bool) (uint32, error) {
+	lazy := -1
+	if first {
+		lazy = lazySlot(row, slots)
+	}
 	for u, pl := range row {
+		if lazy >= 0 && u == slots[lazy] {
+			continue
+		}
 		pos, err := pl.AppendPositions(m.byDistinct[u][:0])
 		if err != nil {
 			return 0, err
@@ -113,19 +122,56 @@ func (m *phraseMatcher) inDoc(row []postings, slots []int, first bool) (uint32, 
 	for i, u := range slots {
 		m.lists[i] = m.byDistinct[u]
 	}
-	return m.scan(first), nil
+	if lazy < 0 {
+		return m.scan(first, -1), nil
+	}
+	// Where the other terms match, the lazy term must stand at its offset:
+	// its positions are read only until one of those is found.
+	m.want = m.want[:0]
+	m.scan(false, lazy)
+	if len(m.want) == 0 {
+		return 0, nil
+	}
+	ok, err := row[slots[lazy]].HasPositionIn(m.want)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// lazySlot returns the phrase term whose positions an existence check
+// reads lazily: the one with the most occurrences in the current
+// document, when it stands once in the phrase; else -1.
+func lazySlot(row []postings, slots []int) int {
+	if len(slots) < 2 {
+		return -1
+	}
+	big, bigFreq := -1, uint32(0)
+	for i, u := range slots {
+		if f := row[u].Freq(); f > bigFreq {
+			big, bigFreq = i, f
+		}
+	}
+	for i, u := range slots {
+		if big >= 0 && i != big && u == slots[big] {
+			return -1 // a repeated term: read it in full
+		}
+	}
+	return big
 }
 
 // scan returns the number of start positions s such that every term i
 // occurs at s+offsets[i], or with first stops at the first one (1, else
-// 0). It walks the term with the fewest positions
-// and moves a cursor through each other list: for "the kernel" it visits
-// the positions of "kernel" and skips through those of "the".
-func (m *phraseMatcher) scan(first bool) uint32 {
-	lead := 0
+// 0). It walks the term with the fewest positions and moves a cursor
+// through each other list: for "the kernel" it visits the positions of
+// "kernel" and skips through those of "the". With skip >= 0, term skip is
+// left out: each start where the others match adds, to want, the position
+// term skip must hold there, and scan returns 0.
+func (m *phraseMatcher) scan(first bool, skip int) uint32 {
+	lead := -1
 	for i, l := range m.lists {
 		m.ptr[i] = 0
-		if len(l) < len(m.lists[lead]) {
+		if i != skip && (lead < 0 || len(l) < len(m.lists[lead])) {
 			lead = i
 		}
 	}
@@ -138,7 +184,7 @@ func (m *phraseMatcher) scan(first bool) uint32 {
 		s := uint64(p) - off
 		match := true
 		for i, l := range m.lists {
-			if i == lead {
+			if i == lead || i == skip {
 				continue
 			}
 			want := s + uint64(m.offsets[i])
@@ -155,11 +201,16 @@ func (m *phraseMatcher) scan(first bool) uint32 {
 				break
 			}
 		}
-		if match {
-			n++
-			if first {
-				return n
+		switch {
+		case !match:
+		case skip >= 0:
+			if w := s + uint64(m.offsets[skip]); w <= 1<<32-1 {
+				m.want = append(m.want, uint32(w))
 			}
+		case first:
+			return 1
+		default:
+			n++
 		}
 	}
 	return n

@@ -331,21 +331,15 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	var last uint64
 	for i := uint32(0); i < p.freq; i++ {
 		var v uint64
-		if off < len(p.pos) && p.pos[off] < 0x80 { // one byte: most gaps
+		if uint(off) < uint(len(p.pos)) && p.pos[off] < 0x80 { // one byte: most gaps, read inline
 			v = uint64(p.pos[off])
 			off++
-		} else if off+1 < len(p.pos) && p.pos[off+1] < 0x80 {
-			// Two bytes (most first positions): what uvarintAt decodes.
-			v = uint64(p.pos[off]&0x7f) | uint64(p.pos[off+1])<<7
-			off += 2
 		} else {
-			var next int
 			var ok bool
-			if v, next, ok = uvarintAt(p.pos, off); !ok {
+			if v, off, ok = longPositionAt(p.pos, off); !ok {
 				p.corrupt("bad position varint of doc %d", p.doc)
 				return dst, p.err
 			}
-			off = next
 		}
 		if i > 0 {
 			if v == 0 {
@@ -363,6 +357,85 @@ func (p *Postings) AppendPositions(dst []uint32) ([]uint32, error) {
 	}
 	p.consumed(off)
 	return dst, nil
+}
+
+// positionAt decodes the position varint at pos[off:] and returns it and
+// the offset after it, ok false when it is cut short or too long. One
+// byte (most gaps) is read inline.
+func positionAt(pos []byte, off int) (v uint64, next int, ok bool) {
+	if uint(off) < uint(len(pos)) && pos[off] < 0x80 {
+		return uint64(pos[off]), off + 1, true
+	}
+	return longPositionAt(pos, off)
+}
+
+// longPositionAt is positionAt past one byte.
+func longPositionAt(pos []byte, off int) (v uint64, next int, ok bool) {
+	if off+1 < len(pos) && pos[off+1] < 0x80 {
+		return uint64(pos[off]&0x7f) | uint64(pos[off+1])<<7, off + 2, true
+	}
+	return uvarintAt(pos, off)
+}
+
+// HasPositionIn reports whether the current document holds one of the
+// positions of want (ascending). It reads the document's positions only
+// until it finds one or passes the last of want, and leaves them unread:
+// a later AppendPositions of the document reads them all. Phrases check
+// their most frequent term this way when one occurrence is enough.
+func (p *Postings) HasPositionIn(want []uint32) (bool, error) {
+	if p.err != nil || !p.hasPos || p.n == 0 || len(want) == 0 {
+		return false, p.err
+	}
+	unread := p.posCur < 0
+	if !p.seekPositions() {
+		return false, p.err
+	}
+	found, err := p.findPosition(want)
+	if unread && err == nil {
+		p.posCur = -1 // posOff and posIdx stay at the document's start
+	}
+	return found, err
+}
+
+// findPosition walks the current document's positions (posCur, already
+// sought) against want, as HasPositionIn says.
+func (p *Postings) findPosition(want []uint32) (bool, error) {
+	off := p.posCur
+	if uint64(p.freq) > uint64(len(p.pos)-off) {
+		p.corrupt("positions section too short for %d positions of doc %d", p.freq, p.doc)
+		return false, p.err
+	}
+	var last uint64
+	w := 0
+	for i := uint32(0); i < p.freq; i++ {
+		v, next, ok := positionAt(p.pos, off)
+		if !ok {
+			p.corrupt("bad position varint of doc %d", p.doc)
+			return false, p.err
+		}
+		off = next
+		if i > 0 {
+			if v == 0 {
+				p.corrupt("positions of doc %d not increasing", p.doc)
+				return false, p.err
+			}
+			v += last
+		}
+		if v > 1<<32-1 {
+			p.corrupt("position %d of doc %d overflows", v, p.doc)
+			return false, p.err
+		}
+		last = v
+		for uint64(want[w]) < v {
+			if w++; w == len(want) {
+				return false, nil
+			}
+		}
+		if uint64(want[w]) == v {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // checkPositions checks the positions of document doc of frequency freq
@@ -392,23 +465,12 @@ func (p *Postings) checkPositions(off int, doc, freq uint32) int {
 		if i == freq {
 			break
 		}
-		var v uint64
-		if off < len(p.pos) && p.pos[off] < 0x80 { // one byte: most gaps
-			v = uint64(p.pos[off])
-			off++
-		} else if off+1 < len(p.pos) && p.pos[off+1] < 0x80 {
-			// Two bytes (most first positions): what uvarintAt decodes.
-			v = uint64(p.pos[off]&0x7f) | uint64(p.pos[off+1])<<7
-			off += 2
-		} else {
-			var next int
-			var ok bool
-			if v, next, ok = uvarintAt(p.pos, off); !ok {
-				p.corrupt("bad position varint of doc %d", doc)
-				return -1
-			}
-			off = next
+		v, next, ok := positionAt(p.pos, off)
+		if !ok {
+			p.corrupt("bad position varint of doc %d", doc)
+			return -1
 		}
+		off = next
 		if i > 0 {
 			if v == 0 {
 				p.corrupt("positions of doc %d not increasing", doc)
