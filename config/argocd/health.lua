@@ -31,10 +31,24 @@ local function say(c, fallback)
   return fallback
 end
 
-if obj.metadata ~= nil and obj.metadata.deletionTimestamp ~= nil then
-  hs.status = "Progressing"
-  hs.message = "Being deleted"
+-- verdict is the check's answer.
+local function verdict(status, message)
+  hs.status = status
+  hs.message = message
   return hs
+end
+
+-- trueCondition is the condition of type t when its status is True.
+local function trueCondition(t)
+  local c = condition(t)
+  if c ~= nil and c.status == "True" then
+    return c
+  end
+  return nil
+end
+
+if obj.metadata ~= nil and obj.metadata.deletionTimestamp ~= nil then
+  return verdict("Progressing", "Being deleted")
 end
 
 local generation = 0
@@ -46,38 +60,26 @@ if obj.status ~= nil and obj.status.observedGeneration ~= nil then
   observed = obj.status.observedGeneration
 end
 if observed < generation then
-  hs.status = "Progressing"
-  hs.message = "Waiting for the operator to reconcile generation " .. tostring(generation)
-  return hs
+  return verdict("Progressing", "Waiting for the operator to reconcile generation " .. tostring(generation))
 end
 
-local stalled = condition("Stalled")
-if stalled ~= nil and stalled.status == "True" then
-  hs.status = "Degraded"
-  hs.message = (stalled.reason or "Stalled") .. ": " .. say(stalled, "progress is blocked")
-  return hs
+local stalled = trueCondition("Stalled")
+if stalled ~= nil then
+  return verdict("Degraded", (stalled.reason or "Stalled") .. ": " .. say(stalled, "progress is blocked"))
 end
 
-local reconciling = condition("Reconciling")
-if reconciling ~= nil and reconciling.status == "True" then
-  hs.status = "Progressing"
-  hs.message = say(reconciling, "Reconciling")
-  return hs
+local reconciling = trueCondition("Reconciling")
+if reconciling ~= nil then
+  return verdict("Progressing", say(reconciling, "Reconciling"))
 end
 
 if obj.spec ~= nil and obj.spec.suspend == true then
-  hs.status = "Suspended"
-  hs.message = "spec.suspend is set: the engine is stopped, the volume kept"
-  return hs
+  return verdict("Suspended", "spec.suspend is set: the engine is stopped, the volume kept")
 end
 
-local ready = condition("Ready")
-if ready ~= nil and ready.status == "True" then
-  hs.status = "Healthy"
-  hs.message = say(ready, "Ready")
-  return hs
+local ready = trueCondition("Ready")
+if ready ~= nil then
+  return verdict("Healthy", say(ready, "Ready"))
 end
 
-hs.status = "Progressing"
-hs.message = say(ready, "Waiting for the engine to be ready")
-return hs
+return verdict("Progressing", say(condition("Ready"), "Waiting for the engine to be ready"))

@@ -1,5 +1,7 @@
 package search
 
+import "fmt"
+
 // A query whose clauses are all must clauses of one term in one field
 // (`+body:page +body:table`) is a conjunction of postings lists, which
 // needs no accumulator: the rarest list leads, the others advance to its
@@ -26,6 +28,20 @@ func (p *textPlan) conjunction() bool {
 		}
 	}
 	return true
+}
+
+// runConjunctions runs the conjunction plan on every view (see
+// runConjunction) and returns the number of live documents that match.
+func (p *textPlan) runConjunctions(t *ticker, views []SegmentView, top *topK) (int, error) {
+	total := 0
+	for vi := range views {
+		n, err := p.runConjunction(t, vi, &views[vi], top)
+		if err != nil {
+			return 0, fmt.Errorf("search: segment view %d: %w", vi, err)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // runConjunction matches the conjunction plan on view vi by leapfrog and

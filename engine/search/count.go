@@ -33,30 +33,16 @@ func count(ctx context.Context, s *schema.Schema, views []SegmentView, req Reque
 // matches); and a view without deletions takes the count of a query of
 // one term in one field from the term's document frequency.
 func countText(ctx context.Context, s *schema.Schema, views []SegmentView, q *TextQuery) (int, error) {
-	live, maxDocs := viewSizes(views)
-	if live == 0 {
-		return 0, nil
-	}
-	p, err := planText(s, views, q, live)
-	if err != nil {
+	p, maxDocs, err := planLive(s, views, q)
+	if err != nil || p == nil {
 		return 0, err
-	}
-	if p.matchesNothing() {
-		return 0, nil
 	}
 	p.matchOnly()
 	t := &ticker{ctx: ctx}
-	total := 0
 	if p.conjunction() {
-		for vi := range views {
-			n, err := p.runConjunction(t, vi, &views[vi], nil)
-			if err != nil {
-				return 0, fmt.Errorf("search: segment view %d: %w", vi, err)
-			}
-			total += n
-		}
-		return total, nil
+		return p.runConjunctions(t, views, nil)
 	}
+	total := 0
 	acc := getAccumulator(maxDocs)
 	defer acc.release()
 	for vi := range views {

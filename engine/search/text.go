@@ -310,29 +310,22 @@ func (vs *viewScorer) score(doc, tf uint32) float64 {
 // hits; it returns them with the number of matching live documents.
 func searchText(ctx context.Context, s *schema.Schema, views []SegmentView, q *TextQuery, window int) (*topK, int, error) {
 	top := newTopK(window)
-	live, maxDocs := viewSizes(views)
-	if live == 0 {
-		return top, 0, nil
-	}
-	p, err := planText(s, views, q, live)
+	p, maxDocs, err := planLive(s, views, q)
 	if err != nil {
 		return nil, 0, err
 	}
-	if p.matchesNothing() {
+	if p == nil {
 		return top, 0, nil
 	}
 	t := &ticker{ctx: ctx}
-	total := 0
 	if p.conjunction() {
-		for vi := range views {
-			n, err := p.runConjunction(t, vi, &views[vi], top)
-			if err != nil {
-				return nil, 0, fmt.Errorf("search: segment view %d: %w", vi, err)
-			}
-			total += n
+		total, err := p.runConjunctions(t, views, top)
+		if err != nil {
+			return nil, 0, err
 		}
 		return top, total, nil
 	}
+	total := 0
 	acc := getAccumulator(maxDocs)
 	defer acc.release()
 	for vi := range views {
@@ -343,4 +336,23 @@ func searchText(ctx context.Context, s *schema.Schema, views []SegmentView, q *T
 		acc.reset()
 	}
 	return top, total, nil
+}
+
+// planLive plans q over views for searchText and countText. The plan is
+// nil, with no error, when no document can match: the views hold no live
+// document, or the plan matches nothing. maxDocs is the largest view's
+// document count (the accumulator's size).
+func planLive(s *schema.Schema, views []SegmentView, q *TextQuery) (p *textPlan, maxDocs uint32, err error) {
+	live, maxDocs := viewSizes(views)
+	if live == 0 {
+		return nil, 0, nil
+	}
+	p, err = planText(s, views, q, live)
+	if err != nil {
+		return nil, 0, err
+	}
+	if p.matchesNothing() {
+		return nil, 0, nil
+	}
+	return p, maxDocs, nil
 }

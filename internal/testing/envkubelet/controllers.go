@@ -67,28 +67,26 @@ func (k *Kubelet) syncAPI(ctx context.Context) {
 	if ctx.Err() != nil || !claimsOK || !jobsOK || !servicesOK || !secretsOK || !policiesOK {
 		return
 	}
-	var objs []client.Object
-	for i := range pods.Items {
-		objs = append(objs, &pods.Items[i])
-	}
-	for i := range claims.Items {
-		objs = append(objs, &claims.Items[i])
-	}
-	for i := range jobs.Items {
-		objs = append(objs, &jobs.Items[i])
-	}
-	for i := range services.Items {
-		objs = append(objs, &services.Items[i])
-	}
-	for i := range secrets.Items {
-		objs = append(objs, &secrets.Items[i])
-	}
-	for i := range policies.Items {
-		objs = append(objs, &policies.Items[i])
-	}
+	objs := appendObjects(nil, pods.Items)
+	objs = appendObjects(objs, claims.Items)
+	objs = appendObjects(objs, jobs.Items)
+	objs = appendObjects(objs, services.Items)
+	objs = appendObjects(objs, secrets.Items)
+	objs = appendObjects(objs, policies.Items)
 	if !k.opts.NoGarbageCollector {
 		k.collectGarbage(ctx, objs)
 	}
+}
+
+// appendObjects appends a pointer to each of a list's items to objs.
+func appendObjects[T any, PT interface {
+	*T
+	client.Object
+}](objs []client.Object, items []T) []client.Object {
+	for i := range items {
+		objs = append(objs, PT(&items[i]))
+	}
+	return objs
 }
 
 // list lists all objects of a kind and reports whether it worked.

@@ -493,29 +493,9 @@ func (k *Kubelet) Logs(namespace, name string) string {
 	var b strings.Builder
 	for _, f := range files {
 		container := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), prefix), ".log")
-		fmt.Fprintf(&b, "==> %s <==\n%s\n", container, readTail(f, logTail))
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", container, readTailFrom(f, 0, logTail))
 	}
 	return b.String()
-}
-
-// readTail returns up to the last n bytes of the file.
-func readTail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := st.Size() - n
-	if off < 0 {
-		off = 0
-	}
-	buf := make([]byte, st.Size()-off)
-	m, _ := f.ReadAt(buf, off)
-	return string(buf[:m])
 }
 
 // VolumeDir is the host directory of the pod's volume (the claim's
