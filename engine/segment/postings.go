@@ -405,33 +405,28 @@ func (p *Postings) findPosition(want []uint32) (bool, error) {
 		p.corrupt("positions section too short for %d positions of doc %d", p.freq, p.doc)
 		return false, p.err
 	}
-	var last uint64
+	var pos uint64 // the first position, then each gap added (>= 1)
 	w := 0
 	for i := uint32(0); i < p.freq; i++ {
-		v, next, ok := positionAt(p.pos, off)
-		if !ok {
+		gap, next, ok := positionAt(p.pos, off)
+		switch {
+		case !ok:
 			p.corrupt("bad position varint of doc %d", p.doc)
+		case i > 0 && gap == 0:
+			p.corrupt("positions of doc %d not increasing", p.doc)
+		case gap > 1<<32-1 || pos+gap > 1<<32-1:
+			p.corrupt("position %d of doc %d overflows", pos+gap, p.doc)
+		}
+		if p.err != nil {
 			return false, p.err
 		}
-		off = next
-		if i > 0 {
-			if v == 0 {
-				p.corrupt("positions of doc %d not increasing", p.doc)
-				return false, p.err
-			}
-			v += last
-		}
-		if v > 1<<32-1 {
-			p.corrupt("position %d of doc %d overflows", v, p.doc)
-			return false, p.err
-		}
-		last = v
-		for uint64(want[w]) < v {
+		off, pos = next, pos+gap
+		for uint64(want[w]) < pos {
 			if w++; w == len(want) {
 				return false, nil
 			}
 		}
-		if uint64(want[w]) == v {
+		if uint64(want[w]) == pos {
 			return true, nil
 		}
 	}
