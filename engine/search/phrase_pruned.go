@@ -12,12 +12,12 @@ import (
 // a document at most as often as its least frequent term, so the score at
 // that frequency bounds the document's; once the top window is full, a
 // document whose bound does not beat the window's worst hit cannot enter
-// it. When the request allows an inexact total (threshold > 0), the first
-// threshold matches are counted exactly and after that such a document's
-// positions are not decoded at all: TotalHits is exact unless a document
-// was skipped, then a lower bound of at least threshold. When it does not
-// (threshold 0), such a document is only checked for one occurrence of
-// the phrase (counted, not scored), and TotalHits stays exact. The hits
+// it: it is only checked for one occurrence of the phrase (counted, not
+// scored). When the request allows an inexact total (threshold > 0), that
+// goes on until threshold matches are counted, and after that such a
+// document's positions are not read at all: TotalHits is exact unless a
+// document was skipped, then a lower bound of at least threshold. When it
+// does not (threshold 0), TotalHits stays exact. The hits
 // (documents, scores, tie order) are the exhaustive ones either way. It
 // returns a nil topK for any other query.
 func searchPrunedPhrase(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window, threshold int) (*topK, int, Relation, error) {
@@ -84,7 +84,7 @@ func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
 			continue
 		}
 		competes := pr.competes(vi, d, &vs, row)
-		if !competes && pr.threshold > 0 {
+		if !competes && pr.threshold > 0 && pr.matched >= pr.threshold {
 			pr.skipped = true
 			continue
 		}
@@ -103,12 +103,13 @@ func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
 }
 
 // competes reports whether document d of view vi must be matched in full
-// and scored: always until threshold matches are counted and the window
-// is full, then only when its bound is above the worst kept hit
-// (documents come in view and doc id order, so an equal score could not
-// displace it).
+// and scored: always until the window is full, then only when its bound
+// is above the worst kept hit (documents come in view and doc id order,
+// so an equal score could not displace it). One that does not compete is
+// still checked for one occurrence while fewer than threshold matches are
+// counted (and always when threshold is 0).
 func (pr *prunedPhrase) competes(vi int, d uint32, vs *viewScorer, row []postings) bool {
-	if pr.matched < pr.threshold || pr.top.len() < pr.top.k || pr.top.k == 0 {
+	if pr.top.len() < pr.top.k || pr.top.k == 0 {
 		return true
 	}
 	tf := row[0].Freq()

@@ -541,11 +541,19 @@ func (p *Postings) seekPositions() bool {
 		return p.corrupt("positions section too short to skip %d positions", p.posSkip)
 	}
 	n := p.posSkip
-	// Eight bytes at a time while they cannot hold more positions than
-	// are left to skip: a varint ends at each byte below 0x80.
+	// Thirty-two, then eight bytes at a time while they cannot hold more
+	// positions than are left to skip: a varint ends at each byte below
+	// 0x80.
+	const ends = 0x8080808080808080
+	for n >= 32 && off+32 <= len(p.pos) {
+		b := p.pos[off : off+32]
+		n -= uint64(bits.OnesCount64(^binary.LittleEndian.Uint64(b)&ends) + bits.OnesCount64(^binary.LittleEndian.Uint64(b[8:])&ends) +
+			bits.OnesCount64(^binary.LittleEndian.Uint64(b[16:])&ends) + bits.OnesCount64(^binary.LittleEndian.Uint64(b[24:])&ends))
+		off += 32
+	}
 	for n >= 8 && off+8 <= len(p.pos) {
 		w := binary.LittleEndian.Uint64(p.pos[off:])
-		n -= uint64(bits.OnesCount64(^w & 0x8080808080808080))
+		n -= uint64(bits.OnesCount64(^w & ends))
 		off += 8
 	}
 	for ; n > 0 && off < len(p.pos); off++ {
