@@ -66,10 +66,12 @@ type Cache struct {
 	// readers numbers the store readers that use the cache (cacheKey).
 	readers atomic.Uint64
 
-	// mu guards bytes and lru.
+	// mu guards bytes, hits, misses and lru.
 	mu sync.Mutex
 	// bytes is the summed cost of the entries.
 	bytes int64
+	// hits and misses count the lookups of readers.
+	hits, misses uint64
 	// lru orders the entries, most recently used first; its own count
 	// bound is unused (the byte bound evicts).
 	lru *simplelru.LRU[cacheKey, cacheEntry]
@@ -85,21 +87,23 @@ func NewCache(bytes int64) *Cache {
 	return &Cache{max: bytes, lru: l}
 }
 
-// MaxBytes returns the cache's bound in bytes.
-func (c *Cache) MaxBytes() int64 { return c.max }
-
-// Bytes returns the memory the cache's entries take now, as it counts it.
-func (c *Cache) Bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bytes
+// CacheStats describe a Cache at one moment.
+type CacheStats struct {
+	// Entries is the number of blocks cached.
+	Entries int
+	// Bytes is the memory they take, as the cache counts it; MaxBytes is
+	// the bound.
+	Bytes, MaxBytes int64
+	// Hits and Misses count the lookups of the readers using the cache
+	// since it was made.
+	Hits, Misses uint64
 }
 
-// Len returns the number of entries in the cache.
-func (c *Cache) Len() int {
+// Stats returns the cache's figures now.
+func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Len()
+	return CacheStats{Entries: c.lru.Len(), Bytes: c.bytes, MaxBytes: c.max, Hits: c.hits, Misses: c.misses}
 }
 
 // nextReader returns a number for a new store reader, never returned
@@ -110,7 +114,13 @@ func (c *Cache) nextReader() uint64 { return c.readers.Add(1) }
 func (c *Cache) get(key cacheKey) (cacheEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Get(key)
+	e, ok := c.lru.Get(key)
+	if ok {
+		c.hits++
+	} else {
+		c.misses++
+	}
+	return e, ok
 }
 
 // add inserts val under key, evicting the least recently used entries

@@ -46,8 +46,8 @@ func TestBlockCacheCopies(t *testing.T) {
 			}
 		}
 	}
-	if c.Len() == 0 || c.Bytes() <= 0 || c.Bytes() > c.MaxBytes() {
-		t.Fatalf("cache holds %d entries of %d bytes, bound %d", c.Len(), c.Bytes(), c.MaxBytes())
+	if c.Stats().Entries == 0 || c.Stats().Bytes <= 0 || c.Stats().Bytes > c.Stats().MaxBytes {
+		t.Fatalf("cache holds %d entries of %d bytes, bound %d", c.Stats().Entries, c.Stats().Bytes, c.Stats().MaxBytes)
 	}
 }
 
@@ -101,8 +101,8 @@ func TestCacheClosedReaderNeverHits(t *testing.T) {
 	if _, err := first.Document(3); err != nil {
 		t.Fatal(err)
 	}
-	if c.Len() != 2 {
-		t.Fatalf("%d entries after one stored and one whole read of a block, want 2", c.Len())
+	if c.Stats().Entries != 2 {
+		t.Fatalf("%d entries after one stored and one whole read of a block, want 2", c.Stats().Entries)
 	}
 	first.Close()
 	second := openTestReader(t, fs, info, ReaderOptions{Cache: c})
@@ -110,11 +110,11 @@ func TestCacheClosedReaderNeverHits(t *testing.T) {
 	if err != nil || !bytes.Equal(got, docs[3].Stored) {
 		t.Fatalf("doc 3: %.40q, %v", got, err)
 	}
-	if c.Len() != 3 {
-		t.Fatalf("%d entries after the reopened segment's first read, want 3: it hit the closed reader's", c.Len())
+	if c.Stats().Entries != 3 {
+		t.Fatalf("%d entries after the reopened segment's first read, want 3: it hit the closed reader's", c.Stats().Entries)
 	}
-	if _, err := second.StoredDocument(3); err != nil || c.Len() != 3 {
-		t.Fatalf("a second read of the same block added an entry (%d) or failed (%v)", c.Len(), err)
+	if _, err := second.StoredDocument(3); err != nil || c.Stats().Entries != 3 {
+		t.Fatalf("a second read of the same block added an entry (%d) or failed (%v)", c.Stats().Entries, err)
 	}
 }
 
@@ -135,8 +135,8 @@ func TestCacheBounded(t *testing.T) {
 	c := NewCache(5 * one)
 	for b := range uint32(20) {
 		c.add(cacheKey{reader: 1, block: b, kind: kindStored}, block(10*b))
-		if c.Bytes() > c.MaxBytes() {
-			t.Fatalf("after %d blocks the cache holds %d bytes, bound %d", b+1, c.Bytes(), c.MaxBytes())
+		if c.Stats().Bytes > c.Stats().MaxBytes {
+			t.Fatalf("after %d blocks the cache holds %d bytes, bound %d", b+1, c.Stats().Bytes, c.Stats().MaxBytes)
 		}
 		if b >= 2 {
 			if _, ok := c.get(cacheKey{reader: 1, block: 0, kind: kindStored}); !ok {
@@ -144,8 +144,8 @@ func TestCacheBounded(t *testing.T) {
 			}
 		}
 	}
-	if c.Len() != 5 || c.Bytes() != 5*one {
-		t.Fatalf("%d entries of %d bytes, want 5 of %d", c.Len(), c.Bytes(), 5*one)
+	if c.Stats().Entries != 5 || c.Stats().Bytes != 5*one {
+		t.Fatalf("%d entries of %d bytes, want 5 of %d", c.Stats().Entries, c.Stats().Bytes, 5*one)
 	}
 	if _, ok := c.get(cacheKey{reader: 1, block: 5, kind: kindStored}); ok {
 		t.Fatal("block 5 should have been evicted")
@@ -166,15 +166,15 @@ func TestCacheBounded(t *testing.T) {
 	}
 	whole := &cachedBlock{raw: make([]byte, 2*one), bounds: []int{0, int(2 * one)}}
 	c.add(cacheKey{reader: 2, kind: kindRecords}, whole)
-	if _, ok := c.get(cacheKey{reader: 2, kind: kindRecords}); !ok || c.Bytes() > c.MaxBytes() || c.Len() != 3 {
-		t.Fatalf("a whole block of %d bytes: %d entries of %d bytes, bound %d", whole.cost(), c.Len(), c.Bytes(), c.MaxBytes())
+	if _, ok := c.get(cacheKey{reader: 2, kind: kindRecords}); !ok || c.Stats().Bytes > c.Stats().MaxBytes || c.Stats().Entries != 3 {
+		t.Fatalf("a whole block of %d bytes: %d entries of %d bytes, bound %d", whole.cost(), c.Stats().Entries, c.Stats().Bytes, c.Stats().MaxBytes)
 	}
 	c.add(cacheKey{reader: 2, kind: kindRecords}, block(0))
-	if c.Bytes() != 3*one || c.Len() != 3 {
-		t.Fatalf("replacing an entry: %d entries of %d bytes, want 3 of %d", c.Len(), c.Bytes(), 3*one)
+	if c.Stats().Bytes != 3*one || c.Stats().Entries != 3 {
+		t.Fatalf("replacing an entry: %d entries of %d bytes, want 3 of %d", c.Stats().Entries, c.Stats().Bytes, 3*one)
 	}
 	c.add(cacheKey{reader: 3}, &storedBlock{json: make([]byte, 6*one)})
-	if _, ok := c.get(cacheKey{reader: 3}); ok || c.Bytes() > c.MaxBytes() {
+	if _, ok := c.get(cacheKey{reader: 3}); ok || c.Stats().Bytes > c.Stats().MaxBytes {
 		t.Fatal("an entry larger than the bound was kept")
 	}
 }
@@ -203,8 +203,8 @@ func TestCacheConcurrentBounded(t *testing.T) {
 				if err == nil && !bytes.Equal(got, docs[100*ri+int(doc)].Stored) {
 					err = fmt.Errorf("segment %d doc %d: wrong stored document", ri, doc)
 				}
-				if err == nil && c.Bytes() > c.MaxBytes() {
-					err = fmt.Errorf("cache holds %d bytes, bound %d", c.Bytes(), c.MaxBytes())
+				if err == nil && c.Stats().Bytes > c.Stats().MaxBytes {
+					err = fmt.Errorf("cache holds %d bytes, bound %d", c.Stats().Bytes, c.Stats().MaxBytes)
 				}
 				if err != nil {
 					errs <- err
