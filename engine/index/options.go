@@ -122,6 +122,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Cache returns the block cache of the index's segment readers
+// (Options.Cache, or the index's own).
+func (idx *Index) Cache() *segment.Cache { return idx.opts.Cache }
+
 // readerOptions are the options of every segment reader the index opens.
 func (idx *Index) readerOptions() segment.ReaderOptions {
 	return segment.ReaderOptions{Cache: idx.opts.Cache}
