@@ -41,6 +41,7 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 // fail here; the reader returned is that second one, tuned by opts (at
 // most one, as in Open; the first reader, closed at once, caches nothing).
 func OpenValidated(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info Info, opts ...ReaderOptions) (*Reader, error) {
+	o := oneOption(opts)
 	pre, err := Open(fs, dir, s, info)
 	if err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func OpenValidated(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema,
 	if syncErr != nil {
 		return nil, syncErr
 	}
-	r, err := Open(fs, dir, s, info, opts...)
+	r, err := Open(fs, dir, s, info, o)
 	if err != nil {
 		return nil, err
 	}
