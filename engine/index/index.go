@@ -283,7 +283,7 @@ func isDeterministic(err error) bool {
 func (idx *Index) openSegment(s metadata.Segment, r *segment.Reader, bm *roaring.Bitmap) (*segment.Reader, *roaring.Bitmap, error) {
 	if r == nil {
 		var err error
-		if r, err = segment.Open(idx.fs, idx.dir, idx.schema, s.Info); err != nil {
+		if r, err = segment.Open(idx.fs, idx.dir, idx.schema, s.Info, idx.readerOptions()); err != nil {
 			return nil, bm, err
 		}
 	}

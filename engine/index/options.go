@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // Defaults of the background retry of a held publication.
@@ -54,6 +55,11 @@ type Options struct {
 	// into place instead of creating its files (default: 6 on vfs.Default
 	// on Linux, none on other filesystems; negative: none).
 	SpareFiles int
+	// Cache keeps the decompressed store blocks of every segment reader
+	// the index opens (stored fields of search hits, out-of-order merges);
+	// several indexes may share one, as summa-server's do (default: a
+	// cache of the index's own of segment.DefaultCacheBytes).
+	Cache *segment.Cache
 	// Hooks are test-only fault points.
 	Hooks Hooks
 }
@@ -110,5 +116,17 @@ func (o Options) withDefaults() Options {
 	if o.SeismicBudget == 0 {
 		o.SeismicBudget = DefaultSeismicBudget
 	}
+	if o.Cache == nil {
+		o.Cache = segment.NewCache(segment.DefaultCacheBytes)
+	}
 	return o
+}
+
+// Cache returns the block cache of the index's segment readers
+// (Options.Cache, or the index's own).
+func (idx *Index) Cache() *segment.Cache { return idx.opts.Cache }
+
+// readerOptions are the options of every segment reader the index opens.
+func (idx *Index) readerOptions() segment.ReaderOptions {
+	return segment.ReaderOptions{Cache: idx.opts.Cache}
 }

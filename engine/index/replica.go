@@ -208,7 +208,7 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 		if !in.newSegs[s.ID] {
 			continue // the cached reader is kept
 		}
-		r, err := segment.Open(idx.fs, idx.dir, idx.schema, s.Info)
+		r, err := segment.Open(idx.fs, idx.dir, idx.schema, s.Info, idx.readerOptions())
 		if err != nil {
 			closeReaders()
 			return false, fmt.Errorf("index: incoming generation %d: open segment %s: %w", in.next.Generation, s.ID, err)

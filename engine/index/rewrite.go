@@ -214,7 +214,7 @@ func (rw *rewrite) writeOutput(ctx context.Context, order []segment.DocRef) (seg
 	}
 	// Q12: the complete output is synced and validated, document count
 	// included, before metadata can point at it.
-	r, err := segment.OpenValidated(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info)
+	r, err := segment.OpenValidated(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info, rw.idx.readerOptions())
 	if err != nil {
 		return segment.Info{}, nil, fmt.Errorf("index: %s: validate output %s: %w", rw.kind, rw.out.ID, err)
 	}

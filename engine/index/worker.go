@@ -194,7 +194,7 @@ func (w *worker) writeSegment(ctx context.Context, syncNow bool) (p *prepared, e
 	if err != nil {
 		return nil, fmt.Errorf("index: write segment %s: %w", claim.ID, err)
 	}
-	r, err := segment.Open(w.idx.fs, w.idx.dir, w.idx.schema, info)
+	r, err := segment.Open(w.idx.fs, w.idx.dir, w.idx.schema, info, w.idx.readerOptions())
 	if err != nil {
 		return nil, fmt.Errorf("index: open written segment %s: %w", claim.ID, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/summadev/summa/engine/metadata"
 	"github.com/summadev/summa/engine/optimizer"
 	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // LockFileName is the data-directory lock: one server or doctor at a time.
@@ -29,7 +30,9 @@ const DeletingMarker = ".deleting"
 type Options struct {
 	// Logger receives registry events.
 	Logger logr.Logger
-	// Index are the options every index is opened with.
+	// Index are the options every index is opened with. When its Cache is
+	// nil, Open makes one of segment.DefaultCacheBytes that every index of
+	// the registry shares: the process's one block cache.
 	Index index.Options
 	// Optimizer configures background maintenance (Threads 0: off).
 	Optimizer optimizer.Config
@@ -116,6 +119,9 @@ func Open(fs vfs.FS, dir string, opts Options) (*Registry, error) {
 	}
 	if opts.Index.Logger.GetSink() == nil {
 		opts.Index.Logger = opts.Logger
+	}
+	if opts.Index.Cache == nil {
+		opts.Index.Cache = segment.NewCache(segment.DefaultCacheBytes)
 	}
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("registry: create data directory %s: %w", dir, err)

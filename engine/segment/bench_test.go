@@ -46,7 +46,8 @@ func benchReader(b *testing.B) (*Reader, []string) {
 	docs := opticksDocs(b, s, 0)
 	fs := vfs.NewMem()
 	info := buildSegment(b, fs, "idx", s, 1, docs)
-	r, err := Open(fs, "idx", s, info)
+	// A cache as an index has one (StoredDocument reads through it).
+	r, err := Open(fs, "idx", s, info, ReaderOptions{Cache: NewCache(DefaultCacheBytes)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -276,14 +276,16 @@ func TestMergeReportsDamagedForwardLists(t *testing.T) {
 }
 
 // opticksSources writes the Opticks paragraphs (every field kind) as
-// parts segments in dir and opens them (closed when b ends).
+// parts segments in dir and opens them (closed when b ends) with one
+// cache, as an index's readers have.
 func opticksSources(b *testing.B, fs vfs.FS, dir string, s *schema.Schema, parts int) []*Reader {
 	b.Helper()
 	docs := opticksDocs(b, s, 0)
 	var srcs []*Reader
+	cache := NewCache(DefaultCacheBytes)
 	for i := 0; i < parts; i++ {
 		info := buildSegment(b, fs, dir, s, segid.ID(1+i), docs[i*len(docs)/parts:(i+1)*len(docs)/parts])
-		r, err := Open(fs, dir, s, info)
+		r, err := Open(fs, dir, s, info, ReaderOptions{Cache: cache})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -42,6 +42,8 @@ type Reader struct {
 	// container is the compound file whose bytes files' parts slice;
 	// empty for a segment of separate files.
 	container loadedFile
+	// cache is ReaderOptions.Cache.
+	cache *Cache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,15 +127,16 @@ func (lf *loadedFile) release() error {
 // Open opens a segment with the cheap check only: every file of info
 // exists, has the recorded size, a valid header for the segment id and a
 // valid footer, and every file's directory agrees with the schema and the
-// document count. CRCs are not checked (see Validate).
-func Open(fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
-	return openWith(fs, dir, s, info, nil)
+// document count. CRCs are not checked (see Validate). opts, at most one,
+// tune the reader (without: no cache).
+func Open(fs vfs.FS, dir string, s *schema.Schema, info Info, opts ...ReaderOptions) (*Reader, error) {
+	return openWith(fs, dir, s, info, nil, oneOption(opts))
 }
 
 // openWith is Open; a compound segment's file is taken from compound
 // when it is not nil (its bytes as read by the caller) instead of loaded.
-func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byte) (*Reader, error) {
-	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents}
+func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byte, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{info: info, schema: s, id: info.ID, numDocs: info.Documents, cache: opts.Cache}
 	r.container.data = compound
 	r.info.Files = append([]FileInfo(nil), info.Files...)
 	r.info.Parts = append([]FileInfo(nil), info.Parts...)

@@ -23,7 +23,7 @@ func (r *Reader) parseRows() error {
 	for i, suffix := range rowSuffixes {
 		payloads[i] = r.file(suffix).payload
 	}
-	store, err := openStore(id, payloads[0], n, s, fileVersion(r.file(SuffixStore).data))
+	store, err := openStore(id, payloads[0], n, s, fileVersion(r.file(SuffixStore).data), r.cache)
 	if err != nil {
 		return err
 	}

@@ -260,20 +260,26 @@ type storeReader struct {
 	numDocs   uint32
 	maxRaw    uint32
 	kinds     []byte
-	// seq numbers the reader in the block cache (see blockCache).
-	seq uint64
+	// cache keeps decoded blocks (nil: none); seq numbers the reader in
+	// it (cacheKey).
+	cache *Cache
+	seq   uint64
 }
 
 // openStore reads the directory of a store file of the given format
-// version and checks its record layout is the one of s in that version.
-func openStore(id segid.ID, payload []byte, numDocs uint32, s *schema.Schema, version uint32) (*storeReader, error) {
+// version and checks its record layout is the one of s in that version;
+// the reader keeps its decoded blocks in cache when it is not nil.
+func openStore(id segid.ID, payload []byte, numDocs uint32, s *schema.Schema, version uint32, cache *Cache) (*storeReader, error) {
 	kinds := recordKinds(s, version)
 	dir, err := splitDirectory(payload, id, SuffixStore)
 	if err != nil {
 		return nil, err
 	}
 	d := decoder{b: dir}
-	sr := &storeReader{id: id, payload: payload, kinds: kinds, seq: storeReaderSeq.Add(1)}
+	sr := &storeReader{id: id, payload: payload, kinds: kinds, cache: cache}
+	if cache != nil {
+		sr.seq = cache.nextReader()
+	}
 	sr.numDocs = d.u32v()
 	sr.numBlocks = d.u32v()
 	sr.maxRaw = d.u32v()
@@ -390,7 +396,7 @@ func (sr *storeReader) record(doc uint32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := sr.index[uint64(b-1)*storeIndexEntry:]; binary.LittleEndian.Uint32(e[16:]) <= maxCachedBlock {
+	if e := sr.index[uint64(b-1)*storeIndexEntry:]; sr.cache != nil && binary.LittleEndian.Uint32(e[16:]) <= maxCachedBlock {
 		return sr.cachedRecord(b-1, doc)
 	}
 	var boundsBuf [64]int

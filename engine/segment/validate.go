@@ -38,8 +38,10 @@ func Validate(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info
 // computed on the bytes as they are once the sync returned: the footers'
 // CRCs were computed from the bytes the writer wrote, so bytes changed
 // after the write, even during the sync after a structure check read them,
-// fail here; the reader returned is that second one.
-func OpenValidated(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info Info) (*Reader, error) {
+// fail here; the reader returned is that second one, tuned by opts (at
+// most one, as in Open; the first reader, closed at once, caches nothing).
+func OpenValidated(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema, info Info, opts ...ReaderOptions) (*Reader, error) {
+	o := oneOption(opts)
 	pre, err := Open(fs, dir, s, info)
 	if err != nil {
 		return nil, err
@@ -52,7 +54,7 @@ func OpenValidated(ctx context.Context, fs vfs.FS, dir string, s *schema.Schema,
 	if syncErr != nil {
 		return nil, syncErr
 	}
-	r, err := Open(fs, dir, s, info)
+	r, err := Open(fs, dir, s, info, o)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func openForValidate(fs vfs.FS, dir string, s *schema.Schema, info Info) (r *Rea
 		r, err = Open(fs, dir, s, info)
 		return r, noop, err
 	}
-	if r, err = openWith(fs, dir, s, info, data); err != nil {
+	if r, err = openWith(fs, dir, s, info, data, ReaderOptions{}); err != nil {
 		release()
 		return nil, noop, err
 	}

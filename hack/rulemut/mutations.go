@@ -940,8 +940,8 @@ var mutations = []Mutation{
 	{
 		Rule: "Q12", Desc: "a rewrite output is opened with the cheap check instead of the full validation before publication",
 		Edits: []Edit{{File: "engine/index/rewrite.go",
-			From: `r, err := segment.OpenValidated(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info)`,
-			To:   `r, err := segment.Open(rw.idx.fs, rw.idx.dir, rw.idx.schema, info)`}},
+			From: `r, err := segment.OpenValidated(ctx, rw.idx.fs, rw.idx.dir, rw.idx.schema, info, rw.idx.readerOptions())`,
+			To:   `r, err := segment.Open(rw.idx.fs, rw.idx.dir, rw.idx.schema, info, rw.idx.readerOptions())`}},
 		Pkg: "./engine/index", Run: "^TestQ12_",
 	},
 	{
