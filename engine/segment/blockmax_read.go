@@ -8,6 +8,7 @@ import (
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // bmField is one field of an open block-max file.
@@ -208,7 +209,7 @@ func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 	var off uint64
 	p := 0
 	for i := 0; i < t.nBlocks; i++ {
-		gap, next, ok := uvarintAt(b, p)
+		gap, next, ok := codec.UvarintAt(b, p)
 		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+1 {
 			return dst, corruptf(t.id, SuffixBlockMax, "bad block entry %d", i)
 		}
@@ -218,7 +219,7 @@ func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 			e.Lo = b[next+1]
 		}
 		e.Count = int(b[next+bounds]) + 1
-		n, next2, ok := uvarintAt(b, next+bounds+1)
+		n, next2, ok := codec.UvarintAt(b, next+bounds+1)
 		if !ok || block > maxBlock || n > uint64(len(t.data))-off {
 			return dst, corruptf(t.id, SuffixBlockMax, "block entry %d (block %d) outside the segment or its data", i, block)
 		}
@@ -268,7 +269,7 @@ func (t *BlockTerm) TextBlock(e *BlockEntry, docs, tfs []uint32) ([]uint32, []ui
 			off++
 			continue
 		}
-		v, next, ok := uvarintAt(b, off)
+		v, next, ok := codec.UvarintAt(b, off)
 		if !ok || v == 0 || v > math.MaxUint32 {
 			return docs, tfs, corruptf(t.id, SuffixBlockMax, "block %d: bad frequency", e.Block)
 		}

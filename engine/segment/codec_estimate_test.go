@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // TestEstimateDocIDCodecs estimates, on postings dumped before and after
@@ -53,7 +55,7 @@ func TestEstimateDocIDCodecs(t *testing.T) {
 		for c := range sums[k] {
 			sums[k][c] = make([]float64, len(names))
 		}
-		var e docsEncoder
+		var e codec.DocsEncoder
 		for _, tm := range terms {
 			costs := estimateDocIDCodecs(&e, numDocs, tm.docs, tm.freqs)
 			perTerm[k] = append(perTerm[k], costs[0])
@@ -86,12 +88,12 @@ func TestEstimateDocIDCodecs(t *testing.T) {
 
 // estimateDocIDCodecs returns the doc-id bytes of one list under the codes
 // of TestEstimateDocIDCodecs, in its column order.
-func estimateDocIDCodecs(e *docsEncoder, numDocs uint32, docs, freqs []uint32) []float64 {
-	e.reset(nil, numDocs, true)
+func estimateDocIDCodecs(e *codec.DocsEncoder, numDocs uint32, docs, freqs []uint32) []float64 {
+	e.Reset(nil, numDocs, true)
 	for i := range docs {
-		e.add(docs[i], freqs[i])
+		e.Add(docs[i], freqs[i])
 	}
-	p, ok := docsSectionParts(e.finish(), uint32(len(docs)), numDocs)
+	p, ok := docsSectionParts(e.Finish(), uint32(len(docs)), numDocs)
 	if !ok {
 		panic("estimate: section does not parse")
 	}
@@ -100,14 +102,14 @@ func estimateDocIDCodecs(e *docsEncoder, numDocs uint32, docs, freqs []uint32) [
 	blocks := float64(p.Skip + p.Tail)
 	blocks4 := blocks
 	last := int64(-1)
-	var gaps [pforBlock]uint32
-	for k := 0; k+pforBlock <= len(docs); k += pforBlock {
+	var gaps [codec.BlockSize]uint32
+	for k := 0; k+codec.BlockSize <= len(docs); k += codec.BlockSize {
 		prev := last
-		for i, d := range docs[k : k+pforBlock] {
+		for i, d := range docs[k : k+codec.BlockSize] {
 			gaps[i], prev = uint32(int64(d)-prev-1), int64(d)
 		}
-		packed := len(appendPFor(nil, gaps[:]))
-		interp := len(appendInterpBlock(nil, docs[k:k+pforBlock], last))
+		packed := len(codec.AppendPFor(nil, gaps[:]))
+		interp := len(codec.AppendInterpBlock(nil, docs[k:k+codec.BlockSize], last))
 		blocks += float64(min(packed, interp))
 		gammaBits := 0
 		for _, g := range gaps {
@@ -117,9 +119,9 @@ func estimateDocIDCodecs(e *docsEncoder, numDocs uint32, docs, freqs []uint32) [
 		blocks4 += float64(min(packed, interp, 1+(gammaBits+7)/8, bitmap))
 		last = prev
 	}
-	var w bitWriter
-	appendInterp(&w, docs, 0, numDocs-1)
-	interp := float64(w.len)
+	var w codec.BitWriter
+	codec.AppendInterp(&w, docs, 0, numDocs-1)
+	interp := float64(w.Len())
 	first := float64(bits.Len32(numDocs - uint32(len(docs))))
 	gamma, delta, logGap := first, first, math.Log2(float64(docs[0])+1)
 	for i := 1; i < len(docs); i++ {

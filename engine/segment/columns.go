@@ -8,6 +8,7 @@ import (
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // writePK writes the pk file: key bytes, then the offset table (numDocs+1
@@ -285,7 +286,7 @@ func (c *fwdCol) decode(id segid.ID, doc uint32, dst []uint32) ([]uint32, error)
 	b := c.data[s:e]
 	var prev uint64
 	for off, k := 0, 0; off < len(b); k++ {
-		v, next, ok := uvarintAt(b, off)
+		v, next, ok := codec.UvarintAt(b, off)
 		if !ok || (k > 0 && v == 0) {
 			return dst, corruptf(id, SuffixForward, "doc %d: bad term ordinal", doc)
 		}

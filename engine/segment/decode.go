@@ -114,22 +114,6 @@ func subslice(b []byte, off, n uint64) ([]byte, bool) {
 	return b[off : off+n], true
 }
 
-// uvarintAt decodes a uvarint at b[off:] with a one-byte fast path and
-// returns the value and the next offset, or ok=false when malformed.
-func uvarintAt(b []byte, off int) (uint64, int, bool) {
-	if off < len(b) && b[off] < 0x80 {
-		return uint64(b[off]), off + 1, true
-	}
-	if off >= len(b) {
-		return 0, off, false
-	}
-	x, k := binary.Uvarint(b[off:])
-	if k <= 0 {
-		return 0, off, false
-	}
-	return x, off + k, true
-}
-
 // offsetTable is a fixed-width (4 or 8 bytes) little-endian array of
 // offsets; entry i of n+1 entries starts item i and entry n ends the data.
 type offsetTable struct {

@@ -62,7 +62,7 @@
 // the positions section. The docs section codes the term's df documents
 // in blocks of 128 (the last block, the tail, holds df mod 128 when that
 // is not 0): a skip table when there are two blocks or more, the full
-// blocks, then the tail (docscodec.go, skip.go).
+// blocks, then the tail (codec/docs.go, skip.go).
 //
 // The skip table is three bytes of bit widths bd, bo, bc, then, per block
 // but the last, three bit-packed columns (LSB-first, each entry at a fixed
@@ -81,7 +81,7 @@
 // bit string: gamma(last - previous doc - 127) for the block's last doc,
 // then the other 127 in binary interpolative code (Moffat and Stuiver)
 // within [previous doc + 1, last - 1], padded to a byte. A packed block
-// (patched frame of reference, pfor.go) is: u8 bit width b (0..32), u8
+// (patched frame of reference, codec/pfor.go) is: u8 bit width b (0..32), u8
 // exception count e (< number of values), the low b bits of every value
 // packed LSB-first into ceil(values*b/8) bytes, then e exceptions, each u8
 // index and uvarint(value >> b) (non-zero, distinct indexes); b is chosen
@@ -93,7 +93,7 @@
 // A single doc id is coded in interpolative code (a fixed width offset);
 // two or more start with a selector bit: 0 for the interpolative code, 1
 // for the first doc as a fixed-width offset then each gap (>= 1) in gamma
-// code, whichever the encoder found shorter (bitio.go).
+// code, whichever the encoder found shorter (codec/bitio.go).
 //
 // Interpolative code of n docs within [lo, hi]: the middle one (index n/2)
 // as v - (lo + n/2) in bits.Len(hi - (n-1-n/2) - (lo + n/2)) bits (none
@@ -303,7 +303,7 @@
 // # Robustness
 //
 // Decoders never trust lengths, offsets or varints: every access is
-// bounds-checked (bit strings through bitReader) and bad bytes yield a
+// bounds-checked (bit strings through codec.BitReader) and bad bytes yield a
 // *CorruptionError. Allocation sizes
 // derived from file contents are bounded by the bytes that back them.
 package segment

@@ -3,6 +3,8 @@ package segment
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // decodeSection iterates a docs section of df documents of a segment of
@@ -55,18 +57,18 @@ func randomPostings(rng *rand.Rand, df int, numDocs uint32) (docs, freqs []uint3
 
 func TestDocsSectionRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var enc docsEncoder
+	var enc codec.DocsEncoder
 	for _, df := range []int{1, 2, 127, 128, 129, 255, 256, 257, 1000, 5000} {
 		for rep := 0; rep < 5; rep++ {
 			const numDocs = 1 << 30
 			docs, freqs := randomPostings(rng, df, numDocs)
-			enc.reset(nil, numDocs, false)
+			enc.Reset(nil, numDocs, false)
 			for i := range docs {
-				enc.add(docs[i], freqs[i])
+				enc.Add(docs[i], freqs[i])
 			}
-			sec := enc.finish()
-			if uint64(len(sec)) < minDocsLen(uint64(len(docs))) {
-				t.Fatalf("df %d: section of %d bytes is below the minimum %d", len(docs), len(sec), minDocsLen(uint64(len(docs))))
+			sec := enc.Finish()
+			if uint64(len(sec)) < codec.MinDocsLen(uint64(len(docs))) {
+				t.Fatalf("df %d: section of %d bytes is below the minimum %d", len(docs), len(sec), codec.MinDocsLen(uint64(len(docs))))
 			}
 			gotD, gotF, err := decodeSection(sec, uint32(len(docs)), numDocs)
 			if err != nil {
@@ -85,7 +87,7 @@ func TestDocsSectionRoundTrip(t *testing.T) {
 			// tail's doc ids are coded for the range up to numDocs, so a
 			// smaller one may decode other ids, but never past it).
 			got, _, err := decodeSection(sec, uint32(len(docs)), docs[len(docs)-1])
-			if err == nil && len(docs)%pforBlock == 0 {
+			if err == nil && len(docs)%codec.BlockSize == 0 {
 				t.Fatalf("df %d: doc %d accepted in a segment of %d documents", len(docs), docs[len(docs)-1], docs[len(docs)-1])
 			}
 			for _, d := range got {
@@ -102,12 +104,12 @@ func TestDocsSectionRoundTrip(t *testing.T) {
 // postings: consecutive documents with frequency 1 take about two bits
 // each, plus at most 4 bytes of skip entry per block.
 func TestDocsSectionDenseIsSmall(t *testing.T) {
-	var enc docsEncoder
-	enc.reset(nil, 1<<20, false)
+	var enc codec.DocsEncoder
+	enc.Reset(nil, 1<<20, false)
 	for d := uint32(0); d < 128*100; d++ {
-		enc.add(2*d, 1)
+		enc.Add(2*d, 1)
 	}
-	sec := enc.finish()
+	sec := enc.Finish()
 	if len(sec) > 100*(4+16+4) {
 		t.Fatalf("12800 postings of gap 2 take %d bytes, want at most %d", len(sec), 100*(4+16+4))
 	}
@@ -117,12 +119,12 @@ func TestDocsSectionDenseIsSmall(t *testing.T) {
 // posting: 100 consecutive documents with frequency 1 take the gamma bit
 // of each frequency and nothing for the doc ids.
 func TestTailIsBitCoded(t *testing.T) {
-	var enc docsEncoder
-	enc.reset(nil, 1<<20, false)
+	var enc codec.DocsEncoder
+	enc.Reset(nil, 1<<20, false)
 	for d := uint32(0); d < 100; d++ {
-		enc.add(5000+d, 1)
+		enc.Add(5000+d, 1)
 	}
-	sec := enc.finish()
+	sec := enc.Finish()
 	// The interpolative code's outer levels pay for the 2^20 range (about
 	// 7×20 bits), the inner documents cost nothing; 100 bits of
 	// frequencies: 38 bytes, where varints took 100.
@@ -161,12 +163,12 @@ func TestInterpBlocks(t *testing.T) {
 	const numDocs = 1 << 20
 	sections := map[bool][]byte{}
 	for _, packed := range []bool{false, true} {
-		enc := docsEncoder{packedOnly: packed}
-		enc.reset(nil, numDocs, false)
+		enc := codec.DocsEncoder{PackedOnly: packed}
+		enc.Reset(nil, numDocs, false)
 		for i := range docs {
-			enc.add(docs[i], freqs[i])
+			enc.Add(docs[i], freqs[i])
 		}
-		sec := append([]byte(nil), enc.finish()...)
+		sec := append([]byte(nil), enc.Finish()...)
 		sections[packed] = sec
 		gotD, gotF, err := decodeSection(sec, uint32(len(docs)), numDocs)
 		if err != nil {
@@ -191,15 +193,15 @@ func TestInterpBlocks(t *testing.T) {
 // FuzzDocsSection decodes arbitrary bytes as a docs section: no panic, and
 // a section that decodes has increasing doc ids below numDocs.
 func FuzzDocsSection(f *testing.F) {
-	var enc docsEncoder
+	var enc codec.DocsEncoder
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, df := range []int{3, 130, 300} {
 		docs, freqs := randomPostings(rng, df, 1<<22)
-		enc.reset(nil, 1<<22, false)
+		enc.Reset(nil, 1<<22, false)
 		for i := range docs {
-			enc.add(docs[i], freqs[i])
+			enc.Add(docs[i], freqs[i])
 		}
-		f.Add(append([]byte(nil), enc.finish()...), uint32(len(docs)), uint32(1<<22), false)
+		f.Add(append([]byte(nil), enc.Finish()...), uint32(len(docs)), uint32(1<<22), false)
 		var t termPostings
 		for i := range docs {
 			t.freq = freqs[i]
@@ -208,11 +210,11 @@ func FuzzDocsSection(f *testing.F) {
 		f.Add(t.docs, uint32(len(docs)), uint32(1<<22), true)
 	}
 	docs, freqs := clusteredPostings(rng, 300)
-	enc.reset(nil, 1<<22, false)
+	enc.Reset(nil, 1<<22, false)
 	for i := range docs {
-		enc.add(docs[i], freqs[i])
+		enc.Add(docs[i], freqs[i])
 	}
-	f.Add(append([]byte(nil), enc.finish()...), uint32(len(docs)), uint32(1<<22), false)
+	f.Add(append([]byte(nil), enc.Finish()...), uint32(len(docs)), uint32(1<<22), false)
 	f.Fuzz(func(t *testing.T, sec []byte, df, numDocs uint32, legacy bool) {
 		df %= 1024
 		if df == 0 {
@@ -304,12 +306,12 @@ func BenchmarkDocsDecode(b *testing.B) {
 	docs, _ := clusteredPostings(rng, 100000)
 	d := docs[len(docs)-1]
 	for _, packed := range []bool{false, true} {
-		enc := docsEncoder{packedOnly: packed}
-		enc.reset(nil, d+1, false)
+		enc := codec.DocsEncoder{PackedOnly: packed}
+		enc.Reset(nil, d+1, false)
 		for _, doc := range docs {
-			enc.add(doc, 1+uint32(rng.IntN(2)))
+			enc.Add(doc, 1+uint32(rng.IntN(2)))
 		}
-		sec := append([]byte(nil), enc.finish()...)
+		sec := append([]byte(nil), enc.Finish()...)
 		name := "chosen"
 		if packed {
 			name = "packed"
@@ -333,20 +335,20 @@ func BenchmarkDocsDecode(b *testing.B) {
 func TestSkipTableChecked(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	docs, freqs := randomPostings(rng, 500, 1<<30)
-	var enc docsEncoder
-	enc.reset(nil, 1<<30, true)
+	var enc codec.DocsEncoder
+	enc.Reset(nil, 1<<30, true)
 	for i := range docs {
-		enc.add(docs[i], freqs[i])
+		enc.Add(docs[i], freqs[i])
 	}
-	sec := append([]byte(nil), enc.finish()...)
-	n, bd, bo, bc, ok := skipTableLen(sec, uint64(len(docs)))
+	sec := append([]byte(nil), enc.Finish()...)
+	n, bd, bo, bc, ok := codec.SkipTableLen(sec, uint64(len(docs)))
 	if !ok || n == 0 || bc == 0 {
 		t.Fatalf("no skip table with positions: %d bytes, widths %d %d %d", n, bd, bo, bc)
 	}
-	entries := uint(docsBlocks(uint64(len(docs))) - 1)
+	entries := uint(codec.DocsBlocks(uint64(len(docs))) - 1)
 	for _, bit := range []uint{0, entries * bd, entries * (bd + bo)} { // a bit of each column
 		bad := append([]byte(nil), sec...)
-		bad[skipHeader+bit/8] ^= 1 << (bit % 8)
+		bad[codec.SkipHeader+bit/8] ^= 1 << (bit % 8)
 		p := &Postings{}
 		p.start(bad, nil, uint32(len(docs)), 1<<30, true, false)
 		for p.Next() {
@@ -361,16 +363,16 @@ func TestSkipTableChecked(t *testing.T) {
 // panic or read outside the section.
 func TestLazyFreqsCorrupt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	var enc docsEncoder
+	var enc codec.DocsEncoder
 	visited, failed := 0, 0
 	for _, df := range []int{129, 300, 1000} {
 		const numDocs = 1 << 30
 		docs, freqs := randomPostings(rng, df, numDocs)
-		enc.reset(nil, numDocs, false)
+		enc.Reset(nil, numDocs, false)
 		for i := range docs {
-			enc.add(docs[i], freqs[i])
+			enc.Add(docs[i], freqs[i])
 		}
-		clean := append([]byte(nil), enc.finish()...)
+		clean := append([]byte(nil), enc.Finish()...)
 		for rep := 0; rep < 1000; rep++ {
 			sec := append([]byte(nil), clean...)
 			for range 1 + rng.IntN(3) {

@@ -3,6 +3,8 @@ package segment
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // TestDocIDParts checks that a docs section's parts add up to its length,
@@ -25,14 +27,14 @@ func TestDocIDParts(t *testing.T) {
 	}
 	d, f := clusteredPostings(rng, 1000)
 	cases = append(cases, tc{name: "clustered", docs: d, freqs: f, wantInter: true})
-	var enc docsEncoder
+	var enc codec.DocsEncoder
 	for _, c := range cases {
 		df := uint32(len(c.docs))
-		enc.reset(nil, numDocs, true)
+		enc.Reset(nil, numDocs, true)
 		for i := range c.docs {
-			enc.add(c.docs[i], c.freqs[i])
+			enc.Add(c.docs[i], c.freqs[i])
 		}
-		sec := enc.finish()
+		sec := enc.Finish()
 		p, ok := docsSectionParts(sec, df, numDocs)
 		if !ok {
 			t.Fatalf("%s df %d: section does not parse", c.name, df)
@@ -44,10 +46,10 @@ func TestDocIDParts(t *testing.T) {
 		if ids != p.IDs() || fr != p.Freqs {
 			t.Fatalf("%s df %d: sizes %d+%d, parts %+v", c.name, df, ids, fr, p)
 		}
-		if (p.Skip > 0) != (docsBlocks(uint64(df)) >= 2) || p.Legacy != 0 {
+		if (p.Skip > 0) != (codec.DocsBlocks(uint64(df)) >= 2) || p.Legacy != 0 {
 			t.Fatalf("%s df %d: parts %+v: skip table or legacy bytes wrong", c.name, df, p)
 		}
-		if (p.Tail > 0) != (df%pforBlock != 0) || (p.Packed+p.Interp > 0) != (df >= pforBlock) {
+		if (p.Tail > 0) != (df%codec.BlockSize != 0) || (p.Packed+p.Interp > 0) != (df >= codec.BlockSize) {
 			t.Fatalf("%s df %d: parts %+v: blocks and tail wrong", c.name, df, p)
 		}
 		if c.wantInter && p.Interp == 0 || !c.wantInter && p.Interp != 0 {

@@ -427,7 +427,7 @@ var fileKinds = map[string]string{
 // kindVersions holds the format version of the file kinds whose format
 // changed since FormatVersion; the others are at FormatVersion.
 var kindVersions = map[string]uint32{
-	// 2: docs sections in bit-packed blocks of 128 (docscodec.go).
+	// 2: docs sections in bit-packed blocks of 128 (codec/docs.go).
 	SuffixPostings: 2,
 	// 2: record offsets of 4 bytes when they fit, the width in the
 	// directory (blockmax.go, bmTableWidth).

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/summadev/summa/engine/internal/par"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // mergedPosting is one rebased posting of a term being merged out of order.
@@ -264,7 +265,7 @@ type chunkMerge struct {
 	fm    *fieldMerge
 	p     *Postings
 	norm  func(uint32) uint32
-	enc   docsEncoder
+	enc   codec.DocsEncoder
 	bmEnc bmEncoder
 	sec   []byte
 	// tdocs and freqs are the current term's output postings in order;
@@ -448,9 +449,9 @@ func (cm *chunkMerge) sortOut() {
 // name, its block-max record, and the sources' ordinal map entries.
 func (cm *chunkMerge) emit(term []byte, hits []dictHit) {
 	c, fm := cm.c, cm.fm
-	cm.enc.reset(cm.sec, cm.m.b.numDocs, fm.ix.tokenized)
-	cm.enc.addAll(cm.tdocs, cm.freqs)
-	cm.sec = cm.enc.finish()
+	cm.enc.Reset(cm.sec, cm.m.b.numDocs, fm.ix.tokenized)
+	cm.enc.AddAll(cm.tdocs, cm.freqs)
+	cm.sec = cm.enc.Finish()
 	c.docs = append(c.docs, cm.sec...)
 	local := uint32(len(c.terms))
 	c.terms = append(c.terms, chunkTerm{docsEnd: len(c.docs), posEnd: len(c.pos), df: uint32(len(cm.tdocs))})

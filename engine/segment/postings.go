@@ -7,16 +7,17 @@ import (
 	"sync"
 
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // Postings iterates the documents of one term in increasing doc id order.
 // A Postings is not safe for concurrent use; each call of Reader.Postings
 // returns a new one.
 //
-// Encoding (see doc.go and docscodec.go): the docs section holds a skip
+// Encoding (see doc.go and codec/docs.go): the docs section holds a skip
 // table when it has two blocks or more, then the term's documents in
-// blocks of pforBlock (doc-id gaps then frequencies, each a patched
-// bit-packed block), then a bit-coded tail of df%pforBlock documents
+// blocks of codec.BlockSize (doc-id gaps then frequencies, each a patched
+// bit-packed block), then a bit-coded tail of df%codec.BlockSize documents
 // (interpolative doc ids, gamma frequencies). The positions section,
 // present for tokenized fields, holds per document freq uvarints: the
 // first position, then gaps (>= 1).
@@ -50,16 +51,16 @@ type Postings struct {
 	// on the first Freq call (freqState says what is pending).
 	lazyFreq  bool
 	freqState uint8
-	freqOff   int       // offset of a pending PFor block or of a pending tail
-	freqR     bitReader // a pending tail's reader, at its frequencies
+	freqOff   int             // offset of a pending PFor block or of a pending tail
+	freqR     codec.BitReader // a pending tail's reader, at its frequencies
 	// pooled is the array behind bufDocs and bufFreq when it came from
 	// postingsBufs (full blocks), nil otherwise.
-	pooled *[2 * pforBlock]uint32
+	pooled *[2 * codec.BlockSize]uint32
 }
 
 // postingsBufs recycles the decode buffers of iterators over a full
 // block or more (see Release).
-var postingsBufs = sync.Pool{New: func() any { return new([2 * pforBlock]uint32) }}
+var postingsBufs = sync.Pool{New: func() any { return new([2 * codec.BlockSize]uint32) }}
 
 // errReleased is the error of an iterator used after Release.
 var errReleased = errors.New("segment: postings used after Release")
@@ -171,10 +172,10 @@ func (p *Postings) nextBlock() (docs, freqs []uint32, ok bool) {
 func (p *Postings) refill() bool {
 	left := p.df - p.dec
 	p.freqState = freqsDecoded
-	if want := int(min(p.df, pforBlock)); cap(p.bufDocs) < want {
-		if want == pforBlock {
-			p.pooled = postingsBufs.Get().(*[2 * pforBlock]uint32)
-			p.bufDocs, p.bufFreq = p.pooled[:pforBlock:pforBlock], p.pooled[pforBlock:]
+	if want := int(min(p.df, codec.BlockSize)); cap(p.bufDocs) < want {
+		if want == codec.BlockSize {
+			p.pooled = postingsBufs.Get().(*[2 * codec.BlockSize]uint32)
+			p.bufDocs, p.bufFreq = p.pooled[:codec.BlockSize:codec.BlockSize], p.pooled[codec.BlockSize:]
 		} else {
 			buf := make([]uint32, 2*want)
 			p.bufDocs, p.bufFreq = buf[:want:want], buf[want:]
@@ -189,28 +190,28 @@ func (p *Postings) refill() bool {
 	var k int
 	switch {
 	case p.legacy:
-		if k = p.refillLegacy(int(min(left, pforBlock))); k == 0 {
+		if k = p.refillLegacy(int(min(left, codec.BlockSize))); k == 0 {
 			return false
 		}
 		if !p.gapsToDocs(prev, k) {
 			return false
 		}
-	case left >= pforBlock:
+	case left >= codec.BlockSize:
 		if p.blk > 0 && !p.skip.check(p, p.blk-1) {
 			return false
 		}
-		k = pforBlock
+		k = codec.BlockSize
 		// A block followed by a skip entry can leave its frequencies
 		// undecoded: the entry gives the next block's offset.
 		lazy := p.lazyFreq && p.blk < p.skip.entries
 		var off int
 		var err error
-		if p.off < len(p.docs) && p.docs[p.off] == interpMarker {
+		if p.off < len(p.docs) && p.docs[p.off] == codec.InterpMarker {
 			if off, err = p.interpGaps(prev); err != nil {
 				return p.corrupt("docs block at offset %d: %v", p.off, err)
 			}
 		} else {
-			off, err = unpackPFor(p.docs, p.off, p.bufDocs[:k])
+			off, err = codec.UnpackPFor(p.docs, p.off, p.bufDocs[:k])
 		}
 		switch {
 		case err == nil && lazy:
@@ -220,7 +221,7 @@ func (p *Postings) refill() bool {
 			}
 			p.freqState, p.freqOff, off = freqsPFor, off, int(next)
 		case err == nil:
-			off, err = unpackPFor(p.docs, off, p.bufFreq[:k])
+			off, err = codec.UnpackPFor(p.docs, off, p.bufFreq[:k])
 		}
 		if err != nil {
 			return p.corrupt("docs block at offset %d: %v", p.off, err)
@@ -238,8 +239,8 @@ func (p *Postings) refill() bool {
 			return false
 		}
 		k = int(left)
-		r := bitReader{src: p.docs[p.off:]}
-		if !readTailDocs(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
+		r := codec.NewBitReader(p.docs[p.off:])
+		if !codec.ReadTailDocs(&r, p.bufDocs[:k], prev+1, int64(p.numDocs)-1) {
 			return p.corrupt("bad tail doc ids at offset %d", p.off)
 		}
 		if p.lazyFreq {
@@ -247,14 +248,14 @@ func (p *Postings) refill() bool {
 			break
 		}
 		for i := 0; i < k; i++ {
-			f, ok := r.gamma()
+			f, ok := r.Gamma()
 			if !ok {
 				return p.corrupt("bad tail frequency at offset %d", p.off)
 			}
 			p.bufFreq[i] = f
 			p.cumFreq += uint64(f)
 		}
-		p.off += int((r.pos + 7) / 8)
+		p.off += int((r.Pos() + 7) / 8)
 	}
 	p.blk++
 	p.dec += uint32(k)
@@ -262,15 +263,15 @@ func (p *Postings) refill() bool {
 	return true
 }
 
-// interpGaps decodes an interpolative full block (readInterpBlock) after
-// doc prev into the buffer as gaps minus one, as unpackPFor leaves them,
+// interpGaps decodes an interpolative full block (codec.ReadInterpBlock) after
+// doc prev into the buffer as gaps minus one, as codec.UnpackPFor leaves them,
 // and returns the offset after it.
 func (p *Postings) interpGaps(prev int64) (int, error) {
-	off, ok := readInterpBlock(p.docs, p.off, prev, p.numDocs, p.bufDocs[:pforBlock])
+	off, ok := codec.ReadInterpBlock(p.docs, p.off, prev, p.numDocs, p.bufDocs[:codec.BlockSize])
 	if !ok {
-		return off, errPFor
+		return off, codec.ErrPFor
 	}
-	for i, d := range p.bufDocs[:pforBlock] {
+	for i, d := range p.bufDocs[:codec.BlockSize] {
 		p.bufDocs[i] = uint32(int64(d) - prev - 1)
 		prev = int64(d)
 	}
@@ -374,7 +375,7 @@ func longPositionAt(pos []byte, off int) (v uint64, next int, ok bool) {
 	if off+1 < len(pos) && pos[off+1] < 0x80 {
 		return uint64(pos[off]&0x7f) | uint64(pos[off+1])<<7, off + 2, true
 	}
-	return uvarintAt(pos, off)
+	return codec.UvarintAt(pos, off)
 }
 
 // HasPositionIn reports whether the current document holds one of the
@@ -506,7 +507,7 @@ func eightGaps(w uint64) (sum uint64, ok bool) {
 func (p *Postings) refillLegacy(n int) int {
 	off := p.off
 	for i := 0; i < n; i++ {
-		v, next, ok := uvarintAt(p.docs, off)
+		v, next, ok := codec.UvarintAt(p.docs, off)
 		if !ok || v>>1 > 1<<32-1 || (v>>1 == 0 && (i > 0 || p.dec > 0)) {
 			p.corrupt("bad doc varint at offset %d", off)
 			return 0
@@ -518,7 +519,7 @@ func (p *Postings) refillLegacy(n int) int {
 		}
 		p.bufFreq[i] = 0
 		if v&1 == 0 {
-			f, next, ok := uvarintAt(p.docs, off)
+			f, next, ok := codec.UvarintAt(p.docs, off)
 			if !ok || f == 0 || f > 1<<32-1 {
 				p.corrupt("bad term frequency at offset %d", off)
 				return 0
@@ -591,7 +592,7 @@ func (p *Postings) rawPositions() ([]byte, error) {
 	off := p.posCur
 	for i := uint32(0); i < p.freq; i++ {
 		var ok bool
-		if _, off, ok = uvarintAt(p.pos, off); !ok {
+		if _, off, ok = codec.UvarintAt(p.pos, off); !ok {
 			p.corrupt("bad position varint of doc %d", p.doc)
 			return nil, p.err
 		}
@@ -620,7 +621,7 @@ func (p *Postings) checkEnd() error {
 // termPostings accumulates one term's postings in a Builder. The docs are
 // kept compact while documents arrive, per document uvarint(delta<<1 |
 // freqIsOne) then uvarint(freq) when freqIsOne is 0, and are re-encoded
-// into blocks by Write (docsEncoder); positions are already final.
+// into blocks by Write (codec.DocsEncoder); positions are already final.
 type termPostings struct {
 	docs    []byte
 	pos     []byte

@@ -1,5 +1,7 @@
 package segment
 
+import "github.com/summadev/summa/engine/segment/codec"
+
 // What Postings.freqState says of the buffered block's frequencies.
 const (
 	// freqsDecoded: bufFreq holds them (or nothing is buffered).
@@ -35,7 +37,7 @@ func (p *Postings) decodeFreqs() {
 	k := p.bufN
 	switch state {
 	case freqsPFor:
-		end, err := unpackPFor(p.docs, p.freqOff, p.bufFreq[:k])
+		end, err := codec.UnpackPFor(p.docs, p.freqOff, p.bufFreq[:k])
 		if err != nil || end != p.off {
 			p.corrupt("frequencies at offset %d: %v (end %d, next block at %d)", p.freqOff, err, end, p.off)
 			p.freq, p.done = 0, true
@@ -52,7 +54,7 @@ func (p *Postings) decodeFreqs() {
 	case freqsTail:
 		r := p.freqR
 		for i := 0; i < k; i++ {
-			f, ok := r.gamma()
+			f, ok := r.Gamma()
 			if !ok {
 				p.corrupt("bad tail frequency at offset %d", p.freqOff)
 				p.freq, p.done = 0, true
@@ -60,7 +62,7 @@ func (p *Postings) decodeFreqs() {
 			}
 			p.bufFreq[i] = f
 		}
-		p.off = p.freqOff + int((r.pos+7)/8)
+		p.off = p.freqOff + int((r.Pos()+7)/8)
 	}
 	if p.bufI > 0 {
 		p.freq = p.bufFreq[p.bufI-1]

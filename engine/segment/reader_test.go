@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/analysis"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // TestDiskMmap writes a segment to a real directory and reads it through
@@ -223,7 +224,7 @@ func TestPostingsRelease(t *testing.T) {
 		if err != nil || p == nil {
 			t.Fatalf("postings of the: %v", err)
 		}
-		if p.DocFreq() < pforBlock {
+		if p.DocFreq() < codec.BlockSize {
 			t.Fatalf("the is in %d documents, want a full block", p.DocFreq())
 		}
 		var got []uint32

@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
+	"github.com/summadev/summa/engine/segment/seismic"
 	"github.com/summadev/summa/internal/defaults"
 )
 
@@ -23,8 +23,6 @@ const (
 	// SeismicAlpha is α: a block summary keeps its largest coordinates
 	// until they hold this share of the summary's mass.
 	SeismicAlpha = 0.8
-	// seismicSingleBlock is the list length up to which a list is one block.
-	seismicSingleBlock = 16
 )
 
 // SeismicOptions tune the Seismic index a Builder writes.
@@ -62,31 +60,18 @@ func (b *Builder) SetSeismic(o SeismicOptions) {
 	b.seismic = o
 }
 
-// seisBlock is one block of a dimension's list.
-type seisBlock struct {
-	docs    []uint32 // increasing
-	sumDims []uint32 // increasing dimension ordinals
-	sumVals []uint8  // quantized summary values
-	scale   float32  // summary value = q * scale
-}
-
 // seisField is one sparse field's Seismic index in memory.
 type seisField struct {
 	ord     int
 	numDims int
 	pending []bool
-	blocks  [][]seisBlock // per dimension ordinal
+	blocks  [][]seismic.Block // per dimension ordinal
 	// forward index: doc's entries are fwdDims/fwdVals[fwdOff[doc]:fwdOff[doc+1]]
 	fwdOff  []uint32
 	fwdDims []uint32
 	fwdVals []float32
 	// lists: per dimension ordinal, its postings (doc, weight)
-	lists [][]seisPosting
-}
-
-type seisPosting struct {
-	doc uint32
-	w   float32
+	lists [][]seismic.Posting
 }
 
 // buildSeismic builds the Seismic index of sparse field i.
@@ -102,18 +87,18 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 		ordOf[local] = uint32(ord)
 	}
 	sf := &seisField{ord: i, numDims: len(order), pending: make([]bool, len(order)),
-		blocks: make([][]seisBlock, len(order)), lists: make([][]seisPosting, len(order))}
+		blocks: make([][]seismic.Block, len(order)), lists: make([][]seismic.Posting, len(order))}
 	counts := make([]uint32, b.numDocs+1)
 	for ord, local := range order {
 		data := sb.posts[local].data
-		list := make([]seisPosting, 0, sb.posts[local].df)
+		list := make([]seismic.Posting, 0, sb.posts[local].df)
 		var doc uint32
 		for off := 0; off < len(data); {
 			v, k := binary.Uvarint(data[off:])
 			doc += uint32(v)
 			w := math.Float32frombits(binary.LittleEndian.Uint32(data[off+k:]))
 			off += k + 4
-			list = append(list, seisPosting{doc, w})
+			list = append(list, seismic.Posting{Doc: doc, W: w})
 			counts[doc+1]++
 		}
 		sf.lists[ord] = list
@@ -128,9 +113,9 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 	fill := append([]uint32(nil), sf.fwdOff[:b.numDocs]...)
 	for ord, list := range sf.lists {
 		for _, p := range list {
-			sf.fwdDims[fill[p.doc]] = uint32(ord)
-			sf.fwdVals[fill[p.doc]] = p.w
-			fill[p.doc]++
+			sf.fwdDims[fill[p.Doc]] = uint32(ord)
+			sf.fwdVals[fill[p.Doc]] = p.W
+			fill[p.Doc]++
 		}
 	}
 	need := make([]bool, len(order))
@@ -149,7 +134,7 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 		}
 	}
 	budget := b.seismic.Budget
-	c := newClusterer(sf, b.seismic)
+	c := sf.clusterer(b.seismic)
 	for ord := range need {
 		if !need[ord] {
 			continue
@@ -165,10 +150,10 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 		if upgrade != nil && upgrade[ord] {
 			// From a segment written before seis files: placed whatever
 			// the budget, once, so that an ordinary merge upgrades it.
-			sf.blocks[ord] = c.place(uint32(ord), sf.lists[ord])
+			sf.blocks[ord] = c.Place(uint32(ord), sf.lists[ord])
 			continue
 		}
-		cost := int64(min(len(sf.lists[ord]), c.o.Lambda))
+		cost := int64(min(len(sf.lists[ord]), b.seismic.Lambda))
 		if budget < 0 || (budget > 0 && cost > budget) {
 			sf.pending[ord] = true
 			sf.blocks[ord] = nil
@@ -181,7 +166,7 @@ func (b *Builder) buildSeismic(ctx context.Context, i int) (*seisField, error) {
 				budget = -1
 			}
 		}
-		sf.blocks[ord] = c.place(uint32(ord), sf.lists[ord])
+		sf.blocks[ord] = c.Place(uint32(ord), sf.lists[ord])
 	}
 	return sf, nil
 }
@@ -243,7 +228,7 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 				if err != nil {
 					return nil, err
 				}
-				if len(nb.docs) > 0 {
+				if len(nb.Docs) > 0 {
 					sf.blocks[o] = append(sf.blocks[o], nb)
 				}
 			}
@@ -259,161 +244,9 @@ func (sf *seisField) carry(field int, carries []SeismicCarry, ids map[string]uin
 	return upgrade, nil
 }
 
-// clusterer places dimensions: top-λ postings, shallow k-means over the
-// documents' vectors, block summaries.
-type clusterer struct {
-	sf     *seisField
-	o      SeismicOptions
-	inv    [][]centW // per dimension: centroids having it
-	touch  []uint32
-	scores []float32
-	maxv   []float32 // summary scratch, per dimension
-	used   []uint32
-}
-
-type centW struct {
-	c uint32
-	w float32
-}
-
-func newClusterer(sf *seisField, o SeismicOptions) *clusterer {
-	return &clusterer{sf: sf, o: o, inv: make([][]centW, sf.numDims), maxv: make([]float32, sf.numDims)}
-}
-
-func (c *clusterer) vec(doc uint32) ([]uint32, []float32) {
-	s, e := c.sf.fwdOff[doc], c.sf.fwdOff[doc+1]
-	return c.sf.fwdDims[s:e], c.sf.fwdVals[s:e]
-}
-
-// place clusters one dimension's list into blocks.
-func (c *clusterer) place(dim uint32, list []seisPosting) []seisBlock {
-	if len(list) == 0 {
-		return nil
-	}
-	list = slices.Clone(list)
-	slices.SortStableFunc(list, func(a, b seisPosting) int {
-		if a.w != b.w {
-			if a.w > b.w {
-				return -1
-			}
-			return 1
-		}
-		return int(a.doc) - int(b.doc)
-	})
-	list = list[:min(len(list), c.o.Lambda)]
-	nc := 1
-	if len(list) > seismicSingleBlock {
-		nc = max(1, int(math.Ceil(float64(len(list))*c.o.CentroidFraction)))
-	}
-	groups := make([][]uint32, nc)
-	if nc == 1 {
-		for _, p := range list {
-			groups[0] = append(groups[0], p.doc)
-		}
-	} else {
-		rng := rand.New(rand.NewPCG(uint64(dim), uint64(len(list))))
-		perm := rng.Perm(len(list))[:nc]
-		for ci, pi := range perm {
-			dims, vals := c.vec(list[pi].doc)
-			for k, d := range dims {
-				if len(c.inv[d]) == 0 {
-					c.touch = append(c.touch, d)
-				}
-				c.inv[d] = append(c.inv[d], centW{uint32(ci), vals[k]})
-			}
-		}
-		if cap(c.scores) < nc {
-			c.scores = make([]float32, nc)
-		}
-		scores := c.scores[:nc]
-		for _, p := range list {
-			clear(scores)
-			dims, vals := c.vec(p.doc)
-			for k, d := range dims {
-				for _, cw := range c.inv[d] {
-					scores[cw.c] += vals[k] * cw.w
-				}
-			}
-			best := 0
-			for ci := 1; ci < nc; ci++ {
-				if scores[ci] > scores[best] {
-					best = ci
-				}
-			}
-			groups[best] = append(groups[best], p.doc)
-		}
-		for _, d := range c.touch {
-			c.inv[d] = c.inv[d][:0]
-		}
-		c.touch = c.touch[:0]
-	}
-	var out []seisBlock
-	for _, g := range groups {
-		if len(g) == 0 {
-			continue
-		}
-		slices.Sort(g)
-		out = append(out, c.summarize(dim, g))
-	}
-	return out
-}
-
-// summarize builds a block's summary: the coordinate-wise maximum of its
-// documents' vectors, cropped to α of its mass, quantized to u8 (rounded
-// up, so a kept coordinate never underestimates). The list's own
-// dimension is always kept: every document of the block has it.
-func (c *clusterer) summarize(dim uint32, docs []uint32) seisBlock {
-	for _, doc := range docs {
-		dims, vals := c.vec(doc)
-		for k, d := range dims {
-			v := max(vals[k], 0)
-			if v == 0 {
-				continue
-			}
-			if c.maxv[d] == 0 {
-				c.used = append(c.used, d)
-			}
-			c.maxv[d] = max(c.maxv[d], v)
-		}
-	}
-	used := c.used
-	slices.SortFunc(used, func(a, b uint32) int {
-		if c.maxv[a] != c.maxv[b] {
-			if c.maxv[a] > c.maxv[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(a) - int(b)
-	})
-	var mass, top float64
-	for _, d := range used {
-		mass += float64(c.maxv[d])
-	}
-	keep := 0
-	for keep < len(used) && (keep == 0 || top < c.o.Alpha*mass) {
-		top += float64(c.maxv[used[keep]])
-		keep++
-	}
-	blk := seisBlock{docs: docs}
-	if keep > 0 {
-		kept := slices.Clone(used[:keep])
-		if c.maxv[dim] > 0 && !slices.Contains(kept, dim) {
-			kept = append(kept, dim)
-		}
-		slices.Sort(kept)
-		hi := c.maxv[used[0]]
-		blk.scale = hi / 255
-		blk.sumDims = kept
-		blk.sumVals = make([]uint8, len(kept))
-		for k, d := range kept {
-			q := math.Ceil(float64(c.maxv[d]) / float64(blk.scale))
-			blk.sumVals[k] = uint8(min(q, 255))
-		}
-	}
-	for _, d := range used {
-		c.maxv[d] = 0
-	}
-	c.used = used[:0]
-	return blk
+// clusterer returns a seismic.Clusterer over sf's forward index with o's
+// parameters.
+func (sf *seisField) clusterer(o SeismicOptions) *seismic.Clusterer {
+	fwd := seismic.Forward{Off: sf.fwdOff, Dims: sf.fwdDims, Vals: sf.fwdVals}
+	return seismic.NewClusterer(fwd, sf.numDims, seismic.Params{Lambda: o.Lambda, CentroidFraction: o.CentroidFraction, Alpha: o.Alpha})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/seismic"
 )
 
 // The seis file (see doc.go): per sparse_vector field eight regions of
@@ -64,20 +65,20 @@ func encodeSeismic(w *fileWriter, numDocs uint32, fields []*seisField) error {
 			dimTab = binary.LittleEndian.AppendUint32(dimTab, flags)
 			for _, blk := range sf.blocks[d] {
 				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(e.nSum))
-				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(len(blk.sumDims)))
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(len(blk.SumDims)))
 				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(e.nDocs))
-				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(len(blk.docs)))
-				blockTab = binary.LittleEndian.AppendUint32(blockTab, math.Float32bits(blk.scale))
-				for _, x := range blk.sumDims {
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, uint32(len(blk.Docs)))
+				blockTab = binary.LittleEndian.AppendUint32(blockTab, math.Float32bits(blk.Scale))
+				for _, x := range blk.SumDims {
 					sumDims = binary.LittleEndian.AppendUint32(sumDims, x)
 				}
-				sumVals = append(sumVals, blk.sumVals...)
-				for _, x := range blk.docs {
+				sumVals = append(sumVals, blk.SumVals...)
+				for _, x := range blk.Docs {
 					docs = binary.LittleEndian.AppendUint32(docs, x)
 				}
 				e.nBlocks++
-				e.nSum += uint64(len(blk.sumDims))
-				e.nDocs += uint64(len(blk.docs))
+				e.nSum += uint64(len(blk.SumDims))
+				e.nDocs += uint64(len(blk.Docs))
 			}
 		}
 		if e.nBlocks > math.MaxUint32 || e.nSum > math.MaxUint32 || e.nDocs > math.MaxUint32 {
@@ -347,30 +348,30 @@ func (x *SeismicIndex) DocScore(doc uint32, q *SeismicQuery) (float64, error) {
 // copyBlock returns block blk with remapped doc ids (dropped ones left
 // out) and summary dimensions mapped through outOrd: an encoded run copied
 // by a merge, summaries and quantization kept as they are.
-func (x *SeismicIndex) copyBlock(blk uint32, outOrd []uint32, remap func(uint32) (uint32, bool)) (seisBlock, error) {
+func (x *SeismicIndex) copyBlock(blk uint32, outOrd []uint32, remap func(uint32) (uint32, bool)) (seismic.Block, error) {
 	sumOff, sumLen, _, _, scale, err := x.block(blk)
 	if err != nil {
-		return seisBlock{}, err
+		return seismic.Block{}, err
 	}
 	docs, err := x.BlockDocs(blk, nil)
 	if err != nil {
-		return seisBlock{}, err
+		return seismic.Block{}, err
 	}
-	out := seisBlock{scale: scale}
+	out := seismic.Block{Scale: scale}
 	for _, d := range docs {
 		if nd, ok := remap(d); ok {
-			out.docs = append(out.docs, nd)
+			out.Docs = append(out.Docs, nd)
 		}
 	}
-	slices.Sort(out.docs)
+	slices.Sort(out.Docs)
 	for k := sumOff; k < sumOff+sumLen; k++ {
 		d := u32at(x.sumDims, k)
 		if d >= uint32(len(outOrd)) {
-			return seisBlock{}, x.corrupt("block %d: summary dimension %d of %d", blk, d, len(outOrd))
+			return seismic.Block{}, x.corrupt("block %d: summary dimension %d of %d", blk, d, len(outOrd))
 		}
 		if outOrd[d] != dropDim {
-			out.sumDims = append(out.sumDims, outOrd[d])
-			out.sumVals = append(out.sumVals, x.sumVals[k])
+			out.SumDims = append(out.SumDims, outOrd[d])
+			out.SumVals = append(out.SumVals, x.sumVals[k])
 		}
 	}
 	return out, nil

@@ -1,6 +1,10 @@
 package segment
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/summadev/summa/engine/segment/seismic"
+)
 
 // mergeSeismic makes the output builder copy every source's placed
 // Seismic blocks as encoded runs through the merge's doc-id map (Write
@@ -37,7 +41,7 @@ func mergeSeismicField(field int, numDocs uint32, outDims []string, carries []Se
 		ids[name] = uint32(o)
 	}
 	sf := &seisField{ord: field, numDims: len(outDims), pending: make([]bool, len(outDims)),
-		blocks: make([][]seisBlock, len(outDims))}
+		blocks: make([][]seismic.Block, len(outDims))}
 	need := make([]bool, len(outDims))
 	// Dimensions to upgrade (from segments without Seismic index) stay
 	// pending here: this hook places nothing.

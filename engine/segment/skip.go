@@ -1,5 +1,7 @@
 package segment
 
+import "github.com/summadev/summa/engine/segment/codec"
+
 // skipTable is the parsed header of a docs section's skip table (doc.go,
 // "post"): per block but the last, the block's last doc id, the offset of
 // the next block relative to the end of the table, and the sum of the
@@ -14,13 +16,13 @@ type skipTable struct {
 // parse reads the table at the start of docs, a section of df documents,
 // and moves p past it; a table that does not fit makes p corrupt.
 func (t *skipTable) parse(p *Postings, docs []byte, df uint32) {
-	n, bd, bo, bc, ok := skipTableLen(docs, uint64(df))
+	n, bd, bo, bc, ok := codec.SkipTableLen(docs, uint64(df))
 	if !ok {
 		p.corrupt("bad skip table for %d documents", df)
 		return
 	}
 	if n > 0 {
-		*t = skipTable{entries: uint32(docsBlocks(uint64(df)) - 1), bd: bd, bo: bo, bc: bc, base: n}
+		*t = skipTable{entries: uint32(codec.DocsBlocks(uint64(df)) - 1), bd: bd, bo: bo, bc: bc, base: n}
 	}
 	p.off = n
 }
@@ -29,18 +31,18 @@ func (t *skipTable) parse(p *Postings, docs []byte, df uint32) {
 // in the docs section and the frequencies of blocks 0..i. The table's
 // length was checked by parse, so the reads cannot fail.
 func (t *skipTable) entry(docs []byte, i uint32) (last uint64, off uint64, cum uint64) {
-	r := bitReader{src: docs[skipHeader:t.base]}
+	r := codec.NewBitReader(docs[codec.SkipHeader:t.base])
 	e := uint64(t.entries)
-	last, _ = r.at(uint64(i)*uint64(t.bd), t.bd)
-	off, _ = r.at(e*uint64(t.bd)+uint64(i)*uint64(t.bo), t.bo)
-	cum, _ = r.at(e*uint64(t.bd+t.bo)+uint64(i)*uint64(t.bc), t.bc)
+	last, _ = r.At(uint64(i)*uint64(t.bd), t.bd)
+	off, _ = r.At(e*uint64(t.bd)+uint64(i)*uint64(t.bo), t.bo)
+	cum, _ = r.At(e*uint64(t.bd+t.bo)+uint64(i)*uint64(t.bc), t.bc)
 	return last, off + uint64(t.base), cum
 }
 
 // lastDoc returns the last doc of block i.
 func (t *skipTable) lastDoc(docs []byte, i uint32) uint64 {
-	r := bitReader{src: docs[skipHeader:t.base]}
-	v, _ := r.at(uint64(i)*uint64(t.bd), t.bd)
+	r := codec.NewBitReader(docs[codec.SkipHeader:t.base])
+	v, _ := r.At(uint64(i)*uint64(t.bd), t.bd)
 	return v
 }
 
@@ -134,8 +136,8 @@ func (p *Postings) skipTo(target uint32) {
 	case p.dec > 0:
 		prev = int64(p.doc) // after an earlier jump
 	}
-	// Blocks p.blk..j-1 hold at least pforBlock documents each.
-	if int64(last) < prev+int64(j-p.blk)*pforBlock || last >= uint64(p.numDocs) || off > uint64(len(p.docs)) || off < uint64(p.off) {
+	// Blocks p.blk..j-1 hold at least codec.BlockSize documents each.
+	if int64(last) < prev+int64(j-p.blk)*codec.BlockSize || last >= uint64(p.numDocs) || off > uint64(len(p.docs)) || off < uint64(p.off) {
 		p.corrupt("skip entry %d (doc %d, offset %d) out of range", j-1, last, off)
 		return
 	}
@@ -149,7 +151,7 @@ func (p *Postings) skipTo(target uint32) {
 	}
 	p.off = int(off)
 	p.doc, p.cumFreq = uint32(last), cum
-	p.blk, p.dec, p.n = j, j*pforBlock, j*pforBlock
+	p.blk, p.dec, p.n = j, j*codec.BlockSize, j*codec.BlockSize
 	p.bufI, p.bufN = 0, 0
 	p.freqState = freqsDecoded
 }

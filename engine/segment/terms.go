@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // termBlockSize is the number of terms per dictionary block.
@@ -241,11 +242,11 @@ func (d *dict) firstTerm(b uint32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	shared, off, ok := uvarintAt(data, 0)
+	shared, off, ok := codec.UvarintAt(data, 0)
 	if !ok || shared != 0 {
 		return nil, corruptf(d.id, d.suffix, "dictionary block %d does not start with a full term", b)
 	}
-	n, off, ok := uvarintAt(data, off)
+	n, off, ok := codec.UvarintAt(data, off)
 	if !ok || n > uint64(len(data)-off) {
 		return nil, corruptf(d.id, d.suffix, "dictionary block %d: bad first term length", b)
 	}
@@ -284,22 +285,22 @@ func (c *blockCursor) next(term []byte) (_ []byte, ok bool, err error) {
 	}
 	d := c.d
 	first := c.off == 0
-	shared, off, ok := uvarintAt(c.data, c.off)
+	shared, off, ok := codec.UvarintAt(c.data, c.off)
 	if !ok || (!first && shared > uint64(len(term))) || (first && shared != 0) {
 		return term, false, corruptf(d.id, d.suffix, "term %d: bad shared prefix length", c.e.ord)
 	}
-	n, off, ok := uvarintAt(c.data, off)
+	n, off, ok := codec.UvarintAt(c.data, off)
 	if !ok || n > uint64(len(c.data)-off) {
 		return term, false, corruptf(d.id, d.suffix, "term %d: bad suffix length", c.e.ord)
 	}
 	term = append(term[:shared], c.data[off:off+int(n)]...)
 	off += int(n)
-	df, off, ok1 := uvarintAt(c.data, off)
-	docsLen, off, ok2 := uvarintAt(c.data, off)
+	df, off, ok1 := codec.UvarintAt(c.data, off)
+	docsLen, off, ok2 := codec.UvarintAt(c.data, off)
 	var posLen uint64
 	ok3 := true
 	if d.hasPos {
-		posLen, off, ok3 = uvarintAt(c.data, off)
+		posLen, off, ok3 = codec.UvarintAt(c.data, off)
 	}
 	if !ok1 || !ok2 || !ok3 {
 		return term, false, corruptf(d.id, d.suffix, "term %d: truncated entry", c.e.ord)
@@ -337,22 +338,22 @@ func (d *dict) lookup(term string) (termEntry, bool, error) {
 	left := min(d.blockSize, d.numTerms-ord)
 	off, matched, prevLen := 0, 0, uint64(0)
 	for i := uint32(0); i < left; i++ {
-		shared, o, ok := uvarintAt(data, off)
+		shared, o, ok := codec.UvarintAt(data, off)
 		if !ok || shared > prevLen || (i == 0 && shared != 0) {
 			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: bad shared prefix length", ord+i)
 		}
-		n, o, ok := uvarintAt(data, o)
+		n, o, ok := codec.UvarintAt(data, o)
 		if !ok || n > uint64(len(data)-o) {
 			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: bad suffix length", ord+i)
 		}
 		suffix := data[o : o+int(n)]
 		o += int(n)
-		df, o, ok1 := uvarintAt(data, o)
-		docsLen, o, ok2 := uvarintAt(data, o)
+		df, o, ok1 := codec.UvarintAt(data, o)
+		docsLen, o, ok2 := codec.UvarintAt(data, o)
 		var posLen uint64
 		ok3 := true
 		if d.hasPos {
-			posLen, o, ok3 = uvarintAt(data, o)
+			posLen, o, ok3 = codec.UvarintAt(data, o)
 		}
 		if !ok1 || !ok2 || !ok3 {
 			return termEntry{}, false, corruptf(d.id, d.suffix, "term %d: truncated entry", ord+i)
@@ -390,7 +391,7 @@ func (d *dict) lookup(term string) (termEntry, bool, error) {
 // document frequency against the segment and its postings length, and its
 // postings range against the field's region.
 func (d *dict) checkEntry(ord uint32, df, postOff, docsLen, posLen uint64) error {
-	if df == 0 || df > uint64(d.numDocs) || docsLen < minDocsLen(df) {
+	if df == 0 || df > uint64(d.numDocs) || docsLen < codec.MinDocsLen(df) {
 		return corruptf(d.id, d.suffix, "term %d: document frequency %d with %d postings bytes in %d documents", ord, df, docsLen, d.numDocs)
 	}
 	region := uint64(len(d.post))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // checkPositionsSimple is checkPositions without its eight-gap fast path,
@@ -15,7 +17,7 @@ func checkPositionsSimple(p *Postings, off int, doc, freq uint32) int {
 	}
 	var last uint64
 	for i := uint32(0); i < freq; i++ {
-		v, next, ok := uvarintAt(p.pos, off)
+		v, next, ok := codec.UvarintAt(p.pos, off)
 		if !ok {
 			p.corrupt("bad position varint of doc %d", doc)
 			return -1

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // TestValidateChecksPositionsBehindTheCRC edits the positions of a body
@@ -31,7 +32,7 @@ func TestValidateChecksPositionsBehindTheCRC(t *testing.T) {
 		for p.Next() {
 			freq := p.Freq()
 			for i := uint32(0); i < freq; i++ {
-				_, next, _ := uvarintAt(pos, off)
+				_, next, _ := codec.UvarintAt(pos, off)
 				edit := ""
 				switch {
 				case i == 1 && next == off+1 && !found["increasing"]:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // Dense presence modes.
@@ -299,7 +300,7 @@ func (p *SparsePostings) Next() bool {
 		}
 		return false
 	}
-	v, off, ok := uvarintAt(p.data, p.off)
+	v, off, ok := codec.UvarintAt(p.data, p.off)
 	if !ok || len(p.data)-off < 4 {
 		return p.corrupt("truncated sparse posting")
 	}

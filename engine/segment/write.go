@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment/codec"
 )
 
 // FileInfo is one file of a segment as recorded in metadata.json.
@@ -224,7 +225,7 @@ func (b *Builder) sortTerms(ctx context.Context) ([]sortedTerms, error) {
 // directory: numDocs, nFields, nFields × (ord, offset, length).
 func (b *Builder) writePostings(ctx context.Context, w *fileWriter, sorted []sortedTerms, regions []postRegion) error {
 	var ords []int
-	var enc docsEncoder
+	var enc codec.DocsEncoder
 	var scratch []byte
 	for i := range b.fields {
 		ix := b.fields[i].index

@@ -1,4 +1,4 @@
-package segment
+package codec
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 
 // TestCodeLengthsMatchEncoders checks that interpBits, gapsGammaBits and
 // interpBlockLen, which choose a code without writing it, count exactly
-// what appendInterp, appendGapsGamma and appendInterpBlock write, on
+// what AppendInterp, appendGapsGamma and AppendInterpBlock write, on
 // sparse, dense and clustered doc-id lists.
 func TestCodeLengthsMatchEncoders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
@@ -24,25 +24,25 @@ func TestCodeLengthsMatchEncoders(t *testing.T) {
 			docs[i] = d
 		}
 		hi := docs[n-1] + uint32(rng.IntN(50))
-		var w bitWriter
-		appendInterp(&w, docs, lo, hi)
+		var w BitWriter
+		AppendInterp(&w, docs, lo, hi)
 		if got := interpBits(docs, lo, hi); got != w.len {
-			t.Fatalf("trial %d: interpBits %d, appendInterp wrote %d bits", trial, got, w.len)
+			t.Fatalf("trial %d: interpBits %d, AppendInterp wrote %d bits", trial, got, w.len)
 		}
-		w = bitWriter{}
+		w = BitWriter{}
 		appendGapsGamma(&w, docs, lo, hi)
 		if got := gapsGammaBits(docs, lo, hi); got != w.len {
 			t.Fatalf("trial %d: gapsGammaBits %d, appendGapsGamma wrote %d bits", trial, got, w.len)
 		}
-		if n >= pforBlock {
+		if n >= BlockSize {
 			prev := int64(docs[0]) - 1 - int64(rng.IntN(2))
 			if prev < -1 {
 				prev = -1
 			}
-			block := docs[n-pforBlock:]
+			block := docs[n-BlockSize:]
 			prev = min(prev, int64(block[0])-1)
-			if got, want := interpBlockLen(block, prev), len(appendInterpBlock(nil, block, prev)); got != want {
-				t.Fatalf("trial %d: interpBlockLen %d, appendInterpBlock wrote %d bytes", trial, got, want)
+			if got, want := interpBlockLen(block, prev), len(AppendInterpBlock(nil, block, prev)); got != want {
+				t.Fatalf("trial %d: interpBlockLen %d, AppendInterpBlock wrote %d bytes", trial, got, want)
 			}
 		}
 	}

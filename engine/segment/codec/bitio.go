@@ -1,24 +1,24 @@
-package segment
+package codec
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// bitWriter appends values of given bit widths LSB-first to a byte slice
+// BitWriter appends values of given bit widths LSB-first to a byte slice
 // (the bit codes of docs sections: skip tables, interpolative doc ids,
 // gamma frequencies).
-type bitWriter struct {
+type BitWriter struct {
 	buf []byte
 	acc uint64 // pending bits, the oldest lowest
 	n   uint   // number of pending bits (< 8 between calls)
 	len int    // bits written since the last align
 }
 
-// write appends the low width bits of v (width <= 64).
-func (w *bitWriter) write(v uint64, width uint) {
+// Write appends the low width bits of v (width <= 64).
+func (w *BitWriter) Write(v uint64, width uint) {
 	for width > 32 {
-		w.write(v&(1<<32-1), 32)
+		w.Write(v&(1<<32-1), 32)
 		v >>= 32
 		width -= 32
 	}
@@ -35,16 +35,19 @@ func (w *bitWriter) write(v uint64, width uint) {
 	}
 }
 
-// gamma appends v >= 1 in Elias gamma code, LSB-first: bits.Len32(v)-1 zero
+// Len returns the number of bits written since the last Align.
+func (w *BitWriter) Len() int { return w.len }
+
+// Gamma appends v >= 1 in Elias gamma code, LSB-first: bits.Len32(v)-1 zero
 // bits, a one bit, then the bits of v below its highest.
-func (w *bitWriter) gamma(v uint32) {
+func (w *BitWriter) Gamma(v uint32) {
 	l := uint(bits.Len32(v)) - 1
-	w.write(1<<l, l+1)
-	w.write(uint64(v), l)
+	w.Write(1<<l, l+1)
+	w.Write(uint64(v), l)
 }
 
-// align pads the pending bits with zeros to a byte boundary.
-func (w *bitWriter) align() {
+// Align pads the pending bits with zeros to a byte boundary.
+func (w *BitWriter) Align() {
 	if w.n > 0 {
 		w.buf = append(w.buf, byte(w.acc))
 		w.acc, w.n = 0, 0
@@ -52,14 +55,20 @@ func (w *bitWriter) align() {
 	w.len = 0
 }
 
-// bitReader reads what a bitWriter wrote; every read is bounds-checked.
-type bitReader struct {
+// BitReader reads what a BitWriter wrote; every read is bounds-checked.
+type BitReader struct {
 	src []byte
 	pos uint64 // bit position
 }
 
-// read returns the next width bits (width <= 64); ok is false past the end.
-func (r *bitReader) read(width uint) (uint64, bool) {
+// NewBitReader returns a BitReader at the first bit of src.
+func NewBitReader(src []byte) BitReader { return BitReader{src: src} }
+
+// Pos returns the bit position of the next read.
+func (r *BitReader) Pos() uint64 { return r.pos }
+
+// Read returns the next width bits (width <= 64); ok is false past the end.
+func (r *BitReader) Read(width uint) (uint64, bool) {
 	if width == 0 {
 		return 0, true
 	}
@@ -78,11 +87,11 @@ func (r *bitReader) read(width uint) (uint64, bool) {
 
 // peek32 returns 32 bits from bit position pos (bits past the end read as
 // zero).
-func (r *bitReader) peek32(pos uint64) uint32 { return uint32(r.peek56(pos)) }
+func (r *BitReader) peek32(pos uint64) uint32 { return uint32(r.peek56(pos)) }
 
 // peek56 returns at least 56 bits from bit position pos in the low bits
 // (bits past the end read as zero).
-func (r *bitReader) peek56(pos uint64) uint64 {
+func (r *BitReader) peek56(pos uint64) uint64 {
 	i := pos >> 3
 	var w uint64
 	if i+8 <= uint64(len(r.src)) {
@@ -95,9 +104,9 @@ func (r *bitReader) peek56(pos uint64) uint64 {
 	return w >> (pos & 7)
 }
 
-// gamma reads an Elias gamma code (bitWriter.gamma); ok is false past the
+// Gamma reads an Elias gamma code (BitWriter.gamma); ok is false past the
 // end or for a code longer than 32 bits.
-func (r *bitReader) gamma() (uint32, bool) {
+func (r *BitReader) Gamma() (uint32, bool) {
 	limit := uint64(len(r.src)) * 8
 	if r.pos >= limit {
 		return 0, false
@@ -112,39 +121,39 @@ func (r *bitReader) gamma() (uint32, bool) {
 		return uint32(1<<z | (w>>(z+1))&(1<<z-1)), true
 	}
 	r.pos += uint64(z + 1)
-	lo, ok := r.read(z)
+	lo, ok := r.Read(z)
 	return uint32(1<<z | lo), ok
 }
 
-// at reads width bits at bit position pos without moving; ok is false
+// At reads width bits at bit position pos without moving; ok is false
 // past the end.
-func (r *bitReader) at(pos uint64, width uint) (uint64, bool) {
+func (r *BitReader) At(pos uint64, width uint) (uint64, bool) {
 	save := r.pos
 	r.pos = pos
-	v, ok := r.read(width)
+	v, ok := r.Read(width)
 	r.pos = save
 	return v, ok
 }
 
-// appendInterp appends the strictly increasing docs, all within [lo, hi],
+// AppendInterp appends the strictly increasing docs, all within [lo, hi],
 // in binary interpolative code (Moffat and Stuiver): the middle document
 // in the bits that its possible range needs, then each half within the
 // range the middle leaves it. Runs of consecutive documents cost no bits.
-func appendInterp(w *bitWriter, docs []uint32, lo, hi uint32) {
+func AppendInterp(w *BitWriter, docs []uint32, lo, hi uint32) {
 	for len(docs) > 0 {
 		n := uint32(len(docs))
 		m := n / 2
 		a, b := lo+m, hi-(n-1-m)
 		v := docs[m]
-		w.write(uint64(v-a), uint(bits.Len32(b-a)))
+		w.Write(uint64(v-a), uint(bits.Len32(b-a)))
 		if m > 0 {
-			appendInterp(w, docs[:m], lo, v-1)
+			AppendInterp(w, docs[:m], lo, v-1)
 		}
 		docs, lo = docs[m+1:], v+1
 	}
 }
 
-// interpBits returns the number of bits appendInterp writes for docs
+// interpBits returns the number of bits AppendInterp writes for docs
 // within [lo, hi], without writing them.
 func interpBits(docs []uint32, lo, hi uint32) int {
 	n := 0
@@ -172,11 +181,11 @@ func gapsGammaBits(docs []uint32, lo, hi uint32) int {
 	return n
 }
 
-// readInterp decodes len(out) documents written by appendInterp for the
+// readInterp decodes len(out) documents written by AppendInterp for the
 // range [lo, hi]; ok is false when the bits run out, the range cannot hold
 // them or a value falls outside its range, so decoded documents are always
 // strictly increasing and within [lo, hi].
-func readInterp(r *bitReader, out []uint32, lo, hi int64) bool {
+func readInterp(r *BitReader, out []uint32, lo, hi int64) bool {
 	limit := uint64(len(r.src)) * 8
 	for len(out) > 0 {
 		n := int64(len(out))
@@ -217,29 +226,29 @@ func readInterp(r *bitReader, out []uint32, lo, hi int64) bool {
 // hi]: the first as an offset from lo in the bits its range needs, then
 // each gap (>= 1) in Elias gamma code. It suits short lists with small
 // gaps, where the interpolative code's outer levels cost the most.
-func appendGapsGamma(w *bitWriter, docs []uint32, lo, hi uint32) {
+func appendGapsGamma(w *BitWriter, docs []uint32, lo, hi uint32) {
 	n := uint32(len(docs))
-	w.write(uint64(docs[0]-lo), uint(bits.Len32(hi-lo-(n-1))))
+	w.Write(uint64(docs[0]-lo), uint(bits.Len32(hi-lo-(n-1))))
 	for i := 1; i < len(docs); i++ {
-		w.gamma(docs[i] - docs[i-1])
+		w.Gamma(docs[i] - docs[i-1])
 	}
 }
 
 // readGapsGamma decodes what appendGapsGamma wrote; ok is false when the
 // bits run out or a document falls outside [lo, hi].
-func readGapsGamma(r *bitReader, out []uint32, lo, hi int64) bool {
+func readGapsGamma(r *BitReader, out []uint32, lo, hi int64) bool {
 	n := int64(len(out))
 	if hi-lo+1 < n {
 		return false
 	}
-	x, ok := r.read(uint(bits.Len64(uint64(hi - lo - (n - 1)))))
+	x, ok := r.Read(uint(bits.Len64(uint64(hi - lo - (n - 1)))))
 	if !ok || int64(x) > hi-lo-(n-1) {
 		return false
 	}
 	prev := lo + int64(x)
 	out[0] = uint32(prev)
 	for i := 1; i < len(out); i++ {
-		g, ok := r.gamma()
+		g, ok := r.Gamma()
 		if !ok || prev+int64(g) > hi {
 			return false
 		}
@@ -249,27 +258,27 @@ func readGapsGamma(r *bitReader, out []uint32, lo, hi int64) bool {
 	return true
 }
 
-// appendTailDocs appends a tail's doc ids (doc.go, "post"): for two or
+// AppendTailDocs appends a tail's doc ids (engine/segment/doc.go, "post"): for two or
 // more, a selector bit, then the interpolative code (0) or the gamma gaps
 // (1), whichever is shorter; a single doc in the interpolative code. The
 // two codes' lengths are counted (interpBits, gapsGammaBits), only the
 // shorter is written.
-func appendTailDocs(w *bitWriter, docs []uint32, lo, hi uint32) {
+func AppendTailDocs(w *BitWriter, docs []uint32, lo, hi uint32) {
 	if len(docs) >= 2 {
 		if gapsGammaBits(docs, lo, hi) < interpBits(docs, lo, hi) {
-			w.write(1, 1)
+			w.Write(1, 1)
 			appendGapsGamma(w, docs, lo, hi)
 			return
 		}
-		w.write(0, 1)
+		w.Write(0, 1)
 	}
-	appendInterp(w, docs, lo, hi)
+	AppendInterp(w, docs, lo, hi)
 }
 
-// readTailDocs decodes what appendTailDocs wrote (see readInterp).
-func readTailDocs(r *bitReader, out []uint32, lo, hi int64) bool {
+// ReadTailDocs decodes what AppendTailDocs wrote (see readInterp).
+func ReadTailDocs(r *BitReader, out []uint32, lo, hi int64) bool {
 	if len(out) >= 2 {
-		sel, ok := r.read(1)
+		sel, ok := r.Read(1)
 		if !ok {
 			return false
 		}

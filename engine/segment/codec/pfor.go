@@ -1,4 +1,4 @@
-package segment
+package codec
 
 import (
 	"encoding/binary"
@@ -6,22 +6,22 @@ import (
 	"math/bits"
 )
 
-// pforBlock is the number of values in one bit-packed block of a docs
-// section (see doc.go, "post").
-const pforBlock = 128
+// BlockSize is the number of values in one bit-packed block of a docs
+// section (see engine/segment/doc.go, "post").
+const BlockSize = 128
 
 // maxExceptions bounds the exceptions of one packed block.
-const maxExceptions = pforBlock - 1
+const maxExceptions = BlockSize - 1
 
-// errPFor is returned by unpackPFor for bytes that are not a packed block.
-var errPFor = errors.New("bad packed block")
+// ErrPFor is returned by UnpackPFor for bytes that are not a packed block.
+var ErrPFor = errors.New("bad packed block")
 
-// appendPFor appends vals (1 to pforBlock values) as one patched
+// AppendPFor appends vals (1 to BlockSize values) as one patched
 // frame-of-reference block: u8 bit width b, u8 exception count e, the low b
 // bits of every value packed LSB-first into ceil(len(vals)*b/8) bytes, then
 // e exceptions, each u8 index and uvarint(value >> b) (non-zero). b
 // minimises the size.
-func appendPFor(dst []byte, vals []uint32) []byte {
+func AppendPFor(dst []byte, vals []uint32) []byte {
 	var hist [33]int // values by bit length
 	for _, v := range vals {
 		hist[bits.Len32(v)]++
@@ -86,39 +86,39 @@ func packBits(dst []byte, vals []uint32, b int) []byte {
 	return dst
 }
 
-// unpackPFor decodes one block of len(out) values written by appendPFor
+// UnpackPFor decodes one block of len(out) values written by AppendPFor
 // from src[off:] into out and returns the offset after it. Every length is
 // checked against src; an exception must name a distinct index below
 // len(out) and leave a 32-bit value.
-func unpackPFor(src []byte, off int, out []uint32) (int, error) {
+func UnpackPFor(src []byte, off int, out []uint32) (int, error) {
 	if len(src)-off < 2 {
-		return off, errPFor
+		return off, ErrPFor
 	}
 	b, nexc := int(src[off]), int(src[off+1])
 	off += 2
 	if b > 32 || nexc > maxExceptions {
-		return off, errPFor
+		return off, ErrPFor
 	}
 	n := (len(out)*b + 7) / 8
 	if len(src)-off < n || nexc >= len(out) {
-		return off, errPFor
+		return off, ErrPFor
 	}
 	unpackBits(src[off:], out, b)
 	off += n
-	var seen [pforBlock / 64]uint64
+	var seen [BlockSize / 64]uint64
 	for k := 0; k < nexc; k++ {
 		if off >= len(src) {
-			return off, errPFor
+			return off, ErrPFor
 		}
 		i := int(src[off])
 		off++
 		if i >= len(out) || seen[i/64]&(1<<(i%64)) != 0 {
-			return off, errPFor
+			return off, ErrPFor
 		}
 		seen[i/64] |= 1 << (i % 64)
-		hi, next, ok := uvarintAt(src, off)
+		hi, next, ok := UvarintAt(src, off)
 		if !ok || hi == 0 || b == 32 || hi>>(32-b) != 0 {
-			return off, errPFor
+			return off, ErrPFor
 		}
 		off = next
 		out[i] |= uint32(hi) << b
@@ -152,9 +152,9 @@ func unpackBits(src []byte, out []uint32, b int) {
 	}
 }
 
-// pforSize returns the size of the block of n values at src[off:] without
+// PForSize returns the size of the block of n values at src[off:] without
 // decoding its values, or ok=false when it does not fit.
-func pforSize(src []byte, off, n int) (int, bool) {
+func PForSize(src []byte, off, n int) (int, bool) {
 	if len(src)-off < 2 {
 		return 0, false
 	}
@@ -165,7 +165,7 @@ func pforSize(src []byte, off, n int) (int, bool) {
 	}
 	for k := 0; k < nexc; k++ {
 		var ok bool
-		if _, p, ok = uvarintAt(src, p+1); !ok {
+		if _, p, ok = UvarintAt(src, p+1); !ok {
 			return 0, false
 		}
 	}
