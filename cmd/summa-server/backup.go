@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -55,13 +56,13 @@ func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return runBackupPrune(args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := parseBackupFlags(args, getenv, stderr)
-	if code, done := flagsDone(err, stderr); done {
-		return code
-	}
-	log := newLogger(stderr, cfg.LogVerbosity)
-	ctx, stop := interruptible()
-	defer stop()
+	return offlineCommand(err, cfg.LogVerbosity, stderr, func(ctx context.Context, log logr.Logger) int {
+		return backupDataDir(ctx, cfg, log, stdout, stderr)
+	})
+}
 
+// backupDataDir is the backup command once its flags are parsed.
+func backupDataDir(ctx context.Context, cfg backupConfig, log logr.Logger, stdout, stderr io.Writer) int {
 	var rep backup.Report
 	var errText string
 	code := exitOK

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/go-logr/logr"
 )
 
 // envNote ends the usage text of every command whose flags can come from
@@ -33,4 +36,19 @@ func reportFlags(fs *flag.FlagSet, reportFile *string, logVerbosity *int) {
 // logLevelFlag defines --log-level.
 func logLevelFlag(fs *flag.FlagSet, logVerbosity *int) {
 	fs.Var((*logLevel)(logVerbosity), "log-level", "log level: info, debug, trace or a verbosity")
+}
+
+// offlineCommand runs an offline command (backup, restore, maintenance)
+// once its flags are parsed: a parse error err ends it as flagsDone says
+// (--help, or a usage error); otherwise body runs with a JSON logger of
+// the given verbosity on stderr and a context that SIGTERM or SIGINT
+// cancels, and returns the exit code.
+func offlineCommand(err error, verbosity int, stderr io.Writer, body func(ctx context.Context, log logr.Logger) int) int {
+	if code, done := flagsDone(err, stderr); done {
+		return code
+	}
+	log := newLogger(stderr, verbosity)
+	ctx, stop := interruptible()
+	defer stop()
+	return body(ctx, log)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
 	"github.com/summadev/summa/engine/index"
 	"github.com/summadev/summa/engine/registry"
 )
@@ -77,12 +79,14 @@ func parseMaintainFlags(kind string, args []string, getenv func(string) string, 
 // awaited).
 func runMaintain(kind string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseMaintainFlags(kind, args, getenv, stderr)
-	if code, done := flagsDone(err, stderr); done {
-		return code
-	}
-	log := newLogger(stderr, cfg.LogVerbosity)
-	ctx, stop := interruptible()
-	defer stop()
+	return offlineCommand(err, cfg.LogVerbosity, stderr, func(ctx context.Context, log logr.Logger) int {
+		return maintainDataDir(ctx, kind, cfg, log, stdout, stderr)
+	})
+}
+
+// maintainDataDir is the maintenance command kind once its flags are
+// parsed.
+func maintainDataDir(ctx context.Context, kind string, cfg maintainConfig, log logr.Logger, stdout, stderr io.Writer) int {
 	rep := registry.OfflineReport{Operation: kind}
 	var errText string
 	code := exitOK

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-logr/logr"
 	"github.com/summadev/summa/engine/registry"
 	"github.com/summadev/summa/engine/s3backup"
 )
@@ -91,12 +93,13 @@ type restoreOutput struct {
 // runRestore restores a backup into an empty data directory.
 func runRestore(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseRestoreFlags(args, getenv, stderr)
-	if code, done := flagsDone(err, stderr); done {
-		return code
-	}
-	log := newLogger(stderr, cfg.LogVerbosity)
-	ctx, stop := interruptible()
-	defer stop()
+	return offlineCommand(err, cfg.LogVerbosity, stderr, func(ctx context.Context, log logr.Logger) int {
+		return restoreIndex(ctx, cfg, log, stdout, stderr)
+	})
+}
+
+// restoreIndex is the restore command once its flags are parsed.
+func restoreIndex(ctx context.Context, cfg restoreConfig, log logr.Logger, stdout, stderr io.Writer) int {
 	out := restoreOutput{Index: cfg.Index, FromIndex: cfg.FromIndex}
 	code := exitOK
 	store, err := s3backup.New(cfg.S3)
