@@ -50,30 +50,18 @@ func (idx *Index) CompactSegment(ctx context.Context, id segid.ID) (RewriteResul
 
 // compact runs one claimed compaction of the source pick chooses.
 func (idx *Index) compact(ctx context.Context, pick func(*Snapshot) []SnapshotSegment) (RewriteResult, error) {
-	rw, err := idx.startRewrite("compact", pick)
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	published := false
-	defer func() { rw.finish(published) }()
-	src := rw.sources[0]
-	captured := src.Meta.Deletes.ID
-	if err := rw.preflight(ctx); err != nil {
-		return RewriteResult{}, err
-	}
-	info, r, err := rw.build(ctx, func(_ int, doc uint32) bool { return !src.Deleted.Contains(doc) })
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	rw.decorate = keepBPState
-	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
-		if maskID(cur[0]) != captured {
-			return nil, ErrVisibilityChanged
-		}
-		return nil, nil
+	return idx.claimedRewrite("compact", pick, func(rw *rewrite) (RewriteResult, error) {
+		src := rw.sources[0]
+		captured := src.Meta.Deletes.ID
+		rw.decorate = keepBPState
+		return rw.rebuild(ctx, func(_ int, doc uint32) bool { return !src.Deleted.Contains(doc) },
+			func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+				if maskID(cur[0]) != captured {
+					return nil, ErrVisibilityChanged
+				}
+				return nil, nil
+			})
 	})
-	published = err == nil
-	return res, err
 }
 
 // keepBPState carries the source's BP flags and counters to a

@@ -57,24 +57,10 @@ func (idx *Index) MergeSegments(ctx context.Context, ids []segid.ID) (RewriteRes
 
 // merge runs one claimed merge of the sources pick chooses.
 func (idx *Index) merge(ctx context.Context, pick func(*Snapshot) []SnapshotSegment) (RewriteResult, error) {
-	rw, err := idx.startRewrite("merge", pick)
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	published := false
-	defer func() { rw.finish(published) }()
-	if err := rw.preflight(ctx); err != nil {
-		return RewriteResult{}, err
-	}
-	info, r, err := rw.build(ctx, func(int, uint32) bool { return true })
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
-		return rw.concatMasks(cur), nil
+	return idx.claimedRewrite("merge", pick, func(rw *rewrite) (RewriteResult, error) {
+		return rw.rebuild(ctx, func(int, uint32) bool { return true },
+			func(cur []metadata.Segment) (*roaring.Bitmap, error) { return rw.concatMasks(cur), nil })
 	})
-	published = err == nil
-	return res, err
 }
 
 // concatMasks builds the output mask from the sources' current masks,

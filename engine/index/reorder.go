@@ -84,71 +84,67 @@ func (idx *Index) ReorderSegment(ctx context.Context, id segid.ID, opts ReorderO
 		return RewriteResult{}, ErrNothingToDo
 	}
 	opts = opts.withDefaults()
-	rw, err := idx.startRewrite("reorder", func(s *Snapshot) []SnapshotSegment {
+	pick := func(s *Snapshot) []SnapshotSegment {
 		for _, seg := range s.Segments {
 			if seg.Meta.ID == id && seg.Meta.Documents >= 2 {
 				return []SnapshotSegment{seg}
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return RewriteResult{}, err
 	}
-	published := false
-	defer func() { rw.finish(published) }()
-	if opts.Automatic {
-		if err := rw.bpEligible(opts.MaxUnconvergedPasses); err != nil {
+	return idx.claimedRewrite("reorder", pick, func(rw *rewrite) (RewriteResult, error) {
+		if opts.Automatic {
+			if err := rw.bpEligible(opts.MaxUnconvergedPasses); err != nil {
+				return RewriteResult{}, err
+			}
+		}
+		if err := rw.preflight(ctx); err != nil {
 			return RewriteResult{}, err
 		}
-	}
-	if err := rw.preflight(ctx); err != nil {
-		return RewriteResult{}, err
-	}
-	src := rw.sources[0]
-	g, err := idx.forwardGraph(ctx, src)
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	res, err := bp.Reorder(ctx, g, nil, bp.Budget{
-		MaxDepth: opts.MaxDepth, Deadline: time.Now().Add(opts.TimeBudget),
-		MaxMemoryBytes: opts.MemoryBudgetBytes, Workers: opts.Workers,
-	})
-	if err != nil {
-		return RewriteResult{}, fmt.Errorf("index: reorder %s: %w", id, err)
-	}
-	newPos := make([]uint32, len(res.Order))
-	for n, old := range res.Order {
-		newPos[old] = uint32(n)
-	}
-	info, r, err := rw.buildOrdered(ctx, res.Order)
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	before, after := src.Reader.PostingsBytes(), r.PostingsBytes()
-	docsBefore, _ := src.Reader.DocPostingsBytes()
-	docsAfter, _ := r.DocPostingsBytes()
-	idsBefore, _, _ := src.Reader.DocSectionBytes()
-	idsAfter, _, _ := r.DocSectionBytes()
-	rw.decorate = func(out *metadata.Segment, cur []metadata.Segment) {
-		out.BPConverged = res.Converged
-		out.BPUnconvergedPasses = cur[0].BPUnconvergedPasses
-		if !res.Converged {
-			out.BPUnconvergedPasses++
+		src := rw.sources[0]
+		g, err := idx.forwardGraph(ctx, src)
+		if err != nil {
+			return RewriteResult{}, err
 		}
-	}
-	out, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
-		return rw.permutedMask(cur[0], newPos), nil
+		res, err := bp.Reorder(ctx, g, nil, bp.Budget{
+			MaxDepth: opts.MaxDepth, Deadline: time.Now().Add(opts.TimeBudget),
+			MaxMemoryBytes: opts.MemoryBudgetBytes, Workers: opts.Workers,
+		})
+		if err != nil {
+			return RewriteResult{}, fmt.Errorf("index: reorder %s: %w", id, err)
+		}
+		newPos := make([]uint32, len(res.Order))
+		for n, old := range res.Order {
+			newPos[old] = uint32(n)
+		}
+		info, r, err := rw.buildOrdered(ctx, res.Order)
+		if err != nil {
+			return RewriteResult{}, err
+		}
+		before, after := src.Reader.PostingsBytes(), r.PostingsBytes()
+		docsBefore, _ := src.Reader.DocPostingsBytes()
+		docsAfter, _ := r.DocPostingsBytes()
+		idsBefore, _, _ := src.Reader.DocSectionBytes()
+		idsAfter, _, _ := r.DocSectionBytes()
+		rw.decorate = func(out *metadata.Segment, cur []metadata.Segment) {
+			out.BPConverged = res.Converged
+			out.BPUnconvergedPasses = cur[0].BPUnconvergedPasses
+			if !res.Converged {
+				out.BPUnconvergedPasses++
+			}
+		}
+		out, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+			return rw.permutedMask(cur[0], newPos), nil
+		})
+		if err != nil {
+			return RewriteResult{}, err
+		}
+		out.PostingsBytesBefore, out.PostingsBytesAfter = before, after
+		out.DocPostingsBytesBefore, out.DocPostingsBytesAfter = docsBefore, docsAfter
+		out.DocIDBytesBefore, out.DocIDBytesAfter = idsBefore, idsAfter
+		out.BPConverged = res.Converged
+		return out, nil
 	})
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	published = true
-	out.PostingsBytesBefore, out.PostingsBytesAfter = before, after
-	out.DocPostingsBytesBefore, out.DocPostingsBytesAfter = docsBefore, docsAfter
-	out.DocIDBytesBefore, out.DocIDBytesAfter = idsBefore, idsAfter
-	out.BPConverged = res.Converged
-	return out, nil
 }
 
 // bpEligible decides an automatic pass from the claimed source's current

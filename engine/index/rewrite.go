@@ -123,6 +123,38 @@ func (idx *Index) startRewrite(kind string, pick func(*Snapshot) []SnapshotSegme
 	return rw, nil
 }
 
+// claimedRewrite starts a claimed rewrite of the sources pick chooses,
+// runs body on it and finishes it. body either publishes the output and
+// returns no error, or returns an error having published nothing: finish
+// then deletes the output (Q08).
+func (idx *Index) claimedRewrite(kind string, pick func(*Snapshot) []SnapshotSegment,
+	body func(rw *rewrite) (RewriteResult, error)) (RewriteResult, error) {
+	rw, err := idx.startRewrite(kind, pick)
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	published := false
+	defer func() { rw.finish(published) }()
+	res, err := body(rw)
+	published = err == nil
+	return res, err
+}
+
+// rebuild preflights, writes the output from the sources' rows keep
+// keeps, in source order, and publishes it with the mask mask computes
+// (see publish).
+func (rw *rewrite) rebuild(ctx context.Context, keep func(i int, doc uint32) bool,
+	mask func(cur []metadata.Segment) (*roaring.Bitmap, error)) (RewriteResult, error) {
+	if err := rw.preflight(ctx); err != nil {
+		return RewriteResult{}, err
+	}
+	info, r, err := rw.build(ctx, keep)
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	return rw.publish(ctx, info, r, mask)
+}
+
 // finish releases what the rewrite still holds. An unpublished output is
 // deleted only after rechecking under the metadata lock that it was not
 // published (Q08).
@@ -244,29 +276,23 @@ func (idx *Index) rewriteInPlace(ctx context.Context, kind string, id segid.ID, 
 	if idx.readOnly {
 		return RewriteResult{}, ErrReadOnly
 	}
-	rw, err := idx.startRewrite(kind, pickSegment(id))
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	published := false
-	defer func() { rw.finish(published) }()
-	if err := eligible(rw); err != nil {
-		return RewriteResult{}, err
-	}
-	if err := rw.preflight(ctx); err != nil {
-		return RewriteResult{}, err
-	}
-	info, r, err := build(rw)
-	if err != nil {
-		return RewriteResult{}, err
-	}
-	rw.decorate = keepBPState
-	order := identity(rw.sources[0].Reader.NumDocs())
-	res, err := rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
-		return rw.permutedMask(cur[0], order), nil
+	return idx.claimedRewrite(kind, pickSegment(id), func(rw *rewrite) (RewriteResult, error) {
+		if err := eligible(rw); err != nil {
+			return RewriteResult{}, err
+		}
+		if err := rw.preflight(ctx); err != nil {
+			return RewriteResult{}, err
+		}
+		info, r, err := build(rw)
+		if err != nil {
+			return RewriteResult{}, err
+		}
+		rw.decorate = keepBPState
+		order := identity(rw.sources[0].Reader.NumDocs())
+		return rw.publish(ctx, info, r, func(cur []metadata.Segment) (*roaring.Bitmap, error) {
+			return rw.permutedMask(cur[0], order), nil
+		})
 	})
-	published = err == nil
-	return res, err
 }
 
 // identity returns the document order that keeps n documents in place.

@@ -104,11 +104,11 @@ var mutations = []Mutation{
 		Pkg: "./engine/lifecycle", Run: "^TestL05_",
 	},
 	{
-		Rule: "L06", Desc: "a merge's deferred handler re-raises a panic before its cleanup: claims and output leak",
-		Edits: []Edit{{File: "engine/index/merge.go",
+		Rule: "L06", Desc: "a rewrite's deferred handler re-raises a panic before its cleanup: claims and output leak",
+		Edits: []Edit{{File: "engine/index/rewrite.go",
 			From: `
 				defer func() { rw.finish(published) }()
-				if err := rw.preflight(ctx); err != nil {`,
+				res, err := body(rw)`,
 			To: `
 				defer func() {
 					if r := recover(); r != nil {
@@ -116,7 +116,7 @@ var mutations = []Mutation{
 					}
 					rw.finish(published)
 				}()
-				if err := rw.preflight(ctx); err != nil {`}},
+				res, err := body(rw)`}},
 		Pkg: "./engine/index", Run: "^TestL06_",
 	},
 	{
