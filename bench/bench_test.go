@@ -21,7 +21,7 @@ import (
 func TestPipeline(t *testing.T) {
 	// SUMMA_BENCH_TEST_FALLBACK=1 tests the corpus used where linux-doc is
 	// not installed (as on a fresh CI machine).
-	c, err := PrepareCorpus(CorpusOptions{MaxDocs: 300, HeldOut: 30, NoInstall: true, ForceFallback: os.Getenv("SUMMA_BENCH_TEST_FALLBACK") == "1"})
+	c, err := PrepareCorpus(CorpusOptions{PrepareOptions: PrepareOptions{MaxDocs: 300, HeldOut: 30, NoInstall: true}, ForceFallback: os.Getenv("SUMMA_BENCH_TEST_FALLBACK") == "1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,26 +64,32 @@ type Corpus struct {
 // MB returns the corpus size in MB (10^6 bytes).
 func (c *Corpus) MB() float64 { return float64(c.Bytes) / 1e6 }
 
-// CorpusOptions choose the corpus.
-type CorpusOptions struct {
+// PrepareOptions are the options the small corpus (CorpusOptions) and the
+// large one (LargeCorpusOptions) share.
+type PrepareOptions struct {
 	// MaxDocs, when positive, keeps an evenly strided sample of at most
-	// MaxDocs documents.
+	// MaxDocs documents (the heading queries are held out first).
 	MaxDocs int
-	// Dir overrides LinuxDocDir (tests).
-	Dir string
+	// HeldOut is the number of sections held out of the index whose
+	// headings become queries (see HeadingQueries); chosen before MaxDocs
+	// samples the rest, so the queries do not depend on the sample.
+	HeldOut int
 	// NoInstall never runs apt-get.
 	NoInstall bool
+	// Log receives progress lines (may be nil).
+	Log io.Writer
+}
+
+// CorpusOptions choose the corpus.
+type CorpusOptions struct {
+	PrepareOptions
+	// Dir overrides LinuxDocDir (tests).
+	Dir string
 	// ForceFallback uses the Go source corpus.
 	ForceFallback bool
 	// Shuffle puts the documents in a fixed pseudo-random order instead of
 	// path order (where the sections of one file are adjacent).
 	Shuffle bool
-	// HeldOut is the number of sections held out of the index whose
-	// headings become queries (see HeadingQueries); chosen before MaxDocs
-	// samples the rest, so the queries do not depend on the sample.
-	HeldOut int
-	// Log receives progress lines (may be nil).
-	Log io.Writer
 }
 
 // PrepareCorpus loads the linux-doc corpus, installing the Debian package

@@ -75,17 +75,9 @@ var LargeSources = []DocSource{
 
 // LargeCorpusOptions choose the large corpus.
 type LargeCorpusOptions struct {
+	PrepareOptions
 	// Sources replaces LargeSources (tests).
 	Sources []DocSource
-	// MaxDocs, when positive, keeps an evenly strided sample of at most
-	// MaxDocs documents (the heading queries are held out first).
-	MaxDocs int
-	// HeldOut is the number of sections held out for heading queries.
-	HeldOut int
-	// NoInstall never runs apt-get.
-	NoInstall bool
-	// Log receives progress lines (may be nil).
-	Log io.Writer
 }
 
 // PrepareLargeCorpus loads every source of the large corpus, installing

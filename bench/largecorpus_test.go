@@ -64,7 +64,7 @@ func largeFixture(t *testing.T) []DocSource {
 // document per section with the heading as title, markup and skipped
 // files left out, and a missing package named.
 func TestLargeCorpusSections(t *testing.T) {
-	c, err := PrepareLargeCorpus(LargeCorpusOptions{Sources: largeFixture(t), NoInstall: true})
+	c, err := PrepareLargeCorpus(LargeCorpusOptions{PrepareOptions: PrepareOptions{NoInstall: true}, Sources: largeFixture(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestLargeCorpusSections(t *testing.T) {
 // sample with held-out headings twice) and expects the same documents.
 func TestLargeCorpusDeterministic(t *testing.T) {
 	srcs := largeFixture(t)
-	for _, opts := range []LargeCorpusOptions{{}, {MaxDocs: 4, HeldOut: 2}} {
+	for _, opts := range []LargeCorpusOptions{{}, {PrepareOptions: PrepareOptions{MaxDocs: 4, HeldOut: 2}}} {
 		opts.Sources, opts.NoInstall = srcs, true
 		a, err := PrepareLargeCorpus(opts)
 		if err != nil {
@@ -127,7 +127,7 @@ func TestLargeCorpusDeterministic(t *testing.T) {
 // none is installed.
 func TestLargeCorpusNothing(t *testing.T) {
 	srcs := []DocSource{{Package: "pkg-none", Dir: filepath.Join(t.TempDir(), "none"), Suffixes: []string{".txt"}}}
-	_, err := PrepareLargeCorpus(LargeCorpusOptions{Sources: srcs, NoInstall: true})
+	_, err := PrepareLargeCorpus(LargeCorpusOptions{PrepareOptions: PrepareOptions{NoInstall: true}, Sources: srcs})
 	if err == nil || !strings.Contains(err.Error(), "apt-get install pkg-none") {
 		t.Fatalf("err = %v, want one naming apt-get install pkg-none", err)
 	}

@@ -45,7 +45,7 @@ func luceneDriver(t *testing.T) *LuceneDriver {
 // analysis produces.
 func TestLuceneAgreesWithOurs(t *testing.T) {
 	d := luceneDriver(t)
-	c, err := PrepareCorpus(CorpusOptions{MaxDocs: 200, HeldOut: 40, NoInstall: true})
+	c, err := PrepareCorpus(CorpusOptions{PrepareOptions: PrepareOptions{MaxDocs: 200, HeldOut: 40, NoInstall: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func xapianDriver(t *testing.T) string {
 // read back from Xapian's index hash to what our analysis produces.
 func TestXapianAgreesWithOurs(t *testing.T) {
 	bin := xapianDriver(t)
-	c, err := PrepareCorpus(CorpusOptions{MaxDocs: 200, HeldOut: 40, NoInstall: true})
+	c, err := PrepareCorpus(CorpusOptions{PrepareOptions: PrepareOptions{MaxDocs: 200, HeldOut: 40, NoInstall: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

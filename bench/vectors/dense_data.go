@@ -122,7 +122,7 @@ func deriveDenseSet(opts DenseOptions) (*DenseSet, error) {
 	var windows, queries [][]int32
 	var sources []string
 	for _, fallback := range []bool{false, true} {
-		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback, NoInstall: opts.NoInstall})
+		c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{NoInstall: opts.NoInstall}, ForceFallback: fallback})
 		if err != nil {
 			return nil, fmt.Errorf("vectors: dense set: %w", err)
 		}

@@ -93,7 +93,7 @@ func LoadSparseSet(opts SparseOptions) (*SparseSet, error) {
 // the linux-doc one has too few windows for opts.MinDocs.
 func sparseCorpus(opts SparseOptions) (docs []bench.Doc, sources []string, err error) {
 	for _, fallback := range []bool{false, true} {
-		c, err := bench.PrepareCorpus(bench.CorpusOptions{ForceFallback: fallback, NoInstall: opts.NoInstall})
+		c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{NoInstall: opts.NoInstall}, ForceFallback: fallback})
 		if err != nil {
 			return nil, nil, fmt.Errorf("vectors: sparse set: %w", err)
 		}

@@ -38,7 +38,7 @@ func TestMeasureBPLinuxDoc(t *testing.T) {
 		}
 		maxDocs = n
 	}
-	c, err := bench.PrepareCorpus(bench.CorpusOptions{MaxDocs: maxDocs, NoInstall: true,
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{MaxDocs: maxDocs, NoInstall: true},
 		Shuffle: os.Getenv("SUMMA_BP_SHUFFLE") == "1"})
 	if err != nil {
 		t.Skip(err)

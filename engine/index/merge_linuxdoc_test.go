@@ -30,7 +30,7 @@ func TestMeasureMerge40(t *testing.T) {
 	if os.Getenv("SUMMA_MERGE_MEASURE") != "1" {
 		t.Skip()
 	}
-	c, err := bench.PrepareCorpus(bench.CorpusOptions{NoInstall: true})
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{NoInstall: true}})
 	if err != nil {
 		t.Skip(err)
 	}
@@ -71,7 +71,7 @@ func TestMeasureMerge40(t *testing.T) {
 func buildLinuxDoc40(b *testing.B) (string, int) {
 	// SUMMA_MERGE_DOCS=5000 builds the corpus of make bench-quick.
 	maxDocs, _ := strconv.Atoi(os.Getenv("SUMMA_MERGE_DOCS"))
-	c, err := bench.PrepareCorpus(bench.CorpusOptions{NoInstall: true, MaxDocs: maxDocs})
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{NoInstall: true, MaxDocs: maxDocs}})
 	if err != nil {
 		b.Skip(err)
 	}

@@ -19,7 +19,7 @@ import (
 //
 //	go test ./engine/search -run '^$' -bench HeadingQueries -benchtime 20x
 func BenchmarkHeadingQueries(b *testing.B) {
-	c, err := bench.PrepareCorpus(bench.CorpusOptions{MaxDocs: 20000, HeldOut: 600, NoInstall: true})
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{MaxDocs: 20000, HeldOut: 600, NoInstall: true}})
 	if err != nil {
 		b.Skip(err)
 	}

@@ -118,9 +118,9 @@ func classesCorpus() (*bench.Corpus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("SUMMA_BENCH_LARGE: %w", err)
 		}
-		return bench.PrepareLargeCorpus(bench.LargeCorpusOptions{HeldOut: 600, MaxDocs: n, NoInstall: true})
+		return bench.PrepareLargeCorpus(bench.LargeCorpusOptions{PrepareOptions: bench.PrepareOptions{HeldOut: 600, MaxDocs: n, NoInstall: true}})
 	}
-	return bench.PrepareCorpus(bench.CorpusOptions{HeldOut: 600, NoInstall: true})
+	return bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{HeldOut: 600, NoInstall: true}})
 }
 
 // classesIndex opens the merged index kept in SUMMA_BENCH_INDEX, or

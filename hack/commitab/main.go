@@ -41,7 +41,7 @@ func main() {
 
 func run(n, maxDocs, every int, names []string) error {
 	ctx := context.Background()
-	c, err := bench.PrepareCorpus(bench.CorpusOptions{MaxDocs: maxDocs, Log: os.Stderr})
+	c, err := bench.PrepareCorpus(bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{MaxDocs: maxDocs, Log: os.Stderr}})
 	if err != nil {
 		return err
 	}

@@ -96,8 +96,8 @@ func main() {
 	}
 	cfg.ModuleRoot = root
 
-	copts := bench.CorpusOptions{MaxDocs: maxDocs, HeldOut: *heldOut, ForceFallback: *fallback, Shuffle: *shuffle, Log: os.Stderr}
-	lopts := bench.LargeCorpusOptions{MaxDocs: *largeDocs, HeldOut: *heldOut, Log: os.Stderr}
+	copts := bench.CorpusOptions{PrepareOptions: bench.PrepareOptions{MaxDocs: maxDocs, HeldOut: *heldOut, Log: os.Stderr}, ForceFallback: *fallback, Shuffle: *shuffle}
+	lopts := bench.LargeCorpusOptions{PrepareOptions: bench.PrepareOptions{MaxDocs: *largeDocs, HeldOut: *heldOut, Log: os.Stderr}}
 	if *quick && !setFlags["corpora"] {
 		*corpora = "small"
 	}
