@@ -1,9 +1,12 @@
 package index
 
 import (
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/summadev/summa/engine/lifecycle"
 	"github.com/summadev/summa/engine/metadata"
+	"github.com/summadev/summa/engine/segid"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // The callers of the commit point, as the CommitPoint hook names them.
@@ -71,4 +74,19 @@ func (cp commitPoint) run(fs vfs.FS, dir string, mgr *lifecycle.Manager, hooks H
 		cp.release()
 	}
 	return saveErr, nil
+}
+
+// commit runs cp in the index's directory through fs, its install step
+// making cp.next the index's with the readers and masks caches returns
+// (called only once the generation is committed). It returns the snapshot
+// the install replaced, nil when nothing was committed, for the caller to
+// close, and what run returns. REQUIRES: idx.metaMu held (C01).
+func (idx *Index) commit(fs vfs.FS, cp commitPoint,
+	caches func() (map[segid.ID]*segment.Reader, map[segid.ID]*roaring.Bitmap)) (old *Snapshot, degraded, err error) {
+	cp.install = func(degraded error) {
+		readers, masks := caches()
+		old = idx.install(cp.next, readers, masks, degraded)
+	}
+	degraded, err = cp.run(fs, idx.dir, idx.mgr, idx.opts.Hooks)
+	return old, degraded, err
 }

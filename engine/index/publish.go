@@ -88,22 +88,19 @@ func (idx *Index) publish(job *flushJob, plan *maskPlan) (res CommitResult, held
 			return CommitResult{}, nil, fmt.Errorf("%w: %w", ErrPublication, err)
 		}
 	}
-	var old *Snapshot
-	saveErr, err := commitPoint{
+	old, saveErr, err := idx.commit(idx.commitFS(), commitPoint{
 		caller:   commitByFlush,
 		next:     next,
 		unsynced: unsynced,
 		started:  started,
-		install: func(degraded error) {
-			readers, caches := commitCaches(outputs, published, masks.old, masks.new)
-			old = idx.install(next, readers, caches, degraded)
-		},
 		release: func() {
 			lifecycle.ReleaseAll(masks.claims)
 			releaseOutputs(outputs, published)
 		},
 		abandon: masks.abandon,
-	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
+	}, func() (map[segid.ID]*segment.Reader, map[segid.ID]*roaring.Bitmap) {
+		return commitCaches(outputs, published, masks.old, masks.new)
+	})
 	if err != nil {
 		return CommitResult{}, nil, publicationError(err)
 	}

@@ -236,18 +236,14 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 			unsynced = append(unsynced, name)
 		}
 	}
-	var old *Snapshot
-	saveErr, err := commitPoint{
+	old, saveErr, err := idx.commit(idx.fs, commitPoint{
 		caller:   commitByReplica,
 		next:     next,
 		unsynced: unsynced,
 		started:  started,
-		install: func(degraded error) {
-			old = idx.install(next, readers, masks, degraded)
-		},
-		release: func() { lifecycle.ReleaseAll(in.claims) },
-		abandon: closeReaders,
-	}.run(idx.fs, idx.dir, idx.mgr, idx.opts.Hooks)
+		release:  func() { lifecycle.ReleaseAll(in.claims) },
+		abandon:  closeReaders,
+	}, func() (map[segid.ID]*segment.Reader, map[segid.ID]*roaring.Bitmap) { return readers, masks })
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", ErrPublication, err)
 	}

@@ -352,13 +352,9 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 	// rename over metadata.json finds the published file held open (the
 	// inode is freed off the commit's path) and holds the new one for the
 	// next commit.
-	var old *Snapshot
-	saveErr, err := commitPoint{
+	old, saveErr, err := idx.commit(idx.commitFS(), commitPoint{
 		caller: commitByRewrite,
 		next:   next,
-		install: func(degraded error) {
-			old = idx.install(next, map[segid.ID]*segment.Reader{info.ID: r}, masks, degraded)
-		},
 		release: func() {
 			if maskClaim != nil {
 				maskClaim.Release()
@@ -370,7 +366,9 @@ func (rw *rewrite) publish(ctx context.Context, info segment.Info, r *segment.Re
 			}
 			r.Close()
 		},
-	}.run(idx.commitFS(), idx.dir, idx.mgr, idx.opts.Hooks)
+	}, func() (map[segid.ID]*segment.Reader, map[segid.ID]*roaring.Bitmap) {
+		return map[segid.ID]*segment.Reader{info.ID: r}, masks
+	})
 	if err != nil {
 		return RewriteResult{}, fmt.Errorf("index: %s: %w", rw.kind, err)
 	}
