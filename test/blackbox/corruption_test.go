@@ -124,13 +124,13 @@ func TestCorruptionQuarantineAndDoctor(t *testing.T) {
 		s.Commit(index)
 		var sum int64
 		for _, seg := range s.Status(index).Segments {
-			id := normID(seg.ID)
+			id := normID(SegID(seg.ID))
 			if _, old := batchOf[id]; !old {
 				batchOf[id] = b
-				segDocs[id] = seg.Documents
+				segDocs[id] = int64(seg.Documents)
 			}
 			if batchOf[id] == b {
-				sum += seg.Documents
+				sum += int64(seg.Documents)
 			}
 		}
 		if sum != perBatch {
@@ -138,7 +138,7 @@ func TestCorruptionQuarantineAndDoctor(t *testing.T) {
 		}
 	}
 	total := int64(batches * perBatch)
-	if st := s.Status(index); st.Documents != total {
+	if st := s.Status(index); int64(st.Documents) != total {
 		t.Fatalf("documents %d, want %d", st.Documents, total)
 	}
 	s.Stop()
@@ -188,7 +188,7 @@ func TestCorruptionQuarantineAndDoctor(t *testing.T) {
 	st := s.Status(index)
 	quarantined := map[SegID]string{}
 	for _, q := range st.Quarantined {
-		quarantined[normID(q.Segment)] = q.Reason
+		quarantined[normID(SegID(q.Segment))] = q.Reason
 		if strings.TrimSpace(q.Reason) == "" {
 			t.Errorf("quarantined segment %s has no reason", q.Segment)
 		}
@@ -210,7 +210,7 @@ func TestCorruptionQuarantineAndDoctor(t *testing.T) {
 		lost += segDocs[id]
 		lostOfBatch[batchOf[id]] += segDocs[id]
 	}
-	if st.Documents != total-lost {
+	if int64(st.Documents) != total-lost {
 		t.Errorf("with %d segments quarantined: documents %d, want %d (the other segments' documents)", len(quarantined), st.Documents, total-lost)
 	}
 	var lc struct {
@@ -335,7 +335,7 @@ func TestCorruptionQuarantineAndDoctor(t *testing.T) {
 	if len(st.Quarantined) != 0 {
 		t.Errorf("after --doctor: still quarantined %+v", st.Quarantined)
 	}
-	if want := total + 50 - wantDocs; st.Documents != want {
+	if want := total + 50 - wantDocs; int64(st.Documents) != want {
 		t.Errorf("after --doctor: documents %d, want %d", st.Documents, want)
 	}
 	removedOfBatch := map[int]int64{}

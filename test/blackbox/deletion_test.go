@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/client"
 )
 
 // TestDeletionMarkerAtStartup simulates a crash right after step 1 of an
@@ -42,7 +44,7 @@ func TestDeletionMarkerAtStartup(t *testing.T) {
 		t.Errorf("GET /v1/indexes/doomed after the interrupted deletion: %s, want 404 IndexNotFound", r)
 	}
 	var list struct {
-		Indexes []IndexStatus `json:"indexes"`
+		Indexes []client.IndexStatus `json:"indexes"`
 	}
 	s.Expect(http.StatusOK, "GET", "/v1/indexes", nil, &list)
 	var names []string
@@ -104,7 +106,7 @@ func TestDeleteIndexAPI(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/indexes/x during deletion: %s", r)
 		}
-		var st IndexStatus
+		var st client.IndexStatus
 		if json.Unmarshal(r.Body, &st) == nil && st.State != "deleting" {
 			t.Errorf("GET /v1/indexes/x after DELETE answered 202: state %q, want deleting", st.State)
 		}

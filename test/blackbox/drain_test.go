@@ -164,7 +164,7 @@ func TestDrainUnderConcurrentIngestion(t *testing.T) {
 				}
 			}
 		}
-		if st := s.Status(index); st.Documents != int64(want) || st.UncommittedDocuments != 0 {
+		if st := s.Status(index); st.Documents != uint64(want) || st.UncommittedDocuments != 0 {
 			t.Errorf("%s: STATUS documents %d uncommitted %d, want %d and 0", when, st.Documents, st.UncommittedDocuments, want)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/summadev/summa/client"
 )
 
 // TestHeldPublicationIsRetriedInTheBackground: the documents of a
@@ -71,7 +73,7 @@ func TestHeldPublicationIsRetriedInTheBackground(t *testing.T) {
 		return h != nil && h.Attempts >= 3
 	})
 	var lc struct {
-		HeldPublications []HeldPublication `json:"heldPublications"`
+		HeldPublications []client.IndexHeldPublication `json:"heldPublications"`
 	}
 	s.Expect(http.StatusOK, "GET", "/v1/admin/lifecycle", nil, &lc)
 	if len(lc.HeldPublications) != 1 || lc.HeldPublications[0].Index != index || lc.HeldPublications[0].Attempts < 3 {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/client"
 )
 
 // keyUniverse bounds the primary keys of the main index, so its size stays
@@ -457,7 +459,7 @@ func verifyIndex(t *testing.T, v *Server, dataDir string, m *indexModel, trial i
 	if exists(filepath.Join(idxDir, ".deleting")) {
 		t.Errorf("trial %d: index %s is served with a .deleting marker in its directory", trial, m.name)
 	}
-	var st IndexStatus
+	var st client.IndexStatus
 	if err := json.Unmarshal(r.Body, &st); err != nil {
 		t.Fatalf("trial %d: GET %s: %v", trial, path, err)
 	}
@@ -471,7 +473,7 @@ func verifyIndex(t *testing.T, v *Server, dataDir string, m *indexModel, trial i
 		t.Errorf("trial %d: %s has %d uncommitted documents right after restart", trial, m.name, st.UncommittedDocuments)
 	}
 	got := stateOf(v.LiveDocs(m.name)) // fails on a duplicate primary key
-	if int64(len(got)) != st.Documents {
+	if uint64(len(got)) != st.Documents {
 		t.Errorf("trial %d: %s: STATUS documents=%d but %d live documents are searchable", trial, m.name, st.Documents, len(got))
 	}
 	cands := m.candidates()

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/client"
 )
 
 // convergeTimeout bounds how long a follower may take to show the
@@ -29,7 +31,7 @@ type ReplicationStatus struct {
 
 // followerStatus is a follower's STATUS with its replication object.
 type followerStatus struct {
-	IndexStatus
+	client.IndexStatus
 	Replication *ReplicationStatus `json:"replication"`
 }
 

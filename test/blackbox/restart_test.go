@@ -74,7 +74,7 @@ func TestIngestCommitSearchRestart(t *testing.T) {
 		t.Fatalf("commit answered documents=%d, want %d", cr.Documents, n)
 	}
 	st := s.Status(index)
-	if st.Documents != int64(n) || st.Name != index || st.State != "open" {
+	if st.Documents != uint64(n) || st.Name != index || st.State != "open" {
 		t.Fatalf("status after commit: name=%q state=%q documents=%d, want %q open %d", st.Name, st.State, st.Documents, index, n)
 	}
 
@@ -157,7 +157,7 @@ func TestIngestCommitSearchRestart(t *testing.T) {
 
 	s.Stop()
 	s = startServer(t, dir)
-	if st := s.Status(index); st.Documents != int64(n) {
+	if st := s.Status(index); st.Documents != uint64(n) {
 		t.Fatalf("after SIGTERM restart: documents %d, want %d", st.Documents, n)
 	}
 	compare("SIGTERM restart", runQueries(t, s, index, queries))

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/summadev/summa/internal/testing/s3test"
+
+	"github.com/summadev/summa/client"
 )
 
 // These tests run the real binary against a real S3 server (SeaweedFS,
@@ -154,7 +156,7 @@ func checkRestored(t *testing.T, dataDir, index string, want map[string]bool, qu
 			t.Fatalf("restored index lacks document %s", id)
 		}
 	}
-	if st := r.Status(index); st.Documents != int64(len(want)) || len(st.Quarantined) != 0 {
+	if st := r.Status(index); st.Documents != uint64(len(want)) || len(st.Quarantined) != 0 {
 		t.Fatalf("restored STATUS: %d documents, %d quarantined; want %d, 0", st.Documents, len(st.Quarantined), len(want))
 	}
 	if h := r.Search(index, query, 10).TotalHits; h != wantHits {
@@ -410,7 +412,7 @@ func TestS3RestoreRefusesDamage(t *testing.T) {
 			}
 			r := startServer(t, restored, "--optimizer-threads", "0")
 			var list struct {
-				Indexes []IndexStatus `json:"indexes"`
+				Indexes []client.IndexStatus `json:"indexes"`
 			}
 			r.Expect(200, "GET", "/v1/indexes", nil, &list)
 			if len(list.Indexes) != 0 {

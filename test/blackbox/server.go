@@ -1,7 +1,8 @@
 // Package blackbox tests the real summa-server binary from the outside:
 // through its command line, its HTTP API and its data directory, exactly as
 // docs/server.md describes them. It uses
-// nothing but net/http, encoding/json and the shared harness of
+// nothing but net/http, encoding/json, the wire types of package client
+// (one definition per wire type) and the shared harness of
 // internal/testing/testserver, so it needs only the binary.
 //
 // The short suite runs by default; SUMMA_LONG=1 enables the long variants
@@ -17,8 +18,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
+	"github.com/summadev/summa/client"
 	"github.com/summadev/summa/internal/testing/testserver"
 )
 
@@ -116,54 +117,6 @@ func (id *SegID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// SegmentStatus is one segment of STATUS.
-type SegmentStatus struct {
-	ID               SegID `json:"id"`
-	Documents        int64 `json:"documents"`
-	DeletedDocuments int64 `json:"deletedDocuments"`
-	SizeBytes        int64 `json:"sizeBytes"`
-	// Vectors lists each binary vector field's encoded runs.
-	Vectors []VectorRuns `json:"vectors"`
-}
-
-// VectorRuns is a binary dense_vector field's IVF payload in a segment.
-type VectorRuns struct {
-	Field      string `json:"field"`
-	Runs       int    `json:"runs"`
-	Vectors    int64  `json:"vectors"`
-	Fragmented bool   `json:"fragmented"`
-}
-
-// QuarantineStatus is one quarantined segment of STATUS.
-type QuarantineStatus struct {
-	Segment SegID  `json:"segment"`
-	Reason  string `json:"reason"`
-}
-
-// IndexStatus is the contract's STATUS.
-type IndexStatus struct {
-	Name                 string             `json:"name"`
-	State                string             `json:"state"`
-	Generation           uint64             `json:"generation"`
-	Documents            int64              `json:"documents"`
-	Segments             []SegmentStatus    `json:"segments"`
-	Quarantined          []QuarantineStatus `json:"quarantined"`
-	DurabilityDegraded   bool               `json:"durabilityDegraded"`
-	UncommittedDocuments int64              `json:"uncommittedDocuments"`
-	HeldPublication      *HeldPublication   `json:"heldPublication"`
-}
-
-// HeldPublication is a generation whose publication failed before the
-// commit point and that the engine retries in the background (STATUS and
-// /v1/admin/lifecycle); absent or null when nothing is held.
-type HeldPublication struct {
-	Index     string     `json:"index"` // lifecycle only
-	Since     time.Time  `json:"since"`
-	Attempts  int        `json:"attempts"`
-	LastError string     `json:"lastError"`
-	NextRetry *time.Time `json:"nextRetry,omitempty"`
-}
-
 // CommitResult is the answer to a commit.
 type CommitResult struct {
 	Generation uint64 `json:"generation"`
@@ -209,9 +162,9 @@ func (s *Server) CreateIndex(name string, schema json.RawMessage) {
 }
 
 // Status returns an index's STATUS and requires 200.
-func (s *Server) Status(name string) IndexStatus {
+func (s *Server) Status(name string) client.IndexStatus {
 	s.t.Helper()
-	var st IndexStatus
+	var st client.IndexStatus
 	s.Expect(http.StatusOK, "GET", "/v1/indexes/"+name, nil, &st)
 	return st
 }

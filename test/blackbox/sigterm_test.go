@@ -64,7 +64,7 @@ func TestSIGTERMCommitsAcceptedDocuments(t *testing.T) {
 	if _, ok := live[pk("c", 6)]; ok {
 		t.Errorf("delete of %s before SIGTERM was lost", pk("c", 6))
 	}
-	if st := s.Status(index); st.Documents != int64(len(live)) || st.UncommittedDocuments != 0 {
+	if st := s.Status(index); st.Documents != uint64(len(live)) || st.UncommittedDocuments != 0 {
 		t.Errorf("after restart: STATUS documents %d uncommitted %d", st.Documents, st.UncommittedDocuments)
 	}
 	if unowned, _ := unownedSegFiles(t, filepath.Join(dir, index)); len(unowned) > 0 {
@@ -113,7 +113,7 @@ func TestSIGTERMDeadlinePasses(t *testing.T) {
 	if unowned, _ := unownedSegFiles(t, filepath.Join(dir, index)); len(unowned) > 0 {
 		t.Errorf("after a shutdown past its deadline: unowned seg_ files %v", unowned)
 	}
-	if st := s.Status(index); len(st.Quarantined) > 0 || st.Documents != int64(len(live)) {
+	if st := s.Status(index); len(st.Quarantined) > 0 || st.Documents != uint64(len(live)) {
 		t.Errorf("after restart: documents %d (searchable %d), quarantined %v", st.Documents, len(live), st.Quarantined)
 	}
 	s.Stop()

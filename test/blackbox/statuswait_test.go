@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/client"
 )
 
 // waitAnswer is one answer of a status long poll.
 type waitAnswer struct {
-	status IndexStatus
+	status client.IndexStatus
 	code   int
 	body   string
 	err    error

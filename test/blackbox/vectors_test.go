@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/client"
 )
 
 // vecDims is the dimension count of the binary vector index.
@@ -102,7 +104,7 @@ func foundByExact(t *testing.T, s *Server, docs []vecDoc, label string) {
 	}
 }
 
-func vecRuns(st IndexStatus) (runs, fragmented int) {
+func vecRuns(st client.IndexStatus) (runs, fragmented int) {
 	for _, seg := range st.Segments {
 		for _, v := range seg.Vectors {
 			runs += v.Runs
@@ -189,7 +191,7 @@ func TestVectorMergeCoalesceKill9(t *testing.T) {
 			midCoalesce++ // cut mid-coalescing: the next start sweeps the output
 		}
 		s = startServer(t, dir, "--optimizer-threads=0")
-		if st := s.Status("vec"); st.Documents != int64(len(all)) {
+		if st := s.Status("vec"); st.Documents != uint64(len(all)) {
 			t.Fatalf("trial %d: %d documents after the restart, %d committed", trial, st.Documents, len(all))
 		}
 		foundByExact(t, s, sample(100), fmt.Sprintf("trial %d", trial))
