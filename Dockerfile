@@ -50,29 +50,28 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.defaultEngineImage=${ENGINE_IMAGE}" \
       -o /out/ ./cmd/summa-server ./cmd/manager
 
-# The engine: summa-server, with no default arguments (the operator gives
-# them: --data-dir /data --listen 0.0.0.0:8082 and the access flags).
-FROM ${BASE_IMAGE} AS engine
+# The runtime both images start from: the labels they share, with VERSION
+# and COMMIT stamped in.
+FROM ${BASE_IMAGE} AS runtime
 ARG VERSION=dev
 ARG COMMIT=unknown
-LABEL org.opencontainers.image.title="summa-server" \
-      org.opencontainers.image.description="Summa search engine" \
-      org.opencontainers.image.source="https://github.com/summadev/summa" \
+LABEL org.opencontainers.image.source="https://github.com/summadev/summa" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${COMMIT}"
+
+# The engine: summa-server, with no default arguments (the operator gives
+# them: --data-dir /data --listen 0.0.0.0:8082 and the access flags).
+FROM runtime AS engine
+LABEL org.opencontainers.image.title="summa-server" \
+      org.opencontainers.image.description="Summa search engine"
 COPY --from=builder /out/summa-server /usr/local/bin/summa-server
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/summa-server"]
 
 # The operator: the SummaIndex controller (cmd/manager).
-FROM ${BASE_IMAGE} AS operator
-ARG VERSION=dev
-ARG COMMIT=unknown
+FROM runtime AS operator
 LABEL org.opencontainers.image.title="summa-operator" \
-      org.opencontainers.image.description="Kubernetes operator for SummaIndex resources" \
-      org.opencontainers.image.source="https://github.com/summadev/summa" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${COMMIT}"
+      org.opencontainers.image.description="Kubernetes operator for SummaIndex resources"
 WORKDIR /
 COPY --from=builder /out/manager /manager
 USER 65532:65532
