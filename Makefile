@@ -102,7 +102,7 @@ mutate: $(GREMLINS) ## Mutation testing of the crash-critical code (lifecycle, m
 	GO=$(GO) GREMLINS=$(GREMLINS) MUTATE_SCOPE="$(MUTATE_SCOPE)" MUTATE_WORKERS=$(MUTATE_WORKERS) hack/mutate/mutate.sh
 
 # Rule mutations: one realistic, hand-written mutation per rule of
-# docs/engine.md (hack/rulemut/mutations.go), each applied in a scratch
+# docs/engine.md (hack/rulemut/mutations_<family>.go), each applied in a scratch
 # copy of the tree; the rule's tests must fail on it. RULES=L03,C07 runs a
 # subset.
 RULES ?=

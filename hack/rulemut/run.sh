@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rule mutations: realistic mutations of the production code, one or more
-# per rule of docs/engine.md (hack/rulemut/mutations.go), each applied in a scratch
+# per rule of docs/engine.md (hack/rulemut/mutations_<family>.go), each applied in a scratch
 # copy of the tree; the rule's tests must fail on it. Prints
 # `RULE killed|SURVIVED|BROKEN|PANIC|SETUP|NOASSERT description` per
 # entry, with the test and the assertion (file:line) that failed, and
