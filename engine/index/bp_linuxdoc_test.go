@@ -169,6 +169,9 @@ func docStats(t *testing.T, idx *index.Index) postStats {
 func countPostings(t *testing.T, r *segment.Reader, st *postStats) int64 {
 	var n int64
 	for f := 0; f < 3; f++ {
+		if r.NumTerms(f) == 0 {
+			continue // the bench's title is stored only
+		}
 		it, err := r.Terms(f)
 		if err != nil {
 			t.Fatal(err)
@@ -202,6 +205,9 @@ func dumpPostings(t *testing.T, idx *index.Index, name string) {
 	r := snap.Segments[0].Reader
 	out := binary.AppendUvarint(nil, uint64(r.NumDocs()))
 	for f := 0; f < 3; f++ {
+		if r.NumTerms(f) == 0 {
+			continue // the bench's title is stored only
+		}
 		it, err := r.Terms(f)
 		if err != nil {
 			t.Fatal(err)
