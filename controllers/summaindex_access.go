@@ -247,15 +247,8 @@ func (r *SummaIndexReconciler) ensureCredentials(ctx context.Context, index *sum
 	if len(missing) == 0 {
 		return s, nil
 	}
-	if s.Data == nil {
-		s.Data = map[string][]byte{}
-	}
-	for _, k := range missing {
-		tok, err := newToken()
-		if err != nil {
-			return nil, err
-		}
-		s.Data[k] = []byte(tok)
+	if err := fillTokens(s, missing); err != nil {
+		return nil, err
 	}
 	// Update carries the resourceVersion read: a concurrent edit (a
 	// rotation) wins, and the next pass looks again.
@@ -271,14 +264,9 @@ func (r *SummaIndexReconciler) createCredentials(ctx context.Context, index *sum
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: index.GeneratedCredentialsSecretName(), Namespace: index.Namespace, Labels: index.Labels()},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{},
 	}
-	for _, k := range summav1.TokenKeys {
-		tok, err := newToken()
-		if err != nil {
-			return nil, err
-		}
-		s.Data[k] = []byte(tok)
+	if err := fillTokens(s, summav1.TokenKeys); err != nil {
+		return nil, err
 	}
 	if err := r.createOwned(ctx, index, s, "credentials secret", "delete it, or name it in spec.access.credentialsSecret to use it"); err != nil {
 		return nil, err
@@ -360,6 +348,21 @@ func firstToken(data []byte) string {
 		}
 	}
 	return ""
+}
+
+// fillTokens sets a new random token under each of keys in s.
+func fillTokens(s *corev1.Secret, keys []string) error {
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	for _, k := range keys {
+		tok, err := newToken()
+		if err != nil {
+			return err
+		}
+		s.Data[k] = []byte(tok)
+	}
+	return nil
 }
 
 // newToken returns 32 random bytes, base64url-encoded.

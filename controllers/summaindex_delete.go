@@ -177,9 +177,20 @@ func (r *SummaIndexReconciler) deleteClaim(ctx context.Context, index *summav1.S
 	if pvc.DeletionTimestamp != nil {
 		return nil
 	}
-	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete volume %s: %w", name, err)
+	if err := r.deleteExact(ctx, pvc, "volume"); err != nil {
+		return err
 	}
 	r.event(index, pvc, corev1.EventTypeNormal, "VolumeDeleted", "volume %s deleted (reclaimPolicy Delete)", name)
+	return nil
+}
+
+// deleteExact deletes obj, the very object that was read (a UID
+// precondition: not a newer one of the same name); one already gone is no
+// error. what names its kind in the error.
+func (r *SummaIndexReconciler) deleteExact(ctx context.Context, obj client.Object, what string) error {
+	uid := obj.GetUID()
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s: %w", what, obj.GetName(), err)
+	}
 	return nil
 }

@@ -334,8 +334,8 @@ func (r *SummaIndexReconciler) pruneBackups(ctx context.Context, index *summav1.
 		if i < keep || pvc.Name == current {
 			continue
 		}
-		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete backup volume %s: %w", pvc.Name, err)
+		if err := r.deleteExact(ctx, pvc, "backup volume"); err != nil {
+			return err
 		}
 		r.event(index, pvc, corev1.EventTypeNormal, "BackupVolumeDeleted",
 			"backup volume %s deleted (spec.doctor.keepBackups is %d)", pvc.Name, keep)

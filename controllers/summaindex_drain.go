@@ -199,15 +199,24 @@ func drainTimedOutTotal(purpose string, elapsed time.Duration) {
 // deletePod deletes the engine pod with a precondition on its UID (never a
 // replacement created meanwhile) and the pod's own grace period.
 func (r *SummaIndexReconciler) deletePod(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod, purpose, why string) error {
+	if err := r.deletePodExact(ctx, pod); err != nil {
+		return fmt.Errorf("delete engine pod %s: %w", pod.Name, err)
+	}
+	restartsTotal.WithLabelValues(purpose).Inc()
+	r.event(index, pod, corev1.EventTypeNormal, "PodDeleted", "engine pod %s deleted (%s: %s)", pod.Name, purpose, why)
+	return nil
+}
+
+// deletePodExact deletes pod with a precondition on its UID and the pod's
+// own grace period; a pod already gone, or replaced meanwhile, is no error.
+func (r *SummaIndexReconciler) deletePodExact(ctx context.Context, pod *corev1.Pod) error {
 	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		opts = append(opts, client.GracePeriodSeconds(*g))
 	}
 	if err := r.Delete(ctx, pod, opts...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete engine pod %s: %w", pod.Name, err)
+		return err
 	}
-	restartsTotal.WithLabelValues(purpose).Inc()
-	r.event(index, pod, corev1.EventTypeNormal, "PodDeleted", "engine pod %s deleted (%s: %s)", pod.Name, purpose, why)
 	return nil
 }
 

@@ -162,8 +162,8 @@ func (r *SummaIndexReconciler) deleteNetworkPolicy(ctx context.Context, index *s
 	if !metav1.IsControlledBy(cur, index) || cur.DeletionTimestamp != nil {
 		return nil
 	}
-	if err := r.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete network policy %s: %w", name, err)
+	if err := r.deleteExact(ctx, cur, "network policy"); err != nil {
+		return err
 	}
 	r.event(index, cur, corev1.EventTypeNormal, "NetworkPolicyDeleted", "network policy %s deleted (spec.access.networkPolicy Disabled)", name)
 	return nil

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -59,9 +58,8 @@ func (r *SummaIndexReconciler) adoptOrphan(ctx context.Context, index *summav1.S
 // SummaIndex of index's name, so that the next pass issues a new one. It
 // returns the error that holds the pass until then.
 func (r *SummaIndexReconciler) replaceOrphanSecret(ctx context.Context, index *summav1.SummaIndex, s client.Object) error {
-	uid := s.GetUID()
-	if err := r.Delete(ctx, s, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete orphaned secret %s: %w", s.GetName(), err)
+	if err := r.deleteExact(ctx, s, "orphaned secret"); err != nil {
+		return err
 	}
 	r.event(index, s, corev1.EventTypeNormal, "SecretReplaced",
 		"secret %s, left by a SummaIndex of the same name deleted with orphan propagation, deleted to be issued anew", s.GetName())

@@ -79,8 +79,8 @@ func (r *SummaIndexReconciler) ensurePDB(ctx context.Context, index *summav1.Sum
 		if !exists || cur.DeletionTimestamp != nil {
 			return nil
 		}
-		if err := r.Delete(ctx, cur, client.Preconditions{UID: &cur.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete pod disruption budget %s: %w", name, err)
+		if err := r.deleteExact(ctx, cur, "pod disruption budget"); err != nil {
+			return err
 		}
 		r.event(index, cur, corev1.EventTypeNormal, "PodDisruptionBudgetDeleted", "pod disruption budget %s deleted (no followers)", name)
 		return nil

@@ -279,12 +279,20 @@ func engineRunning(pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
 		return false
 	}
+	cs := engineStatus(pod)
+	return cs != nil && cs.State.Running != nil
+}
+
+// engineStatus is the status of pod's engine container: among the
+// containers, or among the init containers when it runs as a native
+// sidecar; nil while the kubelet reports none.
+func engineStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for _, cs := range list {
-			if cs.Name == EngineContainerName {
-				return cs.State.Running != nil
+		for i := range list {
+			if list[i].Name == EngineContainerName {
+				return &list[i]
 			}
 		}
 	}
-	return false
+	return nil
 }

@@ -201,11 +201,7 @@ func (r *SummaIndexReconciler) deleteFollowerPod(ctx context.Context, index *sum
 	if pod.DeletionTimestamp != nil {
 		return nil
 	}
-	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		opts = append(opts, client.GracePeriodSeconds(*g))
-	}
-	if err := r.Delete(ctx, pod, opts...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	if err := r.deletePodExact(ctx, pod); err != nil {
 		return failed(ReasonPodFailed, fmt.Errorf("delete follower pod %s: %w", pod.Name, err))
 	}
 	r.event(index, pod, corev1.EventTypeNormal, "FollowerDeleted", "follower pod %s deleted (%s)", pod.Name, why)

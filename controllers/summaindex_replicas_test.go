@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	summav1 "github.com/summadev/summa/api/v1"
+	"github.com/summadev/summa/client"
 )
 
 // replicaInputs are pod inputs with TLS and credentials.
@@ -103,21 +104,15 @@ func TestNetworkPolicyWithFollowersCoversThemAndAdmitsThemToTheLeader(t *testing
 }
 
 func TestCaughtUp(t *testing.T) {
-	st := func(state string, gen, leaderGen int64, lag float64) *followerIndexStatus {
-		s := &followerIndexStatus{Generation: gen}
-		s.Replication = &struct {
-			Leader           string  `json:"leader"`
-			State            string  `json:"state"`
-			LeaderGeneration int64   `json:"leaderGeneration"`
-			LagSeconds       float64 `json:"lagSeconds"`
-		}{State: state, LeaderGeneration: leaderGen, LagSeconds: lag}
-		return s
+	st := func(state string, gen, leaderGen uint64, lag float64) *client.IndexStatus {
+		return &client.IndexStatus{Generation: gen,
+			Replication: &client.ReplicationStatus{State: state, LeaderGeneration: leaderGen, LagSeconds: lag}}
 	}
 	for _, c := range []struct {
-		st   *followerIndexStatus
+		st   *client.IndexStatus
 		want bool
 	}{
-		{nil, false}, {&followerIndexStatus{Generation: 3}, false},
+		{nil, false}, {&client.IndexStatus{Generation: 3}, false},
 		{st("following", 5, 5, 30), true}, {st("following", 4, 5, 1), true}, {st("following", 4, 5, 60), false},
 		{st("catchingUp", 5, 5, 0), false}, {st("disconnected", 5, 5, 0), false},
 	} {

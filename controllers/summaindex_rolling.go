@@ -2,11 +2,10 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	summav1 "github.com/summadev/summa/api/v1"
+	"github.com/summadev/summa/client"
 )
 
 // Rolling restarts with read followers. A new revision (spec change,
@@ -38,55 +38,24 @@ const (
 	// maxCatchUpLagSeconds is the replication lag under which a follower
 	// that is following counts as caught up.
 	maxCatchUpLagSeconds = 5.0
-	// replicationFollowing is the engine's state of a connected follower.
-	replicationFollowing = "following"
 )
 
-// followerIndexStatus is what the operator reads of a follower's
-// GET /v1/indexes/{index}.
-type followerIndexStatus struct {
-	Generation  int64 `json:"generation"`
-	Quarantined []struct {
-		Segment string `json:"segment"`
-	} `json:"quarantined"`
-	Replication *struct {
-		Leader           string  `json:"leader"`
-		State            string  `json:"state"`
-		LeaderGeneration int64   `json:"leaderGeneration"`
-		LagSeconds       float64 `json:"lagSeconds"`
-	} `json:"replication"`
-}
-
 // followerIndex reads index's index on a follower; nil without an error when
-// the follower does not have it yet.
-func (r *SummaIndexReconciler) followerIndex(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (*followerIndexStatus, error) {
-	base, hc, token, err := r.engineConn(ctx, index, pod)
+// the follower does not have it yet (any 404).
+func (r *SummaIndexReconciler) followerIndex(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (*client.IndexStatus, error) {
+	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, base+"/v1/indexes/"+url.PathEscape(index.Name), nil)
-	if err != nil {
-		return nil, fmt.Errorf("follower %s: %w", pod.Name, err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read index %s on follower %s: %w", index.Name, pod.Name, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	st, err := c.GetIndex(cctx, index.Name)
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound {
 		return nil, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read index %s on follower %s: HTTP %d", index.Name, pod.Name, resp.StatusCode)
-	}
-	st := &followerIndexStatus{}
-	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
-		return nil, fmt.Errorf("decode index %s of follower %s: %w", index.Name, pod.Name, err)
+	if err != nil {
+		return nil, fmt.Errorf("read index %s on follower %s: %w", index.Name, pod.Name, err)
 	}
 	return st, nil
 }
@@ -94,8 +63,8 @@ func (r *SummaIndexReconciler) followerIndex(ctx context.Context, index *summav1
 // caughtUp reports whether a follower's engine serves what the leader
 // published, near enough: connected, and at the leader's generation or
 // within maxCatchUpLagSeconds of it.
-func caughtUp(st *followerIndexStatus) bool {
-	if st == nil || st.Replication == nil || st.Replication.State != replicationFollowing {
+func caughtUp(st *client.IndexStatus) bool {
+	if st == nil || st.Replication == nil || st.Replication.State != client.ReplicationFollowing {
 		return false
 	}
 	return st.Generation >= st.Replication.LeaderGeneration || st.Replication.LagSeconds <= maxCatchUpLagSeconds
@@ -106,7 +75,7 @@ type follower struct {
 	k   int
 	pod *corev1.Pod
 	// st is its engine's view (nil when not read).
-	st *followerIndexStatus
+	st *client.IndexStatus
 }
 
 // settled reports whether f runs revision rev, is ready and caught up.
@@ -306,10 +275,10 @@ func recordReplicas(index *summav1.SummaIndex, n int, fs []follower) {
 			st.Ready++
 		}
 		if fl.st != nil {
-			fst.Generation = fl.st.Generation
+			fst.Generation = int64(fl.st.Generation)
 			if rep := fl.st.Replication; rep != nil {
 				lag := math.Round(rep.LagSeconds*10) / 10
-				fst.State, fst.LeaderGeneration, fst.LagSeconds = rep.State, rep.LeaderGeneration, &lag
+				fst.State, fst.LeaderGeneration, fst.LagSeconds = rep.State, int64(rep.LeaderGeneration), &lag
 				if maxLag == nil || lag > *maxLag {
 					maxLag = &lag
 				}

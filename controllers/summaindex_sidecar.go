@@ -64,21 +64,14 @@ func engineShutdownDeadline(index *summav1.SummaIndex, grace int64) int64 {
 }
 
 // engineReady reports whether the engine container of pod passes its
-// readiness probe (/readyz): its status among the containers, or among the
-// init containers when it runs as a native sidecar. The pod's own Ready
-// condition is not used, as it also waits for the app containers.
+// readiness probe (/readyz) (engineStatus). The pod's own Ready condition
+// is not used, as it also waits for the app containers.
 func engineReady(pod *corev1.Pod) bool {
 	if pod.Status.PodIP == "" {
 		return false
 	}
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for _, cs := range list {
-			if cs.Name == EngineContainerName {
-				return cs.Ready && cs.State.Running != nil
-			}
-		}
-	}
-	return false
+	cs := engineStatus(pod)
+	return cs != nil && cs.Ready && cs.State.Running != nil
 }
 
 // servicePublishesNotReady tells whether index's Service lists the engine pod's

@@ -27,9 +27,9 @@ writes, commits everything it accepted, and only then is its pod replaced.
 This sets the annotation summa.dev/restartedAt to the current time.`,
 		Example: `  kubectl summa restart articles`,
 		Args:    exactlyOneName,
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
+		RunE: o.onIndex(func(ctx context.Context, cl *clients, name string) error {
 			at := o.Now().UTC().Format(time.RFC3339)
-			if _, err := cl.patch(cmd.Context(), args[0], func(x *summav1.SummaIndex) {
+			if _, err := cl.patch(ctx, name, func(x *summav1.SummaIndex) {
 				if x.Annotations == nil {
 					x.Annotations = map[string]string{}
 				}
@@ -37,7 +37,7 @@ This sets the annotation summa.dev/restartedAt to the current time.`,
 			}); err != nil {
 				return err
 			}
-			o.printf("summaindex/%s restart requested (drained; %s=%s)\n", args[0], annotationRestartedAt, at)
+			o.printf("summaindex/%s restart requested (drained; %s=%s)\n", name, annotationRestartedAt, at)
 			return nil
 		}),
 	}
@@ -55,11 +55,11 @@ func newSuspendCommand(o *Options, suspend bool) *cobra.Command {
 		Short:   short,
 		Example: "  kubectl summa " + use[:len(use)-len(" NAME")] + " articles",
 		Args:    exactlyOneName,
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
-			if _, err := cl.patch(cmd.Context(), args[0], func(x *summav1.SummaIndex) { x.Spec.Suspend = suspend }); err != nil {
+		RunE: o.onIndex(func(ctx context.Context, cl *clients, name string) error {
+			if _, err := cl.patch(ctx, name, func(x *summav1.SummaIndex) { x.Spec.Suspend = suspend }); err != nil {
 				return err
 			}
-			o.printf("summaindex/%s %s\n", args[0], verb)
+			o.printf("summaindex/%s %s\n", name, verb)
 			return nil
 		}),
 	}
@@ -86,8 +86,8 @@ follows the run until it succeeds or fails (exit status 1 when it fails).`,
 		Example: `  kubectl summa doctor articles
   kubectl summa doctor articles --no-backup --timeout 1h`,
 		Args: exactlyOneName,
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
-			return o.doctor(cmd.Context(), cl, args[0], d)
+		RunE: o.onIndex(func(ctx context.Context, cl *clients, name string) error {
+			return o.doctor(ctx, cl, name, d)
 		}),
 	}
 	cmd.Flags().BoolVar(&d.noBackup, "no-backup", false, "do not copy the volume first (spec.doctor.backup: None)")
@@ -123,38 +123,43 @@ func (o *Options) doctor(ctx context.Context, cl *clients, name string, d *docto
 	if !d.wait {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	return o.followDoctor(ctx, cl, name, id, d.timeout)
+}
+
+// followDoctor prints the phases of doctor run id of name until it ends
+// or timeout passes.
+func (o *Options) followDoctor(ctx context.Context, cl *clients, name, id string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := ""
-	for {
+	err := o.follow(ctx, func() (bool, error) {
 		x, err := cl.get(ctx, name)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if st := x.Status.Doctor; st != nil && st.RequestID == id {
-			if st.Phase != last {
-				o.printf("  %s  %s\n", o.Now().Format("15:04:05"), st.Phase)
-				last = st.Phase
-			}
-			switch st.Phase {
-			case summav1.DoctorPhaseSucceeded:
-				o.printf("doctor run %s succeeded: checked %d segments, removed %d (%d documents)\n",
-					id, st.CheckedSegments, len(st.RemovedSegments), st.RemovedDocuments)
-				for _, seg := range st.RemovedSegments {
-					o.printf("  removed segment %s\n", seg)
-				}
-				return nil
-			case summav1.DoctorPhaseFailed:
-				return fmt.Errorf("doctor run %s failed: %s", id, st.Message)
-			}
+		st := x.Status.Doctor
+		if st == nil || st.RequestID != id {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("doctor run %s still %s after %v; it goes on (kubectl summa status %s)", id, orNone(last), d.timeout, name)
-			}
-			return ctx.Err()
-		case <-time.After(o.Poll):
+		if st.Phase != last {
+			o.printf("  %s  %s\n", o.Now().Format("15:04:05"), st.Phase)
+			last = st.Phase
 		}
+		switch st.Phase {
+		case summav1.DoctorPhaseSucceeded:
+			o.printf("doctor run %s succeeded: checked %d segments, removed %d (%d documents)\n",
+				id, st.CheckedSegments, len(st.RemovedSegments), st.RemovedDocuments)
+			for _, seg := range st.RemovedSegments {
+				o.printf("  removed segment %s\n", seg)
+			}
+			return true, nil
+		case summav1.DoctorPhaseFailed:
+			return true, fmt.Errorf("doctor run %s failed: %s", id, st.Message)
+		}
+		return false, nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return fmt.Errorf("doctor run %s still %s after %v; it goes on (kubectl summa status %s)", id, orNone(last), timeout, name)
 	}
+	return err
 }

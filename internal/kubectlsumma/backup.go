@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +32,8 @@ not uploaded again.`,
 		Example: `  kubectl summa backup articles
   kubectl summa backup articles --name before-upgrade --no-wait`,
 		Args: exactlyOneName,
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
-			return o.backup(cmd.Context(), cl, args[0], bo)
+		RunE: o.onIndex(func(ctx context.Context, cl *clients, name string) error {
+			return o.backup(ctx, cl, name, bo)
 		}),
 	}
 	cmd.Flags().StringVar(&bo.name, "name", "", "name of the SummaIndexBackup (default NAME-<UTC time>)")
@@ -63,9 +62,9 @@ func (o *Options) backup(ctx context.Context, cl *clients, index string, bo *bac
 		return nil
 	}
 	last := ""
-	for {
+	return o.follow(ctx, func() (bool, error) {
 		if err := cl.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-			return fmt.Errorf("summaindexbackup %s/%s: %w", cl.namespace, name, err)
+			return false, fmt.Errorf("summaindexbackup %s/%s: %w", cl.namespace, name, err)
 		}
 		st := b.Status
 		line := fmt.Sprintf("%s %s", st.Phase, st.Message)
@@ -77,16 +76,12 @@ func (o *Options) backup(ctx context.Context, cl *clients, index string, bo *bac
 		case summav1.BackupPhaseCompleted:
 			o.printf("backup %s of %s completed: generation %d, %d documents, %d bytes uploaded, %d reused\n",
 				st.BackupID, index, st.Generation, st.Documents, st.Bytes, st.ReusedBytes)
-			return nil
+			return true, nil
 		case summav1.BackupPhaseFailed:
-			return fmt.Errorf("backup of %s failed: %s", index, st.Message)
+			return true, fmt.Errorf("backup of %s failed: %s", index, st.Message)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(o.Poll):
-		}
-	}
+		return false, nil
+	})
 }
 
 // restoreOptions are the flags of `kubectl summa restore`.
@@ -118,8 +113,8 @@ backup is restored. The YAML is printed; --apply creates it.`,
 			}
 			return nil
 		},
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
-			return o.restore(cmd.Context(), cl, args[0], ro)
+		RunE: o.onIndex(func(ctx context.Context, cl *clients, name string) error {
+			return o.restore(ctx, cl, name, ro)
 		}),
 	}
 	cmd.Flags().StringVar(&ro.from, "from", "", "SummaIndex whose settings and backups to use")

@@ -48,8 +48,8 @@ that cannot be collected is recorded as <part>.error.txt.`,
 			}
 			return nil
 		},
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
-			return o.report(cmd.Context(), cl, args[0], r)
+		RunE: o.onIndex(func(ctx context.Context, cl *clients, name string) error {
+			return o.report(ctx, cl, name, r)
 		}),
 	}
 	cmd.Flags().StringVarP(&r.output, "output", "o", "", "the zip file to write")

@@ -37,15 +37,31 @@ type Options struct {
 	Poll time.Duration
 }
 
-// withClients is a cobra RunE that builds the clients first and then
-// runs run with them.
-func (o *Options) withClients(run func(cmd *cobra.Command, cl *clients, args []string) error) func(*cobra.Command, []string) error {
+// onIndex is the cobra RunE of a subcommand taking one SummaIndex NAME
+// (Args: exactlyOneName): it builds the clients, then runs run with them
+// and NAME.
+func (o *Options) onIndex(run func(ctx context.Context, cl *clients, name string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		cl, err := o.clients()
 		if err != nil {
 			return err
 		}
-		return run(cmd, cl, args)
+		return run(cmd.Context(), cl, args[0])
+	}
+}
+
+// follow calls step every o.Poll until step reports done or an error,
+// or ctx ends (then ctx's error).
+func (o *Options) follow(ctx context.Context, step func() (done bool, err error)) error {
+	for {
+		if done, err := step(); done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.Poll):
+		}
 	}
 }
 

@@ -28,9 +28,7 @@ replication lag), the last doctor run, and the most recent events.`,
 		Example: `  kubectl summa status articles
   kubectl summa status articles -n search --context prod`,
 		Args: exactlyOneName,
-		RunE: o.withClients(func(cmd *cobra.Command, cl *clients, args []string) error {
-			return o.status(cmd.Context(), cl, args[0])
-		}),
+		RunE: o.onIndex(o.status),
 	}
 }
 
