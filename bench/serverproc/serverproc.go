@@ -15,9 +15,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/summadev/summa/internal/testing/harness"
 )
 
 // Proc is one summa-server process.
@@ -49,26 +51,18 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 	if root == "" {
 		return "", fmt.Errorf("module root unknown")
 	}
-	bin := filepath.Join(dir, "summa-server")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/summa-server")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/summa-server: %v: %s", err, bytes.TrimSpace(out))
-	}
-	return bin, nil
+	return harness.BuildServer(ctx, root, dir)
 }
 
 // FreeAddr returns a loopback address with a port free right now.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := harness.FreePorts(1)
 	if err != nil {
-		return "", fmt.Errorf("pick a port: %w", err)
+		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
 }
 
 // Start runs bin on dataDir on a free loopback port and waits until it

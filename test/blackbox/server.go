@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/summadev/summa/client"
+	"github.com/summadev/summa/internal/testing/harness"
 	"github.com/summadev/summa/internal/testing/testserver"
 )
 
@@ -71,7 +72,7 @@ type Response = testserver.Response
 type ErrorBody = testserver.ErrorBody
 
 // tail returns the last n lines of s.
-func tail(s string, n int) string { return testserver.Tail(s, n) }
+func tail(s string, n int) string { return harness.Tail(s, n) }
 
 // cleanEnv is the test's environment without SUMMA_* variables.
 func cleanEnv() []string { return testserver.CleanEnv() }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/summadev/summa/bench"
 	"github.com/summadev/summa/bench/internal/cmdmain"
+	"github.com/summadev/summa/internal/testing/harness"
 )
 
 func main() {
@@ -90,7 +91,7 @@ func main() {
 			cfg.Engines = append(cfg.Engines, e)
 		}
 	}
-	root, err := moduleRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "summa-bench: warning:", err)
 	}
@@ -174,28 +175,6 @@ func runCorpus(ctx context.Context, cfg bench.Config, c *bench.Corpus) (*bench.R
 	defer os.RemoveAll(work)
 	cfg.WorkDir = work
 	return bench.Run(ctx, cfg, c)
-}
-
-// moduleRoot finds the main module's directory from the working directory.
-func moduleRoot() (string, error) {
-	d, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil {
-			if strings.Contains(string(b), "module github.com/summadev/summa\n") {
-				return d, nil
-			}
-			return "", fmt.Errorf("%s/go.mod is not github.com/summadev/summa; run from the repository", d)
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above the working directory; run from the repository")
-		}
-		d = parent
-	}
 }
 
 // selectCorpora parses -corpora: a comma-separated list of small and large.

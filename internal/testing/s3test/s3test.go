@@ -28,6 +28,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/summadev/summa/internal/testing/harness"
 )
 
 // TB is what the package needs of a test: *testing.T, testing.TB and
@@ -59,7 +61,7 @@ func Binary() (string, bool) {
 		st, err := os.Stat(p)
 		return p, err == nil && !st.IsDir()
 	}
-	root, err := moduleRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		return "", false
 	}
@@ -83,24 +85,6 @@ func Need(t TB) string {
 	return bin
 }
 
-// moduleRoot finds the directory of go.mod above the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // Server is one running S3 server.
 type Server struct {
 	// Endpoint is http://IP:PORT (127.0.0.1 unless StartOn).
@@ -121,7 +105,7 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *bytes.Buffer
+	log  *harness.Output
 }
 
 // Start starts a server on 127.0.0.1 with one bucket and waits until it
@@ -151,7 +135,10 @@ func StartOn(t TB, ip string) *Server {
 	if err := os.WriteFile(credFile, []byte(AccessKey+"\n"+SecretKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 7)
+	ports, err := harness.FreePorts(7)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s3Port := ports[0]
 	args := []string{"server", "-s3", "-filer",
 		"-ip=" + ip, "-ip.bind=" + ip, "-dir=" + data,
@@ -175,7 +162,7 @@ func StartOn(t TB, ip string) *Server {
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
-			t.Logf("weed output (tail):\n%s", tailLines(s.Output(), 40))
+			t.Logf("weed output (tail):\n%s", harness.Tail(s.Output(), 40))
 		}
 	})
 	s.start(t)
@@ -190,7 +177,7 @@ func StartOn(t TB, ip string) *Server {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("S3 server did not create a bucket within %s: %v\n%s", startTimeout, err, tailLines(s.Output(), 40))
+			t.Fatalf("S3 server did not create a bucket within %s: %v\n%s", startTimeout, err, harness.Tail(s.Output(), 40))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -202,9 +189,8 @@ func (s *Server) start(t TB) {
 	t.Helper()
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.dir
-	s.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &s.mu, w: s.log}
-	cmd.Stdout, cmd.Stderr = w, w
+	out := &harness.Output{}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", s.bin, err)
@@ -212,7 +198,7 @@ func (s *Server) start(t TB) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.cmd, s.done, s.log = cmd, done, out
 	s.mu.Unlock()
 }
 
@@ -351,42 +337,4 @@ func (s *Server) Remove(t TB, key string) {
 	if err := s.Client.RemoveObject(context.Background(), s.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
 		t.Fatalf("remove %s: %v", key, err)
 	}
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(t TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -11,20 +11,19 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/summadev/summa/internal/testing/harness"
 )
 
 // Timeouts of the harness.
@@ -40,34 +39,21 @@ const (
 // Build builds ./cmd/summa-server of the module the test runs in into dir
 // and returns the binary's path and the module root.
 func Build(dir string) (bin, moduleRoot string, err error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", "", fmt.Errorf("go env GOMOD: %v", err)
+	if moduleRoot, err = harness.ModuleRoot(); err != nil {
+		return "", "", err
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", "", errors.New("go env GOMOD: not inside a module")
-	}
-	moduleRoot = filepath.Dir(gomod)
-	bin = filepath.Join(dir, "summa-server")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/summa-server")
-	cmd.Dir = moduleRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("go build ./cmd/summa-server: %v\n%s", err, out)
-	}
-	return bin, moduleRoot, nil
+	bin, err = harness.BuildServer(context.Background(), moduleRoot, dir)
+	return bin, moduleRoot, err
 }
 
 // FreePort returns a loopback port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := harness.FreePorts(1)
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
+	return ports[0]
 }
 
 // CleanEnv is the test's environment without SUMMA_* variables, so a
@@ -80,15 +66,6 @@ func CleanEnv() []string {
 		}
 	}
 	return env
-}
-
-// Tail returns the last n lines of s.
-func Tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("... (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Options say how the harness talks to a server.
@@ -114,31 +91,13 @@ type Server struct {
 
 	t       testing.TB
 	cmd     *exec.Cmd
-	log     *syncBuffer
+	log     *harness.Output
 	scheme  string
 	token   string
 	tr      *http.Transport
 	client  *http.Client
 	done    chan struct{} // closed when the process has exited
 	exitErr error         // cmd.Wait's result, valid after done
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Spawn starts the server binary bin on a free port without waiting for
@@ -160,7 +119,7 @@ func Spawn(t testing.TB, bin, dataDir string, opts Options, extra ...string) *Se
 		t:       t,
 		DataDir: dataDir,
 		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))),
-		log:     &syncBuffer{},
+		log:     &harness.Output{},
 		scheme:  scheme,
 		token:   opts.Token,
 		tr:      tr,
@@ -187,7 +146,7 @@ func Spawn(t testing.TB, bin, dataDir string, opts Options, extra ...string) *Se
 		}
 		s.tr.CloseIdleConnections()
 		if t.Failed() || os.Getenv("SUMMA_SERVER_LOGS") == "1" {
-			t.Logf("summa-server %s output:\n%s", strings.Join(s.Args, " "), Tail(s.log.String(), 60))
+			t.Logf("summa-server %s output:\n%s", strings.Join(s.Args, " "), harness.Tail(s.log.String(), 60))
 		}
 	})
 	return s
@@ -207,7 +166,7 @@ func Start(t testing.TB, bin, dataDir string, opts Options, extra ...string) *Se
 		if !s.Running() && attempt < 3 && strings.Contains(s.Output(), "address already in use") {
 			continue
 		}
-		t.Fatalf("summa-server %s not ready: %v\noutput:\n%s", strings.Join(s.Args, " "), err, Tail(s.Output(), 60))
+		t.Fatalf("summa-server %s not ready: %v\noutput:\n%s", strings.Join(s.Args, " "), err, harness.Tail(s.Output(), 60))
 	}
 }
 
@@ -307,7 +266,7 @@ func (s *Server) Stop() {
 	s.t.Helper()
 	code, took := s.Term(ShutdownDeadline + 10*time.Second)
 	if code != 0 {
-		s.t.Fatalf("summa-server exited with code %d after SIGTERM (took %v)\noutput:\n%s", code, took, Tail(s.Output(), 40))
+		s.t.Fatalf("summa-server exited with code %d after SIGTERM (took %v)\noutput:\n%s", code, took, harness.Tail(s.Output(), 40))
 	}
 }
 
