@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/summadev/summa/bench/serverproc"
+	"github.com/summadev/summa/client"
 )
 
 // HTTPRun is the ingest through summa-server in one repetition.
@@ -38,102 +35,26 @@ type HTTPRun struct {
 // IndexName is the index the HTTP ingest creates.
 const IndexName = "bench"
 
-// server is one running summa-server process.
-type server struct {
-	cmd  *exec.Cmd
-	base string
-	hc   *http.Client
-	logs bytes.Buffer
-	done chan error
-}
+// retryLimit bounds the retries of one request answered "retry later"
+// (a 503 during a commit's publication, for instance).
+const retryLimit = 200
 
-func startServer(ctx context.Context, bin, dataDir string) (*server, error) {
-	addr, err := serverproc.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	s := &server{base: "http://" + addr, hc: &http.Client{Timeout: 10 * time.Minute}, done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "--data-dir", dataDir, "--listen", addr)
-	s.cmd.Stdout = &s.logs
-	s.cmd.Stderr = &s.logs
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := s.hc.Get(s.base + "/readyz")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
-		}
-		select {
-		case err := <-s.done:
-			return nil, fmt.Errorf("summa-server exited before ready: %v: %s", err, lastLines(s.logs.Bytes(), 5))
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("summa-server not ready after 60s: %s", lastLines(s.logs.Bytes(), 5))
-		}
-	}
-}
-
-// stop sends SIGTERM (the server drains and shuts down) and kills the
-// process if it has not exited within 60 seconds.
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-// call sends one request and decodes a 2xx JSON answer into out; 503
-// answers are retried after their Retry-After (at most 200 times).
-func (s *server) call(method, path, ctype string, body []byte, out any) error {
+// retrying calls op until it succeeds, fails for good, or was answered
+// "retry later" retryLimit times; it waits the answer's Retry-After
+// (between 100 ms and 1 s) before each retry.
+func retrying(ctx context.Context, op func() error) error {
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequest(method, s.base+path, bytes.NewReader(body))
-		if err != nil {
+		err := op()
+		var apiErr *client.APIError
+		if err == nil || !errors.As(err, &apiErr) || !apiErr.Retryable || attempt >= retryLimit {
 			return err
 		}
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
+		wait := min(max(apiErr.RetryAfter, 100*time.Millisecond), time.Second)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		resp, err := s.hc.Do(req)
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode == http.StatusServiceUnavailable && attempt < 200 {
-			wait := 100 * time.Millisecond
-			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-				wait = min(time.Duration(secs)*time.Second, time.Second)
-			}
-			time.Sleep(wait)
-			continue
-		}
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("%s %s: %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
-		}
-		if out != nil {
-			if err := json.Unmarshal(data, out); err != nil {
-				return fmt.Errorf("%s %s: %w", method, path, err)
-			}
-		}
-		return nil
 	}
 }
 
@@ -146,13 +67,16 @@ func RunHTTP(ctx context.Context, cfg *Config, bin string, c *Corpus, raw [][]by
 		return nil, err
 	}
 	defer os.RemoveAll(dataDir)
-	srv, err := startServer(ctx, bin, dataDir)
+	srv, err := serverproc.Start(bin, dataDir)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
-	schemaBody, _ := json.Marshal(map[string]json.RawMessage{"schema": json.RawMessage(SchemaJSON)})
-	if err := srv.call("PUT", "/v1/indexes/"+IndexName, "application/json", schemaBody, nil); err != nil {
+	defer srv.Stop()
+	cl := client.New(srv.URL, srv.HC)
+	if err := retrying(ctx, func() error {
+		_, err := cl.CreateIndex(ctx, IndexName, json.RawMessage(SchemaJSON))
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	run := &HTTPRun{Hits: map[string]int{}}
@@ -167,17 +91,21 @@ func RunHTTP(ctx context.Context, cfg *Config, bin string, c *Corpus, raw [][]by
 		}
 		ndjson += int64(body.Len())
 		t0 := time.Now()
-		var acc struct {
-			Accepted int `json:"accepted"`
-		}
-		if err := srv.call("POST", "/v1/indexes/"+IndexName+"/documents", "application/x-ndjson", body.Bytes(), &acc); err != nil {
+		var accepted int
+		if err := retrying(ctx, func() (err error) {
+			accepted, err = cl.AddNDJSON(ctx, IndexName, bytes.NewReader(body.Bytes()))
+			return err
+		}); err != nil {
 			return nil, err
 		}
-		if acc.Accepted != b[1]-b[0] {
-			return nil, fmt.Errorf("POST documents accepted %d of %d", acc.Accepted, b[1]-b[0])
+		if accepted != b[1]-b[0] {
+			return nil, fmt.Errorf("POST documents accepted %d of %d", accepted, b[1]-b[0])
 		}
 		t1 := time.Now()
-		if err := srv.call("POST", "/v1/indexes/"+IndexName+"/commit", "application/json", []byte("{}"), nil); err != nil {
+		if err := retrying(ctx, func() error {
+			_, err := cl.Commit(ctx, IndexName)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 		t2 := time.Now()
@@ -194,12 +122,13 @@ func RunHTTP(ctx context.Context, cfg *Config, bin string, c *Corpus, raw [][]by
 	rounds := max(1, cfg.SearchRounds/5)
 	for r := 0; r < rounds+1; r++ {
 		for _, q := range qs {
-			body, _ := json.Marshal(map[string]any{"query": QueryString(q), "limit": 10})
-			var res struct {
-				TotalHits int `json:"totalHits"`
-			}
+			req := client.SearchRequest{Query: QueryString(q), Limit: 10}
+			var res *client.SearchResult
 			t := time.Now()
-			if err := srv.call("POST", "/v1/indexes/"+IndexName+"/search", "application/json", body, &res); err != nil {
+			if err := retrying(ctx, func() (err error) {
+				res, err = cl.Search(ctx, IndexName, req)
+				return err
+			}); err != nil {
 				return nil, err
 			}
 			if r == 0 {
