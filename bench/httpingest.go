@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/summadev/summa/bench/serverproc"
@@ -62,10 +63,8 @@ func retrying(ctx context.Context, op func() error) error {
 // posts the corpus as NDJSON with a commit every cfg.CommitEvery documents,
 // then runs the query set through POST /search and shuts the server down.
 func RunHTTP(ctx context.Context, cfg *Config, bin string, c *Corpus, raw [][]byte, qs []Query, rep int) (*HTTPRun, error) {
-	dataDir, err := os.MkdirTemp(cfg.WorkDir, "http-")
-	if err != nil {
-		return nil, err
-	}
+	// The server makes its data directory; the run's work directory is new.
+	dataDir := filepath.Join(cfg.WorkDir, fmt.Sprintf("http-%d", rep))
 	defer os.RemoveAll(dataDir)
 	srv, err := serverproc.Start(bin, dataDir)
 	if err != nil {
