@@ -61,11 +61,43 @@ type bmpTerm struct {
 	weight float64
 	// recs holds, per view, the term's block-max record.
 	recs []*segment.BlockTerm
+	// mix holds, per view, how a text term's mix codes bound it (empty
+	// for sparse terms).
+	mix []termMix
+}
+
+// termMix is how a text term's mix codes bound its contribution in one
+// view (segment/blockmax_mix.go). A block's code bounds A0/tf + B0·dl/tf
+// jointly over its documents, where A0 and B0 are the field's reference
+// coefficients; the query's A and B (scorer.base and scorer.perTerm)
+// differ from them when the view's statistics are not the whole
+// snapshot's. When A >= A0 and B >= B0 the excesses dA and dB are added
+// times the block's separate bounds of 1/tf and dl/tf; otherwise the
+// code's value is scaled by min(A/A0, B/B0).
+type termMix struct {
+	// refB is B0, 0 when the view's record has no mix codes.
+	refB     float64
+	additive bool
+	dA, dB   float64
+	scale    float64
+}
+
+// newTermMix returns the mix bound of a term scored by s in a view whose
+// reference coefficients are a0 and b0 (b0 > 0).
+func newTermMix(s *bm25, a0, b0 float64) termMix {
+	if s.base >= a0 && s.perTerm >= b0 {
+		return termMix{refB: b0, additive: true, dA: s.base - a0, dB: s.perTerm - b0}
+	}
+	scale := s.perTerm / b0
+	if a0 > 0 {
+		scale = min(scale, s.base/a0)
+	}
+	return termMix{refB: b0, scale: scale}
 }
 
 // bound returns an upper bound of the term's contribution to the score
-// of every document of block e.
-func (t *bmpTerm) bound(rec *segment.BlockTerm, e *segment.BlockEntry) float64 {
+// of every document of block e of view vi.
+func (t *bmpTerm) bound(vi int, rec *segment.BlockTerm, e *segment.BlockEntry) float64 {
 	if rec.Sparse() {
 		// A document of the block without the dimension gets 0 from it, so
 		// a negative product bounds only a block the dimension fills.
@@ -81,7 +113,17 @@ func (t *bmpTerm) bound(rec *segment.BlockTerm, e *segment.BlockEntry) float64 {
 		return b
 	}
 	s := &t.scorer
-	return s.weight / (1 + s.base*invTF[e.Hi] + s.perTerm*ratio[e.Lo])
+	m := s.base*invTF[e.Hi] + s.perTerm*ratio[e.Lo]
+	if mx := &t.mix[vi]; mx.refB > 0 {
+		v := segment.MixBound(e.Mix, mx.refB)
+		if mx.additive {
+			v += mx.dA*invTF[e.Hi] + mx.dB*ratio[e.Lo]
+		} else {
+			v *= mx.scale
+		}
+		m = max(m, v)
+	}
+	return s.weight / (1 + m)
 }
 
 // bmpQuery is a query ready for BMP.
@@ -171,6 +213,15 @@ func planBMPText(views []SegmentView, q *TextQuery, live uint64, tokenized func(
 			avgLen = avgFieldLength(views, t.field)
 		}
 		t.scorer = newBM25(idf(live, df), avgLen)
+		t.mix = make([]termMix, len(t.recs))
+		for vi, rec := range t.recs {
+			if rec == nil {
+				continue
+			}
+			if a0, b0, ok := rec.MixRef(); ok {
+				t.mix[vi] = newTermMix(&t.scorer, a0, b0)
+			}
+		}
 	}
 	return &bmpQuery{terms: terms, atLeast: lowerBound(views, terms)}, nil
 }
@@ -340,7 +391,7 @@ func (bq *bmpQuery) sumBounds(tk *ticker, vi, nBlocks int, sc *bmpScratch) error
 			sc.next = append(sc.next, head[e.Block])
 			sc.termOf = append(sc.termOf, int32(i))
 			head[e.Block] = int32(start + k)
-			b := t.bound(rec, e)
+			b := t.bound(vi, rec, e)
 			ub[e.Block] += b
 			mag[e.Block] += math.Abs(b) + math.SmallestNonzeroFloat64
 		}

@@ -304,3 +304,61 @@ func TestBMPNeedsBlockMaxInEveryView(t *testing.T) {
 		t.Fatalf("%d hits (%v), want exactly %d", got.TotalHits, got.TotalHitsRelation, want.TotalHits)
 	}
 }
+
+// TestBMPMixCodesPrune: on one segment, where the query's coefficients are
+// the segment's reference, the joint bound of the mix codes lets BMP
+// score fewer documents for a frequent term than the separate frequency
+// and ratio bounds alone do, with the same page; on thirds (other
+// coefficients) it is still rank-safe (TestBMPRankSafeText).
+func TestBMPMixCodesPrune(t *testing.T) {
+	c := newtonCorpus(t)
+	views := c.views(t, split{sizes: []int{len(c.docs)}})
+	found := func(withMix bool, q string) (*topK, int) {
+		t.Helper()
+		parsed, err := Parse(c.schema, json.RawMessage(`"`+q+`"`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bq, err := planBMPText(views, parsed.(*TextQuery), views[0].liveDocs(), func(f int) bool { return c.schema.Fields[f].IsTokenized() })
+		if err != nil || bq == nil {
+			t.Fatalf("%s: no BMP plan (%v)", q, err)
+		}
+		for i := range bq.terms {
+			if bq.terms[i].mix[0].refB == 0 {
+				t.Fatalf("%s: term %d has no mix codes", q, i)
+			}
+			if !withMix {
+				bq.terms[i].mix[0] = termMix{}
+			}
+		}
+		top, n, _, err := bq.run(context.Background(), views, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return top, n
+	}
+	fewer := 0
+	for _, q := range []string{"body:the", "body:of", "body:and", "body:the body:light", "body:a"} {
+		with, nWith := found(true, q)
+		without, nWithout := found(false, q)
+		if nWith > nWithout {
+			t.Fatalf("%s: %d documents scored with mix codes, %d without", q, nWith, nWithout)
+		}
+		if nWith < nWithout {
+			fewer++
+		}
+		a, b := with.sorted(), without.sorted()
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d hits with mix codes, %d without", q, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%s: hit %d is %+v with mix codes, %+v without", q, i, a[i], b[i])
+			}
+		}
+		t.Logf("%s: %d documents scored with mix codes, %d without", q, nWith, nWithout)
+	}
+	if fewer < 3 {
+		t.Fatalf("mix codes scored fewer documents for only %d of 5 frequent-term queries", fewer)
+	}
+}

@@ -151,9 +151,10 @@ type bmPosting struct {
 }
 
 // encodeBlockRecord appends the block-max record of one term to dst (see
-// doc.go). norm returns a document's field length (tokenized fields only).
-func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
-	var e bmEncoder
+// doc.go). norm returns a document's field length (tokenized fields only);
+// mix is a tokenized field's reference (zero: no mix codes).
+func encodeBlockRecord(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32, mix mixRef) []byte {
+	e := bmEncoder{mix: mix}
 	return e.encode(dst, kind, ps, norm)
 }
 
@@ -164,13 +165,16 @@ type bmEncoder struct {
 	// docs and freqs hold the postings of encodeTextBlocks split in
 	// columns (encodeTextCols).
 	docs, freqs []uint32
+	// mix is the tokenized field's reference coefficients (blockmax_mix.go);
+	// zero for other fields.
+	mix mixRef
 }
 
 // encodeText is encode for a text or exact field's postings given as
 // columns: doc ids and their frequencies (the same length, at least 1).
 func (e *bmEncoder) encodeText(dst []byte, kind byte, docs, freqs []uint32, norm func(uint32) uint32) []byte {
 	if len(docs) == 1 {
-		return encodeOneRecord(dst, kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm)
+		return encodeOneRecord(dst, kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm, e.mix)
 	}
 	return e.encodeTextCols(dst, kind == bmTokenized, docs, freqs, norm)
 }
@@ -178,25 +182,32 @@ func (e *bmEncoder) encodeText(dst []byte, kind byte, docs, freqs []uint32, norm
 // encode is encodeBlockRecord with e's buffers.
 func (e *bmEncoder) encode(dst []byte, kind byte, ps []bmPosting, norm func(uint32) uint32) []byte {
 	if len(ps) == 1 && kind != bmSparse {
-		return encodeOneRecord(dst, kind, ps[0], norm)
+		return encodeOneRecord(dst, kind, ps[0], norm, e.mix)
 	}
 	return e.encodeBlocks(dst, kind, ps, norm)
 }
 
 // encodeOneRecord is encode for a text or exact term of one posting, most
 // terms: one block, no buffers.
-func encodeOneRecord(dst []byte, kind byte, p bmPosting, norm func(uint32) uint32) []byte {
+func encodeOneRecord(dst []byte, kind byte, p bmPosting, norm func(uint32) uint32, mix mixRef) []byte {
 	dataLen := 1 + uvarintLen(uint64(p.tf))
 	entriesLen := uvarintLen(uint64(p.doc>>BlockShift)) + 2 + uvarintLen(uint64(dataLen))
 	if kind == bmTokenized {
 		entriesLen++
+		if mix.on() {
+			entriesLen++
+		}
 	}
 	dst = append(dst, 1) // one block
 	dst = binary.AppendUvarint(dst, uint64(entriesLen))
 	dst = binary.AppendUvarint(dst, uint64(p.doc>>BlockShift))
 	dst = append(dst, tfCode(p.tf))
 	if kind == bmTokenized {
-		dst = append(dst, ratioCode(norm(p.doc), p.tf))
+		dl := norm(p.doc)
+		dst = append(dst, ratioCode(dl, p.tf))
+		if mix.on() {
+			dst = append(dst, mix.code(mix.value(dl, p.tf)))
+		}
 	}
 	dst = append(dst, 0) // one document
 	dst = binary.AppendUvarint(dst, uint64(dataLen))
@@ -265,14 +276,20 @@ func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm 
 		default:
 			var maxTF uint32
 			minDL, minTF := uint32(math.MaxUint32), uint32(1)
+			minMix := math.Inf(1)
 			for _, p := range ps[i:j] {
 				maxTF = max(maxTF, p.tf)
 				if kind == bmTokenized {
-					minDL, minTF = minRatio(minDL, minTF, norm(p.doc), p.tf)
+					dl := norm(p.doc)
+					minDL, minTF = minRatio(minDL, minTF, dl, p.tf)
+					minMix = min(minMix, e.mix.value(dl, p.tf))
 				}
 				data = binary.AppendUvarint(data, uint64(p.tf))
 			}
 			entries = appendTextCodes(entries, kind == bmTokenized, maxTF, minDL, minTF)
+			if kind == bmTokenized && e.mix.on() {
+				entries = append(entries, e.mix.code(minMix))
+			}
 		}
 		entries = appendBlockEnd(entries, j-i, len(data)-start)
 		i = j
@@ -310,6 +327,8 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 		offs := data[start:]
 		var maxTF uint32
 		minDL, minTF := uint32(math.MaxUint32), uint32(1)
+		minMix := math.Inf(1)
+		mixed := tokenized && e.mix.on()
 		bf := freqs[i:j]
 		for k, doc := range docs[i:j] {
 			offs[k] = byte(doc & (blockDocs - 1))
@@ -321,10 +340,17 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 				data = binary.AppendUvarint(data, uint64(tf))
 			}
 			if tokenized {
-				minDL, minTF = minRatio(minDL, minTF, norm(doc), tf)
+				dl := norm(doc)
+				minDL, minTF = minRatio(minDL, minTF, dl, tf)
+				if mixed {
+					minMix = min(minMix, e.mix.value(dl, tf))
+				}
 			}
 		}
 		entries = appendTextCodes(entries, tokenized, maxTF, minDL, minTF)
+		if mixed {
+			entries = append(entries, e.mix.code(minMix))
+		}
 		entries = appendBlockEnd(entries, j-i, len(data)-start)
 		i = j
 	}
@@ -422,10 +448,11 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 		recOff := w.offset()
 		var offs []uint64
 		var err error
+		mix := fieldMix(fb, kind)
 		if ix := fb.index; kind != bmSparse && ix.bmMerged && sorted[i].identity {
 			offs, err = writeMergedRecords(ctx, w, ix)
 		} else {
-			offs, err = b.writeRecords(ctx, w, fb, kind, sorted[i])
+			offs, err = b.writeRecords(ctx, w, fb, kind, sorted[i], mix)
 		}
 		if err != nil {
 			return err
@@ -450,6 +477,10 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 		dir = binary.AppendUvarint(dir, recLen)
 		dir = binary.AppendUvarint(dir, tableOff)
 		dir = append(dir, byte(width))
+		if kind == bmTokenized {
+			dir = binary.LittleEndian.AppendUint64(dir, math.Float64bits(mix.a))
+			dir = binary.LittleEndian.AppendUint64(dir, math.Float64bits(mix.b))
+		}
 		nFields++
 	}
 	w.beginDirectory()
@@ -458,6 +489,19 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	w.uvarint(uint64(nFields))
 	w.write(dir)
 	return w.err
+}
+
+// fieldMix returns the reference coefficients of a tokenized field's mix
+// codes: those a merge encoded its records with, else those of the
+// builder's field lengths. Other fields have none.
+func fieldMix(fb *fieldBuilder, kind byte) mixRef {
+	if kind != bmTokenized {
+		return mixRef{}
+	}
+	if fb.index.bmMerged {
+		return fb.index.bmMix
+	}
+	return mixRefOf(fb.index.norms)
 }
 
 // bmTableWidth is the width of a field's record offsets: 4 bytes when
@@ -498,9 +542,9 @@ func writeMergedRecords(ctx context.Context, w *fileWriter, ix *indexBuilder) ([
 }
 
 // writeRecords writes one field's block-max records in dictionary order,
-// encoding them from the postings (or copying a merge's) and returns every
-// record's start.
-func (b *Builder) writeRecords(ctx context.Context, w *fileWriter, fb *fieldBuilder, kind byte, st sortedTerms) ([]uint64, error) {
+// encoding them from the postings with mix codes of reference mix (or
+// copying a merge's) and returns every record's start.
+func (b *Builder) writeRecords(ctx context.Context, w *fileWriter, fb *fieldBuilder, kind byte, st sortedTerms, mix mixRef) ([]uint64, error) {
 	var norm func(uint32) uint32
 	var lists [][]byte // encoded postings in dictionary order
 	var dfs []uint32
@@ -539,7 +583,7 @@ func (b *Builder) writeRecords(ctx context.Context, w *fileWriter, fb *fieldBuil
 	}
 	var rec []byte
 	var ps []bmPosting
-	var enc bmEncoder
+	enc := bmEncoder{mix: mix}
 	recOff := w.offset()
 	offs := make([]uint64, 0, len(lists)+1)
 	for k, list := range lists {

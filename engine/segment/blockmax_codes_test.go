@@ -26,6 +26,20 @@ func ratioCodeByLog(dl, tf uint32) uint8 {
 	return code
 }
 
+// mixCodeByLog is the mix code of one posting by its definition: the
+// largest code whose bound is at most (A0 + B0·dl)/tf, 0 for tf 0.
+func mixCodeByLog(mix mixRef, dl, tf uint32) uint8 {
+	if tf == 0 {
+		return 0
+	}
+	v := (mix.a + mix.b*float64(dl)) / float64(tf)
+	c := uint8(0)
+	for c < 255 && MixBound(c+1, mix.b) <= v {
+		c++
+	}
+	return c
+}
+
 // TestRatioCodeMatchesLogFormula compares the tabulated ratioCode with the
 // logarithm formula on every small ratio and on random large ones.
 func TestRatioCodeMatchesLogFormula(t *testing.T) {
@@ -68,8 +82,9 @@ func TestBlockRatioCodeIsBlockMinimum(t *testing.T) {
 		if len(ps) == 0 {
 			continue
 		}
-		rec := encodeBlockRecord(nil, bmTokenized, ps, norm)
-		bt, err := parseBlockTerm(rec, bmTokenized, uint32(len(ps)), numDocs, 0)
+		mix := mixRefOf(norms)
+		rec := encodeBlockRecord(nil, bmTokenized, ps, norm, mix)
+		bt, err := parseBlockTerm(rec, bmTokenized, mix, uint32(len(ps)), numDocs, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,14 +94,15 @@ func TestBlockRatioCodeIsBlockMinimum(t *testing.T) {
 		}
 		k := 0
 		for _, e := range es {
-			rc, maxTF := uint8(255), uint32(0)
+			rc, maxTF, mc := uint8(255), uint32(0), uint8(255)
 			for _, p := range ps[k : k+e.Count] {
 				rc = min(rc, ratioCodeByLog(norms[p.doc], p.tf))
 				maxTF = max(maxTF, p.tf)
+				mc = min(mc, mixCodeByLog(mix, norms[p.doc], p.tf))
 			}
 			k += e.Count
-			if e.Lo != rc || e.Hi != tfCode(maxTF) {
-				t.Fatalf("round %d block %d: codes %d/%d, want %d/%d", round, e.Block, e.Hi, e.Lo, tfCode(maxTF), rc)
+			if e.Lo != rc || e.Hi != tfCode(maxTF) || e.Mix != mc {
+				t.Fatalf("round %d block %d: codes %d/%d/%d, want %d/%d/%d", round, e.Block, e.Hi, e.Lo, e.Mix, tfCode(maxTF), rc, mc)
 			}
 		}
 	}
@@ -97,7 +113,7 @@ func TestBlockRatioCodeIsBlockMinimum(t *testing.T) {
 // ids, frequencies and lengths of every varint width.
 func TestOnePostingRecordMatchesBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	var e bmEncoder
+	e := bmEncoder{mix: mixRef{a: 0.3, b: 0.011}}
 	for i := 0; i < 300000; i++ {
 		p := bmPosting{doc: rng.Uint32N(1 << uint(rng.IntN(32))), tf: rng.Uint32N(1 << uint(rng.IntN(32)))}
 		dl := rng.Uint32N(1 << uint(rng.IntN(32)))
@@ -154,6 +170,7 @@ func TestTextBlocksMatchAnyBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var e bmEncoder
 	for round := 0; round < 3000; round++ {
+		e.mix = []mixRef{{}, {a: 0.3, b: 0.9 / float64(1+round)}}[round%2]
 		numDocs := 1 + rng.Uint32N(1<<uint(rng.IntN(14)))
 		norms := make([]uint32, numDocs)
 		for d := range norms {

@@ -31,30 +31,35 @@ func TestMatchTextRecordIsByteEquality(t *testing.T) {
 			freqs = append(freqs, 1+rng.Uint32N([]uint32{1, 3, 300}[rng.IntN(3)]))
 			d += 1 + rng.Uint32N([]uint32{1, 10, 200}[trial%3])
 		}
-		for _, kind := range []byte{bmExact, bmTokenized} {
+		for _, kind := range []byte{bmExact, bmTokenized, bmTokenized} {
 			tok := kind == bmTokenized
+			var mix mixRef // one tokenized round with mix codes, one without
+			if tok && e.mix == (mixRef{}) {
+				mix = mixRefOf(norms)
+			}
+			e.mix = mix
 			rec := e.encodeText(nil, kind, docs, freqs, norm)
-			if !matchTextRecord(rec, tok, docs, freqs, norm) {
+			if !matchTextRecord(rec, tok, docs, freqs, norm, mix) {
 				t.Fatalf("trial %d kind %d: the encoder's own record does not match", trial, kind)
 			}
 			for i := range rec {
 				bad := bytes.Clone(rec)
 				bad[i] ^= byte(1 << uint(rng.IntN(8)))
-				if matchTextRecord(bad, tok, docs, freqs, norm) {
+				if matchTextRecord(bad, tok, docs, freqs, norm, mix) {
 					t.Fatalf("trial %d kind %d: byte %d changed and still matches", trial, kind, i)
 				}
-				if matchTextRecord(rec[:i], tok, docs, freqs, norm) {
+				if matchTextRecord(rec[:i], tok, docs, freqs, norm, mix) {
 					t.Fatalf("trial %d kind %d: cut to %d bytes and still matches", trial, kind, i)
 				}
 			}
-			if matchTextRecord(append(bytes.Clone(rec), 0), tok, docs, freqs, norm) {
+			if matchTextRecord(append(bytes.Clone(rec), 0), tok, docs, freqs, norm, mix) {
 				t.Fatalf("trial %d kind %d: an extra byte still matches", trial, kind)
 			}
 			// The block count (first byte, below 0x80 here) written in
 			// two bytes: the same value, other bytes.
 			if rec[0] < 0x80 {
 				long := append([]byte{rec[0] | 0x80, 0}, rec[1:]...)
-				if matchTextRecord(long, tok, docs, freqs, norm) {
+				if matchTextRecord(long, tok, docs, freqs, norm, mix) {
 					t.Fatalf("trial %d kind %d: an over-long block count still matches", trial, kind)
 				}
 			}
@@ -77,11 +82,11 @@ func BenchmarkMatchTextRecord(b *testing.B) {
 		docs = append(docs, d)
 		freqs = append(freqs, 1+rng.Uint32N(4))
 	}
-	var e bmEncoder
+	e := bmEncoder{mix: mixRef{a: 0.3, b: 0.9 / 2500}}
 	rec := e.encodeText(nil, bmTokenized, docs, freqs, col.at)
 	b.SetBytes(int64(len(docs)))
 	for b.Loop() {
-		if !matchTextRecord(rec, true, docs, freqs, col.at) {
+		if !matchTextRecord(rec, true, docs, freqs, col.at, e.mix) {
 			b.Fatal("the encoder's own record does not match")
 		}
 	}

@@ -18,6 +18,9 @@ type bmField struct {
 	records  []byte
 	table    []byte // numTerms+1 offsets into records, width bytes each (LE)
 	width    int    // 4 or 8
+	// mix is a tokenized field's reference of its entries' mix codes
+	// (format version 3); zero otherwise.
+	mix mixRef
 }
 
 // offset returns entry i of the offset table.
@@ -52,6 +55,12 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDoc
 		recOff, recLen, tableOff := d.uvarint(), d.uvarint(), d.uvarint()
 		if version != legacyBlockMaxVersion {
 			f.width = int(d.u8())
+		}
+		if version >= mixBlockMaxVersion && f.kind == bmTokenized {
+			f.mix = mixRef{a: d.f64(), b: d.f64()}
+			if d.err == nil && !(f.mix.a >= 0 && f.mix.b > 0 && f.mix.a <= math.MaxFloat64 && f.mix.b <= math.MaxFloat64) {
+				return nil, corruptf(id, SuffixBlockMax, "field %d: mix reference %v, %v", ord, f.mix.a, f.mix.b)
+			}
 		}
 		if d.err != nil {
 			return nil, nil
@@ -111,6 +120,8 @@ type BlockTerm struct {
 	data    []byte
 	numDocs uint32
 	id      segid.ID
+	// mix is the field's reference when the entries carry mix codes.
+	mix mixRef
 }
 
 // BlockEntry is one block of a BlockTerm.
@@ -122,6 +133,9 @@ type BlockEntry struct {
 	// Lo is the ratio code (tokenized text) or the smallest weight level
 	// (sparse); 0 for exact fields.
 	Lo uint8
+	// Mix is the mix code of a tokenized field of format version 3
+	// (blockmax_mix.go), else 0.
+	Mix uint8
 	// Count is the number of the term's documents in the block.
 	Count int
 	// off and n locate the block's postings in the record's data.
@@ -175,12 +189,13 @@ func (r *Reader) blockTerm(field int, d *dict, term string) (*BlockTerm, error) 
 	if err != nil {
 		return nil, err
 	}
-	return parseBlockTerm(rec, f.kind, e.df, r.numDocs, r.id)
+	return parseBlockTerm(rec, f.kind, f.mix, e.df, r.numDocs, r.id)
 }
 
-// parseBlockTerm splits a record into its entries and data.
-func parseBlockTerm(rec []byte, kind byte, df, numDocs uint32, id segid.ID) (*BlockTerm, error) {
-	t := &BlockTerm{kind: kind, df: df, numDocs: numDocs, id: id}
+// parseBlockTerm splits a record into its entries and data; mix is its
+// field's reference of mix codes (zero: its entries have none).
+func parseBlockTerm(rec []byte, kind byte, mix mixRef, df, numDocs uint32, id segid.ID) (*BlockTerm, error) {
+	t := &BlockTerm{kind: kind, mix: mix, df: df, numDocs: numDocs, id: id}
 	d := decoder{b: rec}
 	if kind == bmSparse {
 		t.scale = math.Float32frombits(d.u32())
@@ -202,8 +217,11 @@ func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 	b := t.entries
 	maxBlock := uint64(t.numDocs) >> BlockShift
 	bounds := 2
-	if t.kind == bmExact {
+	switch {
+	case t.kind == bmExact:
 		bounds = 1
+	case t.mix.on():
+		bounds = 3
 	}
 	var block uint64
 	var off uint64
@@ -215,8 +233,11 @@ func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 		}
 		block += gap
 		e := BlockEntry{Block: uint32(min(block, math.MaxUint32)), Hi: b[next]}
-		if bounds == 2 {
+		if bounds >= 2 {
 			e.Lo = b[next+1]
+		}
+		if bounds == 3 {
+			e.Mix = b[next+2]
 		}
 		e.Count = int(b[next+bounds]) + 1
 		n, next2, ok := codec.UvarintAt(b, next+bounds+1)
@@ -313,6 +334,7 @@ type bmChecker struct {
 	rec         []byte
 	enc         bmEncoder
 	norm        func(uint32) uint32
+	mix         mixRef
 	err         error
 }
 
@@ -324,6 +346,7 @@ func (c *bmChecker) field(r *Reader, field int) *bmField {
 	}
 	norms := r.norms[field]
 	c.norm = func(doc uint32) uint32 { return norms.at(doc) }
+	c.mix = r.bmax[field].mix
 	return r.bmax[field]
 }
 
@@ -352,7 +375,7 @@ func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 		c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
 		same = bytes.Equal(got, c.rec)
 	} else {
-		same = matchTextRecord(got, f.kind == bmTokenized, docs, freqs, c.norm)
+		same = matchTextRecord(got, f.kind == bmTokenized, docs, freqs, c.norm, c.mix)
 	}
 	if !same {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
@@ -405,7 +428,7 @@ func (x *bmExpect) uvarint(v uint64) {
 // bmEncoder.encodeText writes for a text or exact term's postings (docs
 // and freqs, the same length), byte for byte, without encoding it: Validate
 // checks every term's record this way.
-func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func(uint32) uint32) bool {
+func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func(uint32) uint32, mix mixRef) bool {
 	freqs = freqs[:len(docs)]
 	if len(docs) == 1 {
 		// Most terms: the record is a few bytes, built on the stack.
@@ -414,7 +437,7 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 			kind = bmTokenized
 		}
 		var buf [32]byte
-		return bytes.Equal(rec, encodeOneRecord(buf[:0], kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm))
+		return bytes.Equal(rec, encodeOneRecord(buf[:0], kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm, mix))
 	}
 	nBlocks, n1 := binary.Uvarint(rec)
 	if n1 <= 0 {
@@ -437,6 +460,8 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 		dataLen := j - i
 		var maxTF uint32
 		minDL, minTF := uint32(math.MaxUint32), uint32(1)
+		minMix := math.Inf(1)
+		mixed := tokenized && mix.on()
 		bf := freqs[i:j]
 		// The in-block doc ids, one byte each: a difference or a short
 		// record is a mismatch, whatever follows.
@@ -460,12 +485,19 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 				dataLen += uvarintLen(uint64(tf))
 			}
 			if tokenized {
-				minDL, minTF = minRatio(minDL, minTF, norm(doc), tf) // as encodeTextCols
+				dl := norm(doc)
+				minDL, minTF = minRatio(minDL, minTF, dl, tf) // as encodeTextCols
+				if mixed {
+					minMix = min(minMix, mix.value(dl, tf))
+				}
 			}
 		}
 		entries.byte1(tfCode(maxTF))
 		if tokenized {
 			entries.byte1(ratioCode(minDL, minTF))
+		}
+		if mixed {
+			entries.byte1(mix.code(minMix))
 		}
 		entries.byte1(byte(j - i - 1))
 		entries.uvarint(uint64(dataLen))

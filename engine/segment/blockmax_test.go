@@ -135,6 +135,12 @@ func checkTermBlocks(t *testing.T, r *Reader, f *schema.Field, field int, term s
 					t.Fatalf("field %d term %q doc %d: ratio %d/%d below bound %v", field, term, d,
 						r.FieldLength(field, d), tf, RatioBound(e.Lo))
 				}
+				current := fileVersion(r.file(SuffixBlockMax).data) >= mixBlockMaxVersion
+				if a0, b0, ok := bt.MixRef(); current && f.IsTokenized() != ok {
+					t.Fatalf("field %d term %q: mix codes %v on a field tokenized %v", field, term, ok, f.IsTokenized())
+				} else if v := (a0 + b0*float64(r.FieldLength(field, d))) / float64(tf); ok && MixBound(e.Mix, b0) > v {
+					t.Fatalf("field %d term %q doc %d: mix value %v below bound %v", field, term, d, v, MixBound(e.Mix, b0))
+				}
 			}
 			k++
 		}

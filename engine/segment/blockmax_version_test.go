@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -11,8 +12,10 @@ import (
 )
 
 // rewriteBlockMax returns r's bmp file written again in format version
-// version with record offsets of width bytes; a version 2 directory
+// version with record offsets of width bytes; a version 2 or 3 directory
 // records dirWidth as the width (equal to width unless a test lies).
+// Below version 3 the tokenized fields' records are encoded again without
+// mix codes.
 func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth int) []byte {
 	t.Helper()
 	var payload, dir []byte
@@ -21,24 +24,35 @@ func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth in
 		if f == nil {
 			continue
 		}
+		records, offs := f.records, make([]uint64, f.numTerms+1)
+		for i := range offs {
+			offs[i] = f.offset(uint32(i))
+		}
+		if version < mixBlockMaxVersion && f.kind == bmTokenized {
+			records, offs = recordsWithoutMix(t, r, ord)
+		}
 		recOff := uint64(len(payload))
-		payload = append(payload, f.records...)
+		payload = append(payload, records...)
 		tableOff := uint64(len(payload))
-		for i := uint32(0); i <= f.numTerms; i++ {
+		for _, o := range offs {
 			if width == 4 {
-				payload = binary.LittleEndian.AppendUint32(payload, uint32(f.offset(i)))
+				payload = binary.LittleEndian.AppendUint32(payload, uint32(o))
 			} else {
-				payload = binary.LittleEndian.AppendUint64(payload, f.offset(i))
+				payload = binary.LittleEndian.AppendUint64(payload, o)
 			}
 		}
 		dir = binary.AppendUvarint(dir, uint64(ord))
 		dir = append(dir, f.kind)
 		dir = binary.AppendUvarint(dir, uint64(f.numTerms))
 		dir = binary.AppendUvarint(dir, recOff)
-		dir = binary.AppendUvarint(dir, uint64(len(f.records)))
+		dir = binary.AppendUvarint(dir, uint64(len(records)))
 		dir = binary.AppendUvarint(dir, tableOff)
 		if version != legacyBlockMaxVersion {
 			dir = append(dir, byte(dirWidth))
+		}
+		if version >= mixBlockMaxVersion && f.kind == bmTokenized {
+			dir = binary.LittleEndian.AppendUint64(dir, math.Float64bits(f.mix.a))
+			dir = binary.LittleEndian.AppendUint64(dir, math.Float64bits(f.mix.b))
 		}
 		nFields++
 	}
@@ -53,6 +67,36 @@ func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth in
 	data = append(data, payload...)
 	data = append(data, r.file(SuffixBlockMax).data[len(r.file(SuffixBlockMax).data)-footerSize:]...)
 	return fixFrame(data)
+}
+
+// recordsWithoutMix encodes the records of tokenized field ord again from
+// its postings without mix codes (format version 2), returning them and
+// their offsets.
+func recordsWithoutMix(t *testing.T, r *Reader, ord int) ([]byte, []uint64) {
+	t.Helper()
+	it, err := r.Terms(ord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []byte
+	var offs []uint64
+	var e bmEncoder
+	for it.Next() {
+		p, err := r.Postings(ord, it.Term())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []bmPosting
+		for p.Next() {
+			ps = append(ps, bmPosting{doc: p.Doc(), tf: p.Freq()})
+		}
+		offs = append(offs, uint64(len(recs)))
+		recs = e.encode(recs, bmTokenized, ps, func(d uint32) uint32 { return r.FieldLength(ord, d) })
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	return recs, append(offs, uint64(len(recs)))
 }
 
 // withBlockMax writes data as the bmp file of the segment info describes
@@ -71,11 +115,11 @@ func withBlockMax(t *testing.T, fs vfs.FS, r *Reader, info Info, data []byte) (I
 }
 
 // TestBlockMaxOffsetsAreFourBytes checks that a new segment's bmp file is
-// format version 2 with 4-byte record offsets, numTerms+1 per field.
+// format version 3 with 4-byte record offsets, numTerms+1 per field.
 func TestBlockMaxOffsetsAreFourBytes(t *testing.T) {
 	r, _, s, _ := blockMaxSegment(t)
-	if v := fileVersion(r.file(SuffixBlockMax).data); v != 2 {
-		t.Fatalf("bmp file version %d, want 2", v)
+	if v := fileVersion(r.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
+		t.Fatalf("bmp file version %d, want %d", v, mixBlockMaxVersion)
 	}
 	n := 0
 	for ord, f := range r.bmax {
@@ -93,9 +137,9 @@ func TestBlockMaxOffsetsAreFourBytes(t *testing.T) {
 }
 
 // TestReadsVersion1BlockMax rewrites a segment's bmp file in format
-// version 1 (8-byte offsets, no width in the directory): it opens,
-// validates and serves the same records; Validate still finds a damaged
-// offset; a merge rewrites it in version 2.
+// version 1 (8-byte offsets, no width in the directory, no mix codes): it
+// opens, validates and serves the same records; Validate still finds a
+// damaged offset; a merge rewrites it in the current version.
 func TestReadsVersion1BlockMax(t *testing.T) {
 	r, fs, s, info := blockMaxSegment(t)
 	v1 := rewriteBlockMax(t, r, legacyBlockMaxVersion, 8, 0)
@@ -115,11 +159,16 @@ func TestReadsVersion1BlockMax(t *testing.T) {
 		if f1.width != 8 {
 			t.Fatalf("field %d: version 1 offsets read at width %d", ord, f1.width)
 		}
-		for o := range f.numTerms {
-			a, err1 := f.record(r.id, o)
-			b, err2 := f1.record(r1.id, o)
-			if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
-				t.Fatalf("field %d term %d: records differ (%v, %v)", ord, o, err1, err2)
+		if f1.mix.on() {
+			t.Fatalf("field %d: version 1 read with mix codes", ord)
+		}
+		if f.kind != bmTokenized {
+			for o := range f.numTerms {
+				a, err1 := f.record(r.id, o)
+				b, err2 := f1.record(r1.id, o)
+				if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+					t.Fatalf("field %d term %d: records differ (%v, %v)", ord, o, err1, err2)
+				}
 			}
 		}
 	}
@@ -143,7 +192,7 @@ func TestReadsVersion1BlockMax(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rm.Close()
-	if v := fileVersion(rm.file(SuffixBlockMax).data); v != 2 {
+	if v := fileVersion(rm.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
 		t.Fatalf("merge of a version 1 bmp file wrote version %d", v)
 	}
 	if err := rm.Validate(context.Background()); err != nil {
@@ -151,21 +200,21 @@ func TestReadsVersion1BlockMax(t *testing.T) {
 	}
 }
 
-// TestBlockMaxOffsetDamageDetected checks the version 2 offsets: a width
-// other than the table's, or a damaged offset, is corruption.
+// TestBlockMaxOffsetDamageDetected checks the offsets of versions 2 and
+// on: a width other than the table's, or a damaged offset, is corruption.
 func TestBlockMaxOffsetDamageDetected(t *testing.T) {
 	r, fs, s, info := blockMaxSegment(t)
 	for _, w := range []int{0, 3, 8} {
-		_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, 2, 4, w))
+		_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, mixBlockMaxVersion, 4, w))
 		if err == nil {
 			err = r2.Validate(context.Background())
 			r2.Close()
 		}
 		wantCorruption(t, err, "directory width lies")
 	}
-	orig := rewriteBlockMax(t, r, 2, 4, 4)
+	orig := rewriteBlockMax(t, r, mixBlockMaxVersion, 4, 4)
 	if !bytes.Equal(orig, r.file(SuffixBlockMax).data) {
-		t.Fatal("rewriting the bmp file in version 2 does not give the written bytes")
+		t.Fatal("rewriting the bmp file in the current version does not give the written bytes")
 	}
 	f := r.bmax[fieldOrd(s, "body")]
 	for _, term := range []uint32{0, 1, f.numTerms / 2, f.numTerms} {
@@ -177,5 +226,68 @@ func TestBlockMaxOffsetDamageDetected(t *testing.T) {
 			r2.Close()
 		}
 		wantCorruption(t, err, "offset damaged")
+	}
+}
+
+// TestReadsVersion2BlockMax rewrites a segment's bmp file in format
+// version 2 (no mix codes): it opens and validates, its tokenized records
+// have no mix reference, and a merge rewrites it in the current version
+// with one.
+func TestReadsVersion2BlockMax(t *testing.T) {
+	r, fs, s, info := blockMaxSegment(t)
+	_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, mixBlockMaxVersion-1, 4, 4))
+	if err != nil {
+		t.Fatalf("open with a version 2 bmp file: %v", err)
+	}
+	defer r2.Close()
+	if err := r2.Validate(context.Background()); err != nil {
+		t.Fatalf("version 2 bmp file does not validate: %v", err)
+	}
+	body := fieldOrd(s, "body")
+	bt, err := r2.BlockMaxTerm(body, "the")
+	if err != nil || bt == nil {
+		t.Fatalf("term the: %v", err)
+	}
+	if _, _, ok := bt.MixRef(); ok {
+		t.Fatal("version 2 record read with mix codes")
+	}
+	checkTermBlocks(t, r2, &s.Fields[body], body, "the")
+	merged, err := Merge(context.Background(), fs, "idx", 0x92, s, []*Reader{r2}, Concat([]*Reader{r2}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := Open(fs, "idx", s, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	if v := fileVersion(rm.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
+		t.Fatalf("merge of a version 2 bmp file wrote version %d", v)
+	}
+	if rm.bmax[body].mix != r.bmax[body].mix {
+		t.Fatalf("merged mix reference %+v, the segment's own %+v", rm.bmax[body].mix, r.bmax[body].mix)
+	}
+	if err := rm.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBlockMaxMixReferenceDamageDetected: a tokenized field's mix
+// reference that is not a positive finite number, or that differs from
+// the one its codes were computed with, is corruption.
+func TestBlockMaxMixReferenceDamageDetected(t *testing.T) {
+	r, fs, s, info := blockMaxSegment(t)
+	body := fieldOrd(s, "body")
+	saved := r.bmax[body].mix
+	defer func() { r.bmax[body].mix = saved }()
+	for _, mix := range []mixRef{{a: 0.3, b: 0}, {a: 0.3, b: math.NaN()}, {a: -1, b: 0.01}, {a: 0.3, b: math.Inf(1)}, {a: saved.a, b: saved.b * 2}} {
+		r.bmax[body].mix = mix
+		data := rewriteBlockMax(t, r, mixBlockMaxVersion, 4, 4)
+		_, r2, err := withBlockMax(t, fs, r, info, data)
+		if err == nil {
+			err = r2.Validate(context.Background())
+			r2.Close()
+		}
+		wantCorruption(t, err, "mix reference damaged")
 	}
 }

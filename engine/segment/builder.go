@@ -77,6 +77,9 @@ type indexBuilder struct {
 	bmMerged bool
 	bmParts  [][]byte
 	bmEnds   []uint64
+	// bmMix is the reference of the mix codes a merge encoded a tokenized
+	// field's records with.
+	bmMix mixRef
 }
 
 // NewBuilder returns an empty builder for schema s.

@@ -3,6 +3,7 @@ package segment
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/summadev/summa/engine/segid"
 )
@@ -83,6 +84,15 @@ func (d *decoder) u32() uint32 {
 	x := binary.LittleEndian.Uint32(d.b[d.off:])
 	d.off += 4
 	return x
+}
+
+// f64 returns the next 8 bytes as a little-endian float64.
+func (d *decoder) f64() float64 {
+	b := d.bytes(8)
+	if d.err != nil || len(b) < 8 {
+		return 0
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b))
 }
 
 // bytes returns the next n bytes (a sub-slice, not a copy).

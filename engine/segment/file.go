@@ -430,8 +430,9 @@ var kindVersions = map[string]uint32{
 	// 2: docs sections in bit-packed blocks of 128 (codec/docs.go).
 	SuffixPostings: 2,
 	// 2: record offsets of 4 bytes when they fit, the width in the
-	// directory (blockmax.go, bmTableWidth).
-	SuffixBlockMax: 2,
+	// directory (blockmax.go, bmTableWidth). 3: tokenized fields' mix
+	// codes and their reference in the directory (blockmax_mix.go).
+	SuffixBlockMax: mixBlockMaxVersion,
 	// 2: no values of fields that are not stored (store.go,
 	// recordKinds).
 	SuffixStore: 2,
@@ -442,10 +443,15 @@ var kindVersions = map[string]uint32{
 // rewrite such segments in the current format.
 const legacyBlockMaxVersion = 1
 
+// mixBlockMaxVersion is the bmax format whose tokenized entries carry mix
+// codes; version 2 files (no mix codes) are still read, and merges and
+// reorders rewrite them in the current format.
+const mixBlockMaxVersion = 3
+
 // legacyVersion reports whether v is an older format version of a file
 // kind that is still read.
 func legacyVersion(suffix string, v uint32) bool {
-	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && v == legacyBlockMaxVersion ||
+	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && (v == legacyBlockMaxVersion || v == mixBlockMaxVersion-1) ||
 		suffix == SuffixStore && v == legacyStoreVersion
 }
 

@@ -123,6 +123,9 @@ func (m *merger) planField(f int, ix *indexBuilder) (*fieldMerge, []*termChunk) 
 	if ix.tokenized {
 		fm.bmKind = bmTokenized
 		fm.norms = m.sourceNorms(f)
+		if fm.norms != nil {
+			ix.bmMix = mixRefOf(fm.norms)
+		}
 	}
 	dicts := make([]*dict, len(m.srcs))
 	var size, terms int
@@ -290,6 +293,7 @@ func (m *merger) mergeChunk(c *termChunk, fm *fieldMerge) error {
 		norms := fm.norms
 		cm.norm = func(doc uint32) uint32 { return norms[doc] }
 	}
+	cm.bmEnc.mix = fm.ix.bmMix
 	if fm.slots != nil {
 		slot := fm.slots.get()
 		defer fm.slots.put(slot)

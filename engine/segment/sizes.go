@@ -235,7 +235,7 @@ func (r *Reader) blockMaxSizes() ([]SectionSize, error) {
 			if err != nil {
 				return nil, err
 			}
-			t, err := parseBlockTerm(rec, bf.kind, df(o), r.numDocs, r.id)
+			t, err := parseBlockTerm(rec, bf.kind, bf.mix, df(o), r.numDocs, r.id)
 			if err != nil {
 				return nil, err
 			}
