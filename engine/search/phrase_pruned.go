@@ -3,8 +3,12 @@ package search
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 
 	"github.com/summadev/summa/engine/schema"
+	"github.com/summadev/summa/engine/segment"
 )
 
 // searchPrunedPhrase runs a query made of one phrase clause in one field,
@@ -38,6 +42,12 @@ func searchPrunedPhrase(ctx context.Context, s *schema.Schema, views []SegmentVi
 		return nil, 0, EqualTo, err
 	}
 	pr := prunedPhrase{t: &ticker{ctx: ctx}, top: newTopK(window), threshold: threshold, c: &cp, fp: &cp.fields[0]}
+	pr.terms, _ = distinct(c.Terms)
+	defer func() {
+		if pr.scratch != nil {
+			phraseScratches.Put(pr.scratch)
+		}
+	}()
 	for vi := range views {
 		row := pr.fp.postings[vi]
 		pr.fp.postings[vi] = nil // consumed
@@ -69,14 +79,44 @@ type prunedPhrase struct {
 	matched int
 	// skipped says a document was left unmatched for its bound.
 	skipped bool
+	// terms are the phrase's distinct terms, in the order of a row.
+	terms []string
+	// blocks holds, in the current view, a bound of the phrase's score per
+	// block of documents (phraseBlockBounds), built the first time skipTo
+	// may pass blocks over; nil until then or when not used.
+	blocks []float64
+	// v is the current view; blocksDone says blocks was built (or cannot
+	// be) for it.
+	v          *SegmentView
+	blocksDone bool
+	// scratch holds blocks' buffers once taken from phraseScratches.
+	scratch *phraseScratch
 }
+
+// phraseScratch holds the reusable buffers of phraseBlockBounds.
+type phraseScratch struct {
+	bounds  []float64
+	count   []uint8
+	entries []segment.BlockEntry
+}
+
+var phraseScratches = sync.Pool{New: func() any { return new(phraseScratch) }}
 
 // view matches the phrase in one segment view, where every term occurs.
 func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
 	vs := pr.fp.viewScorer(v.Segment)
 	m := newPhraseMatcher(pr.c.offsets, len(row))
 	lead := rarest(row)
-	for d, ok, err := nextCommon(pr.t, row, lead, 0); ok || err != nil; d, ok, err = nextCommon(pr.t, row, lead, d+1) {
+	pr.v, pr.blocks = v, nil
+	pr.blocksDone = pr.threshold == 0 || pr.top.k == 0 || rowCost(row) < uint64(bmpMinPostings)
+	next := func(target uint32) (uint32, bool, error) {
+		target, err := pr.skipTo(target)
+		if err != nil {
+			return 0, false, err
+		}
+		return nextCommon(pr.t, row, lead, target)
+	}
+	for d, ok, err := next(0); ok || err != nil; d, ok, err = next(d + 1) {
 		if err != nil {
 			return err
 		}
@@ -118,6 +158,98 @@ func (pr *prunedPhrase) competes(vi int, d uint32, vs *viewScorer, row []posting
 	}
 	bound := vs.score(d, tf)
 	return bound+bound*1e-9 > pr.top.heap[0].score
+}
+
+// phraseBlockBounds returns, per block of segment.BlockShift documents of
+// v, a bound of the phrase's score (scored by fp) in any of its documents,
+// -Inf where a term is absent from the block; nil when the segment has no
+// block maxima. A phrase occurs in a document at most min(tf) times, the
+// frequency of one of its terms, so its A/f + B·dl/f is at least that
+// term's, and at least the largest of the terms' block bounds of it: the
+// block's bound is the smallest of the terms' bounds, scored with the
+// phrase's scorer.
+func phraseBlockBounds(v *SegmentView, fp *fieldPlan, terms []string, sc *phraseScratch) ([]float64, error) {
+	bs, ok := v.Segment.(blockMaxSegment)
+	if !ok || !bs.HasBlockMax() || len(terms) > math.MaxUint8 {
+		return nil, nil
+	}
+	nBlocks := (int(v.Segment.NumDocs()) + 1<<segment.BlockShift - 1) >> segment.BlockShift
+	bounds := slices.Grow(sc.bounds[:0], nBlocks)[:nBlocks]
+	count := slices.Grow(sc.count[:0], nBlocks)[:nBlocks]
+	clear(count)
+	sc.bounds, sc.count = bounds, count
+	entries := sc.entries[:0]
+	defer func() { sc.entries = entries[:0] }()
+	for u, term := range terms {
+		rec, err := bs.BlockMaxTerm(fp.field, term)
+		if err != nil || rec == nil {
+			return nil, err
+		}
+		bt := bmpTerm{field: fp.field, scorer: fp.scorer, recs: []*segment.BlockTerm{rec}, mix: make([]termMix, 1)}
+		if a0, b0, ok := rec.MixRef(); ok {
+			bt.mix[0] = newTermMix(&bt.scorer, a0, b0)
+		}
+		if entries, err = rec.Entries(entries[:0]); err != nil {
+			return nil, err
+		}
+		for k := range entries {
+			e := &entries[k]
+			if int(e.Block) >= nBlocks || int(count[e.Block]) != u {
+				continue
+			}
+			b := bt.bound(0, rec, e)
+			if u == 0 || b < bounds[e.Block] {
+				bounds[e.Block] = b
+			}
+			count[e.Block]++
+		}
+	}
+	for b, c := range count {
+		if int(c) != len(terms) {
+			bounds[b] = math.Inf(-1)
+		}
+	}
+	return bounds, nil
+}
+
+// skipTo returns the first document at or after target that may need
+// matching: once threshold matches are counted and the window is full,
+// the blocks whose bound does not beat the window's worst hit are passed
+// over (a block where every term occurs sets skipped). The block bounds
+// are built then, the first time: a phrase with fewer matches never pays
+// for them.
+func (pr *prunedPhrase) skipTo(target uint32) (uint32, error) {
+	if pr.threshold == 0 || pr.matched < pr.threshold || pr.top.len() < pr.top.k {
+		return target, nil
+	}
+	if !pr.blocksDone {
+		pr.blocksDone = true
+		var err error
+		if pr.scratch == nil {
+			pr.scratch = phraseScratches.Get().(*phraseScratch)
+		}
+		if pr.blocks, err = phraseBlockBounds(pr.v, pr.fp, pr.terms, pr.scratch); err != nil {
+			return 0, err
+		}
+	}
+	if pr.blocks == nil {
+		return target, nil
+	}
+	worst := pr.top.heap[0].score
+	b := int(target >> segment.BlockShift)
+	for ; b < len(pr.blocks); b++ {
+		ub := pr.blocks[b]
+		if ub+ub*1e-9 > worst {
+			break
+		}
+		if !math.IsInf(ub, -1) {
+			pr.skipped = true
+		}
+	}
+	if b >= len(pr.blocks) {
+		return math.MaxUint32, nil
+	}
+	return max(target, uint32(b)<<segment.BlockShift), nil
 }
 
 // rarest returns the index of the row's list with the fewest documents.

@@ -88,3 +88,64 @@ func checkPrunedPage(t *testing.T, q string, limit, threshold int, exact, got Re
 		}
 	}
 }
+
+// TestPhraseBlockBoundsHold checks the block bounds searchPrunedPhrase
+// passes blocks over with: every document where the phrase occurs scores
+// at most its block's bound, over one segment and over thirds (where the
+// query's coefficients are not the segments' references), and some
+// blocks bound below the best score (so that skipping can happen).
+func TestPhraseBlockBoundsHold(t *testing.T) {
+	c := newtonCorpus(t)
+	for name, sp := range rankSafeSplits(c) {
+		t.Run(name, func(t *testing.T) {
+			views := c.views(t, sp)
+			below := 0
+			for _, q := range prunedPhraseQueries(c)[:40] {
+				raw, _ := json.Marshal(q)
+				parsed, err := Parse(c.schema, raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cl := &parsed.(*TextQuery).Clauses[0]
+				live, _ := viewSizes(views)
+				cp, err := planClause(c.schema, views, cl, live)
+				if err != nil {
+					t.Fatal(err)
+				}
+				terms, _ := distinct(cl.Terms)
+				exact := exhaustive(t, c.schema, views, Request{Query: raw, Limit: 10000})
+				var sc phraseScratch
+				for vi := range views {
+					bounds, err := phraseBlockBounds(&views[vi], &cp.fields[0], terms, &sc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if bounds == nil {
+						if cp.fields[0].postings[vi] != nil {
+							t.Fatalf("%s view %d: no bounds where every term occurs", q, vi)
+						}
+						continue
+					}
+					best := 0.0
+					for _, h := range exact.Hits {
+						if h.Segment != vi {
+							continue
+						}
+						if ub := bounds[h.Doc>>6]; h.Score > ub+ub*1e-9 {
+							t.Fatalf("%s view %d doc %d: score %v above its block's bound %v", q, vi, h.Doc, h.Score, ub)
+						}
+						best = max(best, h.Score)
+					}
+					for _, ub := range bounds {
+						if ub > 0 && ub < best {
+							below++
+						}
+					}
+				}
+			}
+			if below == 0 {
+				t.Fatal("no block bounds below a phrase's best score")
+			}
+		})
+	}
+}
