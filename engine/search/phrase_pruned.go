@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
-	"sync"
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segment"
@@ -45,7 +43,7 @@ func searchPrunedPhrase(ctx context.Context, s *schema.Schema, views []SegmentVi
 	pr.terms, _ = distinct(c.Terms)
 	defer func() {
 		if pr.scratch != nil {
-			phraseScratches.Put(pr.scratch)
+			blockScratches.Put(pr.scratch)
 		}
 	}()
 	for vi := range views {
@@ -89,18 +87,10 @@ type prunedPhrase struct {
 	// be) for it.
 	v          *SegmentView
 	blocksDone bool
-	// scratch holds blocks' buffers once taken from phraseScratches.
-	scratch *phraseScratch
+	// scratch holds blocks' buffers once taken from blockScratches.
+	scratch *blockScratch
 }
 
-// phraseScratch holds the reusable buffers of phraseBlockBounds.
-type phraseScratch struct {
-	bounds  []float64
-	count   []uint8
-	entries []segment.BlockEntry
-}
-
-var phraseScratches = sync.Pool{New: func() any { return new(phraseScratch) }}
 
 // view matches the phrase in one segment view, where every term occurs.
 func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
@@ -161,55 +151,19 @@ func (pr *prunedPhrase) competes(vi int, d uint32, vs *viewScorer, row []posting
 }
 
 // phraseBlockBounds returns, per block of segment.BlockShift documents of
-// v, a bound of the phrase's score (scored by fp) in any of its documents,
-// -Inf where a term is absent from the block; nil when the segment has no
-// block maxima. A phrase occurs in a document at most min(tf) times, the
-// frequency of one of its terms, so its A/f + B·dl/f is at least that
-// term's, and at least the largest of the terms' block bounds of it: the
-// block's bound is the smallest of the terms' bounds, scored with the
-// phrase's scorer.
-func phraseBlockBounds(v *SegmentView, fp *fieldPlan, terms []string, sc *phraseScratch) ([]float64, error) {
-	bs, ok := v.Segment.(blockMaxSegment)
-	if !ok || !bs.HasBlockMax() || len(terms) > math.MaxUint8 {
-		return nil, nil
-	}
-	nBlocks := (int(v.Segment.NumDocs()) + 1<<segment.BlockShift - 1) >> segment.BlockShift
-	bounds := slices.Grow(sc.bounds[:0], nBlocks)[:nBlocks]
-	count := slices.Grow(sc.count[:0], nBlocks)[:nBlocks]
-	clear(count)
-	sc.bounds, sc.count = bounds, count
-	entries := sc.entries[:0]
-	defer func() { sc.entries = entries[:0] }()
+// v, a bound of the phrase's score (scored by fp) in any of its documents
+// (see blockBounds), -Inf where a term is absent from the block; nil when
+// the segment has no block maxima. A phrase occurs in a document at most
+// min(tf) times, the frequency of one of its terms, so its A/f + B·dl/f is
+// at least that term's, and at least the largest of the terms' block
+// bounds of it: the block's bound is the smallest of the terms' bounds,
+// each scored with the phrase's scorer.
+func phraseBlockBounds(v *SegmentView, fp *fieldPlan, terms []string, sc *blockScratch) ([]float64, error) {
+	parts := make([]blockPart, len(terms))
 	for u, term := range terms {
-		rec, err := bs.BlockMaxTerm(fp.field, term)
-		if err != nil || rec == nil {
-			return nil, err
-		}
-		bt := bmpTerm{field: fp.field, scorer: fp.scorer, recs: []*segment.BlockTerm{rec}, mix: make([]termMix, 1)}
-		if a0, b0, ok := rec.MixRef(); ok {
-			bt.mix[0] = newTermMix(&bt.scorer, a0, b0)
-		}
-		if entries, err = rec.Entries(entries[:0]); err != nil {
-			return nil, err
-		}
-		for k := range entries {
-			e := &entries[k]
-			if int(e.Block) >= nBlocks || int(count[e.Block]) != u {
-				continue
-			}
-			b := bt.bound(0, rec, e)
-			if u == 0 || b < bounds[e.Block] {
-				bounds[e.Block] = b
-			}
-			count[e.Block]++
-		}
+		parts[u] = blockPart{field: fp.field, term: term, scorer: fp.scorer}
 	}
-	for b, c := range count {
-		if int(c) != len(terms) {
-			bounds[b] = math.Inf(-1)
-		}
-	}
-	return bounds, nil
+	return blockBounds(v, parts, sc)
 }
 
 // skipTo returns the first document at or after target that may need
@@ -226,7 +180,7 @@ func (pr *prunedPhrase) skipTo(target uint32) (uint32, error) {
 		pr.blocksDone = true
 		var err error
 		if pr.scratch == nil {
-			pr.scratch = phraseScratches.Get().(*phraseScratch)
+			pr.scratch = blockScratches.Get().(*blockScratch)
 		}
 		if pr.blocks, err = phraseBlockBounds(pr.v, pr.fp, pr.terms, pr.scratch); err != nil {
 			return 0, err
@@ -239,7 +193,7 @@ func (pr *prunedPhrase) skipTo(target uint32) (uint32, error) {
 	b := int(target >> segment.BlockShift)
 	for ; b < len(pr.blocks); b++ {
 		ub := pr.blocks[b]
-		if ub+ub*1e-9 > worst {
+		if beats(ub, worst) {
 			break
 		}
 		if !math.IsInf(ub, -1) {

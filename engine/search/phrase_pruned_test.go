@@ -114,7 +114,7 @@ func TestPhraseBlockBoundsHold(t *testing.T) {
 				}
 				terms, _ := distinct(cl.Terms)
 				exact := exhaustive(t, c.schema, views, Request{Query: raw, Limit: 10000})
-				var sc phraseScratch
+				var sc blockScratch
 				for vi := range views {
 					bounds, err := phraseBlockBounds(&views[vi], &cp.fields[0], terms, &sc)
 					if err != nil {
