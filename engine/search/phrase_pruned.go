@@ -91,7 +91,6 @@ type prunedPhrase struct {
 	scratch *blockScratch
 }
 
-
 // view matches the phrase in one segment view, where every term occurs.
 func (pr *prunedPhrase) view(vi int, v *SegmentView, row []postings) error {
 	vs := pr.fp.viewScorer(v.Segment)
