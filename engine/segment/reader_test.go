@@ -301,3 +301,50 @@ func TestDictFirstTermsIndex(t *testing.T) {
 		t.Fatal("the empty term was found")
 	}
 }
+
+// TestPostingsBuffered checks the decoded run Buffered returns, after
+// Next and after Advance (inside a run and across skipped blocks): it
+// starts at Doc(), holds the following documents in order, and
+// BufferedFreq gives each one's frequency; it is empty at the end.
+func TestPostingsBuffered(t *testing.T) {
+	s := testSchema()
+	docs := opticksDocs(t, s, 0)
+	fs := vfs.NewMem()
+	info := buildSegment(t, fs, "idx", s, 6, docs)
+	r, err := Open(fs, "idx", s, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, _ := s.Field("body")
+	want := buildModel(s, docs).terms[body]["the"]
+	if len(want) < 4*128 {
+		t.Fatalf("only %d docs hold the: too few blocks", len(want))
+	}
+	check := func(p *Postings, k int) {
+		t.Helper()
+		b := p.Buffered()
+		if len(b) == 0 || b[0] != p.Doc() || p.Doc() != want[k].doc {
+			t.Fatalf("at posting %d (doc %d): run %v", k, p.Doc(), b[:min(len(b), 3)])
+		}
+		for i, d := range b {
+			if k+i >= len(want) || d != want[k+i].doc || p.BufferedFreq(i) != uint32(len(want[k+i].positions)) {
+				t.Fatalf("posting %d, run index %d: doc %d freq %d", k, i, d, p.BufferedFreq(i))
+			}
+		}
+	}
+	p, _ := r.Postings(body, "the")
+	for k := 0; p.Next(); k++ {
+		check(p, k)
+	}
+	if len(p.Buffered()) != 0 {
+		t.Fatal("a run at the end")
+	}
+	p, _ = r.Postings(body, "the")
+	for _, k := range []int{0, 5, 6, 300, 301, 450, 500, len(want) - 1} {
+		if !p.Advance(want[k].doc) {
+			t.Fatalf("Advance(%d) failed", want[k].doc)
+		}
+		check(p, k)
+	}
+}

@@ -87,6 +87,25 @@ func (p *Postings) Advance(target uint32) bool {
 	return false
 }
 
+// Buffered returns the current document and the documents decoded after
+// it, the rest of its block: docs[0] is Doc(). It is empty before the
+// first document, at the end and after an error. The slice is valid until
+// the iterator moves; Advance to one of its documents moves inside it.
+func (p *Postings) Buffered() []uint32 {
+	if p.n == 0 || p.done || p.err != nil || p.bufI == 0 || p.bufI > p.bufN {
+		return nil
+	}
+	return p.bufDocs[p.bufI-1 : p.bufN]
+}
+
+// BufferedFreq returns the frequency of Buffered()[i] without moving.
+func (p *Postings) BufferedFreq(i int) uint32 {
+	if p.freqState != freqsDecoded {
+		p.decodeFreqs()
+	}
+	return p.bufFreq[p.bufI-1+i]
+}
+
 // scanTo moves to the first buffered document >= target, which the
 // caller knows is buffered (the last buffered doc is >= target), as calls
 // of Next would: the positions of the documents passed are added to
