@@ -491,19 +491,6 @@ func (b *Builder) writeBlockMax(ctx context.Context, w *fileWriter, sorted []sor
 	return w.err
 }
 
-// fieldMix returns the reference coefficients of a tokenized field's mix
-// codes: those a merge encoded its records with, else those of the
-// builder's field lengths. Other fields have none.
-func fieldMix(fb *fieldBuilder, kind byte) mixRef {
-	if kind != bmTokenized {
-		return mixRef{}
-	}
-	if fb.index.bmMerged {
-		return fb.index.bmMix
-	}
-	return mixRefOf(fb.index.norms)
-}
-
 // bmTableWidth is the width of a field's record offsets: 4 bytes when
 // its records end below 4 GiB, else 8 (format version 2; version 1 files
 // always have 8, legacyBlockMaxVersion).

@@ -55,6 +55,19 @@ func mixRefOf(norms []uint32) mixRef {
 	return mixRef{a: mixK1 * (1 - mixB), b: mixK1 * mixB / avg}
 }
 
+// fieldMix returns the reference coefficients of a tokenized field's mix
+// codes: those a merge encoded its records with, else those of the
+// builder's field lengths. Other fields have none.
+func fieldMix(fb *fieldBuilder, kind byte) mixRef {
+	if kind != bmTokenized {
+		return mixRef{}
+	}
+	if fb.index.bmMerged {
+		return fb.index.bmMix
+	}
+	return mixRefOf(fb.index.norms)
+}
+
 // value returns (A0 + B0·dl)/tf of one posting, 0 for a zero frequency.
 func (r mixRef) value(dl, tf uint32) float64 {
 	if tf == 0 {
