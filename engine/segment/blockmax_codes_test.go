@@ -62,8 +62,9 @@ func TestRatioCodeMatchesLogFormula(t *testing.T) {
 }
 
 // TestBlockRatioCodeIsBlockMinimum encodes random text postings and checks
-// every block's ratio code is the smallest of its postings' codes, and its
-// frequency code that of the largest frequency.
+// every block's ratio code is the smallest of its postings' codes, its
+// frequency code that of the largest frequency, and its mix code the
+// smallest of its postings' mix codes by their definition (mixCodeByLog).
 func TestBlockRatioCodeIsBlockMinimum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const numDocs = 5000
