@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
 )
 
@@ -183,21 +184,7 @@ func TestReadsVersion1BlockMax(t *testing.T) {
 	} else {
 		wantCorruption(t, err, "version 1 offset damaged")
 	}
-	merged, err := Merge(context.Background(), fs, "idx", 0x91, s, []*Reader{r1}, Concat([]*Reader{r1}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rm, err := Open(fs, "idx", s, merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rm.Close()
-	if v := fileVersion(rm.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
-		t.Fatalf("merge of a version 1 bmp file wrote version %d", v)
-	}
-	if err := rm.Validate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	mergeToCurrent(t, fs, s, r1, 0x91)
 }
 
 // TestBlockMaxOffsetDamageDetected checks the offsets of versions 2 and
@@ -252,23 +239,9 @@ func TestReadsVersion2BlockMax(t *testing.T) {
 		t.Fatal("version 2 record read with mix codes")
 	}
 	checkTermBlocks(t, r2, &s.Fields[body], body, "the")
-	merged, err := Merge(context.Background(), fs, "idx", 0x92, s, []*Reader{r2}, Concat([]*Reader{r2}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rm, err := Open(fs, "idx", s, merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rm.Close()
-	if v := fileVersion(rm.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
-		t.Fatalf("merge of a version 2 bmp file wrote version %d", v)
-	}
+	rm := mergeToCurrent(t, fs, s, r2, 0x92)
 	if rm.bmax[body].mix != r.bmax[body].mix {
 		t.Fatalf("merged mix reference %+v, the segment's own %+v", rm.bmax[body].mix, r.bmax[body].mix)
-	}
-	if err := rm.Validate(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -290,4 +263,27 @@ func TestBlockMaxMixReferenceDamageDetected(t *testing.T) {
 		}
 		wantCorruption(t, err, "mix reference damaged")
 	}
+}
+
+// mergeToCurrent merges src alone into segment id and opens the output,
+// failing unless its bmp file is in the current format version and
+// validates.
+func mergeToCurrent(t *testing.T, fs vfs.FS, s *schema.Schema, src *Reader, id segid.ID) *Reader {
+	t.Helper()
+	merged, err := Merge(context.Background(), fs, "idx", id, s, []*Reader{src}, Concat([]*Reader{src}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := Open(fs, "idx", s, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rm.Close() })
+	if v := fileVersion(rm.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
+		t.Fatalf("merge of a version %d bmp file wrote version %d", fileVersion(src.file(SuffixBlockMax).data), v)
+	}
+	if err := rm.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rm
 }
