@@ -310,12 +310,7 @@ func TestPostingsBuffered(t *testing.T) {
 	s := testSchema()
 	docs := opticksDocs(t, s, 0)
 	fs := vfs.NewMem()
-	info := buildSegment(t, fs, "idx", s, 6, docs)
-	r, err := Open(fs, "idx", s, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTestReader(t, fs, buildSegment(t, fs, "idx", s, 6, docs))
 	body, _ := s.Field("body")
 	want := buildModel(s, docs).terms[body]["the"]
 	if len(want) < 4*128 {
