@@ -1,7 +1,5 @@
 package segment
 
-import "math"
-
 // The joint bound of a tokenized block (format version 3). A block's
 // frequency and ratio codes bound 1/tf and dl/tf separately, each by its
 // best document, so the bound they give together can belong to no
@@ -76,23 +74,24 @@ func (r mixRef) value(dl, tf uint32) float64 {
 	return (r.a + r.b*float64(dl)) / float64(tf)
 }
 
-// code returns the largest code whose bound (MixBound) is at most v.
+// code returns the largest code whose bound (MixBound) is at most v: a
+// binary search of the tabulated bounds (r.b·RatioBound(c) grows with c,
+// and is 0 for code 0), eight steps and no logarithm, since merges and
+// validation call it for every block and every one-document term.
 func (r mixRef) code(v float64) uint8 {
 	if !(v > 0) {
 		return 0
 	}
-	q := v / r.b
-	c := 0
-	if q >= 1 {
-		c = min(int(math.Floor(16*math.Log2(q)))+1, 255)
+	lo, hi := 0, len(ratioBounds) // r.b·ratioBounds[lo] <= v; hi is past the answer
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if r.b*ratioBounds[mid] <= v {
+			lo = mid
+		} else {
+			hi = mid
+		}
 	}
-	for c > 0 && r.b*ratioBounds[c] > v {
-		c--
-	}
-	for c < 255 && r.b*ratioBounds[c+1] <= v {
-		c++
-	}
-	return uint8(c)
+	return uint8(lo)
 }
 
 // MixBound returns the lower bound of (A0 + B0·dl)/tf that mix code c

@@ -84,6 +84,61 @@ func TestCheckPositionsFastPathAgrees(t *testing.T) {
 	}
 }
 
+// TestShortPositionsPathAgrees checks checkPositions against the
+// one-varint-at-a-time check on runs of one- and two-byte varints (what
+// shortPositionsEnd reads a word at a time) with a zero byte, a 0x80 0x00
+// gap, a three-byte varint or a cut at every place, from every offset.
+func TestShortPositionsPathAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := 0; round < 300; round++ {
+		n := 2 + rng.IntN(40)
+		var base []byte
+		for range n {
+			if rng.IntN(2) == 0 {
+				base = append(base, byte(1+rng.IntN(127)))
+			} else {
+				base = append(base, byte(0x80|rng.IntN(128)), byte(1+rng.IntN(127)))
+			}
+		}
+		for freq := uint32(1); freq <= uint32(n)+1; freq++ {
+			agreePositions(t, base, 0, freq)
+		}
+		for at := range base {
+			for _, b := range []byte{0, 0x80, 0x81, 0x7f} {
+				pos := append([]byte(nil), base...)
+				pos[at] = b
+				agreePositions(t, pos, 0, uint32(n))
+				agreePositions(t, pos, 0, uint32(n)-1)
+			}
+			three := append(append(append([]byte(nil), base[:at]...), 0x81, 0x81), base[at:]...)
+			agreePositions(t, three, 0, uint32(n))
+			// Two gaps near 2^32 each: the sum overflows.
+			huge := append(append(append([]byte(nil), base[:at]...), 0xff, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f), base[at:]...)
+			agreePositions(t, huge, 0, uint32(n)+2)
+			agreePositions(t, base[:at], 0, uint32(n))
+			if at > 0 {
+				agreePositions(t, base, at, uint32(n-at/2))
+			}
+		}
+	}
+}
+
+// TestShortPositionsOverflowAtMaxFreq checks that two-byte gaps can
+// overflow 2^32 only past maxShortFreq positions, where the word path
+// stops taking them: 16,383 a gap, 2^18+64 gaps pass 2^32-1.
+func TestShortPositionsOverflowAtMaxFreq(t *testing.T) {
+	const freq = maxShortFreq + 64
+	pos := make([]byte, 0, 2*freq)
+	for range freq {
+		pos = append(pos, 0xff, 0x7f)
+	}
+	p := &Postings{pos: pos}
+	if off := p.checkPositions(0, 7, freq); off >= 0 {
+		t.Fatalf("positions summing past 2^32 passed (offset %d)", off)
+	}
+	agreePositions(t, pos, 0, maxShortFreq-1)
+}
+
 // FuzzCheckPositions compares checkPositions with the one-varint-at-a-time
 // check on arbitrary bytes.
 func FuzzCheckPositions(f *testing.F) {
