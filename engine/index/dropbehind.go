@@ -14,6 +14,11 @@ package index
 // `rsync --drop-cache` do. The copy then neither fills the page cache nor
 // charges the pod's memory for an index it does not serve yet; the price
 // is that the first searches after a large catch-up read from the disk.
+// Check then opens the segment at once (segment.ReaderOptions.DroppedPages):
+// the open reads only the pages it touches, where a cold fault would read
+// ahead as much as the device says (8 MiB on the bench machine, the whole
+// segment), and Publish no longer opens, and so reads back, every segment
+// one after the other at the end of the copy.
 // Smaller copies, the steady state of following, keep their pages: the
 // next searches read them.
 

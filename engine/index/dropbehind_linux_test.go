@@ -77,9 +77,10 @@ func copyChecked(t *testing.T, lfs vfs.FS, leader *Index, dir string) (resident,
 }
 
 // TestLargeCopyDropsItsPagesBehindIt: a copy of at least dropBehindBytes
-// leaves none of the pages of the segments it validated in the page cache
-// (they were written back and dropped), and still publishes a generation
-// that shows the leader's documents; a smaller copy keeps its pages.
+// leaves in the page cache only the pages its early open of each segment
+// read (the rest were written back and dropped, and the open read no
+// more than it touched), and still publishes a generation that shows the
+// leader's documents; a smaller copy keeps its pages.
 func TestLargeCopyDropsItsPagesBehindIt(t *testing.T) {
 	lfs, leader := createMem(t)
 	defer mustClose(t, leader)
@@ -94,8 +95,11 @@ func TestLargeCopyDropsItsPagesBehindIt(t *testing.T) {
 
 	dropBehindBytes = 1
 	resident, pages := copyChecked(t, lfs, leader, t.TempDir())
-	if pages < 3 || resident != 0 {
-		t.Fatalf("large copy: %d of its %d pages still in the page cache, want none", resident, pages)
+	// What stays is what the early open of each segment read (headers,
+	// footers, directories), a page at a time: not the files' bytes, nor
+	// the read-ahead of a cold open.
+	if pages < 3 || resident*3 > pages {
+		t.Fatalf("large copy: %d of its %d pages still in the page cache, want at most a third", resident, pages)
 	}
 
 	dropBehindBytes = 1 << 62

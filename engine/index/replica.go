@@ -174,6 +174,9 @@ func (in *Incoming) Abandon() {
 		s.Release()
 	}
 	in.started = nil
+	for i := range in.readers {
+		in.closeReader(i)
+	}
 	lifecycle.AbandonAll(in.claims)
 }
 
@@ -207,6 +210,12 @@ func (in *Incoming) Publish(ctx context.Context) (degraded bool, err error) {
 		}
 		if !in.newSegs[s.ID] {
 			continue // the cached reader is kept
+		}
+		if r := in.takeReader(i); r != nil && early {
+			readers[s.ID] = r
+			continue
+		} else if r != nil {
+			_ = r.Close()
 		}
 		r, err := segment.Open(idx.fs, idx.dir, idx.schema, s.Info, idx.readerOptions())
 		if err != nil {

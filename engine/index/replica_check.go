@@ -27,11 +27,17 @@ type checks struct {
 	// of maps each new file to the segments it belongs to (built on
 	// first use).
 	of map[string][]int
+	// readers are the new segments Check opened once they passed, before
+	// their pages were dropped (Publish would otherwise read each one's
+	// directories back from the disk, one after the other); Publish takes
+	// them, forget and Abandon close them.
+	readers map[int]*segment.Reader
 }
 
 // newChecks returns empty checks.
 func newChecks() checks {
-	return checks{arrived: make(map[string]bool), running: make(map[int]bool), passed: make(map[int]*roaring.Bitmap)}
+	return checks{arrived: make(map[string]bool), running: make(map[int]bool), passed: make(map[int]*roaring.Bitmap),
+		readers: make(map[int]*segment.Reader)}
 }
 
 // Check tells that file name, created by Create, is written and closed,
@@ -62,13 +68,30 @@ func (in *Incoming) Check(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("index: incoming generation %d, segment %s: %w", in.next.Generation, s.ID, err)
 		}
+		if in.dropBehind {
+			in.dropPagesOf(in.newFiles(s))
+		}
+		// Opened here, on this goroutine, while other files download:
+		// Publish would open the segments one after the other, and after
+		// a large copy read each back from the disk.
+		var r *segment.Reader
+		if in.newSegs[s.ID] {
+			opts := in.idx.readerOptions()
+			opts.DroppedPages = in.dropBehind
+			if r, err = segment.Open(in.idx.fs, in.idx.dir, in.idx.schema, s.Info, opts); err != nil {
+				return fmt.Errorf("index: incoming generation %d: open segment %s: %w", in.next.Generation, s.ID, err)
+			}
+		}
 		in.mu.Lock()
 		if in.running[i] { // not forgotten meanwhile by a new Create
 			in.passed[i] = bm
+			if r != nil {
+				in.readers[i], r = r, nil
+			}
 		}
 		in.mu.Unlock()
-		if in.dropBehind {
-			in.dropPagesOf(in.newFiles(s))
+		if r != nil {
+			_ = r.Close()
 		}
 	}
 	return nil
@@ -92,7 +115,27 @@ func (in *Incoming) forget(name string) {
 	for _, i := range in.segmentsOf(name) {
 		delete(in.running, i)
 		delete(in.passed, i)
+		in.closeReader(i)
 	}
+}
+
+// closeReader closes and forgets the reader Check opened for segment i,
+// if any. Guarded by Incoming.mu.
+func (in *Incoming) closeReader(i int) {
+	if r := in.readers[i]; r != nil {
+		_ = r.Close()
+		delete(in.readers, i)
+	}
+}
+
+// takeReader returns the reader Check opened for segment i (nil when it
+// did not), which the caller now owns.
+func (in *Incoming) takeReader(i int) *segment.Reader {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	r := in.readers[i]
+	delete(in.readers, i)
+	return r
 }
 
 // segmentsOf returns the positions of the segments name is a new file of.

@@ -99,11 +99,21 @@ func TestF03_EarlyCheckRefusesCorruptFilesAndForgetsRewrittenOnes(t *testing.T) 
 			t.Fatalf("Check refused a sound file %s: %v", f.Name, err)
 		}
 	}
+	segs := earlyReaders(in)
+	if segs == 0 {
+		t.Fatal("Check opened no reader for the segments it validated")
+	}
 	writeIncoming(t, in, all[0].Name, corrupt(files[all[0].Name]))
+	if got := earlyReaders(in); got != segs-1 {
+		t.Fatalf("a file written again left %d readers of %d open, want its segment's closed", got, segs)
+	}
 	if _, err := in.Publish(ctx); err == nil {
 		t.Fatal("a file rewritten after its check was published without a new validation")
 	}
 	in.Abandon()
+	if got := earlyReaders(in); got != 0 {
+		t.Fatalf("Abandon left %d readers open", got)
+	}
 	follower.Manager().WaitDeletes()
 
 	// The sound copy, checked early, is published and serves the leader's
@@ -120,5 +130,15 @@ func TestF03_EarlyCheckRefusesCorruptFilesAndForgetsRewrittenOnes(t *testing.T) 
 	if _, err := in.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if got := earlyReaders(in); got != 0 {
+		t.Fatalf("Publish left %d of Check's readers behind instead of serving them", got)
+	}
 	sameVisible(t, leader, follower)
+}
+
+// earlyReaders returns how many readers Check opened that in still holds.
+func earlyReaders(in *Incoming) int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.readers)
 }

@@ -300,6 +300,13 @@ type ReaderOptions struct {
 	// segments and indexes may share one. Nil caches nothing: every read
 	// decompresses its block.
 	Cache *Cache
+	// DroppedPages tells that the segment's pages were just dropped from
+	// the page cache (a follower's large copy, engine/index dropbehind.go):
+	// Open's checks then fault in only the pages they read, instead of
+	// the device's read-ahead (megabytes a fault: the whole file read back
+	// into the cache the copy just left). The mappings go back to the
+	// kernel's default read-ahead before Open returns.
+	DroppedPages bool
 }
 
 // oneOption returns the only element of opts, or the zero ReaderOptions

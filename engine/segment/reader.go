@@ -25,6 +25,8 @@ type Reader struct {
 	numDocs uint32
 	// files holds every part's bytes, in the order of Info's parts.
 	files []loadedFile
+	// touchedOnly is ReaderOptions.DroppedPages while Open runs.
+	touchedOnly bool
 	post  []byte
 	dicts []*dict
 	norms []normCol
@@ -140,6 +142,7 @@ func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byt
 	r.container.data = compound
 	r.info.Files = append([]FileInfo(nil), info.Files...)
 	r.info.Parts = append([]FileInfo(nil), info.Parts...)
+	r.touchedOnly = opts.DroppedPages
 	if err := r.load(fs, dir); err != nil {
 		r.release()
 		return nil, err
@@ -148,7 +151,24 @@ func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byt
 		r.release()
 		return nil, err
 	}
+	if r.touchedOnly {
+		r.adviseMapped(unix.MADV_NORMAL)
+		r.touchedOnly = false
+	}
 	return r, nil
+}
+
+// adviseMapped gives advice (madvise) for every mapped file of the
+// reader; advice is only a hint, so a failure changes nothing.
+func (r *Reader) adviseMapped(advice int) {
+	if r.container.mapped {
+		_ = unix.Madvise(r.container.data, advice)
+	}
+	for i := range r.files {
+		if r.files[i].mapped {
+			_ = unix.Madvise(r.files[i].data, advice)
+		}
+	}
 }
 
 func (r *Reader) load(fs vfs.FS, dir string) error {
@@ -190,6 +210,9 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 			}
 			r.files = append(r.files, lf)
 		}
+	}
+	if r.touchedOnly {
+		r.adviseMapped(unix.MADV_RANDOM) // before the first page is read
 	}
 	for i := range r.files {
 		lf := &r.files[i]
