@@ -27,9 +27,9 @@ type Reader struct {
 	files []loadedFile
 	// touchedOnly is ReaderOptions.DroppedPages while Open runs.
 	touchedOnly bool
-	post  []byte
-	dicts []*dict
-	norms []normCol
+	post        []byte
+	dicts       []*dict
+	norms       []normCol
 	// store, pk, nums and fwds are the row parts (rows.go).
 	store  *storeReader
 	pk     pkCol
