@@ -42,6 +42,9 @@ func countText(ctx context.Context, s *schema.Schema, views []SegmentView, q *Te
 	if p.conjunction() {
 		return p.runConjunctions(t, views, nil)
 	}
+	if p.termUnion() {
+		return p.countUnion(t, views, maxDocs)
+	}
 	total := 0
 	acc := getAccumulator(maxDocs)
 	defer acc.release()

@@ -342,4 +342,26 @@ func TestPostingsBuffered(t *testing.T) {
 		}
 		check(p, k)
 	}
+	// A run at a time: NextRun lands on the document after each run, and
+	// the positions of the documents passed are skipped, not read.
+	p, _ = r.Postings(body, "the")
+	k := 0
+	read := false
+	for ok := p.Next(); ok; ok = p.NextRun() {
+		check(p, k)
+		if k >= 3*128 && !read {
+			got, err := p.Positions()
+			if err != nil || !slices.Equal(got, want[k].positions) {
+				t.Fatalf("positions of doc %d after runs: %v %v, want %v", p.Doc(), got, err, want[k].positions)
+			}
+			read = true
+		}
+		k += len(p.Buffered())
+	}
+	if !read {
+		t.Fatal("no run started past the third block")
+	}
+	if k != len(want) || p.Err() != nil {
+		t.Fatalf("runs covered %d of %d postings (%v)", k, len(want), p.Err())
+	}
 }

@@ -98,6 +98,17 @@ func (p *Postings) Buffered() []uint32 {
 	return p.bufDocs[p.bufI-1 : p.bufN]
 }
 
+// NextRun moves past the documents Buffered returns to the first document
+// of the next decoded run and reports whether one exists, as Next from
+// the last buffered document would: a walk of the term's documents a run
+// at a time, for callers that take whole runs (counting a union).
+func (p *Postings) NextRun() bool {
+	if p.n > 0 && p.bufI < p.bufN {
+		p.scanTo(p.bufDocs[p.bufN-1])
+	}
+	return p.Next()
+}
+
 // BufferedFreq returns the frequency of Buffered()[i] without moving.
 func (p *Postings) BufferedFreq(i int) uint32 {
 	if p.freqState != freqsDecoded {

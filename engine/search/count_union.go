@@ -1,0 +1,115 @@
+package search
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+)
+
+// A count of a union of terms (should clauses of one term each, no must
+// and no must-not clause: the usual query of a few words) needs no mark
+// per document, only whether some term holds it: each term's decoded runs
+// set bits in a bitset of the segment's documents, and the count is the
+// bitset's population, less the deleted documents set. Lucene counts
+// dense disjunctions the same way, in windows of bits.
+
+// termUnion reports whether the plan, after matchOnly, is a union of
+// single terms.
+func (p *textPlan) termUnion() bool {
+	for i := range p.clauses {
+		if c := &p.clauses[i]; c.occur != Should || len(c.offsets) != 1 {
+			return false
+		}
+	}
+	return len(p.clauses) > 0
+}
+
+// unionBits lends countUnion its bitsets (*[]uint64), zeroed between uses.
+var unionBits sync.Pool
+
+// countUnion counts the live documents of views that one of the plan's
+// terms holds (termUnion).
+func (p *textPlan) countUnion(t *ticker, views []SegmentView, maxDocs uint32) (int, error) {
+	bp, _ := unionBits.Get().(*[]uint64)
+	if bp == nil {
+		bp = new([]uint64)
+	}
+	defer unionBits.Put(bp)
+	if words := int(maxDocs+63) / 64; cap(*bp) < words {
+		*bp = make([]uint64, words)
+	}
+	total := 0
+	for vi := range views {
+		if n, ok := p.docFreqCount(vi, &views[vi]); ok {
+			total += n
+			continue
+		}
+		set := (*bp)[:(views[vi].Segment.NumDocs()+63)/64]
+		err := p.markUnion(t, vi, set)
+		total += countSet(set, &views[vi]) // and zeroes set, even after an error
+		if err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// markUnion sets in set the bit of every document view vi's postings of
+// the plan's terms hold, consuming them.
+func (p *textPlan) markUnion(t *ticker, vi int, set []uint64) error {
+	var err error
+	for ci := range p.clauses {
+		c := &p.clauses[ci]
+		for fi := range c.fields {
+			fp := &c.fields[fi]
+			row := fp.postings[vi]
+			fp.postings[vi] = nil // consumed
+			if row == nil {
+				continue
+			}
+			if err == nil {
+				if err = markRuns(t, row[0], set); err != nil {
+					err = fmt.Errorf("search: segment view %d, field %d: %w", vi, fp.field, err)
+				}
+			}
+			for _, pl := range row {
+				pl.Release()
+			}
+		}
+	}
+	return err
+}
+
+// markRuns sets the bit of each of pl's documents, a decoded run at a
+// time.
+func markRuns(t *ticker, pl postings, set []uint64) error {
+	pl.SkipPositions()
+	for ok := pl.Next(); ok; ok = pl.NextRun() {
+		if err := t.tick(); err != nil {
+			return err
+		}
+		for _, d := range pl.Buffered() {
+			set[d>>6] |= 1 << (d & 63)
+		}
+	}
+	return pl.Err()
+}
+
+// countSet returns the number of documents set in set that view does not
+// delete, and zeroes set.
+func countSet(set []uint64, view *SegmentView) int {
+	if view.Deleted != nil {
+		it := view.Deleted.Iterator()
+		for it.HasNext() {
+			if d := it.Next(); int(d>>6) < len(set) {
+				set[d>>6] &^= 1 << (d & 63)
+			}
+		}
+	}
+	n := 0
+	for i, w := range set {
+		n += bits.OnesCount64(w)
+		set[i] = 0
+	}
+	return n
+}
