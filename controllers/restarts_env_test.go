@@ -233,7 +233,10 @@ var _ = Describe("Restarts and upgrades", func() {
 			g.Expect(x.Status.PodUID).To(Equal(getIndex("revert").Status.PodUID))
 		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
 		Expect(eventReasons("revert")).To(ContainElement("Recovered"))
-		Expect(os.RemoveAll(filepath.Dir(blocker))).To(Succeed())
+		// The engine may write metadata.json.tmp as a file again the moment
+		// the blocker's directory is emptied: removal is retried.
+		Eventually(func() error { return os.RemoveAll(filepath.Dir(blocker)) }).
+			WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
 		deleteAndWaitGone("revert")
 	})
 

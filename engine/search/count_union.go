@@ -1,9 +1,12 @@
 package search
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 	"sync"
+
+	"github.com/summadev/summa/engine/schema"
 )
 
 // A count of a union of terms (should clauses of one term each, no must
@@ -112,4 +115,27 @@ func countSet(set []uint64, view *SegmentView) int {
 		set[i] = 0
 	}
 	return n
+}
+
+// searchPrunedCounted answers a search of a union of terms that asks for
+// the exact count (TotalHitsThreshold 0): the page by block-max pruning,
+// whose page is the exhaustive search's (rank-safe), and, unless the
+// pruning happened to see every match, the count by countText's bitsets.
+// Both together cost less than scoring every match, which the exact count
+// otherwise takes. It returns a nil page when the query is not such a
+// union or pruning does not apply (see searchPruned).
+func searchPrunedCounted(ctx context.Context, s *schema.Schema, views []SegmentView, q Query, window int) (*topK, int, Relation, error) {
+	tq, ok := q.(*TextQuery)
+	if !ok {
+		return nil, 0, EqualTo, nil
+	}
+	top, found, rel, err := searchPruned(ctx, s, views, q, window, 1)
+	if top == nil || err != nil || rel == EqualTo {
+		return top, found, rel, err
+	}
+	total, err := countText(ctx, s, views, tq)
+	if err != nil {
+		return nil, 0, EqualTo, err
+	}
+	return top, total, EqualTo, nil
 }

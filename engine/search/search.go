@@ -134,6 +134,9 @@ func rank(ctx context.Context, s *schema.Schema, views []SegmentView, req Reques
 	if top == nil && err == nil && req.TotalHitsThreshold == 0 {
 		top, total, rel, err = searchTermExact(ctx, s, views, q, window)
 	}
+	if top == nil && err == nil && req.TotalHitsThreshold == 0 {
+		top, total, rel, err = searchPrunedCounted(ctx, s, views, q, window)
+	}
 	if top == nil && err == nil {
 		top, total, rel, err = searchPrunedPhrase(ctx, s, views, q, window, req.TotalHitsThreshold)
 	}
