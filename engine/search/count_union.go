@@ -65,8 +65,7 @@ func (p *textPlan) markUnion(t *ticker, vi int, set []uint64) error {
 		c := &p.clauses[ci]
 		for fi := range c.fields {
 			fp := &c.fields[fi]
-			row := fp.postings[vi]
-			fp.postings[vi] = nil // consumed
+			row := fp.take(vi)
 			if row == nil {
 				continue
 			}

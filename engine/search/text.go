@@ -210,8 +210,7 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 		}
 		for fi := range c.fields {
 			fp := &c.fields[fi]
-			row := fp.postings[vi]
-			fp.postings[vi] = nil // consumed
+			row := fp.take(vi)
 			if row == nil {
 				continue
 			}
@@ -233,6 +232,14 @@ func (p *textPlan) run(t *ticker, vi int, seg Segment, acc *accumulator) error {
 		}
 	}
 	return nil
+}
+
+// take returns the field's postings of view vi and forgets them: the
+// caller consumes and releases them.
+func (fp *fieldPlan) take(vi int) []postings {
+	row := fp.postings[vi]
+	fp.postings[vi] = nil
+	return row
 }
 
 // runTerm matches one term's postings; with cands (sorted), only those
