@@ -25,11 +25,9 @@ type Reader struct {
 	numDocs uint32
 	// files holds every part's bytes, in the order of Info's parts.
 	files []loadedFile
-	// touchedOnly is ReaderOptions.DroppedPages while Open runs.
-	touchedOnly bool
-	post        []byte
-	dicts       []*dict
-	norms       []normCol
+	post  []byte
+	dicts []*dict
+	norms []normCol
 	// store, pk, nums and fwds are the row parts (rows.go).
 	store  *storeReader
 	pk     pkCol
@@ -142,8 +140,7 @@ func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byt
 	r.container.data = compound
 	r.info.Files = append([]FileInfo(nil), info.Files...)
 	r.info.Parts = append([]FileInfo(nil), info.Parts...)
-	r.touchedOnly = opts.DroppedPages
-	if err := r.load(fs, dir); err != nil {
+	if err := r.load(fs, dir, opts.DroppedPages); err != nil {
 		r.release()
 		return nil, err
 	}
@@ -151,9 +148,8 @@ func openWith(fs vfs.FS, dir string, s *schema.Schema, info Info, compound []byt
 		r.release()
 		return nil, err
 	}
-	if r.touchedOnly {
+	if opts.DroppedPages {
 		r.adviseMapped(unix.MADV_NORMAL)
-		r.touchedOnly = false
 	}
 	return r, nil
 }
@@ -171,7 +167,10 @@ func (r *Reader) adviseMapped(advice int) {
 	}
 }
 
-func (r *Reader) load(fs vfs.FS, dir string) error {
+// load loads the segment's files and checks their framing; with
+// touchedOnly (ReaderOptions.DroppedPages) the mappings read only the
+// pages touched until openWith advises them back.
+func (r *Reader) load(fs vfs.FS, dir string, touchedOnly bool) error {
 	parts := r.info.parts()
 	// A dozen parts at most: scans, not maps (an index of many small
 	// segments spent a good share of Open allocating maps).
@@ -211,7 +210,7 @@ func (r *Reader) load(fs vfs.FS, dir string) error {
 			r.files = append(r.files, lf)
 		}
 	}
-	if r.touchedOnly {
+	if touchedOnly {
 		r.adviseMapped(unix.MADV_RANDOM) // before the first page is read
 	}
 	for i := range r.files {
