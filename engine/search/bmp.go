@@ -3,8 +3,6 @@ package search
 import (
 	"context"
 	"fmt"
-	"math"
-	"sync"
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segment"
@@ -133,6 +131,8 @@ type bmpQuery struct {
 	// atLeast is a lower bound of the number of live matches, from
 	// document frequencies and deletion counts.
 	atLeast int
+	// decoded is the number of block entries the last run decoded.
+	decoded int
 }
 
 // openBMP opens the block-max records of the query's terms; ok is false
@@ -264,141 +264,6 @@ func (bq *bmpQuery) postings() int {
 	return n
 }
 
-// candidate is one block of one view with its bound.
-type candidate struct {
-	ub    float64
-	view  int32
-	block uint32
-}
-
-// run evaluates the query with block-max pruning, keeping the best window
-// hits. It returns them, the number of live matches found in the visited
-// blocks, and whether every block holding a match was visited (then that
-// number is exact).
-func (bq *bmpQuery) run(ctx context.Context, views []SegmentView, window int) (*topK, int, bool, error) {
-	top := newTopK(window)
-	t := &ticker{ctx: ctx}
-	sc := bmpScratches.Get().(*bmpScratch)
-	defer func() {
-		sc.arena, sc.cands = sc.arena[:0], sc.cands[:0]
-		sc.next, sc.termOf, sc.head, sc.viewBase = sc.next[:0], sc.termOf[:0], sc.head[:0], sc.viewBase[:0]
-		bmpScratches.Put(sc)
-	}()
-	for vi := range views {
-		if err := bq.bounds(t, views, vi, sc); err != nil {
-			return nil, 0, false, err
-		}
-	}
-	h := blockHeap(sc.cands)
-	h.init()
-	ev := blockEval{bq: bq, sc: sc}
-	found := 0
-	for len(h) > 0 {
-		if err := t.check(); err != nil {
-			return nil, 0, false, fmt.Errorf("search: %w", err)
-		}
-		c := h.pop()
-		if top.len() == top.k && (top.k == 0 || c.ub < top.heap[0].score) {
-			return top, found, false, nil
-		}
-		n, err := ev.score(views, int(c.view), c.block, top)
-		if err != nil {
-			return nil, 0, false, fmt.Errorf("search: segment view %d: %w", c.view, err)
-		}
-		found += n
-	}
-	return top, found, true, nil
-}
-
-// bmpScratch holds a query's reusable buffers.
-type bmpScratch struct {
-	// ub and mag are per-block bound sums and magnitudes; zero between uses.
-	ub, mag []float64
-	// touched lists the blocks whose ub or mag is not zero.
-	touched []uint32
-	// arena holds the decoded block entries of every term in every view;
-	// next and termOf are parallel to it: per block, its entries form a
-	// list in increasing term order, from head[viewBase[view]+block]
-	// through next (-1 ends it); termOf gives each entry's term.
-	arena        []segment.BlockEntry
-	next, termOf []int32
-	head         []int32
-	viewBase     []int
-	// cands holds the candidate blocks.
-	cands []candidate
-}
-
-var bmpScratches = sync.Pool{New: func() any { return new(bmpScratch) }}
-
-// bounds decodes the terms' blocks in view vi and appends the view's
-// candidate blocks with their summed bounds, widened by boundSlack, to
-// sc.cands.
-func (bq *bmpQuery) bounds(tk *ticker, views []SegmentView, vi int, sc *bmpScratch) error {
-	nBlocks := (int(views[vi].Segment.NumDocs()) + (1 << segment.BlockShift) - 1) >> segment.BlockShift
-	if len(sc.ub) < nBlocks {
-		sc.ub, sc.mag = make([]float64, nBlocks), make([]float64, nBlocks)
-	}
-	ub, mag := sc.ub, sc.mag
-	sc.touched = sc.touched[:0]
-	sc.viewBase = append(sc.viewBase, len(sc.head))
-	for range nBlocks {
-		sc.head = append(sc.head, -1)
-	}
-	if err := bq.sumBounds(tk, vi, nBlocks, sc); err != nil {
-		for _, b := range sc.touched {
-			ub[b], mag[b] = 0, 0 // keep the scratch zeroed for its next user
-		}
-		return err
-	}
-	for _, b := range sc.touched {
-		sc.cands = append(sc.cands, candidate{ub: ub[b] + boundSlack*mag[b], view: int32(vi), block: b})
-		ub[b], mag[b] = 0, 0
-	}
-	return nil
-}
-
-// sumBounds adds the bounds of every term's blocks in view vi to sc.ub and
-// their magnitudes to sc.mag, listing the blocks in sc.touched.
-func (bq *bmpQuery) sumBounds(tk *ticker, vi, nBlocks int, sc *bmpScratch) error {
-	ub, mag := sc.ub, sc.mag
-	head := sc.head[sc.viewBase[vi]:]
-	// Terms in reverse order, each entry pushed on its block's list: the
-	// lists come out in increasing term order, the order of additions of
-	// exhaustive evaluation.
-	for i := len(bq.terms) - 1; i >= 0; i-- {
-		t := &bq.terms[i]
-		rec := t.recs[vi]
-		if rec == nil {
-			continue
-		}
-		start := len(sc.arena)
-		var err error
-		if sc.arena, err = rec.Entries(sc.arena); err != nil {
-			return fmt.Errorf("search: segment view %d: %w", vi, err)
-		}
-		es := sc.arena[start:len(sc.arena):len(sc.arena)]
-		if err := tk.check(); err != nil {
-			return fmt.Errorf("search: %w", err)
-		}
-		for k := range es {
-			e := &es[k]
-			if int(e.Block) >= nBlocks {
-				return fmt.Errorf("search: segment view %d: block %d of %d", vi, e.Block, nBlocks)
-			}
-			if mag[e.Block] == 0 {
-				sc.touched = append(sc.touched, e.Block)
-			}
-			sc.next = append(sc.next, head[e.Block])
-			sc.termOf = append(sc.termOf, int32(i))
-			head[e.Block] = int32(start + k)
-			b := t.bound(vi, rec, e)
-			ub[e.Block] += b
-			mag[e.Block] += math.Abs(b) + math.SmallestNonzeroFloat64
-		}
-	}
-	return nil
-}
-
 // blockEval scores whole blocks; its buffers are reused between blocks.
 type blockEval struct {
 	bq     *bmpQuery
@@ -415,7 +280,7 @@ func (ev *blockEval) score(views []SegmentView, vi int, b uint32, top *topK) (in
 	seg := views[vi].Segment
 	var hit uint64
 	sc := ev.sc
-	for idx := sc.head[sc.viewBase[vi]+int(b)]; idx >= 0; idx = sc.next[idx] {
+	for idx := sc.head[sc.viewBase[vi]+int(b)]; idx >= 0; idx = sc.next[idx] { // in increasing term order
 		t := &ev.bq.terms[sc.termOf[idx]]
 		e := &sc.arena[idx]
 		rec := t.recs[vi]
@@ -476,44 +341,6 @@ func (ev *blockEval) score(views []SegmentView, vi int, b uint32, top *topK) (in
 		}
 	}
 	return n, nil
-}
-
-// blockHeap is a max-heap of candidates by bound.
-type blockHeap []candidate
-
-func (h blockHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *blockHeap) pop() candidate {
-	old := *h
-	c := old[0]
-	last := len(old) - 1
-	old[0] = old[last]
-	*h = old[:last]
-	if last > 0 {
-		h.down(0)
-	}
-	return c
-}
-
-func (h blockHeap) down(i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h[c+1].ub > h[c].ub {
-			c++
-		}
-		if h[i].ub >= h[c].ub {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }
 
 // searchPruned runs q with block-max pruning when the request allows an

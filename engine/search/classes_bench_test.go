@@ -105,6 +105,23 @@ func BenchmarkQueryClasses(b *testing.B) {
 	}
 	b.ReportMetric(p50(all), "µs-p50-all")
 	classes := slices.Sorted(maps.Keys(byClass))
+	if os.Getenv("SUMMA_BENCH_HIST") != "" {
+		med := all[len(all)/2]
+		for _, class := range classes {
+			var lo, mid, hi int
+			for _, d := range byClass[class] {
+				switch {
+				case d < med*2/3:
+					lo++
+				case d <= med:
+					mid++
+				default:
+					hi++
+				}
+			}
+			b.Logf("HIST %s: <%v %d, <=%v %d, above %d", class, med*2/3, lo, med, mid, hi)
+		}
+	}
 	for _, class := range classes {
 		b.Logf("%s %s: p50 %.1f µs over %d runs", mode, class, p50(byClass[class]), len(byClass[class]))
 	}

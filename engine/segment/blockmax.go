@@ -168,6 +168,11 @@ type bmEncoder struct {
 	// mix is the tokenized field's reference coefficients (blockmax_mix.go);
 	// zero for other fields.
 	mix mixRef
+	// noSupers writes records without superblock tables (format versions
+	// 1 to 3, for the tests that write them).
+	noSupers bool
+	// supers holds the superblock table of the record being written.
+	supers []byte
 }
 
 // encodeText is encode for a text or exact field's postings given as
@@ -294,7 +299,7 @@ func (e *bmEncoder) encodeAnyBlocks(dst []byte, kind byte, ps []bmPosting, norm 
 		entries = appendBlockEnd(entries, j-i, len(data)-start)
 		i = j
 	}
-	return e.record(dst, nBlocks, entries, data)
+	return e.record(dst, kind, nBlocks, entries, data)
 }
 
 // encodeTextBlocks is encodeBlocks for a text or exact field (tokenized:
@@ -354,7 +359,11 @@ func (e *bmEncoder) encodeTextCols(dst []byte, tokenized bool, docs, freqs []uin
 		entries = appendBlockEnd(entries, j-i, len(data)-start)
 		i = j
 	}
-	return e.record(dst, nBlocks, entries, data)
+	kind := byte(bmExact)
+	if tokenized {
+		kind = bmTokenized
+	}
+	return e.record(dst, kind, nBlocks, entries, data)
 }
 
 // minRatio is the smaller of the ratios minDL/minTF and dl/tf, found
@@ -390,17 +399,19 @@ func appendBlockEnd(entries []byte, docs, dataLen int) []byte {
 }
 
 // record keeps entries and data as e's buffers for the next term and
-// appends the term's record to dst.
-func (e *bmEncoder) record(dst []byte, nBlocks int, entries, data []byte) []byte {
+// appends the term's record of the given kind to dst: its number of
+// blocks, the entries' length, its superblock table when it has one
+// (blockmax_super.go: its length, then the table), the entries, then the
+// data.
+func (e *bmEncoder) record(dst []byte, kind byte, nBlocks int, entries, data []byte) []byte {
 	e.entries, e.data = entries, data
-	return appendBMRecord(dst, nBlocks, entries, data)
-}
-
-// appendBMRecord appends a term's block-max record to dst: its number of
-// blocks, the entries' length, the entries, then the data.
-func appendBMRecord(dst []byte, nBlocks int, entries, data []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(nBlocks))
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	if l := (bmLayout{kind: kind, mix: e.mix, supers: !e.noSupers}); l.hasSupers(nBlocks) {
+		e.supers, _ = appendSupers(e.supers[:0], entries, nBlocks, l.boundBytes())
+		dst = binary.AppendUvarint(dst, uint64(len(e.supers)))
+		dst = append(dst, e.supers...)
+	}
 	dst = append(dst, entries...)
 	return append(dst, data...)
 }

@@ -85,7 +85,7 @@ func TestBlockRatioCodeIsBlockMinimum(t *testing.T) {
 		}
 		mix := mixRefOf(norms)
 		rec := encodeBlockRecord(nil, bmTokenized, ps, norm, mix)
-		bt, err := parseBlockTerm(rec, bmTokenized, mix, uint32(len(ps)), numDocs, 0)
+		bt, err := parseBlockTerm(rec, bmLayout{kind: bmTokenized, mix: mix, supers: true}, uint32(len(ps)), numDocs, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,27 +39,28 @@ func TestMatchTextRecordIsByteEquality(t *testing.T) {
 			}
 			e.mix = mix
 			rec := e.encodeText(nil, kind, docs, freqs, norm)
-			if !matchTextRecord(rec, tok, docs, freqs, norm, mix) {
+			l := bmLayout{kind: kind, mix: mix, supers: true}
+			if !matchTextRecord(rec, l, docs, freqs, norm) {
 				t.Fatalf("trial %d kind %d: the encoder's own record does not match", trial, kind)
 			}
 			for i := range rec {
 				bad := bytes.Clone(rec)
 				bad[i] ^= byte(1 << uint(rng.IntN(8)))
-				if matchTextRecord(bad, tok, docs, freqs, norm, mix) {
+				if matchTextRecord(bad, l, docs, freqs, norm) {
 					t.Fatalf("trial %d kind %d: byte %d changed and still matches", trial, kind, i)
 				}
-				if matchTextRecord(rec[:i], tok, docs, freqs, norm, mix) {
+				if matchTextRecord(rec[:i], l, docs, freqs, norm) {
 					t.Fatalf("trial %d kind %d: cut to %d bytes and still matches", trial, kind, i)
 				}
 			}
-			if matchTextRecord(append(bytes.Clone(rec), 0), tok, docs, freqs, norm, mix) {
+			if matchTextRecord(append(bytes.Clone(rec), 0), l, docs, freqs, norm) {
 				t.Fatalf("trial %d kind %d: an extra byte still matches", trial, kind)
 			}
 			// The block count (first byte, below 0x80 here) written in
 			// two bytes: the same value, other bytes.
 			if rec[0] < 0x80 {
 				long := append([]byte{rec[0] | 0x80, 0}, rec[1:]...)
-				if matchTextRecord(long, tok, docs, freqs, norm, mix) {
+				if matchTextRecord(long, l, docs, freqs, norm) {
 					t.Fatalf("trial %d kind %d: an over-long block count still matches", trial, kind)
 				}
 			}
@@ -86,7 +87,7 @@ func BenchmarkMatchTextRecord(b *testing.B) {
 	rec := e.encodeText(nil, bmTokenized, docs, freqs, col.at)
 	b.SetBytes(int64(len(docs)))
 	for b.Loop() {
-		if !matchTextRecord(rec, true, docs, freqs, col.at, e.mix) {
+		if !matchTextRecord(rec, bmLayout{kind: bmTokenized, mix: e.mix, supers: true}, docs, freqs, col.at) {
 			b.Fatal("the encoder's own record does not match")
 		}
 	}

@@ -11,16 +11,25 @@ import (
 	"github.com/summadev/summa/engine/segment/codec"
 )
 
+// bmLayout is what a field's records hold besides their entries' block
+// numbers and counts: which bounds, and whether records of many blocks
+// have superblock tables.
+type bmLayout struct {
+	kind byte
+	// mix is a tokenized field's reference of its entries' mix codes
+	// (format version 3); zero otherwise.
+	mix mixRef
+	// supers is set from format version 4 (blockmax_super.go).
+	supers bool
+}
+
 // bmField is one field of an open block-max file.
 type bmField struct {
-	kind     byte
+	bmLayout
 	numTerms uint32
 	records  []byte
 	table    []byte // numTerms+1 offsets into records, width bytes each (LE)
 	width    int    // 4 or 8
-	// mix is a tokenized field's reference of its entries' mix codes
-	// (format version 3); zero otherwise.
-	mix mixRef
 }
 
 // offset returns entry i of the offset table.
@@ -51,7 +60,7 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDoc
 	}
 	want := func(i int) bool { return wantBlockMax(&s.Fields[i]) }
 	return fieldEntries(id, SuffixBlockMax, payload, numDocs, prologue, want, len(s.Fields), func(d *decoder, ord int) (*bmField, error) {
-		f := &bmField{kind: d.u8(), numTerms: d.u32v(), width: 8}
+		f := &bmField{bmLayout: bmLayout{kind: d.u8(), supers: version >= superVersion}, numTerms: d.u32v(), width: 8}
 		recOff, recLen, tableOff := d.uvarint(), d.uvarint(), d.uvarint()
 		if version != legacyBlockMaxVersion {
 			f.width = int(d.u8())
@@ -118,6 +127,8 @@ type BlockTerm struct {
 	nBlocks int
 	entries []byte
 	data    []byte
+	// supers is the superblock table, nil when the record has none.
+	supers  []byte
 	numDocs uint32
 	id      segid.ID
 	// mix is the field's reference when the entries carry mix codes.
@@ -189,22 +200,26 @@ func (r *Reader) blockTerm(field int, d *dict, term string) (*BlockTerm, error) 
 	if err != nil {
 		return nil, err
 	}
-	return parseBlockTerm(rec, f.kind, f.mix, e.df, r.numDocs, r.id)
+	return parseBlockTerm(rec, f.bmLayout, e.df, r.numDocs, r.id)
 }
 
-// parseBlockTerm splits a record into its entries and data; mix is its
-// field's reference of mix codes (zero: its entries have none).
-func parseBlockTerm(rec []byte, kind byte, mix mixRef, df, numDocs uint32, id segid.ID) (*BlockTerm, error) {
-	t := &BlockTerm{kind: kind, mix: mix, df: df, numDocs: numDocs, id: id}
+// parseBlockTerm splits a record of a field of layout l into its
+// superblocks, entries and data.
+func parseBlockTerm(rec []byte, l bmLayout, df, numDocs uint32, id segid.ID) (*BlockTerm, error) {
+	t := &BlockTerm{kind: l.kind, mix: l.mix, df: df, numDocs: numDocs, id: id}
 	d := decoder{b: rec}
-	if kind == bmSparse {
+	if l.kind == bmSparse {
 		t.scale = math.Float32frombits(d.u32())
 		if d.err == nil && !(t.scale >= 0 && t.scale <= math.MaxFloat32) {
 			return nil, corruptf(id, SuffixBlockMax, "sparse scale %v", t.scale)
 		}
 	}
 	t.nBlocks = d.intv(len(rec))
-	t.entries = d.bytes(d.intv(len(rec)))
+	entriesLen := d.intv(len(rec))
+	if l.hasSupers(t.nBlocks) {
+		t.supers = d.bytes(d.intv(len(rec)))
+	}
+	t.entries = d.bytes(entriesLen)
 	t.data = rec[min(d.off, len(rec)):]
 	if d.err != nil {
 		return nil, corruptf(id, SuffixBlockMax, "record: %v", d.err)
@@ -216,36 +231,20 @@ func parseBlockTerm(rec []byte, kind byte, mix mixRef, df, numDocs uint32, id se
 func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 	b := t.entries
 	maxBlock := uint64(t.numDocs) >> BlockShift
-	bounds := 2
-	switch {
-	case t.kind == bmExact:
-		bounds = 1
-	case t.mix.on():
-		bounds = 3
-	}
-	var block uint64
-	var off uint64
+	bounds := t.layout().boundBytes()
+	var block, off uint64
 	p := 0
 	for i := 0; i < t.nBlocks; i++ {
-		gap, next, ok := codec.UvarintAt(b, p)
-		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+1 {
+		gap, e, next, n, ok := entryAt(b, p, bounds)
+		if !ok || (i > 0 && gap == 0) {
 			return dst, corruptf(t.id, SuffixBlockMax, "bad block entry %d", i)
 		}
 		block += gap
-		e := BlockEntry{Block: uint32(min(block, math.MaxUint32)), Hi: b[next]}
-		if bounds >= 2 {
-			e.Lo = b[next+1]
-		}
-		if bounds == 3 {
-			e.Mix = b[next+2]
-		}
-		e.Count = int(b[next+bounds]) + 1
-		n, next2, ok := codec.UvarintAt(b, next+bounds+1)
-		if !ok || block > maxBlock || n > uint64(len(t.data))-off {
+		if block > maxBlock || n > uint64(len(t.data))-off {
 			return dst, corruptf(t.id, SuffixBlockMax, "block entry %d (block %d) outside the segment or its data", i, block)
 		}
-		p = next2
-		e.off, e.n = uint32(off), uint32(n)
+		p = next
+		e.Block, e.off, e.n = uint32(block), uint32(off), uint32(n)
 		off += n
 		dst = append(dst, e)
 	}
@@ -253,6 +252,11 @@ func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 		return dst, corruptf(t.id, SuffixBlockMax, "record has trailing bytes")
 	}
 	return dst, nil
+}
+
+// layout returns the layout of the term's field.
+func (t *BlockTerm) layout() bmLayout {
+	return bmLayout{kind: t.kind, mix: t.mix, supers: t.supers != nil}
 }
 
 // blockDocsOf decodes the doc offsets of block e into docs, returning the
@@ -375,7 +379,7 @@ func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 		c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
 		same = bytes.Equal(got, c.rec)
 	} else {
-		same = matchTextRecord(got, f.kind == bmTokenized, docs, freqs, c.norm, c.mix)
+		same = matchTextRecord(got, f.bmLayout, docs, freqs, c.norm)
 	}
 	if !same {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
@@ -426,28 +430,27 @@ func (x *bmExpect) uvarint(v uint64) {
 
 // matchTextRecord reports whether rec is exactly the record
 // bmEncoder.encodeText writes for a text or exact term's postings (docs
-// and freqs, the same length), byte for byte, without encoding it: Validate
-// checks every term's record this way.
-func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func(uint32) uint32, mix mixRef) bool {
+// and freqs, the same length) in a field of layout l, byte for byte,
+// without encoding it: Validate checks every term's record this way. A
+// superblock table is compared with the one its entries give.
+func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norm func(uint32) uint32) bool {
 	freqs = freqs[:len(docs)]
+	tokenized, mix := l.kind == bmTokenized, l.mix
 	if len(docs) == 1 {
 		// Most terms: the record is a few bytes, built on the stack.
-		kind := byte(bmExact)
-		if tokenized {
-			kind = bmTokenized
-		}
 		var buf [32]byte
-		return bytes.Equal(rec, encodeOneRecord(buf[:0], kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm, mix))
+		return bytes.Equal(rec, encodeOneRecord(buf[:0], l.kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm, mix))
 	}
-	nBlocks, n1 := binary.Uvarint(rec)
-	if n1 <= 0 {
+	h := decoder{b: rec}
+	nBlocks, entriesLen := h.uvarint(), h.uvarint()
+	var supers []byte
+	if h.err == nil && nBlocks <= uint64(len(docs)) && l.hasSupers(int(nBlocks)) {
+		supers = h.bytes(h.intv(len(rec)))
+	}
+	if h.err != nil || h.off != minimalHeader(nBlocks, entriesLen, supers) || entriesLen > uint64(len(rec)-h.off) {
 		return false
 	}
-	entriesLen, n2 := binary.Uvarint(rec[n1:])
-	if n2 <= 0 || uvarintLen(nBlocks) != n1 || uvarintLen(entriesLen) != n2 || entriesLen > uint64(len(rec)-n1-n2) {
-		return false
-	}
-	start := n1 + n2
+	start := h.off
 	entries := bmExpect{rec: rec[:start+int(entriesLen)], off: start, ok: true}
 	data := bmExpect{rec: rec, off: start + int(entriesLen), ok: true}
 	blocks := uint64(0)
@@ -503,5 +506,24 @@ func matchTextRecord(rec []byte, tokenized bool, docs, freqs []uint32, norm func
 		entries.uvarint(uint64(dataLen))
 		i = j
 	}
-	return entries.ok && data.ok && blocks == nBlocks && entries.off == len(entries.rec) && data.off == len(rec)
+	if !entries.ok || !data.ok || blocks != nBlocks || entries.off != len(entries.rec) || data.off != len(rec) {
+		return false
+	}
+	if supers == nil {
+		return true
+	}
+	var buf [256]byte
+	want, ok := appendSupers(buf[:0], rec[start:start+int(entriesLen)], int(nBlocks), l.boundBytes())
+	return ok && bytes.Equal(want, supers)
+}
+
+// minimalHeader returns the length of a record's header as an encoder
+// writes it: uvarint(nBlocks), uvarint(entriesLen), and with a superblock
+// table uvarint(its length) and the table.
+func minimalHeader(nBlocks, entriesLen uint64, supers []byte) int {
+	n := uvarintLen(nBlocks) + uvarintLen(entriesLen)
+	if supers != nil {
+		n += uvarintLen(uint64(len(supers))) + len(supers)
+	}
+	return n
 }

@@ -17,9 +17,24 @@ import (
 // blockMaxSegment builds a segment of every Opticks paragraph with a
 // sparse field whose weights are signed, and opens it.
 func blockMaxSegment(t testing.TB) (*Reader, vfs.FS, *schema.Schema, Info) {
+	return blockMaxSegmentOf(t, 1)
+}
+
+// blockMaxSegmentOf is blockMaxSegment with the paragraphs indexed copies
+// times over (distinct ids), so that frequent terms span enough blocks
+// for superblock tables.
+func blockMaxSegmentOf(t testing.TB, copies int) (*Reader, vfs.FS, *schema.Schema, Info) {
 	t.Helper()
 	s := testSchema()
 	docs := opticksDocs(t, s, 0)
+	ps := opticksParagraphs(t)
+	for i := len(docs); i < copies*len(ps); i++ {
+		d, err := s.ParseDocument(opticksJSON(i, ps[i%len(ps)]))
+		if err != nil {
+			t.Fatalf("doc %d: %v", i, err)
+		}
+		docs = append(docs, d)
+	}
 	sp := fieldOrd(s, "sp")
 	for i, d := range docs {
 		for k := range d.Fields[sp].Sparse {

@@ -15,8 +15,8 @@ import (
 // rewriteBlockMax returns r's bmp file written again in format version
 // version with record offsets of width bytes; a version 2 or 3 directory
 // records dirWidth as the width (equal to width unless a test lies).
-// Below version 3 the tokenized fields' records are encoded again without
-// mix codes.
+// Below version 4 the text and exact fields' records are encoded again
+// without superblock tables, below version 3 without mix codes either.
 func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth int) []byte {
 	t.Helper()
 	var payload, dir []byte
@@ -29,8 +29,12 @@ func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth in
 		for i := range offs {
 			offs[i] = f.offset(uint32(i))
 		}
-		if version < mixBlockMaxVersion && f.kind == bmTokenized {
-			records, offs = recordsWithoutMix(t, r, ord)
+		if version < superVersion && f.kind != bmSparse {
+			mix := f.mix
+			if version < mixBlockMaxVersion {
+				mix = mixRef{}
+			}
+			records, offs = recordsIn(t, r, ord, f.kind, mix)
 		}
 		recOff := uint64(len(payload))
 		payload = append(payload, records...)
@@ -70,10 +74,11 @@ func rewriteBlockMax(t *testing.T, r *Reader, version uint32, width, dirWidth in
 	return fixFrame(data)
 }
 
-// recordsWithoutMix encodes the records of tokenized field ord again from
-// its postings without mix codes (format version 2), returning them and
-// their offsets.
-func recordsWithoutMix(t *testing.T, r *Reader, ord int) ([]byte, []uint64) {
+// recordsIn encodes the records of text or exact field ord again from its
+// postings without superblock tables (format version 3) and with the mix
+// codes of mix (none when zero: version 2), returning them and their
+// offsets.
+func recordsIn(t *testing.T, r *Reader, ord int, kind byte, mix mixRef) ([]byte, []uint64) {
 	t.Helper()
 	it, err := r.Terms(ord)
 	if err != nil {
@@ -81,7 +86,7 @@ func recordsWithoutMix(t *testing.T, r *Reader, ord int) ([]byte, []uint64) {
 	}
 	var recs []byte
 	var offs []uint64
-	var e bmEncoder
+	e := bmEncoder{mix: mix, noSupers: true}
 	for it.Next() {
 		p, err := r.Postings(ord, it.Term())
 		if err != nil {
@@ -92,7 +97,7 @@ func recordsWithoutMix(t *testing.T, r *Reader, ord int) ([]byte, []uint64) {
 			ps = append(ps, bmPosting{doc: p.Doc(), tf: p.Freq()})
 		}
 		offs = append(offs, uint64(len(recs)))
-		recs = e.encode(recs, bmTokenized, ps, func(d uint32) uint32 { return r.FieldLength(ord, d) })
+		recs = e.encode(recs, kind, ps, func(d uint32) uint32 { return r.FieldLength(ord, d) })
 	}
 	if it.Err() != nil {
 		t.Fatal(it.Err())
@@ -116,11 +121,11 @@ func withBlockMax(t *testing.T, fs vfs.FS, r *Reader, info Info, data []byte) (I
 }
 
 // TestBlockMaxOffsetsAreFourBytes checks that a new segment's bmp file is
-// format version 3 with 4-byte record offsets, numTerms+1 per field.
+// format version 4 with 4-byte record offsets, numTerms+1 per field.
 func TestBlockMaxOffsetsAreFourBytes(t *testing.T) {
 	r, _, s, _ := blockMaxSegment(t)
-	if v := fileVersion(r.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
-		t.Fatalf("bmp file version %d, want %d", v, mixBlockMaxVersion)
+	if v := fileVersion(r.file(SuffixBlockMax).data); v != superVersion {
+		t.Fatalf("bmp file version %d, want %d", v, superVersion)
 	}
 	n := 0
 	for ord, f := range r.bmax {
@@ -192,14 +197,14 @@ func TestReadsVersion1BlockMax(t *testing.T) {
 func TestBlockMaxOffsetDamageDetected(t *testing.T) {
 	r, fs, s, info := blockMaxSegment(t)
 	for _, w := range []int{0, 3, 8} {
-		_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, mixBlockMaxVersion, 4, w))
+		_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, superVersion, 4, w))
 		if err == nil {
 			err = r2.Validate(context.Background())
 			r2.Close()
 		}
 		wantCorruption(t, err, "directory width lies")
 	}
-	orig := rewriteBlockMax(t, r, mixBlockMaxVersion, 4, 4)
+	orig := rewriteBlockMax(t, r, superVersion, 4, 4)
 	if !bytes.Equal(orig, r.file(SuffixBlockMax).data) {
 		t.Fatal("rewriting the bmp file in the current version does not give the written bytes")
 	}
@@ -255,7 +260,7 @@ func TestBlockMaxMixReferenceDamageDetected(t *testing.T) {
 	defer func() { r.bmax[body].mix = saved }()
 	for _, mix := range []mixRef{{a: 0.3, b: 0}, {a: 0.3, b: math.NaN()}, {a: -1, b: 0.01}, {a: 0.3, b: math.Inf(1)}, {a: saved.a, b: saved.b * 2}} {
 		r.bmax[body].mix = mix
-		data := rewriteBlockMax(t, r, mixBlockMaxVersion, 4, 4)
+		data := rewriteBlockMax(t, r, superVersion, 4, 4)
 		_, r2, err := withBlockMax(t, fs, r, info, data)
 		if err == nil {
 			err = r2.Validate(context.Background())
@@ -279,7 +284,7 @@ func mergeToCurrent(t *testing.T, fs vfs.FS, s *schema.Schema, src *Reader, id s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rm.Close() })
-	if v := fileVersion(rm.file(SuffixBlockMax).data); v != mixBlockMaxVersion {
+	if v := fileVersion(rm.file(SuffixBlockMax).data); v != superVersion {
 		t.Fatalf("merge of a version %d bmp file wrote version %d", fileVersion(src.file(SuffixBlockMax).data), v)
 	}
 	if err := rm.Validate(context.Background()); err != nil {

@@ -431,8 +431,9 @@ var kindVersions = map[string]uint32{
 	SuffixPostings: 2,
 	// 2: record offsets of 4 bytes when they fit, the width in the
 	// directory (blockmax.go, bmTableWidth). 3: tokenized fields' mix
-	// codes and their reference in the directory (blockmax_mix.go).
-	SuffixBlockMax: mixBlockMaxVersion,
+	// codes and their reference in the directory (blockmax_mix.go). 4:
+	// superblock tables (blockmax_super.go).
+	SuffixBlockMax: superVersion,
 	// 2: no values of fields that are not stored (store.go,
 	// recordKinds).
 	SuffixStore: 2,
@@ -445,13 +446,14 @@ const legacyBlockMaxVersion = 1
 
 // mixBlockMaxVersion is the bmax format whose tokenized entries carry mix
 // codes; version 2 files (no mix codes) are still read, and merges and
-// reorders rewrite them in the current format.
+// reorders rewrite them in the current format, as version 3 files (no
+// superblocks).
 const mixBlockMaxVersion = 3
 
 // legacyVersion reports whether v is an older format version of a file
 // kind that is still read.
 func legacyVersion(suffix string, v uint32) bool {
-	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && (v == legacyBlockMaxVersion || v == mixBlockMaxVersion-1) ||
+	return suffix == SuffixPostings && v == legacyPostVersion || suffix == SuffixBlockMax && v >= legacyBlockMaxVersion && v < superVersion ||
 		suffix == SuffixStore && v == legacyStoreVersion
 }
 

@@ -209,8 +209,8 @@ func (r *Reader) columnSizes(section, table string, n int, col func(f int) (ok b
 }
 
 // blockMaxSizes splits each field's block-max records into their block
-// entries (with the record headers) and their data (the postings copied
-// by block), plus the offset table.
+// entries (with the record headers), their data (the postings copied by
+// block) and their superblock tables, plus the offset table.
 func (r *Reader) blockMaxSizes() ([]SectionSize, error) {
 	var out []SectionSize
 	for f, bf := range r.bmax {
@@ -229,23 +229,25 @@ func (r *Reader) blockMaxSizes() ([]SectionSize, error) {
 			}
 			df = func(o uint32) uint32 { return dfs[o] }
 		}
-		var entries, data int64
+		var entries, data, supers int64
 		for o := range bf.numTerms {
 			rec, err := bf.record(r.id, o)
 			if err != nil {
 				return nil, err
 			}
-			t, err := parseBlockTerm(rec, bf.kind, bf.mix, df(o), r.numDocs, r.id)
+			t, err := parseBlockTerm(rec, bf.bmLayout, df(o), r.numDocs, r.id)
 			if err != nil {
 				return nil, err
 			}
 			data += int64(len(t.data))
-			entries += int64(len(rec) - len(t.data))
+			supers += int64(len(t.supers))
+			entries += int64(len(rec) - len(t.data) - len(t.supers))
 		}
 		name := r.schema.Fields[f].Name
 		out = append(out,
 			SectionSize{Field: name, Section: "block entries", Bytes: entries},
 			SectionSize{Field: name, Section: "block postings", Bytes: data},
+			SectionSize{Field: name, Section: "superblocks", Bytes: supers},
 			SectionSize{Field: name, Section: "offset table", Bytes: int64(len(bf.table))})
 	}
 	return out, nil
