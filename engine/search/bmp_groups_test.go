@@ -40,6 +40,8 @@ func copiedCorpus(t *testing.T, copies int) *corpus {
 // checks that groups spare decoding: a search of "the" alone decodes
 // fewer blocks than the term has.
 func TestBMPGroupsRankSafe(t *testing.T) {
+	defer func(n int) { groupedMinBlocks = n }(groupedMinBlocks)
+	groupedMinBlocks = 0
 	c := copiedCorpus(t, 8)
 	qs := append(bmpTextQueries(c), "the", "of", "and the", "body:the", "which of the")
 	for name, sp := range rankSafeSplits(c) {

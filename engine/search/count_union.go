@@ -48,7 +48,7 @@ func (p *textPlan) countUnion(t *ticker, views []SegmentView, maxDocs uint32) (i
 			continue
 		}
 		set := (*bp)[:(views[vi].Segment.NumDocs()+63)/64]
-		err := p.markUnion(t, vi, set)
+		err := p.markUnion(t, vi, views[vi].Segment, set)
 		total += countSet(set, &views[vi]) // and zeroes set, even after an error
 		if err != nil {
 			return 0, err
@@ -58,8 +58,15 @@ func (p *textPlan) countUnion(t *ticker, views []SegmentView, maxDocs uint32) (i
 }
 
 // markUnion sets in set the bit of every document view vi's postings of
-// the plan's terms hold, consuming them.
-func (p *textPlan) markUnion(t *ticker, vi int, set []uint64) error {
+// the plan's terms hold, consuming them. From a segment with block maxima
+// it reads the terms' block entries and doc offsets there instead
+// (segment.BlockTerm.MarkDocs): bytes rather than the postings' coded
+// blocks, and a block's bits set in one word.
+func (p *textPlan) markUnion(t *ticker, vi int, seg Segment, set []uint64) error {
+	bs, _ := seg.(blockMaxSegment)
+	if bs != nil && !bs.HasBlockMax() {
+		bs = nil
+	}
 	var err error
 	for ci := range p.clauses {
 		c := &p.clauses[ci]
@@ -70,7 +77,7 @@ func (p *textPlan) markUnion(t *ticker, vi int, set []uint64) error {
 				continue
 			}
 			if err == nil {
-				if err = markRuns(t, row[0], set); err != nil {
+				if err = markTerm(t, bs, fp.field, c.terms[0], row[0], set); err != nil {
 					err = fmt.Errorf("search: segment view %d, field %d: %w", vi, fp.field, err)
 				}
 			}
@@ -80,6 +87,24 @@ func (p *textPlan) markUnion(t *ticker, vi int, set []uint64) error {
 		}
 	}
 	return err
+}
+
+// markTerm sets the bit of each document of term in field, from its
+// block maxima when bs has them, else from its postings pl.
+func markTerm(t *ticker, bs blockMaxSegment, field int, term string, pl postings, set []uint64) error {
+	if bs != nil {
+		rec, err := bs.BlockMaxTerm(field, term)
+		if err != nil || rec != nil {
+			if err == nil {
+				err = t.tick()
+			}
+			if err == nil {
+				err = rec.MarkDocs(set)
+			}
+			return err
+		}
+	}
+	return markRuns(t, pl, set)
 }
 
 // markRuns sets the bit of each of pl's documents, a decoded run at a

@@ -27,6 +27,8 @@ type clausePlan struct {
 	gate gate
 	// offsets holds each term's position relative to the first.
 	offsets []uint32
+	// terms holds the clause's terms.
+	terms []string
 	// slots maps each term to its distinct term: postings rows hold one
 	// iterator per distinct term.
 	slots []int
@@ -110,7 +112,7 @@ func (p *textPlan) matchesNothing() bool {
 // planClause opens a clause's postings and builds its scorers.
 func planClause(s *schema.Schema, views []SegmentView, c *Clause, live uint64) (clausePlan, error) {
 	uniq, slots := distinct(c.Terms)
-	cp := clausePlan{occur: c.Occur, offsets: c.Offsets, slots: slots}
+	cp := clausePlan{occur: c.Occur, offsets: c.Offsets, slots: slots, terms: c.Terms}
 	for _, f := range c.Fields {
 		fp := fieldPlan{field: f, postings: make([][]postings, len(views))}
 		df := make([]uint64, len(uniq))

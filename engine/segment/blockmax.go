@@ -409,7 +409,7 @@ func (e *bmEncoder) record(dst []byte, kind byte, nBlocks int, entries, data []b
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
 	if l := (bmLayout{kind: kind, mix: e.mix, supers: !e.noSupers}); l.hasSupers(nBlocks) {
 		e.supers, _ = appendSupers(e.supers[:0], entries, nBlocks, l.boundBytes())
-		dst = binary.AppendUvarint(dst, uint64(len(e.supers)))
+		dst = binary.AppendUvarint(dst, uint64(len(e.supers))) // 0: no table
 		dst = append(dst, e.supers...)
 	}
 	dst = append(dst, entries...)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/summadev/summa/engine/schema"
 	"github.com/summadev/summa/engine/segid"
@@ -217,7 +218,9 @@ func parseBlockTerm(rec []byte, l bmLayout, df, numDocs uint32, id segid.ID) (*B
 	t.nBlocks = d.intv(len(rec))
 	entriesLen := d.intv(len(rec))
 	if l.hasSupers(t.nBlocks) {
-		t.supers = d.bytes(d.intv(len(rec)))
+		if n := d.intv(len(rec)); n > 0 {
+			t.supers = d.bytes(n)
+		}
 	}
 	t.entries = d.bytes(entriesLen)
 	t.data = rec[min(d.off, len(rec)):]
@@ -228,6 +231,8 @@ func parseBlockTerm(rec []byte, l bmLayout, df, numDocs uint32, id segid.ID) (*B
 }
 
 // Entries appends the term's blocks, in increasing block order, to dst.
+// Its loop decodes an entry inline (entryAt's format): search sums the
+// bounds of every block of a query's terms through it.
 func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 	b := t.entries
 	maxBlock := uint64(t.numDocs) >> BlockShift
@@ -235,16 +240,38 @@ func (t *BlockTerm) Entries(dst []BlockEntry) ([]BlockEntry, error) {
 	var block, off uint64
 	p := 0
 	for i := 0; i < t.nBlocks; i++ {
-		gap, e, next, n, ok := entryAt(b, p, bounds)
-		if !ok || (i > 0 && gap == 0) {
+		var gap uint64
+		var next int
+		ok := p < len(b) && b[p] < 0x80 // one-byte gaps inline: the usual case
+		if ok {
+			gap, next = uint64(b[p]), p+1
+		} else {
+			gap, next, ok = codec.UvarintAt(b, p)
+		}
+		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+1 {
 			return dst, corruptf(t.id, SuffixBlockMax, "bad block entry %d", i)
 		}
 		block += gap
-		if block > maxBlock || n > uint64(len(t.data))-off {
+		e := BlockEntry{Block: uint32(min(block, math.MaxUint32)), Hi: b[next]}
+		if bounds >= 2 {
+			e.Lo = b[next+1]
+		}
+		if bounds == 3 {
+			e.Mix = b[next+2]
+		}
+		e.Count = int(b[next+bounds]) + 1
+		var n uint64
+		next += bounds + 1
+		if ok = next < len(b) && b[next] < 0x80; ok {
+			n, next = uint64(b[next]), next+1
+		} else {
+			n, next, ok = codec.UvarintAt(b, next)
+		}
+		if !ok || block > maxBlock || n > uint64(len(t.data))-off {
 			return dst, corruptf(t.id, SuffixBlockMax, "block entry %d (block %d) outside the segment or its data", i, block)
 		}
 		p = next
-		e.Block, e.off, e.n = uint32(block), uint32(off), uint32(n)
+		e.off, e.n = uint32(off), uint32(n)
 		off += n
 		dst = append(dst, e)
 	}
@@ -444,10 +471,11 @@ func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norm func(uin
 	h := decoder{b: rec}
 	nBlocks, entriesLen := h.uvarint(), h.uvarint()
 	var supers []byte
-	if h.err == nil && nBlocks <= uint64(len(docs)) && l.hasSupers(int(nBlocks)) {
+	tabled := h.err == nil && nBlocks <= uint64(len(docs)) && l.hasSupers(int(nBlocks))
+	if tabled {
 		supers = h.bytes(h.intv(len(rec)))
 	}
-	if h.err != nil || h.off != minimalHeader(nBlocks, entriesLen, supers) || entriesLen > uint64(len(rec)-h.off) {
+	if h.err != nil || h.off != minimalHeader(nBlocks, entriesLen, tabled, len(supers)) || entriesLen > uint64(len(rec)-h.off) {
 		return false
 	}
 	start := h.off
@@ -509,7 +537,7 @@ func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norm func(uin
 	if !entries.ok || !data.ok || blocks != nBlocks || entries.off != len(entries.rec) || data.off != len(rec) {
 		return false
 	}
-	if supers == nil {
+	if !tabled {
 		return true
 	}
 	var buf [256]byte
@@ -518,12 +546,43 @@ func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norm func(uin
 }
 
 // minimalHeader returns the length of a record's header as an encoder
-// writes it: uvarint(nBlocks), uvarint(entriesLen), and with a superblock
-// table uvarint(its length) and the table.
-func minimalHeader(nBlocks, entriesLen uint64, supers []byte) int {
+// writes it: uvarint(nBlocks), uvarint(entriesLen), and when tabled
+// uvarint(the superblock table's length) and the table.
+func minimalHeader(nBlocks, entriesLen uint64, tabled bool, superLen int) int {
 	n := uvarintLen(nBlocks) + uvarintLen(entriesLen)
-	if supers != nil {
-		n += uvarintLen(uint64(len(supers))) + len(supers)
+	if tabled {
+		n += uvarintLen(uint64(superLen)) + superLen
 	}
 	return n
+}
+
+// MarkDocs sets the bit of each of the term's documents in set, a bitset
+// of the segment's documents (64 per word, so that block b is word b),
+// reading only the entries and the doc offsets of each block: a count
+// of a union of terms needs no frequencies.
+func (t *BlockTerm) MarkDocs(set []uint64) error {
+	b := t.entries
+	bounds := t.layout().boundBytes()
+	var block, off uint64
+	p := 0
+	for i := 0; i < t.nBlocks; i++ {
+		gap, e, next, n, ok := entryAt(b, p, bounds)
+		block += gap
+		if !ok || (i > 0 && gap == 0) || block >= uint64(len(set)) || n > uint64(len(t.data))-off || uint64(e.Count) > n {
+			return corruptf(t.id, SuffixBlockMax, "bad block entry %d", i)
+		}
+		var mask uint64
+		var all byte
+		for _, o := range t.data[off : off+uint64(e.Count)] {
+			mask |= 1 << (o & (blockDocs - 1))
+			all |= o
+		}
+		if all >= blockDocs || block<<BlockShift+uint64(63-bits.LeadingZeros64(mask)) >= uint64(t.numDocs) {
+			return corruptf(t.id, SuffixBlockMax, "block %d: document offsets out of range", block)
+		}
+		set[block] |= mask
+		off += n
+		p = next
+	}
+	return nil
 }

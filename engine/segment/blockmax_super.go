@@ -21,10 +21,14 @@ import (
 // 4,342 blocks and 277 groups.
 //
 // A group's entry is uvarint(group number, then gap >= 1), the bound
-// bytes (as many as the term's block entries have), a byte with the
-// block number of the group's first entry within the group, a byte with
-// the group's number of blocks minus one, uvarint(length of the group's
-// block entries), uvarint(length of the group's data). The table is
+// bytes (as many as the term's block entries have), a byte holding the
+// block number of the group's first entry within the group (high four
+// bits) and the group's number of blocks minus one (low four bits),
+// uvarint(length of the group's block entries), uvarint(length of the
+// group's data). A record of at least superMinBlocks blocks always has
+// the table's length; it is 0, and there is no table, when the term's
+// blocks fill fewer than superDensity per group on average: such a table
+// would cost about as much as the entries it spares. The table is
 // derived from the block entries alone (appendSupers), so a writer and
 // Validate build it the same way.
 
@@ -38,12 +42,17 @@ const superBlocks = 1 << SuperShift
 // has a superblock table.
 const superMinBlocks = 16
 
+// superDensity is the smallest average number of blocks per group of a
+// term with a superblock table.
+const superDensity = 4
+
 // superVersion is the bmax format whose records of many blocks carry
 // superblock tables; versions 1 to 3 are still read.
 const superVersion = 4
 
 // hasSupers reports whether a text or exact record of nBlocks blocks in
-// a file of layout l has a superblock table.
+// a file of layout l has the length of a superblock table (which may be 0:
+// no table).
 func (l bmLayout) hasSupers(nBlocks int) bool {
 	return l.supers && l.kind != bmSparse && nBlocks >= superMinBlocks
 }
@@ -87,7 +96,7 @@ func looserHi(a, b uint8) uint8 {
 // bounds long: its block gap, the entry (without its block number and
 // data offset) and the offset after it; ok is false when it is cut short.
 func entryAt(b []byte, p, bounds int) (gap uint64, e BlockEntry, next int, dataLen uint64, ok bool) {
-	gap, next, ok = codec.UvarintAt(b, p)
+	gap, next, ok = uvarintFast(b, p)
 	if !ok || len(b)-next < bounds+1 {
 		return 0, e, 0, 0, false
 	}
@@ -99,14 +108,27 @@ func entryAt(b []byte, p, bounds int) (gap uint64, e BlockEntry, next int, dataL
 		e.Mix = b[next+2]
 	}
 	e.Count = int(b[next+bounds]) + 1
-	dataLen, next, ok = codec.UvarintAt(b, next+bounds+1)
+	dataLen, next, ok = uvarintFast(b, next+bounds+1)
 	return gap, e, next, dataLen, ok
 }
 
+// uvarintFast is codec.UvarintAt with a one-byte value decoded inline,
+// the usual case of block entries.
+func uvarintFast(b []byte, p int) (uint64, int, bool) {
+	if uint(p) < uint(len(b)) {
+		if v := b[p]; v < 0x80 {
+			return uint64(v), p + 1, true
+		}
+	}
+	return codec.UvarintAt(b, p)
+}
+
 // appendSupers appends the superblock table of a record whose block
-// entries (nBlocks of them, bound bytes bounds long) are entries. It
-// reports false when the entries do not decode.
+// entries (nBlocks of them, bound bytes bounds long) are entries, nothing
+// when its blocks are too sparse for one (superDensity). It reports false
+// when the entries do not decode.
 func appendSupers(dst, entries []byte, nBlocks, bounds int) ([]byte, bool) {
+	start := len(dst)
 	var block uint64
 	p := 0
 	var g SuperEntry // the group being summed
@@ -127,7 +149,7 @@ func appendSupers(dst, entries []byte, nBlocks, bounds int) ([]byte, bool) {
 		if bounds == 3 {
 			dst = append(dst, g.Mix)
 		}
-		dst = append(dst, byte(g.first&(superBlocks-1)), byte(g.Count-1))
+		dst = append(dst, byte(g.first&(superBlocks-1))<<SuperShift|byte(g.Count-1))
 		dst = binary.AppendUvarint(dst, uint64(g.entN))
 		dst = binary.AppendUvarint(dst, uint64(g.n))
 	}
@@ -153,8 +175,14 @@ func appendSupers(dst, entries []byte, nBlocks, bounds int) ([]byte, bool) {
 	if nBlocks > 0 {
 		flush()
 	}
+	if groups*superDensity > nBlocks {
+		dst = dst[:start]
+	}
 	return dst, p == len(entries)
 }
+
+// Blocks returns the number of blocks holding the term.
+func (t *BlockTerm) Blocks() int { return t.nBlocks }
 
 // HasSupers reports whether the term's record has a superblock table.
 func (t *BlockTerm) HasSupers() bool { return t.supers != nil }
@@ -168,7 +196,7 @@ func (t *BlockTerm) Supers(dst []SuperEntry) ([]SuperEntry, error) {
 	blocks := 0
 	for i, p := 0, 0; p < len(b); i++ {
 		gap, next, ok := codec.UvarintAt(b, p)
-		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+2 {
+		if !ok || (i > 0 && gap == 0) || len(b)-next < bounds+1 {
 			return dst, corruptf(t.id, SuffixBlockMax, "bad superblock entry %d", i)
 		}
 		group += gap
@@ -179,10 +207,10 @@ func (t *BlockTerm) Supers(dst []SuperEntry) ([]SuperEntry, error) {
 		if bounds == 3 {
 			s.Mix = b[next+2]
 		}
-		first, count := uint64(b[next+bounds]), int(b[next+bounds+1])+1
-		entN, next, ok1 := codec.UvarintAt(b, next+bounds+2)
+		first, count := uint64(b[next+bounds]>>SuperShift), int(b[next+bounds]&(superBlocks-1))+1
+		entN, next, ok1 := codec.UvarintAt(b, next+bounds+1)
 		dataN, next, ok2 := codec.UvarintAt(b, next)
-		if !ok1 || !ok2 || group > maxGroup || first >= superBlocks || count > superBlocks ||
+		if !ok1 || !ok2 || group > maxGroup ||
 			entN > uint64(len(t.entries))-entOff || dataN > uint64(len(t.data))-dataOff {
 			return dst, corruptf(t.id, SuffixBlockMax, "superblock entry %d (group %d) outside the record", i, group)
 		}

@@ -8,8 +8,8 @@ import (
 // TestSuperblocksCoverTheirBlocks checks every record of the Opticks
 // segment with a superblock table: the groups' blocks, decoded group by
 // group, are exactly the record's entries; each group's codes bound every
-// block in it; and only records of at least superMinBlocks blocks, of
-// text and exact fields, have a table.
+// block in it; and only records of text and exact fields of at least
+// superMinBlocks blocks, superDensity per group, have a table.
 func TestSuperblocksCoverTheirBlocks(t *testing.T) {
 	r, _, s, _ := blockMaxSegmentOf(t, 3)
 	withSupers := 0
@@ -26,17 +26,22 @@ func TestSuperblocksCoverTheirBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := f.kind != bmSparse && bt.nBlocks >= superMinBlocks; bt.HasSupers() != want {
-				t.Fatalf("field %s term %d: %d blocks, table %v", s.Fields[field].Name, o, bt.nBlocks, bt.HasSupers())
+			entries, err := bt.Entries(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			groups := map[uint32]bool{}
+			for _, e := range entries {
+				groups[e.Block>>SuperShift] = true
+			}
+			want := f.kind != bmSparse && bt.nBlocks >= superMinBlocks && len(groups)*superDensity <= bt.nBlocks
+			if bt.HasSupers() != want {
+				t.Fatalf("field %s term %d: %d blocks in %d groups, table %v", s.Fields[field].Name, o, bt.nBlocks, len(groups), bt.HasSupers())
 			}
 			if !bt.HasSupers() {
 				continue
 			}
 			withSupers++
-			entries, err := bt.Entries(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			supers, err := bt.Supers(nil)
 			if err != nil {
 				t.Fatal(err)

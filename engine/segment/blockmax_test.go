@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -390,5 +391,56 @@ func TestBlockMaxAbsentInVersion1Segments(t *testing.T) {
 	bt, err := m.BlockMaxTerm(fieldOrd(s, "body"), "light")
 	if err != nil || bt == nil || bt.DocFreq() == 0 {
 		t.Fatalf("merged block maxima of light: %v %v", bt, err)
+	}
+}
+
+// TestMarkDocsSetsThePostings checks BlockTerm.MarkDocs on every term of
+// every text and exact field: the bits it sets are the term's postings,
+// and a record whose doc offset leaves its block, or whose block leaves
+// the bitset, is corruption rather than a wrong bit.
+func TestMarkDocsSetsThePostings(t *testing.T) {
+	r, _, s, _ := blockMaxSegmentOf(t, 3)
+	words := (int(r.NumDocs()) + 63) / 64
+	checked := 0
+	for field := range s.Fields {
+		if !hasDict(&s.Fields[field]) || r.bmax[field] == nil {
+			continue
+		}
+		it, err := r.Terms(field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			bt, err := r.BlockMaxTerm(field, it.Term())
+			if err != nil || bt == nil {
+				t.Fatalf("%q: %v", it.Term(), err)
+			}
+			got := make([]uint64, words)
+			if err := bt.MarkDocs(got); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]uint64, words)
+			p, err := r.Postings(field, it.Term())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p.Next() {
+				want[p.Doc()>>6] |= 1 << (p.Doc() & 63)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("field %d term %q: marked bits differ from the postings", field, it.Term())
+			}
+			checked++
+			if bt.nBlocks > 1 && checked%50 == 0 {
+				bad := *bt
+				bad.data = slices.Clone(bt.data)
+				bad.data[0] = 64
+				wantCorruption(t, bad.MarkDocs(got), "offset 64 marked")
+				wantCorruption(t, bt.MarkDocs(got[:1]), "blocks past the bitset marked")
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d terms checked", checked)
 	}
 }

@@ -242,12 +242,16 @@
 // indexed field with a dictionary and per sparse vector field, per term
 // (dimension) in dictionary order, a record: for sparse fields first the
 // dimension's largest absolute weight (float32); then uvarint(number of
-// blocks holding the term), uvarint(entries length), the entries, the data.
+// blocks holding the term), uvarint(entries length), for a text or exact
+// term of at least 16 blocks uvarint(superblock table length) and the
+// table (blockmax_super.go; length 0 and no table unless the blocks fill
+// 4 per group on average), then the entries, the data.
 // An entry is uvarint(block number, then gap >= 1), the bound bytes, a
 // byte count-1 of the term's documents in the block, uvarint(data length).
 // Bound bytes: text fields a frequency code (the block's largest tf, 255 =
 // "255 or more") and, tokenized fields only, a ratio code (the smallest
-// field length / tf on a log scale 2^((c-1)/16), rounded down; 0 = none);
+// field length / tf on a log scale 2^((c-1)/16), rounded down; 0 = none)
+// and a mix code (blockmax_mix.go);
 // sparse fields the largest and smallest weight as int8 levels of
 // scale/127, rounded outwards. A block's data is count bytes of doc
 // offsets within the block (increasing), then count uvarint frequencies or
@@ -257,10 +261,17 @@
 // each 4 bytes when the field's records end below 4 GiB, else 8.
 // Directory: numDocs, BlockShift, nFields, per field: ordinal, kind byte
 // (1 exact, 2 tokenized, 3 sparse), numTerms, records offset, records
-// length, table offset, offset width byte (4 or 8). That is format
-// version 2 of the file; version 1 files (offsets always uint64, no width
-// byte) are still read and validated, and a merge or reorder rewrites them
-// (TestReadsVersion1BlockMax). Open checks the directory against the schema and
+// length, table offset, offset width byte (4 or 8), and for a tokenized
+// field its mix reference (two float64). A superblock table groups the
+// term's blocks by 16 consecutive block numbers: per group
+// uvarint(group number, then gap >= 1), bound bytes that bound each of
+// its blocks', a byte of the group's first block within it (high four
+// bits) and its block count - 1 (low four bits), uvarint(its entries'
+// length), uvarint(its data's length). That is
+// format version 4 of the file; versions 1 (offsets always uint64, no
+// width byte), 2 (no mix codes) and 3 (no superblock tables) are still
+// read and validated, and a merge or reorder rewrites them
+// (TestReadsVersion1BlockMax, TestReadsVersion3BlockMax). Open checks the directory against the schema and
 // the dictionaries; Validate compares every record byte for byte with the
 // one the postings and norms give (text records walked without being
 // encoded, matchTextRecord). It is the one optional data file: segments
