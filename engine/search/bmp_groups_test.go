@@ -82,8 +82,9 @@ func TestBMPGroupsRankSafe(t *testing.T) {
 	t.Logf("the: %d of its %d blocks decoded", bq.decoded, len(all))
 }
 
-// runExactCount runs q with its exact count (TOP_10_COUNT: threshold 0)
-// and with pruning disabled, and fails unless page and total agree.
+// runExactCount runs q with its exact count (TOP_10_COUNT: threshold 0),
+// as a count only and with pruning disabled, and fails unless pages and
+// totals agree.
 func runExactCount(t *testing.T, s *schema.Schema, views []SegmentView, q string, limit int) {
 	t.Helper()
 	raw, _ := json.Marshal(q)
@@ -94,6 +95,10 @@ func runExactCount(t *testing.T, s *schema.Schema, views []SegmentView, q string
 	}
 	if got.TotalHits != exact.TotalHits || got.TotalHitsRelation != EqualTo || len(got.Hits) != len(exact.Hits) {
 		t.Fatalf("%s limit %d: %d (%v) hits, exhaustive %d", q, limit, got.TotalHits, got.TotalHitsRelation, exact.TotalHits)
+	}
+	counted, err := Search(t.Context(), s, views, Request{Query: raw, CountOnly: true})
+	if err != nil || counted.TotalHits != exact.TotalHits {
+		t.Fatalf("%s: count only %d (%v), exhaustive %d", q, counted.TotalHits, err, exact.TotalHits)
 	}
 	for i := range got.Hits {
 		a, b := exact.Hits[i], got.Hits[i]
