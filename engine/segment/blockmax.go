@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 )
@@ -45,102 +44,6 @@ const (
 
 // tfCodeSaturated is the frequency code meaning "255 or more".
 const tfCodeSaturated = 255
-
-// InvTFBound returns a lower bound of 1/tf for the documents of a block
-// whose frequency code is c.
-func InvTFBound(c uint8) float64 {
-	if c == tfCodeSaturated || c == 0 {
-		return 0
-	}
-	return 1 / float64(c)
-}
-
-// RatioBound returns a lower bound of field length / tf for the documents
-// of a block whose ratio code is c: 0 for code 0, else 2^((c-1)/16).
-func RatioBound(c uint8) float64 {
-	if c == 0 {
-		return 0
-	}
-	return math.Exp2(float64(c-1) / 16)
-}
-
-// ratioBounds tabulates RatioBound for ratioCode.
-var ratioBounds = func() (t [256]float64) {
-	for c := range t {
-		t[c] = RatioBound(uint8(c))
-	}
-	return t
-}()
-
-// intRatioCodes tabulates ratioCode(dl, 1) for small dl: a frequency of 1
-// is the common case.
-var intRatioCodes = func() (t [4096]uint8) {
-	for dl := range t {
-		t[dl] = ratioCodeSearch(uint32(dl), 1)
-	}
-	return t
-}()
-
-// ratioCode returns the largest code whose RatioBound is at most dl/tf.
-func ratioCode(dl, tf uint32) uint8 {
-	if tf == 1 && dl < uint32(len(intRatioCodes)) {
-		return intRatioCodes[dl]
-	}
-	return ratioCodeSearch(dl, tf)
-}
-
-// ratioCodeSearch is ratioCode by a binary search of the tabulated bounds,
-// which increase with the code. The search starts from r's binary
-// exponent e = floor(log2(dl/tf)), exact in integers: RatioBound(1+16e)
-// is 2^e, so the code lies in [1+16e, 16+16e], four steps.
-func ratioCodeSearch(dl, tf uint32) uint8 {
-	if tf == 0 || dl < tf {
-		return 0
-	}
-	r := float64(dl) / float64(tf)
-	e := bits.Len32(dl/tf) - 1
-	lo := 1 + 16*e // ratioBounds[lo] = 2^e <= r
-	if lo >= 255 {
-		return 255
-	}
-	hi := min(lo+16, 256) // past the answer
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if ratioBounds[mid] <= r {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return uint8(lo)
-}
-
-// tfCode returns the frequency code of a block whose largest frequency is tf.
-func tfCode(tf uint32) uint8 { return uint8(min(tf, tfCodeSaturated)) }
-
-// WeightBound returns the weight that level l (-127..127) stands for on the
-// scale of a dimension whose largest absolute weight is scale.
-func WeightBound(l int8, scale float32) float64 {
-	return float64(l) * float64(scale) / 127
-}
-
-// weightLevels returns the smallest level whose bound is >= hi and the
-// largest level whose bound is <= lo.
-func weightLevels(hi, lo, scale float32) (up, down int8) {
-	if scale == 0 {
-		return 0, 0
-	}
-	u := int(math.Ceil(float64(hi) / float64(scale) * 127))
-	d := int(math.Floor(float64(lo) / float64(scale) * 127))
-	u, d = min(max(u, -127), 127), min(max(d, -127), 127)
-	for u < 127 && WeightBound(int8(u), scale) < float64(hi) {
-		u++
-	}
-	for d > -127 && WeightBound(int8(d), scale) > float64(lo) {
-		d--
-	}
-	return int8(u), int8(d)
-}
 
 // bmPosting is one decoded posting fed to the record encoder: a doc id and
 // either a frequency (text) or a weight (sparse).
