@@ -8,8 +8,9 @@ import (
 )
 
 // Superblocks (format version 4 of the bmp file). A text or exact term
-// whose record spans at least superMinBlocks blocks carries, before its
-// entries, a table of its superblocks: its blocks grouped by
+// whose record spans at least superMinBlocks blocks, superDensity per
+// group on average, carries before its entries a table of its
+// superblocks: its blocks grouped by
 // 2^SuperShift consecutive block numbers (1,024 documents), each group
 // with bound codes that bound every block of the group (the loosest
 // frequency code, the smallest ratio and mix codes) and the place of the
