@@ -15,21 +15,8 @@ import (
 // the best documents share their blocks.
 func copiedCorpus(t *testing.T, copies int) *corpus {
 	t.Helper()
-	base := newtonCorpus(t)
 	paras := paragraphs(corpustest.Text(t))
-	c := &corpus{schema: base.schema}
-	for i := 0; i < copies*len(paras); i++ {
-		raw, err := json.Marshal(corpusDoc(i, paras[i/copies]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := c.schema.ParseDocument(raw)
-		if err != nil {
-			t.Fatalf("document %d: %v", i, err)
-		}
-		c.docs = append(c.docs, doc)
-	}
-	return c
+	return corpusOf(t, copies*len(paras), func(i int) string { return paras[i/copies] })
 }
 
 // TestBMPGroupsRankSafe checks block-max pruning by groups of blocks

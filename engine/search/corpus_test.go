@@ -45,10 +45,18 @@ func newtonCorpus(t testing.TB) *corpus {
 	if corpusCache != nil {
 		return corpusCache
 	}
-	data := corpustest.Text(t)
+	paras := paragraphs(corpustest.Text(t))
+	corpusCache = corpusOf(t, len(paras), func(i int) string { return paras[i] })
+	return corpusCache
+}
+
+// corpusOf returns a corpus of n documents (corpusDoc), document i of
+// paragraph para(i).
+func corpusOf(t testing.TB, n int, para func(i int) string) *corpus {
+	t.Helper()
 	c := &corpus{schema: corpusSchema()}
-	for i, para := range paragraphs(data) {
-		raw, err := json.Marshal(corpusDoc(i, para))
+	for i := range n {
+		raw, err := json.Marshal(corpusDoc(i, para(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +66,6 @@ func newtonCorpus(t testing.TB) *corpus {
 		}
 		c.docs = append(c.docs, doc)
 	}
-	corpusCache = c
 	return c
 }
 

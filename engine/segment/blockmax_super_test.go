@@ -83,14 +83,7 @@ func TestSuperblocksCoverTheirBlocks(t *testing.T) {
 // in the current version with tables.
 func TestReadsVersion3BlockMax(t *testing.T) {
 	r, fs, s, info := blockMaxSegmentOf(t, 3)
-	_, r3, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, mixBlockMaxVersion, 4, 4))
-	if err != nil {
-		t.Fatalf("open with a version 3 bmp file: %v", err)
-	}
-	defer r3.Close()
-	if err := r3.Validate(context.Background()); err != nil {
-		t.Fatalf("version 3 bmp file does not validate: %v", err)
-	}
+	r3 := openAtVersion(t, fs, r, info, mixBlockMaxVersion)
 	body := fieldOrd(s, "body")
 	bt3, err := r3.BlockMaxTerm(body, "the")
 	if err != nil || bt3 == nil {

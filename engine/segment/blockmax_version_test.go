@@ -227,14 +227,7 @@ func TestBlockMaxOffsetDamageDetected(t *testing.T) {
 // with one.
 func TestReadsVersion2BlockMax(t *testing.T) {
 	r, fs, s, info := blockMaxSegment(t)
-	_, r2, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, mixBlockMaxVersion-1, 4, 4))
-	if err != nil {
-		t.Fatalf("open with a version 2 bmp file: %v", err)
-	}
-	defer r2.Close()
-	if err := r2.Validate(context.Background()); err != nil {
-		t.Fatalf("version 2 bmp file does not validate: %v", err)
-	}
+	r2 := openAtVersion(t, fs, r, info, mixBlockMaxVersion-1)
 	body := fieldOrd(s, "body")
 	bt, err := r2.BlockMaxTerm(body, "the")
 	if err != nil || bt == nil {
@@ -268,6 +261,22 @@ func TestBlockMaxMixReferenceDamageDetected(t *testing.T) {
 		}
 		wantCorruption(t, err, "mix reference damaged")
 	}
+}
+
+// openAtVersion opens r with its bmp file rewritten in format version
+// version (4-byte offsets), failing unless it opens and validates; the
+// reader is closed at the test's end.
+func openAtVersion(t *testing.T, fs vfs.FS, r *Reader, info Info, version uint32) *Reader {
+	t.Helper()
+	_, rv, err := withBlockMax(t, fs, r, info, rewriteBlockMax(t, r, version, 4, 4))
+	if err != nil {
+		t.Fatalf("open with a version %d bmp file: %v", version, err)
+	}
+	t.Cleanup(func() { rv.Close() })
+	if err := rv.Validate(context.Background()); err != nil {
+		t.Fatalf("version %d bmp file does not validate: %v", version, err)
+	}
+	return rv
 }
 
 // mergeToCurrent merges src alone into segment id and opens the output,
