@@ -24,13 +24,24 @@ import (
 // answer (a closed loopback port), where the engine's backup and the
 // restore and prune Jobs (real summa-server runs) fail as they would.
 
-// backupClockOffset moves the operator's backup clock (spec.backup.schedule)
-// ahead of the real time; certificates keep the real time.
-var backupClockOffset atomic.Int64
+// backupClockAt, when set (Unix nanoseconds), stops the operator's backup
+// clock (spec.backup.schedule) at that time: a spec moves it by hand, and
+// the real time crossing an hour while it runs starts no run of its own.
+// Certificates keep the real time.
+var backupClockAt atomic.Int64
 
 // specBackupClock is the operator's backup clock in the specs.
 func specBackupClock() time.Time {
-	return time.Now().Add(time.Duration(backupClockOffset.Load()))
+	if at := backupClockAt.Load(); at != 0 {
+		return time.Unix(0, at).UTC()
+	}
+	return time.Now()
+}
+
+// stopBackupClock stops the backup clock at t until the spec ends.
+func stopBackupClock(t time.Time) {
+	backupClockAt.Store(t.UnixNano())
+	DeferCleanup(func() { backupClockAt.Store(0) })
 }
 
 // deadStore is an object store endpoint where nothing listens.
@@ -122,12 +133,16 @@ var _ = Describe("SummaIndexBackup", func() {
 
 	It("creates scheduled backups on the schedule's clock, one per due run, and keeps spec.backup.keep of them", func() {
 		s3Secret("bk-sched-s3")
+		// The clock stands still while the index is created, then at its
+		// creation: each hour added below makes exactly one run due.
+		stopBackupClock(time.Now())
 		createReady("bk-sched", withDeadStore("bk-sched-s3", "0 * * * *", 2))
+		x := getIndex("bk-sched")
+		stopBackupClock(x.CreationTimestamp.Time)
 		Consistently(func() []summav1.SummaIndexBackup { return indexBackups("bk-sched") }).
 			WithTimeout(3 * time.Second).WithPolling(poll).Should(BeEmpty())
-		x := getIndex("bk-sched")
 		for run := 1; run <= 4; run++ {
-			backupClockOffset.Add(int64(time.Hour))
+			backupClockAt.Add(int64(time.Hour))
 			Eventually(func(g Gomega) {
 				bs := indexBackups("bk-sched")
 				failedRuns := 0
