@@ -53,6 +53,31 @@ func TestBackupRevisionOnlyWhenConfigured(t *testing.T) {
 	}
 }
 
+// TestEngineHasObjectStore: a backup starts only on a leader that runs
+// with the object store of spec.backup.s3, as a native sidecar too.
+func TestEngineHasObjectStore(t *testing.T) {
+	x := podTestIndex()
+	in := podInputs{image: "img:1", grace: 30}
+	s3 := &summav1.S3Spec{Endpoint: "http://s3:9000", Bucket: "b", CredentialsSecret: "c"}
+	if engineHasObjectStore(desiredPod(x, in), s3) {
+		t.Error("a pod made before spec.backup has the object store")
+	}
+	y := x.DeepCopy()
+	y.Spec.Backup = &summav1.BackupSpec{S3: *s3}
+	if !engineHasObjectStore(desiredPod(y, in), s3) {
+		t.Error("the pod of spec.backup lacks its object store")
+	}
+	other := *s3
+	other.Bucket = "elsewhere"
+	if engineHasObjectStore(desiredPod(y, in), &other) {
+		t.Error("a pod of another bucket has the object store")
+	}
+	y.Spec.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	if !engineHasObjectStore(desiredPod(y, in), s3) {
+		t.Error("the native sidecar engine lacks its object store")
+	}
+}
+
 func TestS3PortAndSchedulePeriod(t *testing.T) {
 	for ep, want := range map[string]int32{"http://s3:9000": 9000, "https://s3.example.com": 443, "http://s3": 80, "s3:8333": 8333, "[::1]:7480": 7480} {
 		if got := s3Port(ep); got != want {

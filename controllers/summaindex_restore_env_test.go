@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	summav1 "github.com/summadev/summa/api/v1"
@@ -89,5 +90,41 @@ var _ = Describe("spec.restore", func() {
 			g.Expect(x.Status.PodUID).To(Equal(uid))
 		}).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
 		Expect(engineDocuments("rs-ignored")).To(Equal(uint64(10)))
+	})
+})
+
+var _ = Describe("spec.restore with read followers", func() {
+	It("starts no follower while the leader's volume waits for its restore, nor after the restore failed", func() {
+		s3Secret("rs-reps-s3")
+		x := specIndex("rs-reps", func(x *summav1.SummaIndex) {
+			x.Spec.Replicas = ptr.To[int32](1)
+			x.Spec.Storage.ReclaimPolicy = summav1.ReclaimDelete
+			x.Spec.Restore = &summav1.RestoreSpec{BackupID: summav1.RestoreLatest,
+				S3: &summav1.S3Spec{Endpoint: deadStore, Bucket: "summa-specs", CredentialsSecret: "rs-reps-s3"}}
+		})
+		Expect(k8sClient.Create(ctx, x)).To(Succeed())
+		Eventually(func(g Gomega) {
+			x := getIndex("rs-reps")
+			d := x.GetCondition(summav1.ConditionDegraded)
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Reason).To(Equal(ReasonRestoreFailed))
+		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(podOf("rs-reps-r1")).To(BeNil(), "a follower serves an index whose restore failed")
+			x := getIndex("rs-reps")
+			if x.Status.Replicas != nil {
+				g.Expect(x.Status.Replicas.Ready).To(BeZero())
+			}
+		}).WithTimeout(4 * time.Second).WithPolling(poll).Should(Succeed())
+
+		By("once the volume no longer waits for its restore, the leader and the follower start")
+		pvc := claimOf("rs-reps-data")
+		Expect(pvc).NotTo(BeNil())
+		patch := client.MergeFrom(pvc.DeepCopy())
+		pvc.Annotations[AnnotationRestore] = "done"
+		Expect(k8sClient.Patch(ctx, pvc, patch)).To(Succeed())
+		waitReady("rs-reps")
+		waitReplicas("rs-reps", 1, 1)
+		deleteAndWaitGone("rs-reps")
 	})
 })

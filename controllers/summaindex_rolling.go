@@ -172,11 +172,18 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, index *sum
 	grace := nextGrace(index, index.Status.TerminationGracePeriodSeconds, index.Status.DrainEstimateSeconds)
 	in := r.podInputs(index, grace, acc)
 	rev := revisionOf(index, in)
+	hold, err := r.followersWaitForRestore(ctx, index, leader)
+	f.add(err)
 	for i := range fs {
 		fl := &fs[i]
 		usable, err := r.ensureFollowerClaim(ctx, index, fl.k, claims[fl.k])
 		f.add(err)
 		switch {
+		case hold && fl.pod != nil:
+			// Nothing is served before the restore: no follower either.
+			f.add(r.deleteFollowerPod(ctx, index, fl.pod, "the leader's volume waits for its restore"))
+			res.RequeueAfter = pollInterval
+		case hold:
 		case fl.pod == nil && usable:
 			f.add(r.createFollower(ctx, index, desiredFollower(index, in, fl.k)))
 			res.RequeueAfter = pollInterval
@@ -188,7 +195,7 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, index *sum
 			f.add(r.syncFollowerAccess(ctx, fl.pod, acc))
 		}
 	}
-	if doctorActive(index) {
+	if hold || doctorActive(index) {
 		// The doctor repairs the leader; the followers keep serving.
 		return res
 	}
@@ -203,6 +210,23 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, index *sum
 		res = sooner(res, reconcile.Result{RequeueAfter: notReadyPoll})
 	}
 	return res
+}
+
+// followersWaitForRestore reports whether index's followers are held
+// back because the leader's volume still waits for its restore (or the
+// restore failed): an index becomes Ready, and serves, only once its
+// restore finished, so no follower runs before that (it would answer
+// searches of the read Service for an index it cannot have). An existing
+// leader pod is never held, as in restoreGate.
+func (r *SummaIndexReconciler) followersWaitForRestore(ctx context.Context, index *summav1.SummaIndex, leader *corev1.Pod) (bool, error) {
+	if leader != nil || index.Spec.Restore == nil {
+		return false, nil
+	}
+	pvc, err := r.restorePending(ctx, index)
+	if err != nil {
+		return true, failed(ReasonVolumeFailed, err)
+	}
+	return pvc != nil, nil
 }
 
 // rollFollowers restarts (or rebuilds) at most one serving follower: the

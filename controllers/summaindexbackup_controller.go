@@ -118,6 +118,12 @@ func (r *SummaIndexBackupReconciler) step(ctx context.Context, b *summav1.SummaI
 		b.Status.Message = "waiting for the engine of SummaIndex " + index.Name + " to be ready"
 		return reconcile.Result{RequeueAfter: backupWaitEngine}, nil
 	}
+	if s3 := backupS3(index); s3 != nil && b.Status.BackupID == "" && !engineHasObjectStore(pod, s3) {
+		// spec.backup was set (or changed) and the leader has not yet
+		// restarted with it: the engine would answer BackupNotConfigured.
+		b.Status.Message = "waiting for the engine of SummaIndex " + index.Name + " to restart with its spec.backup.s3"
+		return reconcile.Result{RequeueAfter: backupWaitEngine}, nil
+	}
 	cl, err := r.Indexes.engineFor(ctx, index, pod)
 	if err != nil {
 		b.Status.Message = err.Error()
@@ -127,6 +133,29 @@ func (r *SummaIndexBackupReconciler) step(ctx context.Context, b *summav1.SummaI
 		return r.start(ctx, b, index, cl)
 	}
 	return r.follow(ctx, b, index, cl)
+}
+
+// engineHasObjectStore reports whether pod's engine container runs with
+// the object store s (every --s3-* flag of s).
+func engineHasObjectStore(pod *corev1.Pod, s3 *summav1.S3Spec) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name != EngineContainerName {
+				continue
+			}
+			have := map[string]bool{}
+			for _, a := range list[i].Args {
+				have[a] = true
+			}
+			for _, a := range s3Args(s3) {
+				if !have[a] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // start asks the engine for the backup and records its ID.

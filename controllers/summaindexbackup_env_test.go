@@ -114,6 +114,28 @@ var _ = Describe("SummaIndexBackup", func() {
 		Expect(b.Status.Message).To(ContainSubstring("does not exist"))
 	})
 
+	It("waits, Pending, for the leader to restart with a spec.backup set after the index was made", func() {
+		s3Secret("bk-late-s3")
+		createReady("bk-late", nil)
+		By("paused, the leader keeps running without the object store")
+		updateIndex("bk-late", func(x *summav1.SummaIndex) {
+			x.Annotations = map[string]string{AnnotationReconcile: ReconcilePaused}
+			withDeadStore("bk-late-s3", "", 7)(x)
+		})
+		createBackup("bk-late-1", "bk-late")
+		Consistently(func(g Gomega) {
+			b := &summav1.SummaIndexBackup{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: specNamespace, Name: "bk-late-1"}, b)).To(Succeed())
+			g.Expect(b.Status.Phase).NotTo(Equal(summav1.BackupPhaseFailed), "status: %+v", b.Status)
+		}).WithTimeout(4 * time.Second).WithPolling(poll).Should(Succeed())
+		By("unpaused, the leader restarts with it and the backup runs there")
+		updateIndex("bk-late", func(x *summav1.SummaIndex) { delete(x.Annotations, AnnotationReconcile) })
+		b := waitBackupPhase("bk-late-1", summav1.BackupPhaseFailed)
+		Expect(b.Status.BackupID).NotTo(BeEmpty(), "the engine accepted the backup (202) before its upload failed")
+		Expect(b.Status.Message).To(ContainSubstring("the engine's backup failed"))
+		deleteAndWaitGone("bk-late")
+	})
+
 	It("gives the leader engine the object store: a backup runs on the engine and fails there when the store does not answer", func() {
 		s3Secret("bk-dead-s3")
 		createReady("bk-dead", withDeadStore("bk-dead-s3", "", 7))
