@@ -40,6 +40,24 @@ func TestRevisionIgnoresHowTheOperatorRendersThePod(t *testing.T) {
 	}
 }
 
+// TestRevisionFollowsTheOperatorsDefaultImage: an operator upgrade that
+// brings a new default engine image is a new revision of every index
+// without spec.image (a rolling restart, followers first), and of none
+// that names its image.
+func TestRevisionFollowsTheOperatorsDefaultImage(t *testing.T) {
+	x := podTestIndex()
+	x.Spec.Image = ""
+	older := &SummaIndexReconciler{Options: Options{DefaultImage: "summa-server:v1"}}
+	newer := &SummaIndexReconciler{Options: Options{DefaultImage: "summa-server:v2"}}
+	if revisionOf(x, older.podInputs(x, 30, access{})) == revisionOf(x, newer.podInputs(x, 30, access{})) {
+		t.Error("a new default engine image keeps the revision")
+	}
+	x.Spec.Image = "summa-server:pinned"
+	if revisionOf(x, older.podInputs(x, 30, access{})) != revisionOf(x, newer.podInputs(x, 30, access{})) {
+		t.Error("a new default engine image changes the revision of an index that names its image")
+	}
+}
+
 func TestRevisionFollowsRestartedAtAndAccess(t *testing.T) {
 	x := podTestIndex()
 	in := podInputs{image: "img:1", grace: 30, access: access{known: true, credentialsSecret: "a-credentials", tlsSecret: "a-tls", hash: "h1"}}
