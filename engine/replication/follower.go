@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,11 +82,16 @@ type Follower struct {
 	log  logr.Logger
 	// copied counts the bytes of published copies.
 	copied atomic.Int64
+	// ready latches Ready's answer once true.
+	ready atomic.Bool
 
 	mu struct {
 		sync.Mutex
 		// indexes are the followed indexes by name.
 		indexes map[string]*followed
+		// listed names the open indexes of the leader's first answered
+		// list (nil until then): Ready waits for each one's first copy.
+		listed []string
 	}
 }
 
@@ -96,6 +103,9 @@ type followed struct {
 	mu               sync.Mutex
 	state            string
 	leaderGeneration uint64
+	// served says the follower has served the leader's generation of the
+	// index at least once since it started.
+	served bool
 	// behindSince is when the follower first saw the leader ahead of it
 	// (zero while it serves the leader's generation).
 	behindSince time.Time
@@ -126,11 +136,45 @@ func New(cfg Config, reg *registry.Registry) (*Follower, error) {
 	f := &Follower{cfg: cfg, reg: reg, base: client.New(cfg.Leader, hc), log: cfg.Logger}
 	f.mu.indexes = make(map[string]*followed)
 	// Every local index is reported from the start (disconnected until
-	// the leader answers).
+	// the leader answers), and served at once: a restarted follower is
+	// ready with what it has.
 	for _, name := range reg.Names() {
 		f.mu.indexes[name] = &followed{state: client.ReplicationDisconnected}
+		f.ready.Store(true)
 	}
 	return f, nil
+}
+
+// Ready reports whether the follower has what to serve, so that a read
+// Service may send it searches: its data directory held indexes when it
+// started (a restart serves them at once, its leader reachable or not),
+// or every open index of the leader's first answered list has been
+// copied once since (a new follower answers no search of an index it
+// does not have yet). Once true it stays true.
+func (f *Follower) Ready() bool {
+	if f.ready.Load() {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.listed == nil {
+		return false
+	}
+	for _, name := range f.mu.listed {
+		// An index no longer followed was deleted on the leader.
+		if fi := f.mu.indexes[name]; fi != nil && !fi.hasServed() {
+			return false
+		}
+	}
+	f.ready.Store(true)
+	return true
+}
+
+// hasServed reports whether the leader's generation was served once.
+func (fi *followed) hasServed() bool {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	return fi.served
 }
 
 // readToken reads a token file (empty name: no token).
@@ -192,6 +236,7 @@ func (fi *followed) observe(state string, leaderGen, localGen uint64) {
 	fi.mu.Lock()
 	defer fi.mu.Unlock()
 	fi.state = state
+	fi.served = fi.served || state == client.ReplicationFollowing
 	if leaderGen > fi.leaderGeneration || state != client.ReplicationDisconnected {
 		fi.leaderGeneration = leaderGen
 	}
@@ -257,6 +302,14 @@ func (f *Follower) syncIndexes(ctx context.Context) error {
 	for name := range want {
 		f.start(ctx, name)
 	}
+	f.mu.Lock()
+	if f.mu.listed == nil {
+		f.mu.listed = slices.Collect(maps.Keys(want))
+		if f.mu.listed == nil {
+			f.mu.listed = []string{}
+		}
+	}
+	f.mu.Unlock()
 	for _, name := range f.reg.Names() {
 		if !want[name] {
 			f.remove(ctx, name)

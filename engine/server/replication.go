@@ -29,6 +29,10 @@ type Follower interface {
 	Status(index string) (client.ReplicationStatus, bool)
 	// Statuses returns the replication status of every followed index.
 	Statuses() map[string]client.ReplicationStatus
+	// Ready reports whether the follower has what to serve (its first
+	// copy of the leader's indexes, or what its data directory held at
+	// start): /readyz answers 503 until then.
+	Ready() bool
 }
 
 // maxReplicationWait bounds the long poll of the replication route.

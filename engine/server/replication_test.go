@@ -25,6 +25,8 @@ func (fakeFollower) Status(name string) (client.ReplicationStatus, bool) {
 	return client.ReplicationStatus{Leader: "https://leader:8082", State: client.ReplicationFollowing, LeaderGeneration: 1}, true
 }
 
+func (fakeFollower) Ready() bool { return true }
+
 func (f fakeFollower) Statuses() map[string]client.ReplicationStatus {
 	st, _ := f.Status("books")
 	return map[string]client.ReplicationStatus{"books": st}

@@ -129,9 +129,11 @@ func (s *Server) SetShuttingDown() {
 // ShuttingDown reports whether SetShuttingDown was called.
 func (s *Server) ShuttingDown() bool { return s.shuttingDown.Load() }
 
-// Ready reports whether the server should receive traffic: not draining
-// and not shutting down.
-func (s *Server) Ready() bool { return !s.shuttingDown.Load() && !s.r.Draining() }
+// Ready reports whether the server should receive traffic: not draining,
+// not shutting down, and on a follower with what to serve.
+func (s *Server) Ready() bool {
+	return !s.shuttingDown.Load() && !s.r.Draining() && (s.follower == nil || s.follower.Ready())
+}
 
 // metricsPath is the Prometheus route's path (GET), served outside the
 // route table by the metrics handler.
@@ -235,6 +237,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		return unavailable(CodeNotReady, retryDraining, "shutting down")
 	case s.r.Draining():
 		return unavailable(CodeNotReady, retryDraining, "draining")
+	case s.follower != nil && !s.follower.Ready():
+		return unavailable(CodeNotReady, retryDraining, "a follower making its first copy of the leader's indexes")
 	}
 	writeJSON(w, http.StatusOK, client.Health{Status: "ready"})
 	return nil

@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -228,14 +229,21 @@ func TestReplication_CorruptedInTransitIsRefused(t *testing.T) {
 	leader.Commit("books")
 	px := newProxy(t, leader.URL(""))
 	px.corrupt.Store(true)
-	follower := startFollower(t, t.TempDir(), px.srv.URL)
+	// Not startFollower: a follower without a copy is not ready.
+	follower := spawn(t, t.TempDir(), "--follow", px.srv.URL)
 	waitUntil(t, "three corrupted downloads", convergeTimeout, func() bool { return px.corrupted.Load() >= 3 })
 	st, ok := replStatus(t, follower, "books")
 	if ok && (st.Generation != 0 || st.Documents != 0 || len(follower.LiveDocs("books")) != 0) {
 		t.Fatalf("follower published a generation copied through corrupted downloads: %+v", st.IndexStatus)
 	}
+	if r := follower.MustDo("GET", "/readyz", nil); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a follower that has no copy of its leader's index yet is ready: %s", r)
+	}
 	px.corrupt.Store(false)
 	waitConverged(t, leader, follower, "books")
+	if err := follower.WaitReady(readyTimeout); err != nil {
+		t.Fatalf("the follower once it copied the leader: %v", err)
+	}
 }
 
 // TestReplication_LeaderRetiresFilesWhileFollowerFetches: downloads are
@@ -407,8 +415,8 @@ func TestReplication_Kill9FollowerDuringCatchUp(t *testing.T) {
 
 // TestReplication_OverTLSWithAReadToken: a follower of a leader that
 // serves HTTPS with tokens copies it with a read-scope token and the CA
-// (and --follow-server-name); with another CA it stays ready, serves
-// nothing it could not verify, and says "disconnected".
+// (and --follow-server-name); a new follower with another CA copies
+// nothing it could not verify and is not ready.
 func TestReplication_OverTLSWithAReadToken(t *testing.T) {
 	ps := paragraphs(t)
 	a := newAccessFiles(t, true)
@@ -438,10 +446,16 @@ func TestReplication_OverTLSWithAReadToken(t *testing.T) {
 	if err := os.WriteFile(otherCA, other.ca.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	untrusting := startFollower(t, t.TempDir(), base, "--follow-token-file", a.read, "--follow-ca-file", otherCA)
+	// A new follower that cannot verify its leader has nothing to serve:
+	// it runs, and is not ready.
+	untrusting := spawn(t, t.TempDir(), "--follow", base, "--follow-token-file", a.read, "--follow-ca-file", otherCA)
+	waitUntil(t, "the untrusting follower to listen", readyTimeout, func() bool {
+		r, err := untrusting.Do(context.Background(), "GET", "/healthz", nil)
+		return err == nil && r.Status == http.StatusOK
+	})
 	time.Sleep(time.Second)
-	if r := untrusting.MustDo("GET", "/readyz", nil); r.Status != http.StatusOK {
-		t.Fatalf("a follower that cannot verify its leader is not ready: %s", r)
+	if r := untrusting.MustDo("GET", "/readyz", nil); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a new follower that cannot verify its leader is ready with nothing to serve: %s", r)
 	}
 	if _, ok := replStatus(t, untrusting, "books"); ok {
 		t.Fatal("a follower that cannot verify its leader copied its index")
