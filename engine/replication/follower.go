@@ -257,12 +257,49 @@ func (f *Follower) syncIndexes(ctx context.Context) error {
 	for name := range want {
 		f.start(ctx, name)
 	}
+	// The leader answered: an index it lists is no longer disconnected,
+	// and the list says how far the leader is (an index loop learns it
+	// only when its long poll returns, which takes up to PollWait when
+	// nothing new is committed).
+	for _, st := range list {
+		if want[st.Name] {
+			f.reached(st.Name, st.Generation)
+		}
+	}
 	for _, name := range f.reg.Names() {
 		if !want[name] {
 			f.remove(ctx, name)
 		}
 	}
 	return nil
+}
+
+// reached records that the leader lists name at generation leaderGen:
+// "following" when the local copy serves it, "catchingUp" when it is
+// behind. A leader generation below the local one (a recreated index) is
+// left to the index loop, which recreates the copy.
+func (f *Follower) reached(name string, leaderGen uint64) {
+	f.mu.Lock()
+	fi := f.mu.indexes[name]
+	f.mu.Unlock()
+	if fi == nil {
+		return
+	}
+	fi.mu.Lock()
+	stale := fi.state != client.ReplicationDisconnected && leaderGen < fi.leaderGeneration
+	fi.mu.Unlock()
+	if stale {
+		return // the index loop has seen a newer generation than this list
+	}
+	local, exists, err := f.local(name)
+	if err != nil || (exists && leaderGen < local) {
+		return
+	}
+	state := client.ReplicationFollowing
+	if !exists || local < leaderGen {
+		state = client.ReplicationCatchingUp
+	}
+	fi.observe(state, leaderGen, local)
 }
 
 // start starts the loop of name unless it runs.
