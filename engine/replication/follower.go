@@ -359,17 +359,20 @@ func (f *Follower) markDisconnected() {
 
 // stopAll stops every index loop and waits for them.
 func (f *Follower) stopAll() {
+	// The channels are taken under the lock: an index loop that ends
+	// clears fi.done (under the lock) before its channel closes, so
+	// reading fi.done after the unlock could wait on nil forever.
 	f.mu.Lock()
-	var all []*followed
+	var all []chan struct{}
 	for _, fi := range f.mu.indexes {
 		if fi.stop != nil {
 			fi.stop()
-			all = append(all, fi)
+			all = append(all, fi.done)
 		}
 	}
 	f.mu.Unlock()
-	for _, fi := range all {
-		<-fi.done
+	for _, done := range all {
+		<-done
 	}
 }
 

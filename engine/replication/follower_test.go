@@ -162,3 +162,45 @@ func TestRestartedFollowerReportsFollowingAtOnce(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestFollowerStopsWhenItsContextEnds: Run returns promptly once its
+// context ends, whatever the order in which its index loops end (an index
+// loop that ended first used to leave stopAll waiting on a nil channel
+// forever: a follower never finished its shutdown after SIGTERM).
+func TestFollowerStopsWhenItsContextEnds(t *testing.T) {
+	lr := openRegistry(t)
+	ts := httptest.NewServer(server.New(lr, server.Options{}))
+	defer ts.Close()
+	lc := client.New(ts.URL, nil)
+	ctx := context.Background()
+	names := []string{"a", "b", "c", "d"}
+	for _, name := range names {
+		if _, err := lc.CreateIndex(ctx, name, json.RawMessage(`{"fields":[{"name":"id","type":"keyword","primary":true}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := openRegistry(t)
+	for round := range 10 {
+		f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: time.Minute, ListInterval: 20 * time.Millisecond}, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.Run(fctx) }()
+		waitFor(t, "the follower to follow every index", func() bool {
+			for _, name := range names {
+				if st, ok := f.Status(name); !ok || st.State != client.ReplicationFollowing {
+					return false
+				}
+			}
+			return true
+		})
+		stop()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Run did not return 20s after its context ended", round)
+		}
+	}
+}
