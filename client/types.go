@@ -488,8 +488,9 @@ type Backup struct {
 	// Files and FilesDone count the generation's files and those done.
 	Files     int `json:"files,omitempty"`
 	FilesDone int `json:"filesDone,omitempty"`
-	// Error says why a failed backup failed.
-	Error string `json:"error,omitempty"`
+	// Error says why a failed backup failed (empty otherwise; always
+	// present, as the API documents the field).
+	Error string `json:"error"`
 	// EngineVersion is the engine version that wrote it.
 	EngineVersion string `json:"engineVersion,omitempty"`
 	// StartedAt and CompletedAt bound it (CompletedAt also for a failure).

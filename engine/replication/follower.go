@@ -302,6 +302,15 @@ func (f *Follower) syncIndexes(ctx context.Context) error {
 	for name := range want {
 		f.start(ctx, name)
 	}
+	// The leader answered: an index it lists is no longer disconnected,
+	// and the list says how far the leader is (an index loop learns it
+	// only when its long poll returns, which takes up to PollWait when
+	// nothing new is committed).
+	for _, st := range list {
+		if want[st.Name] {
+			f.reached(st.Name, st.Generation)
+		}
+	}
 	f.mu.Lock()
 	if f.mu.listed == nil {
 		f.mu.listed = slices.Collect(maps.Keys(want))
@@ -316,6 +325,34 @@ func (f *Follower) syncIndexes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reached records that the leader lists name at generation leaderGen:
+// "following" when the local copy serves it, "catchingUp" when it is
+// behind. A leader generation below the local one (a recreated index) is
+// left to the index loop, which recreates the copy.
+func (f *Follower) reached(name string, leaderGen uint64) {
+	f.mu.Lock()
+	fi := f.mu.indexes[name]
+	f.mu.Unlock()
+	if fi == nil {
+		return
+	}
+	fi.mu.Lock()
+	stale := fi.state != client.ReplicationDisconnected && leaderGen < fi.leaderGeneration
+	fi.mu.Unlock()
+	if stale {
+		return // the index loop has seen a newer generation than this list
+	}
+	local, exists, err := f.local(name)
+	if err != nil || (exists && leaderGen < local) {
+		return
+	}
+	state := client.ReplicationFollowing
+	if !exists || local < leaderGen {
+		state = client.ReplicationCatchingUp
+	}
+	fi.observe(state, leaderGen, local)
 }
 
 // start starts the loop of name unless it runs.
@@ -375,17 +412,20 @@ func (f *Follower) markDisconnected() {
 
 // stopAll stops every index loop and waits for them.
 func (f *Follower) stopAll() {
+	// The channels are taken under the lock: an index loop that ends
+	// clears fi.done (under the lock) before its channel closes, so
+	// reading fi.done after the unlock could wait on nil forever.
 	f.mu.Lock()
-	var all []*followed
+	var all []chan struct{}
 	for _, fi := range f.mu.indexes {
 		if fi.stop != nil {
 			fi.stop()
-			all = append(all, fi)
+			all = append(all, fi.done)
 		}
 	}
 	f.mu.Unlock()
-	for _, fi := range all {
-		<-fi.done
+	for _, done := range all {
+		<-done
 	}
 }
 

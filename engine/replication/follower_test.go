@@ -105,3 +105,102 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRestartedFollowerReportsFollowingAtOnce: a follower started on an
+// up-to-date copy reports "following" and the leader's generation as soon
+// as the leader answers its index list, not only once a long poll (which
+// waits up to PollWait when nothing is committed) returns.
+func TestRestartedFollowerReportsFollowingAtOnce(t *testing.T) {
+	lr := openRegistry(t)
+	ts := httptest.NewServer(server.New(lr, server.Options{}))
+	defer ts.Close()
+	lc := client.New(ts.URL, nil)
+	ctx := context.Background()
+	if _, err := lc.CreateIndex(ctx, "books", json.RawMessage(`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AddNDJSON(ctx, "books", strings.NewReader(`{"id":"a","body":"light"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.Commit(ctx, "books"); err != nil {
+		t.Fatal(err)
+	}
+	want, err := lc.GetIndex(ctx, "books")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := openRegistry(t)
+	run := func(pollWait time.Duration) (*replication.Follower, func()) {
+		f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: pollWait, ListInterval: 50 * time.Millisecond}, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.Run(fctx) }()
+		return f, func() { stop(); <-done }
+	}
+	f, stop := run(time.Second)
+	waitFor(t, "the first follower to copy the leader's generation", func() bool {
+		st, ok := f.Status("books")
+		return ok && st.State == client.ReplicationFollowing && st.LeaderGeneration == want.Generation
+	})
+	stop()
+	// The second follower's long polls wait a minute: only the index list
+	// can tell it that its copy is current.
+	f, stop = run(time.Minute)
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, ok := f.Status("books")
+		if ok && st.State == client.ReplicationFollowing && st.LeaderGeneration == want.Generation && st.LagSeconds == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted follower reports %+v (known %v), want following at generation %d", st, ok, want.Generation)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFollowerStopsWhenItsContextEnds: Run returns promptly once its
+// context ends, whatever the order in which its index loops end (an index
+// loop that ended first used to leave stopAll waiting on a nil channel
+// forever: a follower never finished its shutdown after SIGTERM).
+func TestFollowerStopsWhenItsContextEnds(t *testing.T) {
+	lr := openRegistry(t)
+	ts := httptest.NewServer(server.New(lr, server.Options{}))
+	defer ts.Close()
+	lc := client.New(ts.URL, nil)
+	ctx := context.Background()
+	names := []string{"a", "b", "c", "d"}
+	for _, name := range names {
+		if _, err := lc.CreateIndex(ctx, name, json.RawMessage(`{"fields":[{"name":"id","type":"keyword","primary":true}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := openRegistry(t)
+	for round := range 10 {
+		f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: time.Minute, ListInterval: 20 * time.Millisecond}, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.Run(fctx) }()
+		waitFor(t, "the follower to follow every index", func() bool {
+			for _, name := range names {
+				if st, ok := f.Status(name); !ok || st.State != client.ReplicationFollowing {
+					return false
+				}
+			}
+			return true
+		})
+		stop()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Run did not return 20s after its context ended", round)
+		}
+	}
+}
