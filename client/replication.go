@@ -15,10 +15,15 @@ import (
 // no hold); after < 0 asks for the committed generation at once, whatever
 // it is. A newer generation comes with a hold on its files, to be
 // downloaded with DownloadReplicationFile and released with ReleaseHold.
-func (c *Client) ReplicationState(ctx context.Context, name string, after int64, wait time.Duration) (*ReplicationState, error) {
+// uid, when not empty, is the UID of the caller's copy: the server answers
+// at once, with a hold, when its index has another one.
+func (c *Client) ReplicationState(ctx context.Context, name string, after int64, uid string, wait time.Duration) (*ReplicationState, error) {
 	q := url.Values{"wait": {strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)}}
 	if after >= 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	if uid != "" {
+		q.Set("uid", uid)
 	}
 	var out ReplicationState
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: indexPath(name, "replication") + "?" + q.Encode(), out: &out}); err != nil {

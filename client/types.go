@@ -87,6 +87,10 @@ type ReplicationState struct {
 	Index string `json:"index"`
 	// Generation is the committed generation.
 	Generation uint64 `json:"generation"`
+	// UID identifies the leader's index across its generations (empty
+	// for an index created before UIDs): another UID under the same name
+	// is an index deleted and created again.
+	UID string `json:"uid,omitempty"`
 	// Hold is the hold's ID (files are downloaded through it); empty when
 	// Generation is not newer than "after".
 	Hold string `json:"hold,omitempty"`

@@ -100,7 +100,14 @@ func Create(fs vfs.FS, dir string, s *schema.Schema, opts Options) (*Index, erro
 	meta, err := metadata.Load(fs, dir)
 	switch {
 	case errors.Is(err, metadata.ErrNotFound):
-		meta = &metadata.Metadata{Version: metadata.FormatVersion, Schema: s, NextID: 1}
+		uid := opts.UID
+		if uid == "" {
+			if uid, err = metadata.NewUID(); err != nil {
+				lock.Close()
+				return nil, fmt.Errorf("index: create %s: %w", dir, err)
+			}
+		}
+		meta = &metadata.Metadata{Version: metadata.FormatVersion, Schema: s, NextID: 1, UID: uid}
 		if err := metadata.Save(fs, dir, meta); err != nil {
 			lock.Close()
 			return nil, fmt.Errorf("index: create %s: %w", dir, err)

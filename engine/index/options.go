@@ -23,6 +23,9 @@ const (
 type Options struct {
 	// Logger receives lifecycle events.
 	Logger logr.Logger
+	// UID is the UID Create gives a new index (metadata.Metadata.UID);
+	// empty, one drawn at random. A follower's copy takes its leader's.
+	UID string
 	// IndexingWorkers is the number of parallel indexing workers (default:
 	// GOMAXPROCS, at most 8).
 	IndexingWorkers int

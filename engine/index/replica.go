@@ -308,3 +308,11 @@ func (idx *Index) Generation() uint64 {
 	defer idx.mu.Unlock()
 	return idx.mu.meta.Generation
 }
+
+// UID returns the index's UID (metadata.Metadata.UID; empty in an index
+// created before UIDs).
+func (idx *Index) UID() string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.mu.meta.UID
+}

@@ -50,6 +50,15 @@ func (m *Metadata) appendJSON(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
+	if m.UID != "" {
+		// json.Marshal's own string encoding (a decoded uid may hold
+		// anything).
+		u, err := json.Marshal(m.UID)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: encode uid: %w", err)
+		}
+		dst = append(append(dst, `,"uid":`...), u...)
+	}
 	return append(dst, '}'), nil
 }
 

@@ -219,6 +219,7 @@ var metadataMembers = members[Metadata]{
 	{"nextId", func(d *fastDecoder, m *Metadata) (ok bool) { m.NextID, ok = d.id(); return ok }},
 	{"schema", (*fastDecoder).schema},
 	{"segments", func(d *fastDecoder, m *Metadata) (ok bool) { m.Segments, ok = listOf(d, d.segment); return ok }},
+	{"uid", func(d *fastDecoder, m *Metadata) bool { return d.string(&m.UID) }},
 }
 
 func (d *fastDecoder) metadata(m *Metadata) bool { return object(d, m, metadataMembers) }

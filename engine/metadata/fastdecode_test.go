@@ -18,6 +18,7 @@ import (
 func fullSample() *Metadata {
 	m := sample()
 	m.NextID = 0x40
+	m.UID = "5f0c3a9d2b7e41c8a6d3f0e19b2c7a44"
 	m.Schema = schema.MustNew(
 		schema.Field{Name: "id", Type: schema.Keyword, Primary: true},
 		schema.Field{Name: "body", Type: schema.Text},

@@ -4,6 +4,8 @@
 package metadata
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +49,21 @@ type Metadata struct {
 	Schema *schema.Schema `json:"schema"`
 	// Segments lists the live segments.
 	Segments []Segment `json:"segments"`
+	// UID identifies the index across its generations: drawn at random
+	// when the index is created and kept by every later generation, so
+	// that an index deleted and created again under its name is another
+	// one to a follower even at the same generation number; empty in
+	// indexes created before it existed.
+	UID string `json:"uid,omitempty"`
+}
+
+// NewUID returns a random index UID (32 hex digits).
+func NewUID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("metadata: index uid: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Segment is one live segment: its files and its current deletion mask.

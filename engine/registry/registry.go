@@ -214,6 +214,17 @@ func (r *Registry) openAll() error {
 // schema (created is false then). It returns after the directory and the
 // first metadata are durable.
 func (r *Registry) Create(ctx context.Context, name string, s *schema.Schema) (created bool, err error) {
+	return r.create(ctx, name, s, "")
+}
+
+// CreateCopy is Create for a follower's copy of a leader's index: a new
+// index takes the leader's UID (metadata.Metadata.UID).
+func (r *Registry) CreateCopy(ctx context.Context, name string, s *schema.Schema, uid string) (created bool, err error) {
+	return r.create(ctx, name, s, uid)
+}
+
+// create is Create with the new index's UID (empty: a random one).
+func (r *Registry) create(ctx context.Context, name string, s *schema.Schema, uid string) (created bool, err error) {
 	if !ValidIndexName(name) {
 		return false, fmt.Errorf("%w: %q", ErrInvalidIndexName, name)
 	}
@@ -252,7 +263,9 @@ func (r *Registry) Create(ctx context.Context, name string, s *schema.Schema) (c
 		r.dropIfEmpty(e)
 		return false, fmt.Errorf("registry: create index %s: %w: %w", name, ErrIndexDeleting, err)
 	}
-	idx, err := index.Create(r.fs, e.dir, s, r.opts.Index)
+	opts := r.opts.Index
+	opts.UID = uid
+	idx, err := index.Create(r.fs, e.dir, s, opts)
 	if err != nil {
 		r.dropIfEmpty(e)
 		if errors.Is(err, index.ErrExists) {

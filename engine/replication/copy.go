@@ -26,15 +26,29 @@ func (f *Follower) step(ctx context.Context, name string, fi *followed) error {
 	if err != nil {
 		return err
 	}
-	after := int64(local)
+	after, uid := int64(local), ""
 	if !exists {
 		after = -1 // any generation, even an empty index's first
+	} else if uid, err = f.localUID(name); err != nil {
+		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, f.cfg.PollWait+30*time.Second)
-	st, err := c.ReplicationState(pctx, name, after, f.cfg.PollWait)
+	st, err := c.ReplicationState(pctx, name, after, uid, f.cfg.PollWait)
 	cancel()
 	if err != nil {
 		return err
+	}
+	if exists && uid != "" && st.UID != "" && st.UID != uid {
+		// The leader's index of this name is another one (deleted and
+		// created again, perhaps at this very generation number): its
+		// files must not meet this copy's, whose IDs they may reuse.
+		if st.Hold != "" {
+			releaseHold(c, name, st.Hold)
+		}
+		f.log.Info("The leader's index was deleted and created again; recreating it here", "index", name,
+			"leaderGeneration", st.Generation, "generation", local)
+		fi.observe(client.ReplicationCatchingUp, st.Generation, 0)
+		return f.recreate(ctx, name)
 	}
 	if st.Hold == "" {
 		if exists && st.Generation < local {
@@ -48,11 +62,7 @@ func (f *Follower) step(ctx context.Context, name string, fi *followed) error {
 		fi.observe(client.ReplicationFollowing, st.Generation, local)
 		return nil
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.ReleaseHold(rctx, name, st.Hold) // it expires anyway
-	}()
+	defer releaseHold(c, name, st.Hold)
 	fi.observe(client.ReplicationCatchingUp, st.Generation, local)
 	start := time.Now()
 	n, err := f.install(ctx, c, name, st)
@@ -247,3 +257,10 @@ func decodeMetadata(raw []byte) (*metadata.Metadata, error) {
 
 // BytesCopied returns the bytes of files copied and published so far.
 func (f *Follower) BytesCopied() int64 { return f.copied.Load() }
+
+// releaseHold releases a hold on the leader; it expires anyway.
+func releaseHold(c *client.Client, name, hold string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.ReleaseHold(ctx, name, hold)
+}

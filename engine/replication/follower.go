@@ -487,6 +487,24 @@ func (f *Follower) localGeneration(name string) (uint64, error) {
 	return idx.Generation(), nil
 }
 
+// localUID returns the UID of the local index name (empty when it has
+// none or no such index).
+func (f *Follower) localUID(name string) (string, error) {
+	h, err := f.reg.Acquire(name)
+	if errors.Is(err, registry.ErrIndexNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer h.Release()
+	idx, err := h.Index()
+	if err != nil {
+		return "", err
+	}
+	return idx.UID(), nil
+}
+
 // ensure returns a handle on the local index name with schema of meta,
 // recreating it when the leader's index is another one (recreated).
 func (f *Follower) ensure(ctx context.Context, name string, st *client.ReplicationState) (*registry.Handle, error) {
@@ -494,13 +512,13 @@ func (f *Follower) ensure(ctx context.Context, name string, st *client.Replicati
 	if err != nil {
 		return nil, err
 	}
-	_, err = f.reg.Create(ctx, name, meta.Schema)
+	_, err = f.reg.CreateCopy(ctx, name, meta.Schema, meta.UID)
 	if errors.Is(err, registry.ErrIndexExists) {
 		f.log.Info("The leader's index has another schema: recreating it here", "index", name)
 		if err := f.recreate(ctx, name); err != nil {
 			return nil, err
 		}
-		_, err = f.reg.Create(ctx, name, meta.Schema)
+		_, err = f.reg.CreateCopy(ctx, name, meta.Schema, meta.UID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("replication: create index %s: %w", name, err)

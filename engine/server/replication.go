@@ -65,7 +65,9 @@ func (s *Server) withReplication(st IndexStatus) IndexStatus {
 // ?wait=SECONDS, and never past the start of shutdown, which answers 503
 // NotReady) until the committed generation is above ?after=G, then
 // answers that generation, pinned by a new hold (F01) with its metadata
-// and files, or just the generation number when the wait ran out.
+// and files, or just the generation number when the wait ran out. With
+// ?uid=U other than the index's UID (the follower copied another index
+// of this name) it answers at once, as for no ?after.
 func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error {
 	after, wait, err := replicationQuery(r)
 	if err != nil {
@@ -74,6 +76,11 @@ func (s *Server) replicationState(w http.ResponseWriter, r *http.Request) error 
 	h, idx, err := opened(s.acquire(r))
 	if err != nil {
 		return err
+	}
+	if uid := r.URL.Query().Get("uid"); uid != "" && idx.UID() != "" && uid != idx.UID() {
+		// The follower's copy is of another index of this name (deleted
+		// and created again): whatever its generation, it needs this one.
+		after = -1
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -102,7 +109,7 @@ wait:
 			// and asks again (this process, restarted, or the next leader).
 			return unavailable(CodeNotReady, retryDraining, "shutting down")
 		}
-		writeJSON(w, http.StatusOK, client.ReplicationState{Index: h.Name(), Generation: g})
+		writeJSON(w, http.StatusOK, client.ReplicationState{Index: h.Name(), Generation: g, UID: idx.UID()})
 		return nil
 	}
 	snap, meta, err := pinCommitted(h, idx, "run the doctor on the leader")
@@ -118,7 +125,7 @@ wait:
 	// The hold owns the snapshot (the files) and the handle (an index
 	// deletion ends the hold through h.Done, then waits for the handle).
 	id := s.holds.Add(h.Name(), idx.FS(), idx.Dir(), meta, h.Done(), func() { snap.Close(); h.Release() })
-	out := client.ReplicationState{Index: h.Name(), Generation: meta.Generation, Hold: id,
+	out := client.ReplicationState{Index: h.Name(), Generation: meta.Generation, UID: meta.UID, Hold: id,
 		HoldSeconds: s.holds.TTL().Seconds(), Metadata: raw}
 	for _, f := range index.CommittedFiles(meta) {
 		out.Files = append(out.Files, client.ReplicationFile{Name: f.Name, Size: f.Size})
