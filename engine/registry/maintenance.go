@@ -25,8 +25,12 @@ func (h *Handle) Compact(ctx context.Context) (index.RewriteResult, error) {
 
 // Reorder runs one manual BP pass over every segment. Ingestion already
 // admitted is committed first; the writer is released before waiting for
-// maintenance capacity (D05).
+// maintenance capacity (D05). A schema without a reorder field is refused
+// before that commit: a refused request changes nothing.
 func (h *Handle) Reorder(ctx context.Context) ([]index.RewriteResult, error) {
+	if idx, err := h.Index(); err == nil && !idx.Schema().HasReorderFields() {
+		return nil, index.ErrNoReorderFields
+	}
 	if _, err := h.Commit(ctx); err != nil {
 		return nil, err
 	}

@@ -411,3 +411,25 @@ func TestC11_HeldPublicationHealsAfterADrainTimedOutAndResumed(t *testing.T) {
 		t.Fatalf("lifecycle still lists %+v", held)
 	}
 }
+
+// TestRefusedReorderChangesNothing: a manual reorder of an index whose
+// schema has no reorder field is refused before it commits the admitted
+// ingestion, so the refusal publishes nothing.
+func TestRefusedReorderChangesNothing(t *testing.T) {
+	r := openTest(t, vfs.NewMem(), Options{})
+	defer r.Close(context.Background())
+	h := mustCreate(t, r, "articles")
+	defer h.Release()
+	ctx := context.Background()
+	if err := h.Add(ctx, docs(t, 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	before := h.Status().Generation
+	if _, err := h.Reorder(ctx); !errors.Is(err, index.ErrNoReorderFields) {
+		t.Fatalf("reorder without a reorder field: %v, want ErrNoReorderFields", err)
+	}
+	if st := h.Status(); st.Generation != before || st.Documents != 0 {
+		t.Fatalf("a refused reorder published generation %d with %d documents (was %d, none committed)",
+			st.Generation, st.Documents, before)
+	}
+}
