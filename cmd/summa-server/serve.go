@@ -199,7 +199,12 @@ func shutdown(ctx context.Context, log logr.Logger, srv *server.Server, reg *reg
 		_ = hs.Close()
 		return fmt.Errorf("stop serving HTTP: %w", err)
 	}
-	stopAutocommit()
+	// A follower's replication loop stops too: bounded by the deadline
+	// like every other step (a loop that does not end must not keep the
+	// process past it).
+	if err := within(ctx, stopAutocommit); err != nil {
+		return fmt.Errorf("stop autocommit and the replication loop: %w", err)
+	}
 	// Running backups end unfinished (no manifest) and release their
 	// tracker references and handles before the registry closes.
 	if err := srv.StopBackups(ctx); err != nil {
@@ -309,3 +314,15 @@ func (f *front) set(h http.Handler) { f.handler.Store(&h) }
 
 // addr is the bound address.
 func (f *front) addr() string { return f.ln.Addr().String() }
+
+// within runs f and waits for it until ctx ends.
+func within(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

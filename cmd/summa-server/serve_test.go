@@ -76,3 +76,36 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShutdownDeadlineBoundsTheStopOfTheLoops: a replication loop (or
+// autocommit) that does not stop cannot keep the process past the
+// shutdown deadline: the ordered shutdown gives up with an error.
+func TestShutdownDeadlineBoundsTheStopOfTheLoops(t *testing.T) {
+	reg, err := registry.Open(vfs.Default, t.TempDir(), registry.Options{Index: index.Options{IndexingWorkers: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(reg, server.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	go func() { _ = hs.Serve(ln) }()
+	release := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := shutdown(ctx, logr.Discard(), srv, reg, hs, time.Time{}, func() { <-release }); err == nil {
+		t.Fatal("shutdown finished although the loops never stopped")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown took %v past a 300ms deadline", d)
+	}
+	close(release)
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	if err := reg.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+}
