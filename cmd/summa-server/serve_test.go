@@ -48,13 +48,7 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Release()
-	srv := server.New(reg, server.Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv}
-	go func() { _ = hs.Serve(ln) }()
+	srv, hs := serveRegistry(t, reg)
 
 	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
@@ -85,13 +79,7 @@ func TestShutdownDeadlineBoundsTheStopOfTheLoops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(reg, server.Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv}
-	go func() { _ = hs.Serve(ln) }()
+	srv, hs := serveRegistry(t, reg)
 	release := make(chan struct{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -108,4 +96,18 @@ func TestShutdownDeadlineBoundsTheStopOfTheLoops(t *testing.T) {
 	if err := reg.Close(cctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serveRegistry serves reg's API on a loopback port, as serve does, for
+// a test of the ordered shutdown.
+func serveRegistry(t *testing.T, reg *registry.Registry) (*server.Server, *http.Server) {
+	t.Helper()
+	srv := server.New(reg, server.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	go func() { _ = hs.Serve(ln) }()
+	return srv, hs
 }

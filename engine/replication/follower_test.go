@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -33,28 +34,81 @@ func openRegistry(t *testing.T) *registry.Registry {
 	return r
 }
 
+// booksSchema is the schema of the tests' index "books".
+const booksSchema = `{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`
+
+// startLeader serves a new registry over HTTP until the end of the test,
+// through wrap when not nil, and returns the registry, the server and a
+// client of it.
+func startLeader(t *testing.T, wrap func(http.Handler) http.Handler) (*registry.Registry, *httptest.Server, *client.Client) {
+	t.Helper()
+	lr := openRegistry(t)
+	var h http.Handler = server.New(lr, server.Options{})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return lr, ts, client.New(ts.URL, nil)
+}
+
+// createBooks creates the index "books" on the leader with one document
+// per id, commits them and returns the index's STATUS.
+func createBooks(t *testing.T, lc *client.Client, ids ...string) client.IndexStatus {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := lc.CreateIndex(ctx, "books", json.RawMessage(booksSchema)); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, `{"id":%q,"body":"light and colours"}`+"\n", id)
+	}
+	if _, err := lc.AddNDJSON(ctx, "books", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.Commit(ctx, "books"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := lc.GetIndex(ctx, "books")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *st
+}
+
+// newFollower builds a follower of cfg over reg.
+func newFollower(t *testing.T, cfg replication.Config, reg *registry.Registry) *replication.Follower {
+	t.Helper()
+	f, err := replication.New(cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// runFollower runs f until the returned function stops it (and waits for
+// Run to return).
+func runFollower(f *replication.Follower) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
 // TestFollowerCopiesCommitsAndDeletions: in one process (so that the race
 // detector sees both sides), a follower copies a leader's index with its
 // commits and a merge, reports "following" with no lag, and deletes the
 // index when the leader does.
 func TestFollowerCopiesCommitsAndDeletions(t *testing.T) {
-	lr := openRegistry(t)
-	ts := httptest.NewServer(server.New(lr, server.Options{}))
-	defer ts.Close()
-	lc := client.New(ts.URL, nil)
+	_, ts, lc := startLeader(t, nil)
 	ctx := context.Background()
-	if _, err := lc.CreateIndex(ctx, "books", json.RawMessage(`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)); err != nil {
+	if _, err := lc.CreateIndex(ctx, "books", json.RawMessage(booksSchema)); err != nil {
 		t.Fatal(err)
 	}
 	fr := openRegistry(t)
-	f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: time.Second, ListInterval: 50 * time.Millisecond}, fr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); f.Run(fctx) }()
-	defer func() { stop(); <-done }()
+	f := newFollower(t, replication.Config{Leader: ts.URL, PollWait: time.Second, ListInterval: 50 * time.Millisecond}, fr)
+	defer runFollower(f)()
 	for round := range 4 {
 		var b strings.Builder
 		for i := range 20 {
@@ -111,34 +165,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // as the leader answers its index list, not only once a long poll (which
 // waits up to PollWait when nothing is committed) returns.
 func TestRestartedFollowerReportsFollowingAtOnce(t *testing.T) {
-	lr := openRegistry(t)
-	ts := httptest.NewServer(server.New(lr, server.Options{}))
-	defer ts.Close()
-	lc := client.New(ts.URL, nil)
-	ctx := context.Background()
-	if _, err := lc.CreateIndex(ctx, "books", json.RawMessage(`{"fields":[{"name":"id","type":"keyword","primary":true},{"name":"body","type":"text"}]}`)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lc.AddNDJSON(ctx, "books", strings.NewReader(`{"id":"a","body":"light"}`+"\n")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lc.Commit(ctx, "books"); err != nil {
-		t.Fatal(err)
-	}
-	want, err := lc.GetIndex(ctx, "books")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ts, lc := startLeader(t, nil)
+	want := createBooks(t, lc, "a")
 	fr := openRegistry(t)
 	run := func(pollWait time.Duration) (*replication.Follower, func()) {
-		f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: pollWait, ListInterval: 50 * time.Millisecond}, fr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); f.Run(fctx) }()
-		return f, func() { stop(); <-done }
+		f := newFollower(t, replication.Config{Leader: ts.URL, PollWait: pollWait, ListInterval: 50 * time.Millisecond}, fr)
+		return f, runFollower(f)
 	}
 	f, stop := run(time.Second)
 	waitFor(t, "the first follower to copy the leader's generation", func() bool {
@@ -168,10 +200,7 @@ func TestRestartedFollowerReportsFollowingAtOnce(t *testing.T) {
 // loop that ended first used to leave stopAll waiting on a nil channel
 // forever: a follower never finished its shutdown after SIGTERM).
 func TestFollowerStopsWhenItsContextEnds(t *testing.T) {
-	lr := openRegistry(t)
-	ts := httptest.NewServer(server.New(lr, server.Options{}))
-	defer ts.Close()
-	lc := client.New(ts.URL, nil)
+	_, ts, lc := startLeader(t, nil)
 	ctx := context.Background()
 	names := []string{"a", "b", "c", "d"}
 	for _, name := range names {
@@ -181,10 +210,7 @@ func TestFollowerStopsWhenItsContextEnds(t *testing.T) {
 	}
 	fr := openRegistry(t)
 	for round := range 10 {
-		f, err := replication.New(replication.Config{Leader: ts.URL, PollWait: time.Minute, ListInterval: 20 * time.Millisecond}, fr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := newFollower(t, replication.Config{Leader: ts.URL, PollWait: time.Minute, ListInterval: 20 * time.Millisecond}, fr)
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); f.Run(fctx) }()
