@@ -18,7 +18,7 @@ import (
 // step is one round of an index's loop: one long poll and, when the
 // leader has a newer committed generation, its copy and publication.
 func (f *Follower) step(ctx context.Context, name string, fi *followed) error {
-	local, exists, err := f.local(name)
+	local, uid, exists, err := f.local(name)
 	if err != nil {
 		return err
 	}
@@ -26,11 +26,9 @@ func (f *Follower) step(ctx context.Context, name string, fi *followed) error {
 	if err != nil {
 		return err
 	}
-	after, uid := int64(local), ""
+	after := int64(local)
 	if !exists {
 		after = -1 // any generation, even an empty index's first
-	} else if uid, err = f.localUID(name); err != nil {
-		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, f.cfg.PollWait+30*time.Second)
 	st, err := c.ReplicationState(pctx, name, after, uid, f.cfg.PollWait)
@@ -81,19 +79,19 @@ func (f *Follower) step(ctx context.Context, name string, fi *followed) error {
 	return nil
 }
 
-// local returns the generation the follower serves for name, and whether
-// it has that index.
-func (f *Follower) local(name string) (uint64, bool, error) {
-	g, err := f.localGeneration(name)
+// local returns the generation the follower serves for name, its UID,
+// and whether it has that index.
+func (f *Follower) local(name string) (uint64, string, bool, error) {
+	g, uid, err := f.localIndex(name)
 	if err != nil {
-		return 0, false, err
+		return 0, "", false, err
 	}
 	for _, n := range f.reg.Names() {
 		if n == name {
-			return g, true, nil
+			return g, uid, true, nil
 		}
 	}
-	return 0, false, nil
+	return 0, "", false, nil
 }
 
 // install copies the held generation of st into the local index (created

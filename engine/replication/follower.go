@@ -344,7 +344,7 @@ func (f *Follower) reached(name string, leaderGen uint64) {
 	if stale {
 		return // the index loop has seen a newer generation than this list
 	}
-	local, exists, err := f.local(name)
+	local, _, exists, err := f.local(name)
 	if err != nil || (exists && leaderGen < local) {
 		return
 	}
@@ -469,40 +469,22 @@ func (f *Follower) follow(ctx context.Context, name string, fi *followed) {
 // validation or was short): the leader is reachable.
 var errRefused = errors.New("replication: copy refused")
 
-// localGeneration returns the generation the follower serves for name (0
-// when it has no such index).
-func (f *Follower) localGeneration(name string) (uint64, error) {
+// localIndex returns the generation the follower serves for name and
+// its UID (0 and empty when it has no such index).
+func (f *Follower) localIndex(name string) (uint64, string, error) {
 	h, err := f.reg.Acquire(name)
 	if errors.Is(err, registry.ErrIndexNotFound) {
-		return 0, nil
+		return 0, "", nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer h.Release()
 	idx, err := h.Index()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return idx.Generation(), nil
-}
-
-// localUID returns the UID of the local index name (empty when it has
-// none or no such index).
-func (f *Follower) localUID(name string) (string, error) {
-	h, err := f.reg.Acquire(name)
-	if errors.Is(err, registry.ErrIndexNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	defer h.Release()
-	idx, err := h.Index()
-	if err != nil {
-		return "", err
-	}
-	return idx.UID(), nil
+	return idx.Generation(), idx.UID(), nil
 }
 
 // ensure returns a handle on the local index name with schema of meta,
