@@ -22,7 +22,8 @@ import (
 // step acts, so that an operator restarted at any point resumes the same
 // run and finds the same Jobs by name:
 //
-//	Pending -> Draining (drain, stop the pod) -> BackingUp (copy the volume
+//	Pending (the followers restart: summaindex_doctor_followers.go) ->
+//	Draining (drain, stop the pod) -> BackingUp (copy the volume
 //	unless backup: None) -> Running (the doctor Job) -> Restarting (the
 //	engine pod again, unless the index is suspended) -> Succeeded | Failed
 //
@@ -88,6 +89,12 @@ func (r *SummaIndexReconciler) reconcileDoctor(ctx context.Context, index *summa
 				return reconcile.Result{}, err
 			}
 			return r.failDoctor(ctx, index, why, sw) // before the engine stops
+		}
+		if wait, why, err := r.doctorWaitsForFollowers(ctx, index, pod); err != nil || wait {
+			if wait {
+				notReady(index, summav1.PhaseRepairing, "DoctorRollingFollowers", why, true)
+			}
+			return reconcile.Result{RequeueAfter: pollInterval}, err
 		}
 		d.Phase = summav1.DoctorPhaseDraining
 		return reconcile.Result{RequeueAfter: pollInterval}, sw.write(ctx, index)

@@ -85,6 +85,9 @@ func followArgs(index *summav1.SummaIndex, acc access) []string {
 func desiredFollower(index *summav1.SummaIndex, in podInputs, k int) *corev1.Pod {
 	pod := desiredPod(index, in)
 	pod.Name = index.FollowerPodName(k)
+	if id := index.Spec.Doctor.RequestID; id != "" {
+		pod.Annotations[AnnotationDoctorRequest] = id
+	}
 	for key, v := range followerLabels(index) {
 		pod.Labels[key] = v
 	}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,4 +126,42 @@ func TestCaughtUp(t *testing.T) {
 // toSelector is a label selector of exactly m.
 func toSelector(m map[string]string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+func TestBackForDoctor(t *testing.T) {
+	now := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	r := &SummaIndexReconciler{Options: Options{Now: func() time.Time { return now }}}
+	x := podTestIndex()
+	x.Spec.Replicas = ptr.To[int32](1)
+	x.Spec.Doctor.RequestID = "d2"
+	pod := func(request string, ready bool, age time.Duration) *corev1.Pod {
+		p := desiredFollower(x, replicaInputs(), 1)
+		p.Annotations[AnnotationDoctorRequest] = request
+		p.CreationTimestamp = metav1.NewTime(now.Add(-age))
+		p.Status.PodIP = "10.0.0.9"
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: EngineContainerName, Ready: ready,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		return p
+	}
+	st := &client.IndexStatus{Replication: &client.ReplicationStatus{State: "catchingUp"}}
+	for _, c := range []struct {
+		name       string
+		fl         follower
+		back, late bool
+	}{
+		{"made for the run, ready, answering, not caught up", follower{pod: pod("d2", true, time.Minute), st: st}, true, false},
+		{"made for an earlier run", follower{pod: pod("d1", true, time.Hour), st: st}, false, false},
+		{"made for the run, starting", follower{pod: pod("d2", false, time.Minute)}, false, false},
+		{"made for the run, not back after the start timeout", follower{pod: pod("d2", false, 6*time.Minute)}, false, true},
+		{"ready but not answering yet", follower{pod: pod("d2", true, time.Minute)}, false, false},
+		{"no pod", follower{}, false, false},
+	} {
+		back, late := r.backForDoctor(x, c.fl)
+		if back != c.back || late != c.late {
+			t.Errorf("%s: back %v late %v, want %v %v", c.name, back, late, c.back, c.late)
+		}
+	}
+	if got := desiredFollower(x, replicaInputs(), 1).Annotations[AnnotationDoctorRequest]; got != "d2" {
+		t.Errorf("a follower made now carries doctor request %q, want d2", got)
+	}
 }

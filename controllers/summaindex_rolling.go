@@ -20,7 +20,8 @@ import (
 
 // Rolling restarts with read followers. A new revision (spec change,
 // restartedAt, a new engine image) restarts the followers first, one at a
-// time, each back, ready and caught up with the leader before the next;
+// time, each back, ready and caught up with the leader before the next (a
+// doctor run too: summaindex_doctor_followers.go);
 // the leader restarts last, drained as without followers
 // (reconcileEngine asks followersSettled before its drain). Throughout,
 // the leader serves while a follower restarts, and the followers serve
@@ -195,11 +196,19 @@ func (r *SummaIndexReconciler) reconcileReplicas(ctx context.Context, index *sum
 			f.add(r.syncFollowerAccess(ctx, fl.pod, acc))
 		}
 	}
-	if hold || doctorActive(index) {
-		// The doctor repairs the leader; the followers keep serving.
+	plan, roll := revisionRoll(rev), true
+	switch {
+	case hold:
+		return res
+	case doctorActive(index):
+		// Followers restart for the run before the leader's repair, then
+		// serve while the leader is repaired (summaindex_doctor_followers.go).
+		plan, roll = r.doctorRoll(index), doctorRollsFollowers(index) && leader != nil && engineReady(leader)
+	}
+	if !roll {
 		return res
 	}
-	rolling, busy, err := r.rollFollowers(ctx, index, leader, fs, rev, claims)
+	rolling, busy, err := r.rollFollowers(ctx, index, leader, fs, plan, claims)
 	f.add(err)
 	switch {
 	case rolling || err != nil:
@@ -229,30 +238,55 @@ func (r *SummaIndexReconciler) followersWaitForRestore(ctx context.Context, inde
 	return pvc != nil, nil
 }
 
+// rollPlan is what a roll of the followers restarts and waits for.
+type rollPlan struct {
+	// stale reports whether a follower is to restart.
+	stale func(follower) bool
+	// back reports whether a restarted follower is back: the next one may
+	// restart.
+	back func(follower) bool
+	// progress says what the roll does, with the followers left.
+	progress func(left int) string
+	// why is the reason given when a follower pod is deleted.
+	why string
+}
+
+// revisionRoll is the plan of a rolling restart to revision rev: each
+// follower back ready and caught up before the next.
+func revisionRoll(rev string) rollPlan {
+	return rollPlan{
+		stale: func(fl follower) bool { return fl.pod.Annotations[AnnotationRevision] != rev },
+		back:  func(fl follower) bool { return fl.settled(rev) },
+		progress: func(left int) string {
+			return fmt.Sprintf("followers restart one at a time to revision %s before the leader (%d to go)", rev, left)
+		},
+		why: "restart to revision " + rev,
+	}
+}
+
 // rollFollowers restarts (or rebuilds) at most one serving follower: the
-// lowest-numbered one at another revision than rev, or reporting
-// quarantined segments, once the leader is ready and every other follower
-// is settled. A follower that does not serve is replaced at once: that
-// costs no search. It reports whether followers are still to roll, and
-// whether a pod of the index is not settled (busy).
+// lowest-numbered one that plan finds stale, or reporting quarantined
+// segments, once the leader is ready and every other follower is back. A
+// follower that does not serve is replaced at once: that costs no search.
+// It reports whether followers are still to roll, and whether a pod of
+// the index is not back (busy).
 func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, index *summav1.SummaIndex, leader *corev1.Pod,
-	fs []follower, rev string, claims map[int]*corev1.PersistentVolumeClaim) (rolling, busy bool, err error) {
+	fs []follower, plan rollPlan, claims map[int]*corev1.PersistentVolumeClaim) (rolling, busy bool, err error) {
 	var todo []follower
 	busy = leader == nil || !engineReady(leader)
 	for _, fl := range fs {
 		quarantined := fl.st != nil && len(fl.st.Quarantined) > 0
 		switch {
-		case fl.pod != nil && fl.pod.DeletionTimestamp == nil && (fl.pod.Annotations[AnnotationRevision] != rev || quarantined):
+		case fl.pod != nil && fl.pod.DeletionTimestamp == nil && (plan.stale(fl) || quarantined):
 			todo = append(todo, fl)
-		case !fl.settled(rev):
+		case !plan.back(fl):
 			busy = true
 		}
 	}
 	if len(todo) == 0 {
 		return false, busy, nil
 	}
-	setCondition(index, summav1.ConditionProgressing, true, ReasonRollingFollowers,
-		fmt.Sprintf("followers restart one at a time to revision %s before the leader (%d to go)", rev, len(todo)))
+	setCondition(index, summav1.ConditionProgressing, true, ReasonRollingFollowers, plan.progress(len(todo)))
 	for _, fl := range todo {
 		serving := engineReady(fl.pod)
 		if serving && busy {
@@ -261,7 +295,7 @@ func (r *SummaIndexReconciler) rollFollowers(ctx context.Context, index *summav1
 		if fl.st != nil && len(fl.st.Quarantined) > 0 {
 			err = r.rebuildFollower(ctx, index, fl, claims[fl.k])
 		} else {
-			err = r.deleteFollowerPod(ctx, index, fl.pod, "restart to revision "+rev)
+			err = r.deleteFollowerPod(ctx, index, fl.pod, plan.why)
 		}
 		if err != nil {
 			return true, busy, err
