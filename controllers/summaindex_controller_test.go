@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -438,7 +441,26 @@ var _ = Describe("The SummaIndex reconciler", func() {
 		commit("doomed")
 		dataDir := kubelet.ClaimDir(specNamespace, "doomed-data")
 		Expect(filepath.Join(dataDir, "doomed")).To(BeADirectory())
+		var mu sync.Mutex
+		var calls []string
+		hookMu.Lock()
+		engineCallHook = func(_ context.Context, call string) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, call)
+		}
+		hookMu.Unlock()
+		DeferCleanup(func() {
+			hookMu.Lock()
+			engineCallHook = nil
+			hookMu.Unlock()
+		})
 		deleteAndWaitGone("doomed")
+		mu.Lock()
+		drained, deleted := slices.Index(calls, "drain/"+purposeDelete), slices.Index(calls, "delete-index")
+		mu.Unlock()
+		Expect(deleted).To(BeNumerically(">", drained), "engine calls %v: the contract's order is drain, then DELETE", calls)
+		Expect(drained).To(BeNumerically(">=", 0), "engine calls %v: no drain", calls)
 		_, err := enginePodOf("doomed")
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		Eventually(func() bool {

@@ -20,7 +20,7 @@ import (
 //
 // Delete: drain, DELETE the index in the engine and wait until the engine
 // no longer has it, delete the pod, delete the volume and its backups, drop
-// the finalizer.
+// the finalizer (drainThenDeleteIndex).
 //
 // Retain: drop any owner reference of the volume and its backups first (a
 // volume made by an earlier version still has one, and a foreground
@@ -72,10 +72,13 @@ func (r *SummaIndexReconciler) reconcileDelete(ctx context.Context, index *summa
 			return reconcile.Result{RequeueAfter: pollInterval}, r.stopUnasked(ctx, index, pod, policy)
 		}
 		if policy == summav1.ReclaimDelete && engineRunning(pod) {
-			gone, err := r.deleteEngineIndex(ctx, index, pod)
+			gone, err := r.drainThenDeleteIndex(ctx, index, pod)
 			if err != nil || !gone {
 				return reconcile.Result{RequeueAfter: pollInterval}, err
 			}
+			// Drained, and the index is gone: nothing is left to commit.
+			index.Status.DrainStartTime = nil
+			return reconcile.Result{RequeueAfter: pollInterval}, r.deletePod(ctx, index, pod, purposeDelete, "the engine deleted the index")
 		}
 		if _, err := r.drainAndStop(ctx, index, pod, purposeDelete, true); err != nil {
 			return reconcile.Result{}, err
@@ -120,15 +123,20 @@ func (r *SummaIndexReconciler) stopUnasked(ctx context.Context, index *summav1.S
 	return r.deletePod(ctx, index, pod, purposeDelete, "the deletion timed out")
 }
 
-// deleteEngineIndex asks the engine to delete index's index and reports whether
-// it is gone. The engine's deletion runs detached; it is polled.
-func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (bool, error) {
-	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
-	defer cancel()
+// drainThenDeleteIndex deletes index's index in the engine in the order
+// the contract gives: drain (writes accepted are committed, maintenance
+// at rest), then DELETE, and reports whether the index is gone. The
+// engine's deletion runs detached; it is polled. Each step is decided
+// from what the engine reports, so an operator killed between them
+// resumes: an index already deleting is only waited for, and a drain
+// already done is not asked again.
+func (r *SummaIndexReconciler) drainThenDeleteIndex(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod) (bool, error) {
 	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
 		return false, err
 	}
+	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
+	defer cancel()
 	st, err := c.GetIndex(cctx, index.Name)
 	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
 		return true, nil
@@ -139,6 +147,9 @@ func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, index *sum
 	if st.State == "deleting" {
 		return false, nil
 	}
+	if out, _, err := r.drainEngine(ctx, index, pod, purposeDelete, true); err != nil || out != drainDone {
+		return false, err
+	}
 	err = c.DeleteIndex(cctx, index.Name)
 	r.engineCalled(ctx, "delete-index")
 	if engineclient.IsCode(err, engineclient.CodeIndexNotFound) {
@@ -147,7 +158,7 @@ func (r *SummaIndexReconciler) deleteEngineIndex(ctx context.Context, index *sum
 	if err != nil && !engineclient.IsCode(err, engineclient.CodeIndexDeleting) {
 		return false, fmt.Errorf("delete index %s in the engine: %w", index.Name, err)
 	}
-	r.event(index, pod, corev1.EventTypeNormal, "IndexDeleting", "the engine deletes index %s", index.Name)
+	r.event(index, pod, corev1.EventTypeNormal, "IndexDeleting", "the engine deletes index %s (drained first)", index.Name)
 	return false, nil
 }
 

@@ -42,6 +42,9 @@ const (
 	// drainTimedOut: the engine did not drain within drainTimeoutSeconds;
 	// writes were resumed and the pod keeps running.
 	drainTimedOut
+	// drainDone: drained, or (forced) the drain timed out; the pod is not
+	// stopped yet (drainEngine only).
+	drainDone
 )
 
 // drainBackoff reports whether a drain may start now, and otherwise how
@@ -96,14 +99,26 @@ func (r *SummaIndexReconciler) replacePod(ctx context.Context, index *summav1.Su
 // drains once more in its SIGTERM handler.
 func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod,
 	purpose string, force bool) (drainOutcome, error) {
-	lg := log.FromContext(ctx).WithValues("pod", pod.Name, "purpose", purpose)
 	if !engineRunning(pod) {
 		index.Status.DrainStartTime = nil
 		return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, "the engine was not running")
 	}
+	out, why, err := r.drainEngine(ctx, index, pod, purpose, force)
+	if out != drainDone {
+		return out, err
+	}
+	return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, why)
+}
+
+// drainEngine is drainAndStop's drain, for a running engine: it reports
+// drainDone (and why) once the engine drained, or, with force, once the
+// drain timed out; the caller stops the pod.
+func (r *SummaIndexReconciler) drainEngine(ctx context.Context, index *summav1.SummaIndex, pod *corev1.Pod,
+	purpose string, force bool) (drainOutcome, string, error) {
+	lg := log.FromContext(ctx).WithValues("pod", pod.Name, "purpose", purpose)
 	c, err := r.engineFor(ctx, index, pod)
 	if err != nil {
-		return drainWaiting, err
+		return drainWaiting, "", err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Options.EngineTimeout)
 	defer cancel()
@@ -125,7 +140,7 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.
 		setCondition(index, summav1.ConditionProgressing, true, "Draining", "the engine drains before its pod stops ("+purpose+")")
 		r.event(index, pod, corev1.EventTypeNormal, "Draining", "draining the engine of %s before stopping it (%s)", pod.Name, purpose)
 		lg.Info("Drain started")
-		return drainWaiting, nil
+		return drainWaiting, "", nil
 	}
 	elapsed := now.Sub(index.Status.DrainStartTime.Time)
 	ds, err := c.DrainStatus(cctx)
@@ -143,13 +158,13 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.
 		index.Status.DrainStartTime = nil
 		index.Status.DrainFailures, index.Status.LastDrainFailureTime = 0, nil
 		lg.Info("Engine drained", "seconds", elapsed.Seconds())
-		return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, fmt.Sprintf("drained in %.1fs", elapsed.Seconds()))
+		return drainDone, fmt.Sprintf("drained in %.1fs", elapsed.Seconds()), nil
 	}
 	if elapsed < index.Spec.Lifecycle.DrainTimeout() {
 		if err != nil {
 			lg.Info("Drain status not available yet", "error", err.Error())
 		}
-		return drainWaiting, nil
+		return drainWaiting, "", nil
 	}
 	reason := fmt.Sprintf("the engine did not drain within %s", index.Spec.Lifecycle.DrainTimeout())
 	if err != nil {
@@ -164,8 +179,8 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.
 	if force {
 		drainTimedOutTotal(purpose, elapsed)
 		index.Status.DrainStartTime = nil
-		r.event(index, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; stopping the pod anyway (%s)", reason, purpose)
-		return drainPodDeleted, r.deletePod(ctx, index, pod, purpose, "drain timed out")
+		r.event(index, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; going on anyway (%s)", reason, purpose)
+		return drainDone, "drain timed out", nil
 	}
 	// Writes are admitted again before the timeout is recorded. A resume
 	// the engine refuses (or does not answer) keeps DrainStartTime, so
@@ -177,7 +192,7 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.
 	r.engineCalled(ctx, "resume/timeout")
 	if rerr != nil {
 		lg.Info("Resume after a timed-out drain failed; asked again", "error", rerr.Error())
-		return drainWaiting, failed(ReasonEngineUnreachable,
+		return drainWaiting, "", failed(ReasonEngineUnreachable,
 			fmt.Errorf("%s, and resuming its writes failed (asked again): %w", reason, rerr))
 	}
 	drainTimedOutTotal(purpose, elapsed)
@@ -187,7 +202,7 @@ func (r *SummaIndexReconciler) drainAndStop(ctx context.Context, index *summav1.
 	index.Status.Phase = summav1.PhaseRunning
 	r.event(index, pod, corev1.EventTypeWarning, "DrainTimedOut", "%s; pod %s keeps running, retry with backoff", reason, pod.Name)
 	lg.Info("Drain timed out; writes resumed", "failures", index.Status.DrainFailures)
-	return drainTimedOut, nil
+	return drainTimedOut, "", nil
 }
 
 // drainTimedOutTotal counts a drain that timed out after elapsed.
