@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -91,6 +92,7 @@ func desiredFollower(index *summav1.SummaIndex, in podInputs, k int) *corev1.Pod
 	for key, v := range followerLabels(index) {
 		pod.Labels[key] = v
 	}
+	withoutObjectStore(pod)
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			if list[i].Name == EngineContainerName {
@@ -122,6 +124,24 @@ func desiredFollower(index *summav1.SummaIndex, in podInputs, k int) *corev1.Pod
 		}
 	}
 	return pod
+}
+
+// withoutObjectStore takes the object store (spec.backup.s3) out of a
+// follower's pod: its --s3-* flags, and the volumes and mounts of its
+// credentials and CA. Backups and restores are the leader's; a follower
+// holds no credential it does not use.
+func withoutObjectStore(pod *corev1.Pod) {
+	s3Volume := func(name string) bool { return name == s3CredentialsVolumeName || name == s3CAVolumeName }
+	pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return s3Volume(v.Name) })
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return s3Volume(m.Name) })
+			if c.Name == EngineContainerName {
+				c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--s3-") })
+			}
+		}
+	}
 }
 
 // followerPods returns index's follower pods by k (those controlled by index).

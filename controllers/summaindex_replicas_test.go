@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,39 @@ func TestBackForDoctor(t *testing.T) {
 	}
 	if got := desiredFollower(x, replicaInputs(), 1).Annotations[AnnotationDoctorRequest]; got != "d2" {
 		t.Errorf("a follower made now carries doctor request %q, want d2", got)
+	}
+}
+
+func TestFollowerHoldsNoObjectStoreCredentials(t *testing.T) {
+	x := podTestIndex()
+	x.Spec.Replicas = ptr.To[int32](1)
+	x.Spec.Backup = &summav1.BackupSpec{S3: summav1.S3Spec{Endpoint: "https://s3.example.com:9000", Bucket: "summa",
+		CredentialsSecret: "s3", CASecret: "s3-ca"}}
+	in := replicaInputs()
+	count := func(p *corev1.Pod) (args, volumes, mounts int) {
+		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+			for _, a := range c.Args {
+				if strings.HasPrefix(a, "--s3-") {
+					args++
+				}
+			}
+			for _, m := range c.VolumeMounts {
+				if m.Name == s3CredentialsVolumeName || m.Name == s3CAVolumeName {
+					mounts++
+				}
+			}
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Name == s3CredentialsVolumeName || v.Name == s3CAVolumeName {
+				volumes++
+			}
+		}
+		return args, volumes, mounts
+	}
+	if a, v, m := count(desiredPod(x, in)); a == 0 || v != 2 || m != 2 {
+		t.Fatalf("the leader has %d --s3 flags, %d object store volumes, %d mounts; want some, 2, 2", a, v, m)
+	}
+	if a, v, m := count(desiredFollower(x, in, 1)); a+v+m != 0 {
+		t.Errorf("a follower has %d --s3 flags, %d object store volumes, %d mounts; want none", a, v, m)
 	}
 }
