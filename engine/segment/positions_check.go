@@ -12,11 +12,15 @@ import (
 // walks a term's documents a block at a time (nextBlock) and its positions
 // section with it.
 //
-// Most documents take shortPositionsEnd, eight bytes at a time; whatever
+// A document of one position of one byte takes the first line, most
+// others shortPositionsEnd, eight bytes at a time; whatever
 // it does not accept (a zero byte, a varint of three bytes or more, a
 // short section, a hostile frequency) is checked one varint at a time by
 // checkPositionVarints, which also words every error.
 func (p *Postings) checkPositions(off int, doc, freq uint32) int {
+	if freq == 1 && uint(off) < uint(len(p.pos)) && p.pos[off] < 0x80 {
+		return off + 1 // one position of one byte: well formed, any value
+	}
 	if end, ok := shortPositionsEnd(p.pos, off, freq); ok {
 		return end
 	}
@@ -134,16 +138,12 @@ func shortPositionsEnd(pos []byte, off int, freq uint32) (int, bool) {
 			copy(tail[:], pos[off:])
 			w = binary.LittleEndian.Uint64(tail[:])
 		}
-		ends := ^w & high
-		n := bits.OnesCount64(ends)
+		ends := endBits(w)
+		n := bits.OnesCount8(ends)
 		used, width := uint64(1<<64-1), 8
 		if n >= left {
 			// The left-th varint end is the last byte of the run.
-			e := ends
-			for range left - 1 {
-				e &= e - 1
-			}
-			width = bits.TrailingZeros64(e)/8 + 1
+			width = int(nthEnd[ends][left-1]) + 1
 			if width < 8 {
 				used = 1<<(8*width) - 1
 			}
@@ -162,3 +162,30 @@ func shortPositionsEnd(pos []byte, off int, freq uint32) (int, bool) {
 	}
 	return 0, false
 }
+
+// endBits returns the varint ends of the eight bytes of w (little-endian)
+// as the bits of a byte: bit i is set when byte i is below 0x80. The
+// multiplication gathers the eight flags, one per byte, in the top byte.
+func endBits(w uint64) uint8 {
+	const high = 0x8080808080808080
+	return uint8((^w & high >> 7) * 0x0102040810204080 >> 56)
+}
+
+// nthEnd[m][k] is the index of the bit k+1 places up among the set bits
+// of m (k from 0), 8 when m has no more: the byte of the (k+1)-th varint
+// end of a word whose ends are m (endBits).
+var nthEnd = func() (t [256][8]uint8) {
+	for m := range t {
+		k := 0
+		for i := range 8 {
+			if m>>i&1 != 0 {
+				t[m][k] = uint8(i)
+				k++
+			}
+		}
+		for ; k < 8; k++ {
+			t[m][k] = 8
+		}
+	}
+	return t
+}()

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -152,4 +153,35 @@ func FuzzCheckPositions(f *testing.F) {
 		}
 		agreePositions(t, pos, int(off), uint32(freq))
 	})
+}
+
+// TestEndBitsAndNthEnd checks endBits against the bytes of random words
+// (one byte at a time) and nthEnd against clearing the lowest set bits.
+func TestEndBitsAndNthEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100000 {
+		w := rng.Uint64() & (rng.Uint64() | 0x7f7f7f7f7f7f7f7f)
+		var want uint8
+		for i := range 8 {
+			if byte(w>>(8*i)) < 0x80 {
+				want |= 1 << i
+			}
+		}
+		if got := endBits(w); got != want {
+			t.Fatalf("endBits(%#x) = %08b, want %08b", w, got, want)
+		}
+	}
+	for m := range 256 {
+		e := uint(m)
+		for k := range 8 {
+			want := uint8(8)
+			if e != 0 {
+				want = uint8(bits.TrailingZeros(e))
+				e &= e - 1
+			}
+			if got := nthEnd[m][k]; got != want {
+				t.Fatalf("nthEnd[%08b][%d] = %d, want %d", m, k, got, want)
+			}
+		}
+	}
 }
