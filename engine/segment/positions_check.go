@@ -27,6 +27,27 @@ func (p *Postings) checkPositions(off int, doc, freq uint32) int {
 	return p.checkPositionVarints(off, doc, freq)
 }
 
+// blockPositionsEnd returns the offset after the positions of a block's
+// documents of frequencies freqs at pos[off:] and true when the
+// positions of all of them, read as one run of their total count, take
+// shortPositionsEnd: each document's then pass checkPositions in turn,
+// and the run ends where the last document's does. The run's varints are
+// one or two bytes long, each document's varints too; no byte past the
+// run's first is zero, so no gap is 0; and the total stays below
+// maxShortFreq, each document's too, so no position overflows. Anything
+// else (a zero first position past the block's first document, most
+// often) returns false, and checkPositions decides document by document.
+func blockPositionsEnd(pos []byte, off int, freqs []uint32) (int, bool) {
+	var total uint64
+	for _, f := range freqs {
+		total += uint64(f)
+	}
+	if total >= maxShortFreq {
+		return 0, false
+	}
+	return shortPositionsEnd(pos, off, uint32(total))
+}
+
 // checkPositionVarints is checkPositions one position varint at a time,
 // with eight one-byte gaps at a time where they come.
 func (p *Postings) checkPositionVarints(off int, doc, freq uint32) int {

@@ -185,3 +185,57 @@ func TestEndBitsAndNthEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockPositionsEndAgrees checks that whenever blockPositionsEnd
+// accepts a block's positions as one run, checkPositions accepts each
+// document's in turn and ends at the same offset, on runs of one- and
+// two-byte varints with zero bytes, 0x80 0x00 gaps, three-byte varints
+// and cuts, and frequencies of 0 to 40; and that it accepts valid blocks
+// without zero positions.
+func TestBlockPositionsEndAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	accepted := 0
+	for round := 0; round < 20000; round++ {
+		freqs := make([]uint32, 1+rng.IntN(8))
+		var pos []byte
+		for k := range freqs {
+			freqs[k] = []uint32{0, 1, 1, 2, 3, uint32(rng.IntN(40))}[rng.IntN(6)]
+			for range freqs[k] {
+				if rng.IntN(3) == 0 {
+					pos = append(pos, byte(0x80|rng.IntN(128)), byte(1+rng.IntN(127)))
+				} else {
+					pos = append(pos, byte(1+rng.IntN(127)))
+				}
+			}
+		}
+		if len(pos) > 0 && rng.IntN(2) == 0 {
+			switch at := rng.IntN(len(pos)); rng.IntN(4) {
+			case 0:
+				pos[at] = 0
+			case 1:
+				pos[at] = 0x80
+			case 2:
+				pos = pos[:at]
+			default:
+				pos = append(append(append([]byte(nil), pos[:at]...), 0x81, 0x81), pos[at:]...)
+			}
+		}
+		end, ok := blockPositionsEnd(pos, 0, freqs)
+		if !ok {
+			continue
+		}
+		accepted++
+		p, off := &Postings{pos: pos}, 0
+		for k, f := range freqs {
+			if off = p.checkPositions(off, uint32(k), f); off < 0 {
+				t.Fatalf("positions %x, freqs %v: the block passes, doc %d does not: %v", pos, freqs, k, p.Err())
+			}
+		}
+		if off != end {
+			t.Fatalf("positions %x, freqs %v: the block ends at %d, its documents at %d", pos, freqs, end, off)
+		}
+	}
+	if accepted < 5000 {
+		t.Fatalf("only %d blocks of 20000 took the block path", accepted)
+	}
+}
