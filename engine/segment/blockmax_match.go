@@ -92,9 +92,7 @@ func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norms normCol
 	tokenized := l.kind == bmTokenized
 	mixed := tokenized && l.mix.on()
 	if len(docs) == 1 {
-		// Most terms: the record is a few bytes, built on the stack.
-		var buf [32]byte
-		return bytes.Equal(rec, encodeOneRecord(buf[:0], l.kind, bmPosting{doc: docs[0], tf: freqs[0]}, norms.at, l.mix))
+		return matchOneRecord(rec, l, docs[0], freqs[0], norms)
 	}
 	h := decoder{b: rec}
 	nBlocks, entriesLen := h.uvarint(), h.uvarint()
@@ -141,6 +139,38 @@ func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norms normCol
 	var buf [256]byte
 	want, ok := appendSupers(buf[:0], rec[start:start+int(entriesLen)], int(nBlocks), l.boundBytes())
 	return ok && bytes.Equal(want, supers)
+}
+
+// matchOneRecord is matchTextRecord for a term of one posting (doc, tf),
+// most terms: it expects the bytes encodeOneRecord appends, one append
+// after the other, the codes checked rather than computed.
+func matchOneRecord(rec []byte, l bmLayout, doc, tf uint32, norms normCol) bool {
+	dataLen := 1 + uvarintLen(uint64(tf))
+	entriesLen := uvarintLen(uint64(doc>>BlockShift)) + 2 + uvarintLen(uint64(dataLen))
+	tokenized := l.kind == bmTokenized
+	if tokenized {
+		entriesLen++
+		if l.mix.on() {
+			entriesLen++
+		}
+	}
+	x := bmExpect{rec: rec, ok: true}
+	x.byte1(1) // one block
+	x.uvarint(uint64(entriesLen))
+	x.uvarint(uint64(doc >> BlockShift))
+	x.byte1(tfCode(tf))
+	if tokenized {
+		dl := norms.at(doc)
+		x.ratio(dl, tf)
+		if l.mix.on() {
+			x.mixCode(l.mix, l.mix.value(dl, tf))
+		}
+	}
+	x.byte1(0) // one document
+	x.uvarint(uint64(dataLen))
+	x.byte1(byte(doc & (blockDocs - 1)))
+	x.uvarint(uint64(tf))
+	return x.ok && x.off == len(rec)
 }
 
 // textMinima are what a text block's entry codes: its largest frequency,
