@@ -144,7 +144,7 @@ func shortPositionsEnd(pos []byte, off int, freq uint32) (int, bool) {
 		return 0, false
 	}
 	left := int(freq) - 1 // varint ends still to find
-	prevCont := false     // the byte before the word continues a varint
+	carry := uint64(0)    // 0x80 when the byte before the word continues a varint
 	for off < len(pos) {
 		var w uint64
 		if off+8 <= len(pos) {
@@ -159,26 +159,27 @@ func shortPositionsEnd(pos []byte, off int, freq uint32) (int, bool) {
 			copy(tail[:], pos[off:])
 			w = binary.LittleEndian.Uint64(tail[:])
 		}
-		ends := endBits(w)
-		n := bits.OnesCount8(ends)
+		n := bits.OnesCount64(^w & high)
 		used, width := uint64(1<<64-1), 8
 		if n >= left {
 			// The left-th varint end is the last byte of the run.
-			width = int(nthEnd[ends][left-1]) + 1
+			width = int(nthEnd[endBits(w)][left-1]) + 1
 			if width < 8 {
 				used = 1<<(8*width) - 1
 			}
 		}
 		cont := w & high & used
 		zero := (w - ones) &^ w & high & used
-		if cont&(cont<<8) != 0 || (prevCont && cont&0x80 != 0) || zero != 0 {
+		// A continuation byte after one (in the word or across its
+		// start), or a zero byte: one test.
+		if cont&(cont<<8|carry)|zero != 0 {
 			return 0, false
 		}
 		if n >= left {
 			return off + width, true
 		}
 		left -= n
-		prevCont = cont>>63 != 0
+		carry = cont >> 56
 		off += 8
 	}
 	return 0, false
