@@ -56,16 +56,7 @@ func ratioCode(dl, tf uint32) uint8 {
 // exponent e = floor(log2(dl/tf)), exact in integers: RatioBound(1+16e)
 // is 2^e, so the code lies in [1+16e, 16+16e], four steps.
 func ratioCodeSearch(dl, tf uint32) uint8 {
-	if tf == 0 || dl < tf {
-		return 0
-	}
-	r := float64(dl) / float64(tf)
-	e := bits.Len32(dl/tf) - 1
-	lo := 1 + 16*e // ratioBounds[lo] = 2^e <= r
-	if lo >= 255 {
-		return 255
-	}
-	hi := min(lo+16, 256) // past the answer
+	r, lo, hi := ratioSearchRange(dl, tf)
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		if ratioBounds[mid] <= r {
@@ -75,6 +66,38 @@ func ratioCodeSearch(dl, tf uint32) uint8 {
 		}
 	}
 	return uint8(lo)
+}
+
+// ratioSearchRange returns the ratio r = dl/tf and the codes [lo, hi)
+// where ratioCodeSearch searches r's code: ratioBounds[lo] <= r (without
+// comparing) and the code is below hi. A single code (0 below ratio 1,
+// 255 from ratio 2^16 up) is the range [c, c+1).
+func ratioSearchRange(dl, tf uint32) (r float64, lo, hi int) {
+	if tf == 0 || dl < tf {
+		return 0, 0, 1
+	}
+	r = float64(dl) / float64(tf)
+	e := bits.Len32(dl/tf) - 1
+	lo = 1 + 16*e // ratioBounds[lo] = 2^e <= r
+	if lo >= 255 {
+		return r, 255, 256
+	}
+	return r, lo, min(lo+16, 256) // past the answer
+}
+
+// ratioCodeIs reports whether c is ratioCode(dl, tf), with at most two
+// comparisons instead of ratioCodeSearch's search: the code is the last
+// of ratioSearchRange's range whose bound is at most r (its first always
+// counts), and the bounds increase with the code, so c is it when it lies
+// in the range, its bound is at most r and the next code's in the range
+// is not.
+func ratioCodeIs(c uint8, dl, tf uint32) bool {
+	if tf == 1 && dl < uint32(len(intRatioCodes)) {
+		return intRatioCodes[dl] == c
+	}
+	r, lo, hi := ratioSearchRange(dl, tf)
+	x := int(c)
+	return x >= lo && x < hi && (x == lo || ratioBounds[x] <= r) && (x+1 == hi || !(ratioBounds[x+1] <= r))
 }
 
 // tfCode returns the frequency code of a block whose largest frequency is tf.

@@ -1,5 +1,7 @@
 package segment
 
+import "math"
+
 // The joint bound of a tokenized block (format version 3). A block's
 // frequency and ratio codes bound 1/tf and dl/tf separately, each by its
 // best document, so the bound they give together can belong to no
@@ -35,6 +37,13 @@ type mixRef struct {
 
 // on reports whether the field's entries carry mix codes.
 func (r mixRef) on() bool { return r.b > 0 }
+
+// valid reports whether the coefficients are finite, A0 at least 0 and
+// B0 above 0, as a reader requires of a field's: no posting's value
+// (mixRef.value) is then NaN or -0.
+func (r mixRef) valid() bool {
+	return r.a >= 0 && r.b > 0 && r.a <= math.MaxFloat64 && r.b <= math.MaxFloat64
+}
 
 // mixRefOf returns the reference coefficients of a tokenized field whose
 // documents have the given lengths (0 for documents without the field).
@@ -92,6 +101,18 @@ func (r mixRef) code(v float64) uint8 {
 		}
 	}
 	return uint8(lo)
+}
+
+// codeIs reports whether c is r.code(v), with two comparisons instead of
+// code's search, for r.b above 0. The code is the largest whose bound
+// r.b·ratioBounds[c] is at most v (0 unless v is above 0), and the bounds
+// never decrease with c, so c is it when its bound is at most v (code 0's
+// always counts, as in code) and the next code's is not.
+func (r mixRef) codeIs(c uint8, v float64) bool {
+	if !(v > 0) {
+		return c == 0
+	}
+	return (c == 0 || r.b*ratioBounds[c] <= v) && (c == 255 || !(r.b*ratioBounds[c+1] <= v))
 }
 
 // MixBound returns the lower bound of (A0 + B0·dl)/tf that mix code c

@@ -67,7 +67,7 @@ func openBlockMax(id segid.ID, s *schema.Schema, payload []byte, version, numDoc
 		}
 		if version >= mixBlockMaxVersion && f.kind == bmTokenized {
 			f.mix = mixRef{a: d.f64(), b: d.f64()}
-			if d.err == nil && !(f.mix.a >= 0 && f.mix.b > 0 && f.mix.a <= math.MaxFloat64 && f.mix.b <= math.MaxFloat64) {
+			if d.err == nil && !f.mix.valid() {
 				return nil, corruptf(id, SuffixBlockMax, "field %d: mix reference %v, %v", ord, f.mix.a, f.mix.b)
 			}
 		}
@@ -364,6 +364,7 @@ type bmChecker struct {
 	rec         []byte
 	enc         bmEncoder
 	norm        func(uint32) uint32
+	norms       normCol
 	mix         mixRef
 	err         error
 }
@@ -375,6 +376,7 @@ func (c *bmChecker) field(r *Reader, field int) *bmField {
 		return nil
 	}
 	norms := r.norms[field]
+	c.norms = norms
 	c.norm = func(doc uint32) uint32 { return norms.at(doc) }
 	c.mix = r.bmax[field].mix
 	return r.bmax[field]
@@ -405,7 +407,7 @@ func (c *bmChecker) term(r *Reader, field int, f *bmField, ord uint32) {
 		c.rec = c.enc.encode(c.rec[:0], f.kind, ps, c.norm)
 		same = bytes.Equal(got, c.rec)
 	} else {
-		same = matchTextRecord(got, f.bmLayout, docs, freqs, c.norm)
+		same = matchTextRecord(got, f.bmLayout, docs, freqs, c.norms)
 	}
 	if !same {
 		c.err = corruptf(r.id, SuffixBlockMax, "field %d: block maxima of term %d disagree with its postings", field, ord)
@@ -425,132 +427,4 @@ func (r *Reader) Norms(field int) Norms {
 		return Norms{}
 	}
 	return Norms{c: r.norms[field]}
-}
-
-// bmExpect walks a record comparing it with the bytes an encoder would
-// append, without building them: ok turns false at the first difference
-// or past the end.
-type bmExpect struct {
-	rec []byte
-	off int
-	ok  bool
-}
-
-// byte1 expects byte b.
-func (x *bmExpect) byte1(b byte) {
-	if x.off >= len(x.rec) || x.rec[x.off] != b {
-		x.ok = false
-		return
-	}
-	x.off++
-}
-
-// uvarint expects v as binary.AppendUvarint writes it.
-func (x *bmExpect) uvarint(v uint64) {
-	for v >= 0x80 {
-		x.byte1(byte(v) | 0x80)
-		v >>= 7
-	}
-	x.byte1(byte(v))
-}
-
-// matchTextRecord reports whether rec is exactly the record
-// bmEncoder.encodeText writes for a text or exact term's postings (docs
-// and freqs, the same length) in a field of layout l, byte for byte,
-// without encoding it: Validate checks every term's record this way. A
-// superblock table is compared with the one its entries give.
-func matchTextRecord(rec []byte, l bmLayout, docs, freqs []uint32, norm func(uint32) uint32) bool {
-	freqs = freqs[:len(docs)]
-	tokenized, mix := l.kind == bmTokenized, l.mix
-	if len(docs) == 1 {
-		// Most terms: the record is a few bytes, built on the stack.
-		var buf [32]byte
-		return bytes.Equal(rec, encodeOneRecord(buf[:0], l.kind, bmPosting{doc: docs[0], tf: freqs[0]}, norm, mix))
-	}
-	h := decoder{b: rec}
-	nBlocks, entriesLen := h.uvarint(), h.uvarint()
-	var supers []byte
-	tabled := h.err == nil && nBlocks <= uint64(len(docs)) && l.hasSupers(int(nBlocks))
-	if tabled {
-		supers = h.bytes(h.intv(len(rec)))
-	}
-	if h.err != nil || h.off != minimalHeader(nBlocks, entriesLen, tabled, len(supers)) || entriesLen > uint64(len(rec)-h.off) {
-		return false
-	}
-	start := h.off
-	entries := bmExpect{rec: rec[:start+int(entriesLen)], off: start, ok: true}
-	data := bmExpect{rec: rec, off: start + int(entriesLen), ok: true}
-	blocks := uint64(0)
-	prev := uint32(0)
-	for i := 0; i < len(docs) && entries.ok && data.ok; {
-		block, j, gap := nextDocBlock(docs, i, prev, blocks == 0)
-		prev = block
-		blocks++
-		entries.uvarint(uint64(gap))
-		dataLen := j - i
-		var maxTF uint32
-		minDL, minTF := uint32(math.MaxUint32), uint32(1)
-		minMix := math.Inf(1)
-		mixed := tokenized && mix.on()
-		bf := freqs[i:j]
-		// The in-block doc ids, one byte each: a difference or a short
-		// record is a mismatch, whatever follows.
-		if len(rec)-data.off < j-i {
-			return false
-		}
-		for k, doc := range docs[i:j] {
-			if rec[data.off+k] != byte(doc&(blockDocs-1)) {
-				return false
-			}
-		}
-		data.off += j - i
-		for k, doc := range docs[i:j] {
-			tf := bf[k]
-			maxTF = max(maxTF, tf)
-			if tf < 0x80 {
-				data.byte1(byte(tf))
-				dataLen++
-			} else {
-				data.uvarint(uint64(tf))
-				dataLen += uvarintLen(uint64(tf))
-			}
-			if tokenized {
-				dl := norm(doc)
-				minDL, minTF = minRatio(minDL, minTF, dl, tf) // as encodeTextCols
-				if mixed {
-					minMix = min(minMix, mix.value(dl, tf))
-				}
-			}
-		}
-		entries.byte1(tfCode(maxTF))
-		if tokenized {
-			entries.byte1(ratioCode(minDL, minTF))
-		}
-		if mixed {
-			entries.byte1(mix.code(minMix))
-		}
-		entries.byte1(byte(j - i - 1))
-		entries.uvarint(uint64(dataLen))
-		i = j
-	}
-	if !entries.ok || !data.ok || blocks != nBlocks || entries.off != len(entries.rec) || data.off != len(rec) {
-		return false
-	}
-	if !tabled {
-		return true
-	}
-	var buf [256]byte
-	want, ok := appendSupers(buf[:0], rec[start:start+int(entriesLen)], int(nBlocks), l.boundBytes())
-	return ok && bytes.Equal(want, supers)
-}
-
-// minimalHeader returns the length of a record's header as an encoder
-// writes it: uvarint(nBlocks), uvarint(entriesLen), and when tabled
-// uvarint(the superblock table's length) and the table.
-func minimalHeader(nBlocks, entriesLen uint64, tabled bool, superLen int) int {
-	n := uvarintLen(nBlocks) + uvarintLen(entriesLen)
-	if tabled {
-		n += uvarintLen(uint64(superLen)) + superLen
-	}
-	return n
 }

@@ -12,15 +12,40 @@ import (
 // walks a term's documents a block at a time (nextBlock) and its positions
 // section with it.
 //
-// Most documents take shortPositionsEnd, eight bytes at a time; whatever
+// A document of one position of one byte takes the first line, most
+// others shortPositionsEnd, eight bytes at a time; whatever
 // it does not accept (a zero byte, a varint of three bytes or more, a
 // short section, a hostile frequency) is checked one varint at a time by
 // checkPositionVarints, which also words every error.
 func (p *Postings) checkPositions(off int, doc, freq uint32) int {
+	if freq == 1 && uint(off) < uint(len(p.pos)) && p.pos[off] < 0x80 {
+		return off + 1 // one position of one byte: well formed, any value
+	}
 	if end, ok := shortPositionsEnd(p.pos, off, freq); ok {
 		return end
 	}
 	return p.checkPositionVarints(off, doc, freq)
+}
+
+// blockPositionsEnd returns the offset after the positions of a block's
+// documents of frequencies freqs at pos[off:] and true when the
+// positions of all of them, read as one run of their total count, take
+// shortPositionsEnd: each document's then pass checkPositions in turn,
+// and the run ends where the last document's does. The run's varints are
+// one or two bytes long, each document's varints too; no byte past the
+// run's first is zero, so no gap is 0; and the total stays below
+// maxShortFreq, each document's too, so no position overflows. Anything
+// else (a zero first position past the block's first document, most
+// often) returns false, and checkPositions decides document by document.
+func blockPositionsEnd(pos []byte, off int, freqs []uint32) (int, bool) {
+	var total uint64
+	for _, f := range freqs {
+		total += uint64(f)
+	}
+	if total >= maxShortFreq {
+		return 0, false
+	}
+	return shortPositionsEnd(pos, off, uint32(total))
 }
 
 // checkPositionVarints is checkPositions one position varint at a time,
@@ -119,7 +144,7 @@ func shortPositionsEnd(pos []byte, off int, freq uint32) (int, bool) {
 		return 0, false
 	}
 	left := int(freq) - 1 // varint ends still to find
-	prevCont := false     // the byte before the word continues a varint
+	carry := uint64(0)    // 0x80 when the byte before the word continues a varint
 	for off < len(pos) {
 		var w uint64
 		if off+8 <= len(pos) {
@@ -134,31 +159,55 @@ func shortPositionsEnd(pos []byte, off int, freq uint32) (int, bool) {
 			copy(tail[:], pos[off:])
 			w = binary.LittleEndian.Uint64(tail[:])
 		}
-		ends := ^w & high
-		n := bits.OnesCount64(ends)
+		n := bits.OnesCount64(^w & high)
 		used, width := uint64(1<<64-1), 8
 		if n >= left {
 			// The left-th varint end is the last byte of the run.
-			e := ends
-			for range left - 1 {
-				e &= e - 1
-			}
-			width = bits.TrailingZeros64(e)/8 + 1
+			width = int(nthEnd[endBits(w)][left-1]) + 1
 			if width < 8 {
 				used = 1<<(8*width) - 1
 			}
 		}
 		cont := w & high & used
 		zero := (w - ones) &^ w & high & used
-		if cont&(cont<<8) != 0 || (prevCont && cont&0x80 != 0) || zero != 0 {
+		// A continuation byte after one (in the word or across its
+		// start), or a zero byte: one test.
+		if cont&(cont<<8|carry)|zero != 0 {
 			return 0, false
 		}
 		if n >= left {
 			return off + width, true
 		}
 		left -= n
-		prevCont = cont>>63 != 0
+		carry = cont >> 56
 		off += 8
 	}
 	return 0, false
 }
+
+// endBits returns the varint ends of the eight bytes of w (little-endian)
+// as the bits of a byte: bit i is set when byte i is below 0x80. The
+// multiplication gathers the eight flags, one per byte, in the top byte.
+func endBits(w uint64) uint8 {
+	const high = 0x8080808080808080
+	return uint8((^w & high >> 7) * 0x0102040810204080 >> 56)
+}
+
+// nthEnd[m][k] is the index of the bit k+1 places up among the set bits
+// of m (k from 0), 8 when m has no more: the byte of the (k+1)-th varint
+// end of a word whose ends are m (endBits).
+var nthEnd = func() (t [256][8]uint8) {
+	for m := range t {
+		k := 0
+		for i := range 8 {
+			if m>>i&1 != 0 {
+				t[m][k] = uint8(i)
+				k++
+			}
+		}
+		for ; k < 8; k++ {
+			t[m][k] = 8
+		}
+	}
+	return t
+}()

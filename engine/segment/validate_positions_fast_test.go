@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -152,4 +153,89 @@ func FuzzCheckPositions(f *testing.F) {
 		}
 		agreePositions(t, pos, int(off), uint32(freq))
 	})
+}
+
+// TestEndBitsAndNthEnd checks endBits against the bytes of random words
+// (one byte at a time) and nthEnd against clearing the lowest set bits.
+func TestEndBitsAndNthEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100000 {
+		w := rng.Uint64() & (rng.Uint64() | 0x7f7f7f7f7f7f7f7f)
+		var want uint8
+		for i := range 8 {
+			if byte(w>>(8*i)) < 0x80 {
+				want |= 1 << i
+			}
+		}
+		if got := endBits(w); got != want {
+			t.Fatalf("endBits(%#x) = %08b, want %08b", w, got, want)
+		}
+	}
+	for m := range 256 {
+		e := uint(m)
+		for k := range 8 {
+			want := uint8(8)
+			if e != 0 {
+				want = uint8(bits.TrailingZeros(e))
+				e &= e - 1
+			}
+			if got := nthEnd[m][k]; got != want {
+				t.Fatalf("nthEnd[%08b][%d] = %d, want %d", m, k, got, want)
+			}
+		}
+	}
+}
+
+// TestBlockPositionsEndAgrees checks that whenever blockPositionsEnd
+// accepts a block's positions as one run, checkPositions accepts each
+// document's in turn and ends at the same offset, on runs of one- and
+// two-byte varints with zero bytes, 0x80 0x00 gaps, three-byte varints
+// and cuts, and frequencies of 0 to 40; and that it accepts valid blocks
+// without zero positions.
+func TestBlockPositionsEndAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	accepted := 0
+	for round := 0; round < 20000; round++ {
+		freqs := make([]uint32, 1+rng.IntN(8))
+		var pos []byte
+		for k := range freqs {
+			freqs[k] = []uint32{0, 1, 1, 2, 3, uint32(rng.IntN(40))}[rng.IntN(6)]
+			for range freqs[k] {
+				if rng.IntN(3) == 0 {
+					pos = append(pos, byte(0x80|rng.IntN(128)), byte(1+rng.IntN(127)))
+				} else {
+					pos = append(pos, byte(1+rng.IntN(127)))
+				}
+			}
+		}
+		if len(pos) > 0 && rng.IntN(2) == 0 {
+			switch at := rng.IntN(len(pos)); rng.IntN(4) {
+			case 0:
+				pos[at] = 0
+			case 1:
+				pos[at] = 0x80
+			case 2:
+				pos = pos[:at]
+			default:
+				pos = append(append(append([]byte(nil), pos[:at]...), 0x81, 0x81), pos[at:]...)
+			}
+		}
+		end, ok := blockPositionsEnd(pos, 0, freqs)
+		if !ok {
+			continue
+		}
+		accepted++
+		p, off := &Postings{pos: pos}, 0
+		for k, f := range freqs {
+			if off = p.checkPositions(off, uint32(k), f); off < 0 {
+				t.Fatalf("positions %x, freqs %v: the block passes, doc %d does not: %v", pos, freqs, k, p.Err())
+			}
+		}
+		if off != end {
+			t.Fatalf("positions %x, freqs %v: the block ends at %d, its documents at %d", pos, freqs, end, off)
+		}
+	}
+	if accepted < 5000 {
+		t.Fatalf("only %d blocks of 20000 took the block path", accepted)
+	}
 }

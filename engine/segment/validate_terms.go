@@ -150,6 +150,12 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 			if bf != nil {
 				bm.docs, bm.freqs = append(bm.docs, docs...), append(bm.freqs, freqs...)
 			}
+			checkPos := d.hasPos
+			if checkPos {
+				if end, ok := blockPositionsEnd(p.pos, posOff, freqs); ok {
+					posOff, checkPos = end, false // the block's at once
+				}
+			}
 			for k, doc := range docs {
 				freq := freqs[k]
 				var sum uint32
@@ -165,7 +171,7 @@ func (r *Reader) checkTermRange(ctx context.Context, c *termsCheck, tf *termsFie
 					fail(corruptf(r.id, SuffixPostings, "field %d doc %d: frequencies overflow", field, doc))
 					return
 				}
-				if d.hasPos {
+				if checkPos {
 					if posOff = p.checkPositions(posOff, doc, freq); posOff < 0 {
 						fail(p.Err())
 						return
