@@ -4,7 +4,8 @@
 // commits), and the catch-up rate of a new follower copying an index of
 // -index-mb, beside the disk's sequential write rate measured in the same
 // run on the same filesystem (the mean of a probe right before and one
-// right after the catch-up); then a rolling restart (two followers one at
+// right after the catch-up, each writing a new file, as the follower
+// does); then a rolling restart (two followers one at
 // a time, each ready and caught up before the next, the leader last)
 // under a search load routed to whichever process is ready, as a read
 // Service routes. It prints
