@@ -81,32 +81,23 @@ func (r *SummaIndexReconciler) backForDoctor(index *summav1.SummaIndex, fl follo
 // leader's repair waits for followers still to restart or come back, and
 // why. The followers given up on are told in events when the wait ends.
 func (r *SummaIndexReconciler) doctorWaitsForFollowers(ctx context.Context, index *summav1.SummaIndex, leader *corev1.Pod) (bool, string, error) {
-	n := index.EffectiveReplicas()
-	if n == 0 || leader == nil || !engineReady(leader) {
+	if leader == nil || !engineReady(leader) {
 		return false, "", nil
 	}
-	pods, err := r.followerPods(ctx, index)
+	waiting, fs, err := r.followersNotBack(ctx, index, r.doctorRoll(index))
 	if err != nil {
-		return false, "", failed(ReasonPodFailed, err)
-	}
-	var waiting []string
-	var late []follower
-	for _, fl := range r.observeFollowers(ctx, index, n, pods) {
-		switch back, isLate := r.backForDoctor(index, fl); {
-		case isLate:
-			late = append(late, fl)
-		case !back:
-			waiting = append(waiting, index.FollowerPodName(fl.k))
-		}
+		return false, "", err
 	}
 	if len(waiting) > 0 {
 		return true, fmt.Sprintf("doctor run %s: followers restart before the leader's repair: waiting for %s",
 			index.Spec.Doctor.RequestID, strings.Join(waiting, ", ")), nil
 	}
-	for _, fl := range late {
-		r.event(index, fl.pod, corev1.EventTypeWarning, "FollowerNotBack",
-			"follower %s is not back %s after its restart for doctor run %s: the leader's repair goes on",
-			fl.pod.Name, index.Spec.Doctor.StartTimeout(), index.Spec.Doctor.RequestID)
+	for _, fl := range fs {
+		if _, late := r.backForDoctor(index, fl); late {
+			r.event(index, fl.pod, corev1.EventTypeWarning, "FollowerNotBack",
+				"follower %s is not back %s after its restart for doctor run %s: the leader's repair goes on",
+				fl.pod.Name, index.Spec.Doctor.StartTimeout(), index.Spec.Doctor.RequestID)
+		}
 	}
 	return false, "", nil
 }

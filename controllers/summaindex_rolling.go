@@ -105,24 +105,32 @@ func (r *SummaIndexReconciler) observeFollowers(ctx context.Context, index *summ
 // followersSettled tells reconcileEngine whether the leader may restart
 // for revision rev: every follower runs rev, is ready and caught up.
 func (r *SummaIndexReconciler) followersSettled(ctx context.Context, index *summav1.SummaIndex, rev string) (bool, string, error) {
+	waiting, _, err := r.followersNotBack(ctx, index, revisionRoll(rev))
+	if err != nil || len(waiting) == 0 {
+		return err == nil, "", err
+	}
+	return false, fmt.Sprintf("followers restart to revision %s before the leader: waiting for %s", rev, strings.Join(waiting, ", ")), nil
+}
+
+// followersNotBack reads index's followers and names those that plan does
+// not find back: what the leader's restart (or repair) waits for.
+func (r *SummaIndexReconciler) followersNotBack(ctx context.Context, index *summav1.SummaIndex, plan rollPlan) ([]string, []follower, error) {
 	n := index.EffectiveReplicas()
 	if n == 0 {
-		return true, "", nil
+		return nil, nil, nil
 	}
 	pods, err := r.followerPods(ctx, index)
 	if err != nil {
-		return false, "", failed(ReasonPodFailed, err)
+		return nil, nil, failed(ReasonPodFailed, err)
 	}
+	fs := r.observeFollowers(ctx, index, n, pods)
 	var waiting []string
-	for _, f := range r.observeFollowers(ctx, index, n, pods) {
-		if !f.settled(rev) {
+	for _, f := range fs {
+		if !plan.back(f) {
 			waiting = append(waiting, index.FollowerPodName(f.k))
 		}
 	}
-	if len(waiting) == 0 {
-		return true, "", nil
-	}
-	return false, fmt.Sprintf("followers restart to revision %s before the leader: waiting for %s", rev, strings.Join(waiting, ", ")), nil
+	return waiting, fs, nil
 }
 
 // reconcileReplicas is the followers' step of a pass: scale down, keep

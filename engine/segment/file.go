@@ -164,14 +164,6 @@ func (w *fileWriter) copyOut(p []byte) {
 	}
 }
 
-func (w *fileWriter) writeString(s string) {
-	for len(s) > 0 {
-		k := min(len(s), 4096)
-		w.write([]byte(s[:k]))
-		s = s[k:]
-	}
-}
-
 func (w *fileWriter) uvarint(x uint64) {
 	k := binary.PutUvarint(w.tmp[:], x)
 	w.write(w.tmp[:k])
@@ -187,11 +179,6 @@ func (w *fileWriter) uvarints(xs ...uint64) {
 func (w *fileWriter) u8(x byte) {
 	w.tmp[0] = x
 	w.write(w.tmp[:1])
-}
-
-func (w *fileWriter) u32(x uint32) {
-	binary.LittleEndian.PutUint32(w.tmp[:4], x)
-	w.write(w.tmp[:4])
 }
 
 func (w *fileWriter) u64(x uint64) {

@@ -233,23 +233,6 @@ func (m *model) sortedTerms(field int) []string {
 	return out
 }
 
-// copyFS copies every file of dir in src into a new MemFS.
-func copyFS(t testing.TB, src vfs.FS, dir string) vfs.FS {
-	t.Helper()
-	dst := vfs.NewMem()
-	if err := dst.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	names, err := src.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		writeFile(t, dst, dst.PathJoin(dir, name), readFile(t, src, src.PathJoin(dir, name)))
-	}
-	return dst
-}
-
 func readFile(t testing.TB, fs vfs.FS, path string) []byte {
 	t.Helper()
 	f, err := fs.Open(path)
